@@ -1,0 +1,36 @@
+#!/bin/sh
+# ensure-deps.sh - make sure the Debian packages hangwatch builds and tests
+# with are installed.  As root it installs what is missing (apt-get);
+# otherwise it prints the exact command to run and fails.
+#
+#   scripts/ensure-deps.sh [build|test|bench]
+set -eu
+
+purpose=${1:-build}
+packages="cmake make gcc pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev"
+case "$purpose" in
+build) ;;
+test) packages="$packages clang python3 python3-jsonschema" ;;
+bench) packages="$packages clang valgrind python3 python3-jsonschema" ;;
+*) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $packages; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" = 0 ]; then
+    echo "hangwatch: installing missing packages:$missing" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >&2
+else
+    echo "hangwatch: missing Debian packages:$missing" >&2
+    echo "install them with:  sudo apt-get install -y$missing" >&2
+    exit 1
+fi

@@ -1,0 +1,99 @@
+/*
+ * detector.c - Matrix's hang condition and the agent's check schedule (see
+ * detector.h for the rules and why there are two modes).
+ */
+#include "detector.h"
+
+const char *hw_check_mode_name(hw_check_mode mode)
+{
+    return mode == HW_CHECK_PERIODIC ? "periodic" : "exact";
+}
+
+void hw_detector_config_default(hw_detector_config *cfg)
+{
+    cfg->threshold_ns = 2000000000ull;
+    cfg->check_period_ns = 1000000000ull;
+    cfg->mode = HW_CHECK_EXACT;
+    cfg->clock_slack_ns = 0;
+}
+
+uint64_t hw_detector_poll_interval(const hw_detector_config *cfg)
+{
+    uint64_t half = cfg->threshold_ns / 2;
+    uint64_t p = cfg->check_period_ns < half ? cfg->check_period_ns : half;
+    return p < 1000000ull ? 1000000ull : p; /* never spin faster than 1 ms */
+}
+
+static uint64_t elapsed(uint64_t start, uint64_t now)
+{
+    /* The start comes from the monitored process: never trust it to be in
+     * the past. */
+    return now > start ? now - start : 0;
+}
+
+bool hw_is_hung(const hw_detector_config *cfg, const hw_loop_reading *r, uint64_t now_ns, uint64_t *busy_ns)
+{
+    uint64_t busy = r->busy ? elapsed(r->busy_start_ns, now_ns) : 0;
+    if (busy_ns)
+        *busy_ns = busy;
+    return r->busy && busy > cfg->threshold_ns + cfg->clock_slack_ns;
+}
+
+void hw_detector_init(hw_detector *d, const hw_detector_config *cfg, uint64_t now_ns)
+{
+    d->cfg = *cfg;
+    d->reported_seq = 0;
+    d->next_check_ns = now_ns + (cfg->mode == HW_CHECK_PERIODIC ? cfg->check_period_ns : 0);
+}
+
+static uint64_t next_periodic(const hw_detector *d, uint64_t now_ns)
+{
+    /* Keep Matrix's fixed phase; if the agent fell behind, start again. */
+    uint64_t next = d->next_check_ns + d->cfg.check_period_ns;
+    return next > now_ns ? next : now_ns + d->cfg.check_period_ns;
+}
+
+hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *r, uint64_t now_ns)
+{
+    hw_check c = {0};
+    c.seq = r->seq;
+
+    if (d->reported_seq != 0 && r->seq != d->reported_seq) {
+        c.hang_ended = true;
+        c.ended_seq = d->reported_seq;
+        d->reported_seq = 0;
+    }
+
+    uint64_t busy_ns = 0;
+    bool hung = hw_is_hung(&d->cfg, r, now_ns, &busy_ns);
+    if (r->busy) {
+        c.busy_start_ns = r->busy_start_ns;
+        c.busy_ns = busy_ns;
+        c.launch = r->seq == 1;
+    }
+
+    if (!r->busy)
+        c.verdict = HW_VERDICT_IDLE;
+    else if (!hung)
+        c.verdict = HW_VERDICT_BUSY;
+    else if (r->seq == d->reported_seq)
+        c.verdict = HW_VERDICT_STILL_HUNG;
+    else {
+        c.verdict = HW_VERDICT_HANG;
+        d->reported_seq = r->seq;
+    }
+
+    if (d->cfg.mode == HW_CHECK_PERIODIC) {
+        d->next_check_ns = next_periodic(d, now_ns);
+    } else if (c.verdict == HW_VERDICT_BUSY) {
+        /* Wake exactly when this stretch would cross the threshold. */
+        uint64_t start = r->busy_start_ns <= now_ns ? r->busy_start_ns : now_ns;
+        d->next_check_ns = start + d->cfg.threshold_ns + d->cfg.clock_slack_ns + 1;
+    } else if (c.verdict == HW_VERDICT_IDLE) {
+        d->next_check_ns = now_ns + hw_detector_poll_interval(&d->cfg);
+    } else {
+        /* Hung: look again a check period later (to see it end). */
+        d->next_check_ns = now_ns + d->cfg.check_period_ns;
+    }
+    return c;
+}

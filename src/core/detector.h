@@ -1,0 +1,83 @@
+/*
+ * detector.h - deciding, from a loop slot's reading and the time, whether a
+ * loop thread is hung and when to look again.
+ *
+ * Matrix's condition is kept exactly: hung <=> busy && now - start >
+ * threshold (strictly greater: a stretch of exactly the threshold is not a
+ * hang).  What differs is *when* the agent looks:
+ *
+ *   periodic (Matrix): every check period, on a fixed phase; a hang is seen
+ *     up to one whole period after it crossed the threshold.
+ *   exact (default): the agent looks every poll interval (the smaller of the
+ *     check period and half the threshold) while the loop is idle or short
+ *     busy, and as soon as it sees a busy stretch it sleeps until that
+ *     stretch's start + threshold.  Every stretch longer than the threshold is
+ *     seen before it crosses it, so detection lands at the threshold plus the
+ *     agent's wake-up latency.
+ *
+ * `clock_slack_ns` is the resolution of the clock the observer stamps with
+ * (CLOCK_MONOTONIC_COARSE ticks): a coarse stamp can be up to one tick early,
+ * so a stretch is declared hung only once it is over the threshold even in
+ * the worst case.  Tests use 0.
+ *
+ * Pure code: no OS calls; the caller passes readings and times.
+ */
+#ifndef HANGWATCH_DETECTOR_H
+#define HANGWATCH_DETECTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loop_state.h"
+
+typedef enum hw_check_mode {
+    HW_CHECK_EXACT = 0,
+    HW_CHECK_PERIODIC = 1,
+} hw_check_mode;
+
+const char *hw_check_mode_name(hw_check_mode mode);
+
+typedef struct hw_detector_config {
+    uint64_t threshold_ns;    /* Matrix: 2 s */
+    uint64_t check_period_ns; /* Matrix: 1 s */
+    hw_check_mode mode;
+    uint64_t clock_slack_ns;  /* resolution of the observer's clock */
+} hw_detector_config;
+
+void hw_detector_config_default(hw_detector_config *cfg);
+
+typedef enum hw_verdict {
+    HW_VERDICT_IDLE = 0,   /* the loop is waiting */
+    HW_VERDICT_BUSY,       /* working, not over the threshold (yet) */
+    HW_VERDICT_HANG,       /* over the threshold: a hang not reported before */
+    HW_VERDICT_STILL_HUNG, /* the stretch already reported goes on */
+} hw_verdict;
+
+typedef struct hw_check {
+    hw_verdict verdict;
+    uint64_t seq;           /* the busy stretch this is about */
+    uint64_t busy_start_ns; /* its start (busy verdicts only) */
+    uint64_t busy_ns;       /* now - start (busy verdicts only) */
+    bool launch;            /* the thread has never reached its wait point */
+    bool hang_ended;        /* the stretch reported earlier is over */
+    uint64_t ended_seq;     /* which one, when hang_ended */
+} hw_check;
+
+typedef struct hw_detector {
+    hw_detector_config cfg;
+    uint64_t reported_seq; /* stretch reported as hung; 0 = none */
+    uint64_t next_check_ns;
+} hw_detector;
+
+/* Matrix's condition.  Sets *busy_ns to the elapsed busy time (0 if idle). */
+bool hw_is_hung(const hw_detector_config *cfg, const hw_loop_reading *r, uint64_t now_ns, uint64_t *busy_ns);
+
+void hw_detector_init(hw_detector *d, const hw_detector_config *cfg, uint64_t now_ns);
+
+/* Examine one reading taken at `now_ns`; updates d->next_check_ns. */
+hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *r, uint64_t now_ns);
+
+/* How often the exact mode looks at an idle loop. */
+uint64_t hw_detector_poll_interval(const hw_detector_config *cfg);
+
+#endif

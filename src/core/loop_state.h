@@ -1,0 +1,136 @@
+/*
+ * loop_state.h - the loop-state slot shared between a monitored thread and
+ * the hangwatch agent, and the observer's state machine that writes it.
+ *
+ * A loop thread alternates between waiting (blocked in its wait call) and
+ * working.  The observer runs on that thread at every transition and must be
+ * nearly free, so it does only a handful of plain stores into its slot: no
+ * locks, no allocation, no system calls.  The agent, in another process,
+ * reads the slot through a shared mapping and treats everything in it as
+ * untrusted.
+ *
+ * Matrix's busy rule is kept exactly (see docs/decisions.md):
+ *   AFTER_WAITING, BEFORE_TIMERS, BEFORE_SOURCES mark the thread busy and
+ *     stamp the start time only if it was not busy already;
+ *   BEFORE_WAITING and EXIT clear the mark;
+ *   ENTRY changes nothing.
+ *
+ * Publication protocol (single writer, seqlock style):
+ *   `seq` is odd while the thread is busy and even while it waits; every
+ *   busy<->waiting transition adds one.  The busy start is written *before*
+ *   the odd value of `seq` is published and never changes while `seq` stays
+ *   odd, so a reader that sees the same odd `seq` before and after reading
+ *   `busy_start_ns` holds a consistent (stretch, start) pair.  `seq / 2` also
+ *   counts the loop's completed busy stretches (its iterations).
+ *
+ * This file is pure: the caller supplies the time.  The preload observer
+ * passes CLOCK_MONOTONIC_COARSE (3 ns instead of 28 ns on the reference
+ * machine); the agent compensates for its resolution (docs/decisions.md).
+ */
+#ifndef HANGWATCH_LOOP_STATE_H
+#define HANGWATCH_LOOP_STATE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The six RunLoop activities, with the values iOS gives them. */
+typedef enum hw_activity {
+    HW_ACTIVITY_ENTRY = 1u << 0,
+    HW_ACTIVITY_BEFORE_TIMERS = 1u << 1,
+    HW_ACTIVITY_BEFORE_SOURCES = 1u << 2,
+    HW_ACTIVITY_BEFORE_WAITING = 1u << 5,
+    HW_ACTIVITY_AFTER_WAITING = 1u << 6,
+    HW_ACTIVITY_EXIT = 1u << 7,
+} hw_activity;
+
+/* One loop thread's slot.  64-byte aligned so two slots never share a line. */
+typedef struct hw_loop_slot {
+    _Atomic uint64_t seq;           /* odd = busy; +1 per transition */
+    _Atomic uint64_t busy_start_ns; /* monotonic time the busy stretch began */
+    _Atomic uint32_t activity;      /* last activity seen (hw_activity) */
+    _Atomic int32_t tid;            /* kernel thread id, 0 = slot unused */
+    uint8_t pad_[40];
+} __attribute__((aligned(64))) hw_loop_slot;
+
+_Static_assert(sizeof(hw_loop_slot) == 64, "one cache line per slot");
+
+static inline bool hw_activity_is_valid(uint32_t a)
+{
+    switch (a) {
+    case HW_ACTIVITY_ENTRY:
+    case HW_ACTIVITY_BEFORE_TIMERS:
+    case HW_ACTIVITY_BEFORE_SOURCES:
+    case HW_ACTIVITY_BEFORE_WAITING:
+    case HW_ACTIVITY_AFTER_WAITING:
+    case HW_ACTIVITY_EXIT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
+ * The observer: record `activity` happening at `now_ns` on the slot's own
+ * thread.  Only that thread may call it.  Relaxed loads of our own stores and
+ * release stores of `seq` compile to plain moves on x86-64 and AArch64 (stlr).
+ */
+static inline void hw_observe(hw_loop_slot *slot, hw_activity activity, uint64_t now_ns)
+{
+    uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+    bool busy = (seq & 1u) != 0;
+
+    switch (activity) {
+    case HW_ACTIVITY_AFTER_WAITING:
+    case HW_ACTIVITY_BEFORE_TIMERS:
+    case HW_ACTIVITY_BEFORE_SOURCES:
+        if (!busy) {
+            atomic_store_explicit(&slot->busy_start_ns, now_ns, memory_order_relaxed);
+            atomic_store_explicit(&slot->seq, seq + 1, memory_order_release);
+        }
+        break;
+    case HW_ACTIVITY_BEFORE_WAITING:
+    case HW_ACTIVITY_EXIT:
+        if (busy)
+            atomic_store_explicit(&slot->seq, seq + 1, memory_order_release);
+        break;
+    case HW_ACTIVITY_ENTRY:
+    default:
+        break;
+    }
+    atomic_store_explicit(&slot->activity, (uint32_t)activity, memory_order_relaxed);
+}
+
+/* What a reader got from a slot in one consistent read. */
+typedef struct hw_loop_reading {
+    uint64_t seq;
+    uint64_t busy_start_ns; /* meaningful only when busy */
+    uint32_t activity;
+    bool busy;
+} hw_loop_reading;
+
+/*
+ * Read a slot consistently.  Returns false if the writer kept changing it
+ * during `max_tries` attempts (a loop turning over millions of times a
+ * second); the caller then simply looks again later.
+ */
+static inline bool hw_loop_read(const hw_loop_slot *slot, hw_loop_reading *out, int max_tries)
+{
+    for (int i = 0; i < max_tries; i++) {
+        uint64_t s1 = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        uint64_t start = atomic_load_explicit(&slot->busy_start_ns, memory_order_relaxed);
+        uint32_t act = atomic_load_explicit(&slot->activity, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        uint64_t s2 = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+        if (s1 == s2) {
+            out->seq = s1;
+            out->busy = (s1 & 1u) != 0;
+            out->busy_start_ns = start;
+            out->activity = act;
+            return true;
+        }
+    }
+    return false;
+}
+
+#endif
