@@ -1,0 +1,281 @@
+/*
+ * preload.c - the observer for unmodified programs, loaded with LD_PRELOAD
+ * by `hangwatch run`.
+ *
+ * Most programs never call an observer, so the loop's wait call is made the
+ * observer: we interpose the wait calls glibc exports (epoll_wait,
+ * epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect and the fortified
+ * __poll_chk / __ppoll_chk).  On the main thread, entering one is
+ * BEFORE_WAITING and its return is AFTER_WAITING; a zero-timeout call is a
+ * return to the wait point like any other, so a loop spinning on
+ * epoll_wait(..., 0) is busy only between calls and never hung.
+ *
+ * The hot path is two or three plain stores plus one vDSO read of
+ * CLOCK_MONOTONIC_COARSE: no locks, no allocation, no system call.  All set-up
+ * (memfd, mmap, telling the agent) happens once, in the constructor, before
+ * main().  If anything in the set-up fails, the library stays inert: the
+ * program runs exactly as without it.  Wait calls libc makes internally
+ * (getaddrinfo, ...) use libc's private aliases and are not seen.
+ *
+ * The main thread is marked busy from the constructor on: a program that
+ * works longer than the threshold before it first waits has a launch hang.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/registration.h"
+#include "../core/shared_page.h"
+
+#define HW_EXPORT __attribute__((visibility("default")))
+
+/* The slot this thread publishes to; NULL on threads we do not watch. */
+static __thread hw_loop_slot *tls_slot __attribute__((tls_model("initial-exec")));
+
+static hw_shared_page *g_page;
+
+typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
+typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
+typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
+typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
+typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+typedef int (*select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+typedef int (*poll_chk_fn)(struct pollfd *, nfds_t, int, size_t);
+typedef int (*ppoll_chk_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
+
+static struct {
+    epoll_wait_fn epoll_wait;
+    epoll_pwait_fn epoll_pwait;
+    epoll_pwait2_fn epoll_pwait2;
+    poll_fn poll;
+    ppoll_fn ppoll;
+    select_fn select;
+    pselect_fn pselect;
+    poll_chk_fn poll_chk;
+    ppoll_chk_fn ppoll_chk;
+} real;
+
+static void *next_symbol(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+/* Resolve lazily too: another library's constructor may wait before ours. */
+#define REAL(field, name)                                                                                              \
+    (__builtin_expect(real.field != NULL, 1) ? real.field : (real.field = (__typeof__(real.field))next_symbol(name)))
+
+static inline uint64_t coarse_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline hw_loop_slot *before_waiting(void)
+{
+    hw_loop_slot *slot = tls_slot;
+    if (slot)
+        hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
+    return slot;
+}
+
+static inline void after_waiting(hw_loop_slot *slot)
+{
+    if (slot)
+        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, coarse_now_ns());
+}
+
+/* A wrapper: observe, call the real function (ENOSYS if libc lacks it), observe. */
+#define WRAP_CALL(field, name, ...)                                                                                    \
+    do {                                                                                                               \
+        __typeof__(real.field) fn = REAL(field, name);                                                                 \
+        if (fn == NULL) {                                                                                              \
+            errno = ENOSYS;                                                                                            \
+            return -1;                                                                                                 \
+        }                                                                                                              \
+        hw_loop_slot *slot = before_waiting();                                                                         \
+        int ret = fn(__VA_ARGS__);                                                                                     \
+        after_waiting(slot);                                                                                           \
+        return ret;                                                                                                    \
+    } while (0)
+
+HW_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+{
+    WRAP_CALL(epoll_wait, "epoll_wait", epfd, events, maxevents, timeout);
+}
+
+HW_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask)
+{
+    WRAP_CALL(epoll_pwait, "epoll_pwait", epfd, events, maxevents, timeout, mask);
+}
+
+HW_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
+                           const sigset_t *mask)
+{
+    WRAP_CALL(epoll_pwait2, "epoll_pwait2", epfd, events, maxevents, timeout, mask);
+}
+
+HW_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+    WRAP_CALL(poll, "poll", fds, nfds, timeout);
+}
+
+HW_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask)
+{
+    WRAP_CALL(ppoll, "ppoll", fds, nfds, timeout, mask);
+}
+
+HW_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
+{
+    WRAP_CALL(select, "select", nfds, readfds, writefds, exceptfds, timeout);
+}
+
+HW_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, const struct timespec *timeout,
+                      const sigset_t *mask)
+{
+    WRAP_CALL(pselect, "pselect", nfds, readfds, writefds, exceptfds, timeout, mask);
+}
+
+HW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
+{
+    WRAP_CALL(poll_chk, "__poll_chk", fds, nfds, timeout, fdslen);
+}
+
+HW_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask,
+                          size_t fdslen)
+{
+    WRAP_CALL(ppoll_chk, "__ppoll_chk", fds, nfds, timeout, mask, fdslen);
+}
+
+/* ---- set-up: runs once, before main(), never on the hot path ---- */
+
+static int parse_socket_address(const char *name, struct sockaddr_un *addr, socklen_t *len)
+{
+    size_t n = strlen(name);
+    if (n < 2 || n >= sizeof addr->sun_path)
+        return -1;
+    memset(addr, 0, sizeof *addr);
+    addr->sun_family = AF_UNIX;
+    memcpy(addr->sun_path, name, n);
+    if (name[0] == '@')
+        addr->sun_path[0] = '\0'; /* abstract namespace */
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    return 0;
+}
+
+static int send_registration(const char *socket_name, int memfd)
+{
+    struct sockaddr_un addr;
+    socklen_t addr_len;
+    if (parse_socket_address(socket_name, &addr, &addr_len) != 0)
+        return -1;
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (sock < 0)
+        return -1;
+
+    hw_registration msg = {HW_REGISTRATION_MAGIC, HW_PAGE_VERSION, (int32_t)getpid(), 0};
+    struct iovec iov = {&msg, sizeof msg};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr mh = {0};
+    mh.msg_name = &addr;
+    mh.msg_namelen = addr_len;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control.buf;
+    mh.msg_controllen = sizeof control.buf;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+
+    ssize_t sent;
+    do
+        sent = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    close(sock);
+    return sent == (ssize_t)sizeof msg ? 0 : -1;
+}
+
+static void forget_page_in_child(void)
+{
+    /* A forked child shares the parent's page: it must not write to it. */
+    tls_slot = NULL;
+}
+
+static void resolve_real_functions(void)
+{
+    (void)REAL(epoll_wait, "epoll_wait");
+    (void)REAL(epoll_pwait, "epoll_pwait");
+    (void)REAL(epoll_pwait2, "epoll_pwait2");
+    (void)REAL(poll, "poll");
+    (void)REAL(ppoll, "ppoll");
+    (void)REAL(select, "select");
+    (void)REAL(pselect, "pselect");
+    (void)REAL(poll_chk, "__poll_chk");
+    (void)REAL(ppoll_chk, "__ppoll_chk");
+}
+
+__attribute__((constructor)) static void hangwatch_observer_init(void)
+{
+    int saved_errno = errno;
+    resolve_real_functions();
+    const char *socket_name = getenv(HW_ENV_AGENT_SOCKET);
+    if (socket_name == NULL || *socket_name == '\0')
+        goto out;
+
+    int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC);
+    if (memfd < 0)
+        goto out;
+    if (ftruncate(memfd, HW_PAGE_SIZE) != 0) {
+        close(memfd);
+        goto out;
+    }
+    hw_shared_page *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (page == MAP_FAILED) {
+        close(memfd);
+        goto out;
+    }
+
+    page->magic = HW_PAGE_MAGIC;
+    page->version = HW_PAGE_VERSION;
+    page->page_size = HW_PAGE_SIZE;
+    page->pid = (int32_t)getpid();
+    page->slot_count = HW_PAGE_SLOTS;
+    /* The main thread is busy from start-up until it first waits. */
+    hw_loop_slot *main_slot = &page->slots[0];
+    atomic_store_explicit(&main_slot->tid, (int32_t)getpid(), memory_order_relaxed);
+    hw_observe(main_slot, HW_ACTIVITY_ENTRY, 0);
+    hw_observe(main_slot, HW_ACTIVITY_BEFORE_SOURCES, coarse_now_ns());
+    atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING, memory_order_release);
+
+    int rc = send_registration(socket_name, memfd);
+    close(memfd);
+    if (rc != 0) {
+        munmap(page, HW_PAGE_SIZE);
+        goto out;
+    }
+    g_page = page;
+    pthread_atfork(NULL, NULL, forget_page_in_child);
+    tls_slot = main_slot;
+
+out:
+    errno = saved_errno;
+}
