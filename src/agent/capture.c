@@ -1,0 +1,817 @@
+/*
+ * capture.c - stopping a process's threads with ptrace from the outside,
+ * copying their registers and stacks, and letting them go (capture.h).
+ *
+ * Sequence: enumerate /proc/PID/task; PTRACE_SEIZE every thread, then
+ * PTRACE_INTERRUPT every thread, then wait for each stop, so that all of them
+ * are held at once; look again for threads created meanwhile; PTRACE_GETREGS
+ * and process_vm_readv of each stack; PTRACE_DETACH everything.  Buffers are
+ * allocated and touched before the first stop, so the stopped window holds
+ * only system calls.
+ *
+ * Why a helper thread: a tracer is a *thread*, and a tracee can only be
+ * detached while it sits in a ptrace stop.  A thread that does not stop in
+ * time (uninterruptible sleep, a vfork parent) cannot be detached by us, and
+ * with an interrupt pending it would stop for good as soon as it came back to
+ * user space.  The kernel detaches all tracees of a thread that exits
+ * (exit_ptrace), which also drops their pending interrupt.  So every capture
+ * runs its ptrace session in a short-lived helper thread; whatever it could
+ * not detach is released when it ends.
+ *
+ * Waiting: SIGCHLD is blocked in the calling thread and in the helper, which
+ * sleeps in sigtimedwait(SIGCHLD) for at most the time left and re-checks
+ * waitpid(tid, __WALL | WNOHANG) after every wake-up, so a stop is seen as it
+ * happens and nothing is lost if a SIGCHLD arrives between the two calls.  If
+ * some other thread of the agent takes the SIGCHLD, or SIGCHLD is ignored (no
+ * notification is sent then), the wait still ends: each sigtimedwait is
+ * capped at WAIT_SLICE_NS.  A SIGCHLD consumed here may have hidden one meant
+ * for the agent's own children (standard signals do not queue), so one is
+ * raised again for the process before the mask is restored.
+ *
+ * Transparency: PTRACE_INTERRUPT makes a blocking system call return with a
+ * restart code; after the detach the kernel restarts it with the time left,
+ * so sleep(2) still sleeps two seconds.  Other stop kinds:
+ *  - signal-delivery-stop (a signal arrived between SEIZE and the interrupt):
+ *    registers are captured there and the signal is handed back with
+ *    PTRACE_DETACH's data argument, so it is delivered as if we never came.
+ *  - group-stop (PTRACE_EVENT_STOP with WSTOPSIG SIGSTOP, SIGTSTP, SIGTTIN or
+ *    SIGTTOU: the process is being or was stopped by job control): registers
+ *    are captured and the thread is detached with no signal; the kernel then
+ *    puts it back into the group-stop (__ptrace_unlink re-arms it), so the
+ *    process stays stopped until its SIGCONT, and its parent gets no extra
+ *    stop notification.  thread->group_stopped records it.
+ *
+ * Exits: a thread that is gone (ESRCH, or a zombie: PTRACE_SEIZE gives EPERM
+ * for those) or that reports WIFEXITED/WIFSIGNALED is HW_THREAD_EXITED.  When
+ * the whole process has ended, its status is recorded and, if we are its
+ * parent, consumed (out->reaped).
+ */
+#include "capture.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if !defined(__x86_64__)
+#error "capture.c supports x86_64 only (struct user_regs_struct, rsp, the 128-byte red zone)"
+#endif
+
+#define RED_ZONE_BYTES 128u                 /* x86_64 SysV: below rsp, may hold live data */
+#define WAIT_SLICE_NS (5ull * 1000 * 1000)  /* longest single sigtimedwait, see above */
+#define RESCAN_ROUNDS 3                     /* passes looking for threads born during the stop */
+#define RELEASE_WAIT_NS (200ull * 1000 * 1000)
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+
+const char *hw_thread_status_name(hw_thread_status status)
+{
+    switch (status) {
+    case HW_THREAD_CAPTURED:
+        return "captured";
+    case HW_THREAD_EXITED:
+        return "exited";
+    case HW_THREAD_TIMEOUT:
+        return "timeout";
+    case HW_THREAD_DENIED:
+        return "denied";
+    }
+    return "unknown";
+}
+
+void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid)
+{
+    if (opts == NULL)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->target_tid = target_tid;
+    opts->all_threads = true;
+    opts->target_stack_bytes = 512 * 1024;
+    opts->other_stack_bytes = 64 * 1024;
+    opts->stop_timeout_ms = 500;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- /proc helpers -------------------------------------------------------- */
+
+/* Read a small file into buf (NUL-terminated).  Bytes read, or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t got = 0;
+    while (got + 1 < size) {
+        ssize_t n = read(fd, buf + got, size - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return (ssize_t)got;
+}
+
+/* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated, or
+ * NULL when it could not be read or was empty. */
+static char *read_whole(const char *path, size_t *len)
+{
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 16384, got = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (cap - got < 4096) {
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + got, cap - got - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (buf == NULL || got == 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+static void read_comm(const char *path, char name[16])
+{
+    char buf[64];
+    name[0] = '\0';
+    if (read_small(path, buf, sizeof buf) <= 0)
+        return;
+    size_t n = strcspn(buf, "\n");
+    if (n > 15)
+        n = 15;
+    memcpy(name, buf, n);
+    name[n] = '\0';
+}
+
+typedef struct proc_stat {
+    char state;       /* R, S, D, T, t, Z, X, ... */
+    pid_t ppid;
+    int exit_code;    /* field 52: wait status of a dead task, -1 if absent */
+} proc_stat;
+
+/* Parse /proc/PID/task/TID/stat (or /proc/PID/stat when tid <= 0). */
+static int read_stat(pid_t pid, pid_t tid, proc_stat *ps)
+{
+    char path[64], buf[1024];
+    if (tid > 0)
+        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    else
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    ssize_t n = read_small(path, buf, sizeof buf);
+    if (n < 0)
+        return (int)n;
+    char *p = strrchr(buf, ')'); /* comm may contain spaces and parentheses */
+    if (p == NULL)
+        return -EINVAL;
+    ps->state = 0;
+    ps->ppid = 0;
+    ps->exit_code = -1;
+    /* Fields after the comm, numbered as in proc(5): 3 = state, 4 = ppid,
+     * 52 = exit_code. */
+    int field = 3;
+    char *save = NULL;
+    for (char *tok = strtok_r(p + 1, " \n", &save); tok != NULL; tok = strtok_r(NULL, " \n", &save), field++) {
+        if (field == 3)
+            ps->state = tok[0];
+        else if (field == 4)
+            ps->ppid = (pid_t)strtol(tok, NULL, 10);
+        else if (field == 52)
+            ps->exit_code = (int)strtol(tok, NULL, 10);
+    }
+    return ps->state != 0 ? 0 : -EINVAL;
+}
+
+/* A thread is over when its /proc entry is gone or it is a zombie. */
+static bool thread_is_dead(pid_t pid, pid_t tid)
+{
+    proc_stat ps;
+    int r = read_stat(pid, tid, &ps);
+    if (r == -ENOENT || r == -ESRCH)
+        return true;
+    return r == 0 && (ps.state == 'Z' || ps.state == 'X');
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The tids in /proc/PID/task, sorted.  0 or -errno. */
+static int list_tids(pid_t pid, pid_t **tids, size_t *count)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    *tids = NULL;
+    *count = 0;
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return -errno;
+    pid_t *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        char *end;
+        long t = strtol(de->d_name, &end, 10);
+        if (end == de->d_name || *end != '\0' || t <= 0)
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            pid_t *bigger = realloc(v, ncap * sizeof *v);
+            if (bigger == NULL) {
+                free(v);
+                closedir(dir);
+                return -ENOMEM;
+            }
+            v = bigger;
+            cap = ncap;
+        }
+        v[n++] = (pid_t)t;
+    }
+    closedir(dir);
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_pid);
+    *tids = v;
+    *count = n;
+    return 0;
+}
+
+/* ---- the ptrace session ------------------------------------------------- */
+
+typedef struct tracee {
+    bool seized;          /* attached and not yet detached or reaped */
+    bool stopped;         /* a ptrace stop was reported and we have not resumed it */
+    int inject;           /* signal to hand back at PTRACE_DETACH */
+    uint64_t interrupted; /* when PTRACE_INTERRUPT was sent */
+    size_t stack_cap;     /* bytes allocated at thread->stack */
+} tracee;
+
+typedef struct session {
+    pid_t pid;
+    pid_t target;
+    hw_capture_options opts;
+    uint64_t timeout_ns;
+    hw_process_snapshot *out;
+    tracee *tr; /* parallel to out->threads */
+    size_t cap; /* entries allocated in both */
+    bool is_parent;
+    bool consumed_sigchld;
+    sigset_t sigchld;
+    pid_t helper_tid;
+    uint64_t first_interrupt, last_resume;
+} session;
+
+/* Append a thread entry (not yet seized); allocates and touches its stack
+ * buffer now, before anything is stopped.  Index, or -ENOMEM. */
+static ssize_t add_thread(session *s, pid_t tid)
+{
+    hw_process_snapshot *out = s->out;
+    if (out->thread_count == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 8;
+        hw_thread_snapshot *t = realloc(out->threads, ncap * sizeof *t);
+        if (t == NULL)
+            return -ENOMEM;
+        out->threads = t;
+        tracee *r = realloc(s->tr, ncap * sizeof *r);
+        if (r == NULL)
+            return -ENOMEM;
+        s->tr = r;
+        s->cap = ncap;
+    }
+    size_t i = out->thread_count;
+    hw_thread_snapshot *th = &out->threads[i];
+    tracee *t = &s->tr[i];
+    memset(th, 0, sizeof *th);
+    memset(t, 0, sizeof *t);
+    th->tid = tid;
+    th->is_main = tid == s->pid;
+    th->is_target = tid == s->target;
+    th->status = HW_THREAD_EXITED; /* until it is captured */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)s->pid, (int)tid);
+    read_comm(path, th->name);
+    size_t want = th->is_target ? s->opts.target_stack_bytes : s->opts.other_stack_bytes;
+    if (want > 0) {
+        th->stack = malloc(want);
+        if (th->stack != NULL) {
+            memset(th->stack, 0, want); /* fault the pages in now, not while the thread waits */
+            t->stack_cap = want;
+        }
+    }
+    out->thread_count++;
+    return (ssize_t)i;
+}
+
+static void seize(session *s, size_t i)
+{
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (ptrace(PTRACE_SEIZE, th->tid, NULL, NULL) == 0) {
+        s->tr[i].seized = true;
+        return;
+    }
+    int e = errno;
+    /* A zombie cannot be attached either (EPERM): tell it from a refusal. */
+    if (e == ESRCH || thread_is_dead(s->pid, th->tid)) {
+        th->status = HW_THREAD_EXITED;
+        return;
+    }
+    th->status = HW_THREAD_DENIED;
+    th->error = e;
+}
+
+static void interrupt(session *s, size_t i)
+{
+    tracee *t = &s->tr[i];
+    if (!t->seized)
+        return;
+    t->interrupted = now_ns();
+    if (s->first_interrupt == 0)
+        s->first_interrupt = t->interrupted;
+    /* ESRCH: it is exiting; waitpid will report that. */
+    (void)ptrace(PTRACE_INTERRUPT, s->out->threads[i].tid, NULL, NULL);
+}
+
+/* Wait for tid's next report until `deadline`.  1 with *status, 0 on
+ * timeout, -1 with errno (ECHILD: not ours to wait for any more). */
+static int wait_report(session *s, pid_t tid, int *status, uint64_t deadline)
+{
+    for (;;) {
+        pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+        if (r == tid)
+            return 1;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return 0;
+        uint64_t left = deadline - now;
+        if (left > WAIT_SLICE_NS)
+            left = WAIT_SLICE_NS;
+        struct timespec ts = {.tv_sec = (time_t)(left / NS_PER_S), .tv_nsec = (long)(left % NS_PER_S)};
+        if (sigtimedwait(&s->sigchld, NULL, &ts) == SIGCHLD)
+            s->consumed_sigchld = true;
+        /* woken, timed out or interrupted: waitpid tells what happened */
+    }
+}
+
+static void note_exit(session *s, size_t i, int status)
+{
+    hw_thread_snapshot *th = &s->out->threads[i];
+    s->tr[i].seized = false; /* reaped by that waitpid: nothing to detach */
+    s->tr[i].stopped = false;
+    th->status = HW_THREAD_EXITED;
+    th->error = 0;
+    if (th->tid == s->pid) {
+        /* The leader's exit is reported only once the whole group is gone.
+         * As tracer and parent this waitpid reaped it; as tracer only, the
+         * kernel passes the status on to the real parent. */
+        s->out->process_exited = true;
+        s->out->exit_status = status;
+        s->out->reaped = s->is_parent;
+    }
+}
+
+static void note_report(session *s, size_t i, int status)
+{
+    tracee *t = &s->tr[i];
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        note_exit(s, i, status);
+        return;
+    }
+    if (!WIFSTOPPED(status))
+        return;
+    int sig = WSTOPSIG(status);
+    unsigned event = ((unsigned)status >> 16) & 0xffu;
+    t->stopped = true;
+    t->inject = 0;
+    if (event == 0) {
+        /* signal-delivery-stop: hand the signal back at detach */
+        t->inject = sig;
+        th->injected_signal = sig;
+    } else if (event == PTRACE_EVENT_STOP && sig != SIGTRAP) {
+        /* group-stop: detached with no signal, it goes back to the stop */
+        th->group_stopped = true;
+    }
+}
+
+/* Our wait found nothing (timeout) or could not wait (ECHILD).  If the
+ * thread is in a ptrace stop anyway (its report was taken by someone else),
+ * PTRACE_GETSIGINFO works and tells the stop kind; use it. */
+static bool probe_stopped(session *s, size_t i)
+{
+    siginfo_t si;
+    pid_t tid = s->out->threads[i].tid;
+    if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) != 0)
+        return false;
+    int status;
+    if (((unsigned)si.si_code >> 8) == PTRACE_EVENT_STOP) /* interrupt or group-stop */
+        status = ((PTRACE_EVENT_STOP << 8 | (si.si_code & 0xff)) << 8) | 0x7f;
+    else /* signal-delivery-stop of si_signo */
+        status = (si.si_signo << 8) | 0x7f;
+    note_report(s, i, status);
+    return true;
+}
+
+static void await_stop(session *s, size_t i, uint64_t deadline)
+{
+    tracee *t = &s->tr[i];
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (!t->seized || t->stopped)
+        return;
+    int status;
+    int r = wait_report(s, th->tid, &status, deadline);
+    if (r == 1) {
+        note_report(s, i, status);
+        return;
+    }
+    int e = r == 0 ? ETIMEDOUT : errno;
+    if (probe_stopped(s, i))
+        return;
+    if (e == ECHILD || thread_is_dead(s->pid, th->tid)) {
+        th->status = HW_THREAD_EXITED;
+        return;
+    }
+    th->status = HW_THREAD_TIMEOUT; /* still seized: released when the helper ends */
+    th->error = e;
+}
+
+static ssize_t read_remote(pid_t tid, uint64_t addr, unsigned char *buf, size_t len)
+{
+    struct iovec local = {.iov_base = buf, .iov_len = len};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+    return process_vm_readv(tid, &local, 1, &remote, 1, 0);
+}
+
+/* Copy from rsp - red zone upwards.  The kernel stops at the first
+ * unreadable page and returns what it read (the end of the stack mapping);
+ * if the very first page fails, start again at the next page boundary, which
+ * is at or below rsp when only the red zone lay in the unreadable page. */
+static void copy_stack(hw_thread_snapshot *th, size_t cap)
+{
+    if (th->stack == NULL || cap == 0)
+        return;
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t sp = th->regs.rsp;
+    uint64_t start = sp >= RED_ZONE_BYTES ? sp - RED_ZONE_BYTES : 0;
+    while (start <= sp) {
+        ssize_t n = read_remote(th->tid, start, th->stack, cap);
+        if (n > 0) {
+            th->stack_start = start;
+            th->stack_len = (size_t)n;
+            return;
+        }
+        if (n < 0 && errno == ESRCH)
+            return;
+        start = (start / page + 1) * page;
+    }
+}
+
+static void capture_one(session *s, size_t i)
+{
+    tracee *t = &s->tr[i];
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (!t->stopped)
+        return;
+    if (ptrace(PTRACE_GETREGS, th->tid, NULL, &th->regs) != 0) {
+        /* ESRCH while stopped: killed (SIGKILL) meanwhile */
+        th->error = errno;
+        th->status = th->error == ESRCH ? HW_THREAD_EXITED : HW_THREAD_DENIED;
+        if (th->status == HW_THREAD_EXITED)
+            th->error = 0;
+        return;
+    }
+    th->status = HW_THREAD_CAPTURED;
+    th->error = 0;
+    copy_stack(th, t->stack_cap);
+}
+
+static bool detach(session *s, size_t i)
+{
+    tracee *t = &s->tr[i];
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (!t->seized || !t->stopped)
+        return true;
+    if (ptrace(PTRACE_DETACH, th->tid, NULL, (void *)(intptr_t)t->inject) != 0)
+        return false; /* ESRCH: it is being killed; reaped below */
+    uint64_t now = now_ns();
+    t->seized = false;
+    t->stopped = false;
+    th->stopped_ns = now - t->interrupted;
+    s->last_resume = now;
+    return true;
+}
+
+/* Threads that could not be detached because they were dying: collect their
+ * exit so they do not linger as traced zombies (and so the process's status
+ * is seen when the leader was one of them). */
+static void reap_dying(session *s)
+{
+    for (size_t i = 0; i < s->out->thread_count; i++) {
+        tracee *t = &s->tr[i];
+        for (int tries = 0; tries < 4 && t->seized && t->stopped; tries++) {
+            int status;
+            uint64_t deadline = now_ns() + s->timeout_ns;
+            int r = wait_report(s, s->out->threads[i].tid, &status, deadline);
+            if (r != 1)
+                break; /* left to the helper's exit */
+            note_report(s, i, status);
+            if (t->stopped)
+                (void)detach(s, i);
+        }
+    }
+}
+
+static bool known_tid(const session *s, pid_t tid)
+{
+    for (size_t i = 0; i < s->out->thread_count; i++)
+        if (s->out->threads[i].tid == tid)
+            return true;
+    return false;
+}
+
+/* Threads created between the enumeration and their creator's stop are
+ * missed by the first pass: look again while everything else is held. */
+static void rescan(session *s)
+{
+    for (int round = 0; round < RESCAN_ROUNDS; round++) {
+        pid_t *tids;
+        size_t n;
+        if (list_tids(s->pid, &tids, &n) != 0)
+            return;
+        size_t before = s->out->thread_count;
+        for (size_t k = 0; k < n; k++) {
+            if (known_tid(s, tids[k]))
+                continue;
+            ssize_t i = add_thread(s, tids[k]);
+            if (i < 0)
+                break;
+            s->out->enumerated_thread_count++;
+            seize(s, (size_t)i);
+        }
+        free(tids);
+        size_t after = s->out->thread_count;
+        if (after == before)
+            return;
+        for (size_t i = before; i < after; i++)
+            interrupt(s, i);
+        uint64_t deadline = now_ns() + s->timeout_ns;
+        for (size_t i = before; i < after; i++)
+            await_stop(s, i, deadline);
+    }
+}
+
+static void *session_main(void *arg)
+{
+    session *s = arg;
+    s->helper_tid = gettid();
+    size_t n = s->out->thread_count;
+    for (size_t i = 0; i < n; i++)
+        seize(s, i);
+    for (size_t i = 0; i < n; i++)
+        interrupt(s, i);
+    uint64_t deadline = s->first_interrupt + s->timeout_ns;
+    for (size_t i = 0; i < n; i++)
+        await_stop(s, i, deadline);
+    if (s->opts.all_threads)
+        rescan(s);
+    for (size_t i = 0; i < s->out->thread_count; i++)
+        capture_one(s, i);
+    bool all_detached = true;
+    for (size_t i = 0; i < s->out->thread_count; i++)
+        all_detached &= detach(s, i);
+    if (!all_detached)
+        reap_dying(s);
+    return NULL;
+}
+
+/* ---- after the session ------------------------------------------------- */
+
+/* A thread that timed out is detached by the kernel when the helper exits,
+ * which can be just after pthread_join returned.  Wait (bounded) until its
+ * TracerPid no longer names the helper, so an immediate next capture can
+ * attach again. */
+static void wait_released(const session *s)
+{
+    uint64_t deadline = now_ns() + RELEASE_WAIT_NS;
+    for (size_t i = 0; i < s->out->thread_count; i++) {
+        if (!s->tr[i].seized)
+            continue;
+        char path[64], buf[2048];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)s->pid, (int)s->out->threads[i].tid);
+        for (;;) {
+            if (read_small(path, buf, sizeof buf) < 0)
+                break;
+            const char *p = strstr(buf, "\nTracerPid:");
+            if (p == NULL || (pid_t)strtol(p + 11, NULL, 10) != s->helper_tid)
+                break;
+            if (now_ns() >= deadline)
+                return;
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* Give the stack copies their final size (after the resume: realloc may
+ * copy) and record the process's end if it has ended. */
+static void finish(session *s)
+{
+    hw_process_snapshot *out = s->out;
+    for (size_t i = 0; i < out->thread_count; i++) {
+        hw_thread_snapshot *th = &out->threads[i];
+        if (th->status != HW_THREAD_CAPTURED || th->stack_len == 0) {
+            free(th->stack);
+            th->stack = NULL;
+            th->stack_len = 0;
+            th->stack_start = 0;
+        } else if (th->stack_len < s->tr[i].stack_cap) {
+            unsigned char *smaller = realloc(th->stack, th->stack_len);
+            if (smaller != NULL)
+                th->stack = smaller;
+        }
+    }
+    if (s->first_interrupt != 0 && s->last_resume > s->first_interrupt)
+        out->stop_wall_ns = s->last_resume - s->first_interrupt;
+
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)s->pid);
+    out->maps = read_whole(path, &out->maps_len);
+    /* A leader that called pthread_exit has no mm: ask a live thread. */
+    for (size_t i = 0; out->maps == NULL && i < out->thread_count; i++) {
+        if (out->threads[i].status != HW_THREAD_CAPTURED)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%d/maps", (int)s->pid, (int)out->threads[i].tid);
+        out->maps = read_whole(path, &out->maps_len);
+    }
+
+    if (out->process_exited)
+        return;
+    /* Over when the leader is gone or a zombie with no thread left. */
+    proc_stat ps;
+    int r = read_stat(s->pid, 0, &ps);
+    if (r == 0 && ps.state != 'Z' && ps.state != 'X')
+        return;
+    if (r == 0) {
+        pid_t *tids;
+        size_t n;
+        if (list_tids(s->pid, &tids, &n) == 0) {
+            free(tids);
+            if (n > 1)
+                return; /* the leader ended early; other threads run on */
+        }
+    } else if (r != -ENOENT && r != -ESRCH) {
+        return;
+    }
+    out->process_exited = true;
+    out->exit_status = -1;
+    if (s->is_parent) {
+        int status;
+        pid_t w;
+        do
+            w = waitpid(s->pid, &status, __WALL | WNOHANG);
+        while (w < 0 && errno == EINTR);
+        if (w == s->pid) {
+            out->exit_status = status;
+            out->reaped = true;
+            return;
+        }
+    }
+    if (r == 0 && ps.exit_code >= 0)
+        out->exit_status = ps.exit_code;
+}
+
+int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    out->pid = pid;
+    out->exit_status = -1;
+    if (pid <= 0)
+        return -EINVAL;
+
+    session s;
+    memset(&s, 0, sizeof s);
+    s.pid = pid;
+    s.out = out;
+    if (opts != NULL)
+        s.opts = *opts;
+    else
+        hw_capture_options_default(&s.opts, pid);
+    s.target = s.opts.target_tid > 0 ? s.opts.target_tid : pid;
+    s.timeout_ns = (uint64_t)(s.opts.stop_timeout_ms > 0 ? s.opts.stop_timeout_ms : 500) * NS_PER_MS;
+    sigemptyset(&s.sigchld);
+    sigaddset(&s.sigchld, SIGCHLD);
+
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    read_comm(path, out->process_name);
+    proc_stat ps;
+    if (read_stat(pid, 0, &ps) == 0)
+        s.is_parent = ps.ppid == getpid();
+
+    pid_t *tids;
+    size_t n;
+    int r = list_tids(pid, &tids, &n);
+    if (r != 0)
+        return r == -ENOENT ? -ESRCH : r;
+    out->enumerated_thread_count = n;
+    bool target_listed = bsearch(&s.target, tids, n, sizeof *tids, cmp_pid) != NULL;
+    for (size_t k = 0; k < n && r == 0; k++)
+        if (s.opts.all_threads || tids[k] == s.target)
+            r = add_thread(&s, tids[k]) < 0 ? -ENOMEM : 0;
+    free(tids);
+    if (r == 0 && !s.opts.all_threads && !target_listed)
+        r = add_thread(&s, s.target) < 0 ? -ENOMEM : 0; /* reported as exited, never seized */
+    if (r != 0) {
+        free(s.tr);
+        hw_process_snapshot_free(out);
+        out->pid = pid;
+        out->exit_status = -1;
+        return r;
+    }
+
+    bool run = s.opts.all_threads ? out->thread_count > 0 : target_listed;
+    if (run) {
+        sigset_t old, all, saved;
+        pthread_sigmask(SIG_BLOCK, &s.sigchld, &old);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
+        pthread_t helper;
+        int e = pthread_create(&helper, NULL, session_main, &s);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (e == 0)
+            pthread_join(helper, NULL);
+        if (s.consumed_sigchld)
+            kill(getpid(), SIGCHLD); /* it may have stood for one of ours */
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (e != 0) {
+            free(s.tr);
+            hw_process_snapshot_free(out);
+            out->pid = pid;
+            out->exit_status = -1;
+            return -e;
+        }
+        wait_released(&s);
+    }
+    finish(&s);
+    free(s.tr);
+    return 0;
+}
+
+void hw_process_snapshot_free(hw_process_snapshot *snap)
+{
+    if (snap == NULL)
+        return;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        free(snap->threads[i].stack);
+    free(snap->threads);
+    free(snap->maps);
+    memset(snap, 0, sizeof *snap);
+}

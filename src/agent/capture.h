@@ -1,0 +1,103 @@
+/*
+ * capture.h - stopping a process's threads from the outside, copying their
+ * registers and stacks, and letting them go again.
+ *
+ * The agent never runs code inside the monitored process.  It uses ptrace
+ * (PTRACE_SEIZE + PTRACE_INTERRUPT, PTRACE_GETREGS, process_vm_readv,
+ * PTRACE_DETACH): the target thread is stopped for tens of microseconds and
+ * then resumes exactly where it was; a blocking call it was in is restarted by
+ * the kernel with its remaining time, unlike a signal handler, which makes
+ * sleep(), poll() and friends return early.  Unwinding happens afterwards on
+ * the copy (unwind.h), while the program runs on.
+ *
+ * Rules for the calling process (the agent), because ptrace reports through
+ * wait() and SIGCHLD, which are process-wide:
+ *  - While a capture runs, no other thread of the agent may wait for the
+ *    monitored process's threads (waitpid(-1, ...) or waitpid(pid, ...)):
+ *    such a wait can take a stop report meant for the capture (which then
+ *    only learns of the stop at its timeout, through PTRACE_GETSIGINFO) and
+ *    gets a ptrace status it did not ask for.  Reap children from the thread
+ *    that captures, or serialise the two.
+ *  - Keep SIGCHLD blocked in the agent's other threads (the capture blocks it
+ *    in the calling thread itself), so the stop notifications reach the
+ *    capture.  If they do not, the capture still works, only each stop is
+ *    noticed up to a few milliseconds late.
+ *  - A SIGCHLD the capture consumed is raised again for the process
+ *    afterwards, so a handler may see one spurious SIGCHLD per capture;
+ *    handlers must loop on waitpid(..., WNOHANG) anyway.
+ *  - The capture runs its ptrace session in a short-lived helper thread, so a
+ *    thread that never stopped is detached by the kernel when that helper
+ *    ends (see capture.c).
+ */
+#ifndef HANGWATCH_CAPTURE_H
+#define HANGWATCH_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+typedef enum hw_thread_status {
+    HW_THREAD_CAPTURED = 0, /* registers and stack copied */
+    HW_THREAD_EXITED,       /* the thread ended before or during the capture */
+    HW_THREAD_TIMEOUT,      /* it did not stop in time (e.g. uninterruptible sleep) */
+    HW_THREAD_DENIED,       /* ptrace refused (another tracer, permissions, seccomp) */
+} hw_thread_status;
+
+const char *hw_thread_status_name(hw_thread_status status);
+
+typedef struct hw_thread_snapshot {
+    pid_t tid;
+    char name[16];          /* /proc/PID/task/TID/comm */
+    bool is_main;           /* tid == pid */
+    bool is_target;         /* the loop thread the capture is about */
+    hw_thread_status status;
+    int error;              /* errno behind DENIED / TIMEOUT, else 0 */
+    struct user_regs_struct regs;
+    uint64_t stack_start;   /* address that stack[0] was copied from (rsp - 128: red zone) */
+    size_t stack_len;       /* bytes copied */
+    unsigned char *stack;   /* malloc'd copy, or NULL */
+    uint64_t stopped_ns;    /* how long this thread was held stopped (interrupt to resume) */
+    bool group_stopped;     /* it was in a job-control stop (SIGSTOP...) and was left in it */
+    int injected_signal;    /* a signal caught in delivery and handed back at resume, else 0 */
+} hw_thread_snapshot;
+
+typedef struct hw_process_snapshot {
+    pid_t pid;
+    char process_name[16];  /* comm of the main thread */
+    hw_thread_snapshot *threads;
+    size_t thread_count;
+    size_t enumerated_thread_count; /* threads found in /proc/PID/task */
+    char *maps;             /* /proc/PID/maps text read right after the resume (NULL if gone) */
+    size_t maps_len;
+    uint64_t stop_wall_ns;  /* first stop to last resume */
+    bool process_exited;    /* the process ended (before or during the capture) */
+    int exit_status;        /* its wait status when process_exited, -1 if unknown */
+    bool reaped;            /* we were its parent and consumed that status: do not wait again */
+} hw_process_snapshot;
+
+typedef struct hw_capture_options {
+    pid_t target_tid;          /* the hung thread (gets the larger stack copy) */
+    bool all_threads;          /* stop every thread together, else only target */
+    size_t target_stack_bytes; /* bytes to copy from the target's stack pointer */
+    size_t other_stack_bytes;  /* bytes to copy for every other thread */
+    int stop_timeout_ms;       /* give up on a thread that does not stop (<= 0: 500) */
+} hw_capture_options;
+
+void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);
+
+/*
+ * Capture `pid` as `opts` says (NULL: the defaults, target = main thread).
+ * Always fills `out` (statuses say what could not be captured; free it with
+ * hw_process_snapshot_free even on failure).  Returns 0, or -errno if nothing
+ * could be done at all (-ESRCH: no such process, -EINVAL, -ENOMEM, -EAGAIN).
+ * If the process has exited (a zombie) or exits during the capture and we are
+ * its parent, its wait status is consumed here: out->process_exited,
+ * out->reaped and out->exit_status say so.  x86_64 only.
+ */
+int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out);
+
+void hw_process_snapshot_free(hw_process_snapshot *snap);
+
+#endif

@@ -1,0 +1,703 @@
+/*
+ * unwind.c - DWARF CFI unwinding and symbolization of captured threads with
+ * elfutils libdwfl (unwind.h).
+ *
+ * The modules come from the maps text read at capture time
+ * (dwfl_linux_proc_maps_report on an fmemopen'd copy), so nothing depends on
+ * the process still being alive.  That report leaves out the vDSO, where a
+ * thread spinning on clock_gettime() is often caught; it is added by hand
+ * with an ELF image copied from the agent's own vDSO (same kernel, same
+ * image) when the sizes agree, so its CFI and symbols are there too.
+ *
+ * Thread state: dwfl_attach_state can be called once per Dwfl, so the
+ * symbolizer attaches itself with callbacks that serve "the thread being
+ * unwound now": hw_unwind_thread points `current` at a captured thread and
+ * calls dwfl_getthread_frames; next_thread/get_thread report only that tid,
+ * set_initial_registers hands over its registers in DWARF order and
+ * memory_read serves its stack copy, falling back to process_vm_readv of the
+ * live process (which may fail, or see memory that has changed since).
+ *
+ * libdwfl 0.188 ends a walk "normally" when the return address cannot be
+ * read; a memory_read failure in that last step is reported as an error.
+ *
+ * Frames: callers are looked up at pc - 1 (the call, not the instruction
+ * after it).  Symbol names lose a "@VERSION" suffix.  Lines come from
+ * dwfl_module_getsrc, or from a walk over the compile units for modules
+ * without .debug_aranges (clang's default), which libdw 0.188 cannot index.  Lookups are cached per address because dwfl_module_addrinfo
+ * and the line tables are searched afresh each time.  A walk ends normally
+ * when the CFI marks the return address undefined (_start, clone3); anything
+ * else that stops it is reported in out->error with the frames found so far.
+ * A repeated (pc, sp) pair or WALK_LIMIT frames end a runaway walk.
+ */
+#include "unwind.h"
+
+#include <dwarf.h>
+#include <elf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#if !defined(__x86_64__)
+#error "unwind.c supports x86_64 only (initial register set in DWARF numbering)"
+#endif
+
+#define DEFAULT_MAX_FRAMES 256
+#define WALK_LIMIT 1024       /* frames walked at most, kept or skipped */
+#define SEEN_SLOTS 2048       /* > WALK_LIMIT: the (pc, sp) set never fills */
+#define DWARF_REG_RSP 7
+#define X86_64_DWARF_REGS 17  /* rax..r15 (0-15) and the return address column 16 = rip */
+#define VDSO_NAME "[vdso]"
+
+typedef struct resolved {
+    bool used;
+    uint64_t key; /* the looked-up address */
+    char *symbol_name;
+    uint64_t symbol_addr;
+    char *object_path;
+    uint64_t object_addr;
+    uint64_t object_offset;
+    char *source_file;
+    int source_line;
+} resolved;
+
+struct hw_symbolizer {
+    Dwfl *dwfl;
+    pid_t pid;
+    bool attached;
+    char *attach_error;
+    const hw_thread_snapshot *current; /* the thread hw_unwind_thread is walking */
+    bool read_failed;                  /* a memory_read failed since the last frame */
+    uint64_t read_fail_addr;
+    resolved *cache;
+    size_t cache_cap, cache_used;
+    hw_image *images;
+    size_t image_count;
+    bool images_listed;
+    unsigned char *vdso; /* copy of our own vDSO image, backs the [vdso] module */
+    size_t vdso_len;
+};
+
+/* ---- libdwfl session callbacks ----------------------------------------- */
+
+static char *debuginfo_path = NULL; /* default: .debug dirs and /usr/lib/debug */
+
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
+                    Elf **elfp)
+{
+    if (strcmp(name, VDSO_NAME) == 0) {
+        hw_symbolizer *sym = *userdata;
+        if (sym != NULL && sym->vdso != NULL)
+            *elfp = elf_memory((char *)sym->vdso, sym->vdso_len);
+        return -1; /* no file descriptor; *elfp is the image (or NULL) */
+    }
+    return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+}
+
+static const Dwfl_Callbacks session_callbacks = {
+    .find_elf = find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = NULL,
+    .debuginfo_path = &debuginfo_path,
+};
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+    (void)dwfl;
+    hw_symbolizer *sym = arg;
+    if (*thread_argp != NULL || sym->current == NULL)
+        return 0;
+    *thread_argp = sym;
+    return sym->current->tid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+    (void)dwfl;
+    hw_symbolizer *sym = arg;
+    if (sym->current == NULL || sym->current->tid != tid)
+        return false;
+    *thread_argp = sym;
+    return true;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+    (void)dwfl;
+    hw_symbolizer *sym = arg;
+    const hw_thread_snapshot *t = sym->current;
+    if (t != NULL && t->stack != NULL && t->stack_len >= sizeof *result && addr >= t->stack_start &&
+        addr - t->stack_start <= t->stack_len - sizeof *result) {
+        memcpy(result, t->stack + (addr - t->stack_start), sizeof *result);
+        return true;
+    }
+    /* Through the thread's own tid: the leader may be a zombie without an mm. */
+    pid_t from = t != NULL ? t->tid : sym->pid;
+    if (from > 0) {
+        struct iovec local = {.iov_base = result, .iov_len = sizeof *result};
+        struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof *result};
+        if (process_vm_readv(from, &local, 1, &remote, 1, 0) == (ssize_t)sizeof *result)
+            return true;
+    }
+    sym->read_failed = true;
+    sym->read_fail_addr = addr;
+    return false;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+    hw_symbolizer *sym = thread_arg;
+    const struct user_regs_struct *r = &sym->current->regs;
+    const Dwarf_Word regs[X86_64_DWARF_REGS] = {
+        r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp, r->r8,
+        r->r9,  r->r10, r->r11, r->r12, r->r13, r->r14, r->r15, r->rip,
+    };
+    if (!dwfl_thread_state_registers(thread, 0, X86_64_DWARF_REGS, regs))
+        return false;
+    dwfl_thread_state_register_pc(thread, r->rip);
+    return true;
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+    .next_thread = next_thread,
+    .get_thread = get_thread,
+    .memory_read = memory_read,
+    .set_initial_registers = set_initial_registers,
+    .detach = NULL,
+    .thread_detach = NULL,
+};
+
+/* ---- building the symbolizer ------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+    return s != NULL ? strdup(s) : NULL;
+}
+
+static void set_error(char **error, const char *what, const char *detail)
+{
+    if (error == NULL)
+        return;
+    free(*error);
+    *error = NULL;
+    if (asprintf(error, "%s: %s", what, detail != NULL ? detail : "unknown error") < 0)
+        *error = NULL;
+}
+
+/* Copy the agent's own vDSO image if it is as large as the target's
+ * [vdso] mapping (same kernel: same image). */
+static void copy_own_vdso(hw_symbolizer *sym, uint64_t mapping_len)
+{
+    unsigned long base = getauxval(AT_SYSINFO_EHDR);
+    if (base == 0)
+        return;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
+        return;
+    /* The image ends with its section headers. */
+    uint64_t len = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    if (len == 0 || (len + page - 1) / page * page != mapping_len)
+        return;
+    sym->vdso = malloc(len);
+    if (sym->vdso == NULL)
+        return;
+    memcpy(sym->vdso, eh, len);
+    sym->vdso_len = len;
+}
+
+/* Report the [vdso] line of the maps text as a module. */
+static void report_vdso(hw_symbolizer *sym, const char *maps, size_t maps_len)
+{
+    const char *p = maps, *end = maps + maps_len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+        if (len > 6 && len < 512 && memcmp(p + len - 6, VDSO_NAME, 6) == 0) {
+            char line[512];
+            memcpy(line, p, len);
+            line[len] = '\0';
+            uint64_t lo, hi;
+            if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) != 2 || hi <= lo)
+                return;
+            copy_own_vdso(sym, hi - lo);
+            if (sym->vdso == NULL)
+                return;
+            Dwfl_Module *mod = dwfl_report_module(sym->dwfl, VDSO_NAME, lo, hi);
+            void **userdata = NULL;
+            if (mod != NULL && dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL) != NULL &&
+                userdata != NULL)
+                *userdata = sym; /* find_elf finds the copy through it */
+            return;
+        }
+        p += len + 1;
+    }
+}
+
+hw_symbolizer *hw_symbolizer_new(pid_t pid, const char *maps, size_t maps_len, char **error)
+{
+    if (error != NULL)
+        *error = NULL;
+    if (maps == NULL || maps_len == 0) {
+        set_error(error, "no maps", "the process had no mappings (exited?)");
+        return NULL;
+    }
+    hw_symbolizer *sym = calloc(1, sizeof *sym);
+    if (sym == NULL) {
+        set_error(error, "out of memory", NULL);
+        return NULL;
+    }
+    sym->pid = pid;
+    sym->dwfl = dwfl_begin(&session_callbacks);
+    if (sym->dwfl == NULL) {
+        set_error(error, "dwfl_begin", dwfl_errmsg(-1));
+        free(sym);
+        return NULL;
+    }
+    dwfl_report_begin(sym->dwfl);
+    FILE *f = fmemopen((void *)maps, maps_len, "r");
+    if (f == NULL) {
+        set_error(error, "fmemopen", strerror(errno));
+        hw_symbolizer_free(sym);
+        return NULL;
+    }
+    int r = dwfl_linux_proc_maps_report(sym->dwfl, f);
+    fclose(f);
+    if (r != 0) {
+        set_error(error, "reading the maps", r > 0 ? strerror(r) : dwfl_errmsg(-1));
+        hw_symbolizer_free(sym);
+        return NULL;
+    }
+    report_vdso(sym, maps, maps_len);
+    if (dwfl_report_end(sym->dwfl, NULL, NULL) != 0) {
+        set_error(error, "dwfl_report_end", dwfl_errmsg(-1));
+        hw_symbolizer_free(sym);
+        return NULL;
+    }
+    /* Without an attached state we can still symbolize the pc: keep going. */
+    sym->attached = dwfl_attach_state(sym->dwfl, NULL, pid, &thread_callbacks, sym);
+    if (!sym->attached && asprintf(&sym->attach_error, "cannot unwind: %s", dwfl_errmsg(-1)) < 0)
+        sym->attach_error = NULL;
+    (void)dwfl_errno(); /* start the walks with no stale error */
+    return sym;
+}
+
+static void free_resolved(resolved *e)
+{
+    free(e->symbol_name);
+    free(e->object_path);
+    free(e->source_file);
+}
+
+void hw_symbolizer_free(hw_symbolizer *sym)
+{
+    if (sym == NULL)
+        return;
+    if (sym->dwfl != NULL)
+        dwfl_end(sym->dwfl); /* ends the vDSO Elf; its bytes are ours */
+    for (size_t i = 0; i < sym->cache_cap; i++)
+        if (sym->cache[i].used)
+            free_resolved(&sym->cache[i]);
+    free(sym->cache);
+    for (size_t i = 0; i < sym->image_count; i++) {
+        free(sym->images[i].path);
+        free(sym->images[i].build_id);
+    }
+    free(sym->images);
+    free(sym->vdso);
+    free(sym->attach_error);
+    free(sym);
+}
+
+/* ---- address lookups, cached ------------------------------------------- */
+
+static size_t hash_addr(uint64_t a)
+{
+    a ^= a >> 33;
+    a *= 0xff51afd7ed558ccdull;
+    a ^= a >> 33;
+    return (size_t)a;
+}
+
+static bool cache_grow(hw_symbolizer *sym)
+{
+    size_t ncap = sym->cache_cap ? sym->cache_cap * 2 : 256;
+    resolved *n = calloc(ncap, sizeof *n);
+    if (n == NULL)
+        return false;
+    for (size_t i = 0; i < sym->cache_cap; i++) {
+        if (!sym->cache[i].used)
+            continue;
+        size_t j = hash_addr(sym->cache[i].key) & (ncap - 1);
+        while (n[j].used)
+            j = (j + 1) & (ncap - 1);
+        n[j] = sym->cache[i];
+    }
+    free(sym->cache);
+    sym->cache = n;
+    sym->cache_cap = ncap;
+    return true;
+}
+
+/* libdw 0.188 finds a compile unit by address only through .debug_aranges,
+ * which clang does not emit unless -gdwarf-aranges: when a module has none,
+ * look through its units for the one that covers the address. */
+static void line_without_aranges(Dwfl_Module *mod, uint64_t addr, resolved *e)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+    if (dw == NULL)
+        return;
+    Dwarf_Aranges *aranges;
+    size_t naranges = 0;
+    if (dwarf_getaranges(dw, &aranges, &naranges) == 0 && naranges > 0)
+        return; /* indexed: the address just has no line */
+    Dwarf_CU *cu = NULL;
+    Dwarf_Die cudie;
+    uint8_t unit_type;
+    while (dwarf_get_units(dw, cu, &cu, NULL, &unit_type, &cudie, NULL) == 0) {
+        if (unit_type != DW_UT_compile && unit_type != DW_UT_partial && unit_type != DW_UT_skeleton)
+            continue;
+        if (dwarf_haspc(&cudie, addr - bias) != 1)
+            continue;
+        Dwarf_Line *line = dwarf_getsrc_die(&cudie, addr - bias);
+        int lineno = 0;
+        const char *file = line != NULL ? dwarf_linesrc(line, NULL, NULL) : NULL;
+        if (file != NULL && dwarf_lineno(line, &lineno) == 0) {
+            e->source_file = strdup(file);
+            e->source_line = lineno;
+        }
+        return;
+    }
+}
+
+static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
+{
+    Dwfl_Module *mod = dwfl_addrmodule(sym->dwfl, addr);
+    if (mod == NULL)
+        return;
+    Dwarf_Addr start = 0, end = 0;
+    const char *name = dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+    e->object_path = dup_or_null(name);
+    e->object_addr = start;
+    Dwarf_Addr bias = 0;
+    if (dwfl_module_getelf(mod, &bias) != NULL)
+        e->object_offset = addr - bias;
+    else
+        e->object_offset = addr - start;
+    GElf_Off offset = 0;
+    GElf_Sym elf_sym;
+    const char *symbol = dwfl_module_addrinfo(mod, addr, &offset, &elf_sym, NULL, NULL, NULL);
+    if (symbol != NULL) {
+        /* .symtab of glibc's debug files spells versions into the names
+         * ("clock_nanosleep@GLIBC_2.2.5"); report the plain name. */
+        e->symbol_name = strndup(symbol, strcspn(symbol, "@"));
+        e->symbol_addr = addr - offset;
+    }
+    Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
+    if (line != NULL) {
+        int lineno = 0;
+        const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+        if (file != NULL) {
+            e->source_file = strdup(file);
+            e->source_line = lineno;
+        }
+    } else {
+        line_without_aranges(mod, addr, e);
+    }
+}
+
+/* The cached lookup of `addr` (NULL only when out of memory).  The pointer
+ * is valid until the next call. */
+static const resolved *resolve(hw_symbolizer *sym, uint64_t addr)
+{
+    if (sym->cache_cap != 0) {
+        size_t mask = sym->cache_cap - 1;
+        for (size_t j = hash_addr(addr) & mask; sym->cache[j].used; j = (j + 1) & mask)
+            if (sym->cache[j].key == addr)
+                return &sym->cache[j];
+    }
+    if ((sym->cache_used + 1) * 10 > sym->cache_cap * 7 && !cache_grow(sym))
+        return NULL;
+    size_t mask = sym->cache_cap - 1;
+    size_t j = hash_addr(addr) & mask;
+    while (sym->cache[j].used)
+        j = (j + 1) & mask;
+    resolved *e = &sym->cache[j];
+    memset(e, 0, sizeof *e);
+    lookup(sym, addr, e);
+    e->key = addr;
+    e->used = true;
+    sym->cache_used++;
+    (void)dwfl_errno(); /* a failed lookup must not look like an unwind error */
+    return e;
+}
+
+/* ---- the walk ---------------------------------------------------------- */
+
+typedef struct seen_pair {
+    bool used;
+    uint64_t pc, sp;
+} seen_pair;
+
+typedef struct walk {
+    hw_symbolizer *sym;
+    hw_backtrace *out;
+    size_t max, cap;
+    seen_pair *seen; /* SEEN_SLOTS entries */
+    size_t walked;
+    bool nomem;
+    char *error; /* set by the callback when it stops the walk */
+} walk;
+
+/* Record (pc, sp); true if it was there already. */
+static bool seen_before(walk *w, uint64_t pc, uint64_t sp)
+{
+    size_t mask = SEEN_SLOTS - 1;
+    for (size_t j = hash_addr(pc ^ (sp * 0x9e3779b97f4a7c15ull)) & mask;; j = (j + 1) & mask) {
+        if (!w->seen[j].used) {
+            w->seen[j] = (seen_pair){.used = true, .pc = pc, .sp = sp};
+            return false;
+        }
+        if (w->seen[j].pc == pc && w->seen[j].sp == sp)
+            return true;
+    }
+}
+
+static bool fill_frame(hw_symbolizer *sym, hw_frame *f, uint64_t pc, bool activation)
+{
+    memset(f, 0, sizeof *f);
+    f->instruction_addr = pc;
+    f->is_activation = activation;
+    const resolved *e = resolve(sym, activation || pc == 0 ? pc : pc - 1);
+    if (e == NULL)
+        return false;
+    f->symbol_addr = e->symbol_addr;
+    f->object_addr = e->object_addr;
+    f->object_offset = e->object_offset;
+    f->source_line = e->source_line;
+    f->symbol_name = dup_or_null(e->symbol_name);
+    f->object_path = dup_or_null(e->object_path);
+    f->source_file = dup_or_null(e->source_file);
+    return (e->symbol_name == NULL || f->symbol_name != NULL) && (e->object_path == NULL || f->object_path != NULL) &&
+           (e->source_file == NULL || f->source_file != NULL);
+}
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+    walk *w = arg;
+    hw_backtrace *out = w->out;
+    /* Reset before dwfl_frame_pc, which may already unwind the next frame
+     * (to tell whether this one is an activation). */
+    w->sym->read_failed = false;
+    Dwarf_Addr pc;
+    bool activation = false;
+    if (!dwfl_frame_pc(state, &pc, &activation)) {
+        if (asprintf(&w->error, "no pc for frame %zu: %s", w->walked, dwfl_errmsg(-1)) < 0)
+            w->error = NULL;
+        return DWARF_CB_ABORT;
+    }
+    Dwarf_Word sp;
+    if (dwfl_frame_reg(state, DWARF_REG_RSP, &sp) == 0 && seen_before(w, pc, sp)) {
+        if (asprintf(&w->error, "unwind loop at pc 0x%" PRIx64 " sp 0x%" PRIx64, (uint64_t)pc, (uint64_t)sp) < 0)
+            w->error = NULL;
+        return DWARF_CB_ABORT;
+    }
+    w->walked++;
+    if (out->count >= w->max) {
+        out->skipped++;
+        return w->walked >= WALK_LIMIT ? DWARF_CB_ABORT : DWARF_CB_OK;
+    }
+    if (out->count == w->cap) {
+        size_t ncap = w->cap ? w->cap * 2 : 32;
+        if (ncap > w->max)
+            ncap = w->max;
+        hw_frame *frames = realloc(out->frames, ncap * sizeof *frames);
+        if (frames == NULL) {
+            w->nomem = true;
+            return DWARF_CB_ABORT;
+        }
+        out->frames = frames;
+        w->cap = ncap;
+    }
+    if (!fill_frame(w->sym, &out->frames[out->count++], pc, activation)) {
+        w->nomem = true;
+        return DWARF_CB_ABORT;
+    }
+    (void)dwfl_errno(); /* errors from the lookups are not the walk's */
+    return w->walked >= WALK_LIMIT ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+static char *walk_error(hw_symbolizer *sym)
+{
+    char *msg = NULL;
+    int e = dwfl_errno();
+    int r;
+    if (e != 0)
+        r = asprintf(&msg, "%s", dwfl_errmsg(e));
+    else if (sym->read_failed)
+        r = asprintf(&msg, "cannot read memory at 0x%" PRIx64, sym->read_fail_addr);
+    else
+        r = asprintf(&msg, "unwinding stopped");
+    return r < 0 ? NULL : msg;
+}
+
+int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_t max_frames, hw_backtrace *out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    if (sym == NULL || thread == NULL)
+        return -EINVAL;
+    if (thread->status != HW_THREAD_CAPTURED) {
+        if (asprintf(&out->error, "thread not captured (%s)", hw_thread_status_name(thread->status)) < 0)
+            return -ENOMEM;
+        return 0;
+    }
+    if (max_frames == 0)
+        max_frames = DEFAULT_MAX_FRAMES;
+    if (max_frames > WALK_LIMIT)
+        max_frames = WALK_LIMIT;
+
+    if (!sym->attached) {
+        /* No unwinder: at least the innermost frame. */
+        out->frames = calloc(1, sizeof *out->frames);
+        if (out->frames == NULL || !fill_frame(sym, &out->frames[0], thread->regs.rip, true)) {
+            hw_backtrace_free(out);
+            return -ENOMEM;
+        }
+        out->count = 1;
+        out->error = dup_or_null(sym->attach_error != NULL ? sym->attach_error : "cannot unwind");
+        return 0;
+    }
+
+    walk w = {.sym = sym, .out = out, .max = max_frames};
+    w.seen = calloc(SEEN_SLOTS, sizeof *w.seen);
+    if (w.seen == NULL)
+        return -ENOMEM;
+    sym->current = thread;
+    sym->read_failed = false;
+    (void)dwfl_errno();
+    int r = dwfl_getthread_frames(sym->dwfl, thread->tid, frame_cb, &w);
+    char *error = w.error;
+    if (r == -1 && error == NULL) {
+        error = walk_error(sym);
+    } else if (r == 0 && sym->read_failed) {
+        /* libdwfl takes a return address it could not read for the end of
+         * the stack; the outermost frames (_start, clone3) need no read. */
+        if (asprintf(&error, "cannot read memory at 0x%" PRIx64 " (beyond the stack copy)", sym->read_fail_addr) < 0)
+            error = NULL;
+    }
+    (void)dwfl_errno();
+    sym->current = NULL;
+    free(w.seen);
+    if (w.nomem) {
+        free(error);
+        hw_backtrace_free(out);
+        return -ENOMEM;
+    }
+    out->error = error;
+    return 0;
+}
+
+void hw_backtrace_free(hw_backtrace *bt)
+{
+    if (bt == NULL)
+        return;
+    for (size_t i = 0; i < bt->count; i++) {
+        free(bt->frames[i].symbol_name);
+        free(bt->frames[i].object_path);
+        free(bt->frames[i].source_file);
+    }
+    free(bt->frames);
+    free(bt->error);
+    memset(bt, 0, sizeof *bt);
+}
+
+/* ---- images ------------------------------------------------------------ */
+
+typedef struct image_list {
+    hw_symbolizer *sym;
+    size_t cap;
+    bool nomem;
+} image_list;
+
+static int image_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)userdata;
+    (void)start;
+    image_list *l = arg;
+    hw_symbolizer *sym = l->sym;
+    Dwarf_Addr bias = 0;
+    if (dwfl_module_getelf(mod, &bias) == NULL)
+        return DWARF_CB_OK; /* a mapped file that is not an ELF image (locale archive, fonts...) */
+    if (sym->image_count == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 32;
+        hw_image *v = realloc(sym->images, ncap * sizeof *v);
+        if (v == NULL) {
+            l->nomem = true;
+            return DWARF_CB_ABORT;
+        }
+        sym->images = v;
+        l->cap = ncap;
+    }
+    hw_image *img = &sym->images[sym->image_count];
+    memset(img, 0, sizeof *img);
+    Dwarf_Addr lo = 0, hi = 0;
+    dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+    img->path = dup_or_null(name);
+    img->start = lo;
+    img->end = hi;
+    img->bias = bias;
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (len > 0 && bits != NULL) {
+        img->build_id = malloc((size_t)len * 2 + 1);
+        if (img->build_id != NULL) {
+            static const char hex[] = "0123456789abcdef";
+            for (int i = 0; i < len; i++) {
+                img->build_id[2 * i] = hex[bits[i] >> 4];
+                img->build_id[2 * i + 1] = hex[bits[i] & 15];
+            }
+            img->build_id[2 * len] = '\0';
+        }
+    }
+    sym->image_count++;
+    if ((name != NULL && img->path == NULL) || (len > 0 && img->build_id == NULL)) {
+        l->nomem = true;
+        return DWARF_CB_ABORT;
+    }
+    return DWARF_CB_OK;
+}
+
+static int cmp_image(const void *a, const void *b)
+{
+    const hw_image *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images)
+{
+    if (images != NULL)
+        *images = NULL;
+    if (sym == NULL)
+        return 0;
+    if (!sym->images_listed) {
+        image_list l = {.sym = sym};
+        (void)dwfl_getmodules(sym->dwfl, image_cb, &l, 0);
+        (void)dwfl_errno();
+        if (sym->image_count > 1)
+            qsort(sym->images, sym->image_count, sizeof *sym->images, cmp_image);
+        sym->images_listed = true; /* partial after running out of memory, still sorted */
+    }
+    if (images != NULL)
+        *images = sym->images;
+    return sym->image_count;
+}

@@ -1,0 +1,71 @@
+/*
+ * unwind.h - turning a captured thread (registers + stack copy) into a
+ * symbolized backtrace, in the agent, after the thread has been resumed.
+ *
+ * Backed by elfutils libdwfl: DWARF CFI unwinding (.eh_frame/.debug_frame),
+ * so frames through libraries built without frame pointers are right, and
+ * symbols from .symtab/.dynsym (static functions too), file:line from DWARF
+ * when present, build-ids for offline symbolization.  One hw_symbolizer is
+ * made per capture from the process's /proc/PID/maps text as read at capture
+ * time, so a process that exits in the meantime still gets its report.
+ */
+#ifndef HANGWATCH_UNWIND_H
+#define HANGWATCH_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "capture.h"
+
+typedef struct hw_frame {
+    uint64_t instruction_addr; /* pc as unwound (a return address for callers) */
+    bool is_activation;        /* the innermost frame (or a signal frame) */
+    char *symbol_name;         /* as in the symbol table, without "@VERSION" (C++ names are
+                                  not demangled), NULL if unknown */
+    uint64_t symbol_addr;      /* absolute address of the symbol, 0 if unknown */
+    char *object_path;         /* path of the ELF image, NULL if unknown */
+    uint64_t object_addr;      /* load address of that image */
+    uint64_t object_offset;    /* looked-up address in the image's own numbering: (pc, or
+                                  pc - 1 for a caller frame) - bias, as addr2line wants it */
+    char *source_file;         /* NULL without debug info */
+    int source_line;           /* 0 without debug info */
+} hw_frame;
+
+typedef struct hw_backtrace {
+    hw_frame *frames;
+    size_t count;
+    size_t skipped; /* frames walked beyond max_frames and dropped (counted up to a limit) */
+    char *error;    /* why the unwind stopped early, NULL if it ended normally */
+} hw_backtrace;
+
+typedef struct hw_image {
+    char *path;          /* as mapped, e.g. /usr/lib/x86_64-linux-gnu/libc.so.6, or "[vdso]" */
+    uint64_t start, end; /* address range the image covers */
+    uint64_t bias;       /* load bias (0 for a non-PIE executable) */
+    char *build_id;      /* lowercase hex, NULL if the image has none */
+} hw_image;
+
+typedef struct hw_symbolizer hw_symbolizer;
+
+/* Build a symbolizer for `pid` from its maps text.  NULL on failure, with a
+ * message in *error (malloc'd) when error is not NULL.  A symbolizer is used
+ * by one thread at a time (libdwfl is not thread-safe). */
+hw_symbolizer *hw_symbolizer_new(pid_t pid, const char *maps, size_t maps_len, char **error);
+void hw_symbolizer_free(hw_symbolizer *sym);
+
+/* Unwind one captured thread of the snapshot the symbolizer was made for
+ * (any number of them, one after the other).  Frames beyond `max_frames`
+ * (0: 256) are dropped and counted in out->skipped.  Returns 0 (possibly with
+ * out->error set when the walk stopped early; a thread that was not captured
+ * gives no frames and an error), or -EINVAL / -ENOMEM. */
+int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_t max_frames,
+                     hw_backtrace *out);
+void hw_backtrace_free(hw_backtrace *bt);
+
+/* The ELF images the symbolizer knows (mapped files that are not ELF are
+ * left out), in address order (valid until hw_symbolizer_free). */
+size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images);
+
+#endif
