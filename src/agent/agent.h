@@ -1,0 +1,30 @@
+/*
+ * agent.h - the hangwatch agent: runs a program with the observer preloaded,
+ * watches its loop page, and on a hang captures, unwinds, symbolizes and
+ * writes the report.  It is a separate process from the program it watches,
+ * so nothing it does can deadlock on the program's locks, and if it dies the
+ * program goes on untouched.
+ */
+#ifndef HANGWATCH_AGENT_H
+#define HANGWATCH_AGENT_H
+
+#include <stdbool.h>
+
+#include "../core/detector.h"
+
+typedef struct hw_agent_options {
+    hw_detector_config detector;
+    const char *report_dir;   /* default "hangwatch-reports" */
+    const char *preload_path; /* absolute path of libhangwatch-preload.so */
+    char **argv;              /* the program and its arguments */
+    bool quiet;               /* no per-hang line on stderr */
+} hw_agent_options;
+
+/*
+ * Run argv under watch until it exits.  Returns the exit status to give the
+ * shell: the program's own, 128+N if signal N killed it, or 2 when the
+ * program could not be started (with a message on stderr).
+ */
+int hw_agent_run(const hw_agent_options *opts);
+
+#endif

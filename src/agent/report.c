@@ -1,0 +1,278 @@
+/*
+ * report.c - building the JSON hang report and writing it safely (see
+ * report.h and docs/report-format.md).
+ *
+ * The hung thread always comes first in crash.threads, so
+ * report_array_index 0 is the culprit in every report, as in the seed's.
+ * Fields that are unknown (no symbol, no debug info) are left out rather than
+ * written as null, as KSCrash does.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hw_version.h"
+
+static json_int_t as_int(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? (json_int_t)INT64_MAX : (json_int_t)v;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+void hw_new_uuid(char out[37])
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t n = getrandom(b + got, sizeof b - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            /* No entropy source: fall back to time and pid, still unique enough
+             * for file names within one agent. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid() << 40;
+            for (size_t i = got; i < sizeof b; i++, x = x * 6364136223846793005ull + 1442695040888963407ull)
+                b[i] = (unsigned char)(x >> 56);
+            break;
+        }
+        got += (size_t)n;
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02X%02X%02X%02X-%02X%02X-%02X%02X-%02X%02X-%02X%02X%02X%02X%02X%02X", b[0], b[1], b[2], b[3],
+             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static json_t *frame_json(const hw_frame *f)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "instruction_addr", json_integer(as_int(f->instruction_addr)));
+    if (f->symbol_name) {
+        json_object_set_new(o, "symbol_name", json_string(f->symbol_name));
+        json_object_set_new(o, "symbol_addr", json_integer(as_int(f->symbol_addr)));
+    }
+    if (f->object_path) {
+        json_object_set_new(o, "object_name", json_string(base_name(f->object_path)));
+        json_object_set_new(o, "object_addr", json_integer(as_int(f->object_addr)));
+        json_object_set_new(o, "object_offset", json_integer(as_int(f->object_offset)));
+    }
+    if (f->source_file) {
+        json_object_set_new(o, "source_file", json_string(f->source_file));
+        json_object_set_new(o, "source_line", json_integer(f->source_line));
+    }
+    return o;
+}
+
+static json_t *thread_json(const hw_thread_snapshot *t, const hw_backtrace *bt, size_t index)
+{
+    json_t *contents = json_array();
+    if (t->status == HW_THREAD_CAPTURED && bt)
+        for (size_t i = 0; i < bt->count; i++)
+            json_array_append_new(contents, frame_json(&bt->frames[i]));
+    json_t *backtrace = json_pack("{s:o, s:i}", "contents", contents, "skipped", 0);
+    json_t *o = json_pack("{s:o, s:I, s:s, s:I, s:b, s:b}", "backtrace", backtrace, "index", (json_int_t)index,
+                          "name", t->name, "thread_identifier", (json_int_t)t->tid, "crashed", t->is_target,
+                          "current_thread", 0);
+    if (o && bt && bt->error && t->status == HW_THREAD_CAPTURED)
+        json_object_set_new(o, "unwind_error", json_string(bt->error));
+    return o;
+}
+
+static json_t *images_json(const hw_image *images, size_t count)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < count; i++) {
+        const hw_image *im = &images[i];
+        json_t *o = json_pack("{s:I, s:I, s:I, s:s}", "image_addr", as_int(im->start), "image_size",
+                              as_int(im->end - im->start), "load_bias", as_int(im->bias), "name", im->path);
+        if (o && im->build_id)
+            json_object_set_new(o, "build_id", json_string(im->build_id));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+/* Order: the target thread first, then the rest in /proc order. */
+static size_t *report_order(const hw_process_snapshot *snap)
+{
+    size_t *order = calloc(snap->thread_count ? snap->thread_count : 1, sizeof *order);
+    if (!order)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].is_target)
+            order[n++] = i;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (!snap->threads[i].is_target)
+            order[n++] = i;
+    return order;
+}
+
+json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *snap, const hw_backtrace *backtraces,
+                        const hw_image *images, size_t image_count, char id[37])
+{
+    size_t *order = report_order(snap);
+    if (!order)
+        return NULL;
+    hw_new_uuid(id);
+
+    json_t *threads = json_array();
+    json_t *items = json_array();
+    json_int_t hung_index = -1;
+    for (size_t k = 0; k < snap->thread_count; k++) {
+        const hw_thread_snapshot *t = &snap->threads[order[k]];
+        const hw_backtrace *bt = backtraces ? &backtraces[order[k]] : NULL;
+        json_array_append_new(threads, thread_json(t, bt, k));
+        size_t frames = (t->status == HW_THREAD_CAPTURED && bt) ? bt->count : 0;
+        json_t *item = json_pack("{s:I, s:s, s:b, s:b, s:s, s:I, s:I}", "thread_identifier", (json_int_t)t->tid,
+                                 "name", t->name, "is_main_thread", t->is_main, "is_hung_thread", t->is_target,
+                                 "status", hw_thread_status_name(t->status), "frame_count", (json_int_t)frames,
+                                 "report_array_index", (json_int_t)k);
+        if (item && t->error)
+            json_object_set_new(item, "error", json_string(strerror(t->error)));
+        json_array_append_new(items, item);
+        if (t->is_target)
+            hung_index = (json_int_t)k;
+    }
+    free(order);
+
+    uint64_t stopped_max = 0;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].stopped_ns > stopped_max)
+            stopped_max = snap->threads[i].stopped_ns;
+
+    json_t *report =
+        json_pack("{s:s, s:I, s:s, s:s, s:I, s:s}", "id", id, "timestamp", (json_int_t)(info->detected_unix_ns / 1000000000),
+                  "type", "standard", "process_name", snap->process_name, "pid", (json_int_t)snap->pid, "version",
+                  "hangwatch " HW_VERSION_STRING);
+    json_t *capture = json_pack("{s:s, s:I, s:I, s:b}", "method", "ptrace", "stopped_us", as_int(snap->stop_wall_ns / 1000),
+                                "max_thread_stopped_us", as_int(stopped_max / 1000), "process_exited",
+                                snap->process_exited);
+    json_t *collection = json_pack(
+        "{s:{s:I, s:o}, s:{s:s, s:s}}", "scene_threads", "enumerated_thread_count",
+        (json_int_t)snap->enumerated_thread_count, "items", items, "main_thread", "state", info->main_thread_state,
+        "reason", info->main_thread_reason);
+    json_t *apm = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:o}", "module", "hang", "detector",
+                            info->detector, "check_mode", info->check_mode, "hang_type", info->hang_type,
+                            "block_duration_us", as_int(info->block_duration_ns / 1000), "runloop_threshold_us",
+                            as_int(info->threshold_ns / 1000), "hung_thread", "thread_identifier",
+                            (json_int_t)info->hung_tid, "report_array_index", hung_index, "detected_at_unix_ms",
+                            (json_int_t)(info->detected_unix_ns / 1000000), "capture", capture, "collection",
+                            collection);
+    json_t *root = json_pack("{s:o, s:{s:o}, s:o, s:o}", "report", report, "crash", "threads", threads,
+                             "binary_images", images_json(images, image_count), "hangwatch", apm);
+    return root;
+}
+
+int hw_make_private_dir(const char *dir)
+{
+    char *copy = strdup(dir);
+    if (!copy)
+        return -ENOMEM;
+    int rc = 0;
+    for (char *p = copy + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(copy, 0700) != 0 && errno != EEXIST) {
+                rc = -errno;
+                break;
+            }
+            *p = saved;
+            if (saved == '\0')
+                break;
+        }
+    }
+    free(copy);
+    if (rc == 0) {
+        struct stat st;
+        if (stat(dir, &st) != 0)
+            return -errno;
+        if (!S_ISDIR(st.st_mode))
+            return -ENOTDIR;
+    }
+    return rc;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int hw_report_write(const char *dir, const char *file_name, json_t *report, char **path_out)
+{
+    int rc = hw_make_private_dir(dir);
+    if (rc != 0)
+        return rc;
+    char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!text)
+        return -ENOMEM;
+    char *tmp = NULL, *final = NULL;
+    if (asprintf(&tmp, "%s/.%s.tmp", dir, file_name) < 0) {
+        tmp = NULL;
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (asprintf(&final, "%s/%s", dir, file_name) < 0) {
+        final = NULL;
+        rc = -ENOMEM;
+        goto out;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    rc = write_all(fd, text, strlen(text));
+    if (rc == 0)
+        rc = write_all(fd, "\n", 1);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = -errno;
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, final) != 0)
+        rc = -errno;
+    if (rc != 0) {
+        unlink(tmp);
+        goto out;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+    *path_out = final;
+    final = NULL;
+out:
+    free(text);
+    free(tmp);
+    free(final);
+    return rc;
+}

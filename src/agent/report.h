@@ -1,0 +1,54 @@
+/*
+ * report.h - the hang report: built from a capture, written as JSON.
+ *
+ * The layout follows the KSCrash-style report that Matrix writes (see
+ * docs/report-format.md and docs/report.schema.json): `report`, `crash.threads`
+ * with backtraces, `binary_images`, and an APM section named `hangwatch` with
+ * the detector's numbers and the collection metadata.  Building (a jansson
+ * tree) is separate from writing (an atomic file in the report directory).
+ */
+#ifndef HANGWATCH_REPORT_H
+#define HANGWATCH_REPORT_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "capture.h"
+#include "unwind.h"
+
+typedef struct hw_hang_info {
+    const char *detector;          /* "runloop" */
+    const char *check_mode;        /* "exact" | "periodic" */
+    const char *hang_type;         /* "hang" | "launch_hang" */
+    pid_t hung_tid;
+    uint64_t block_duration_ns;    /* busy time when the hang was detected */
+    uint64_t threshold_ns;
+    int64_t detected_unix_ns;      /* wall-clock time of detection */
+    const char *main_thread_state; /* early-sampling collection state */
+    const char *main_thread_reason;
+} hw_hang_info;
+
+/*
+ * Build the report.  `backtraces` runs parallel to snap->threads (entries of
+ * threads that were not captured are ignored).  Returns a new reference, or
+ * NULL when out of memory.  `id` receives the report's UUID.
+ */
+json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *snap, const hw_backtrace *backtraces,
+                        const hw_image *images, size_t image_count, char id[37]);
+
+/*
+ * Create `dir` (mode 0700) if needed and write `report` into it as
+ * `file_name` atomically: a 0600 temporary file, fsync, rename.  A reader
+ * never sees a partial report.  Returns 0 and the new file's path in
+ * *path_out (malloc'd), or -errno.
+ */
+int hw_report_write(const char *dir, const char *file_name, json_t *report, char **path_out);
+
+/* mkdir -p with mode 0700 for every directory it creates.  0 or -errno. */
+int hw_make_private_dir(const char *dir);
+
+/* A fresh random (version 4) UUID in upper case, as the seed's ids. */
+void hw_new_uuid(char out[37]);
+
+#endif

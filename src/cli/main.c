@@ -1,0 +1,193 @@
+/*
+ * main.c - the `hangwatch` command line.
+ *
+ *   hangwatch run [options] -- PROG [ARGS...]   watch PROG, write reports
+ *   hangwatch show REPORT.json...               print a report for people
+ *
+ * Usage errors (an unknown flag, a malformed duration, no program) print a
+ * message and exit 2 before anything is started.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../agent/agent.h"
+#include "../core/duration.h"
+#include "../core/hw_version.h"
+#include "show.h"
+
+static const char usage_text[] =
+    "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
+    "       hangwatch show REPORT.json...\n"
+    "       hangwatch --help | --version\n"
+    "\n"
+    "Finds hangs of a program's main (event-loop) thread while they happen: a\n"
+    "stretch of work between two waits that lasts longer than the threshold.\n"
+    "The hung thread and every other thread are captured from outside the\n"
+    "program (ptrace), without changing what it does, and a JSON report is\n"
+    "written for each hang.\n"
+    "\n"
+    "run options:\n"
+    "  --threshold DUR      busy time that makes a hang (default 2s)\n"
+    "  --check-period DUR   how often the loop is looked at (default 1s)\n"
+    "  --check-mode MODE    exact (default): detect when the threshold is\n"
+    "                       crossed; periodic: Matrix's fixed check period\n"
+    "  --report-dir DIR     where reports go (default ./hangwatch-reports,\n"
+    "                       created with mode 0700)\n"
+    "  -q, --quiet          no line on stderr per hang\n"
+    "\n"
+    "DUR is a number and a unit: ns, us, ms, s or m (500ms, 1.5s, 2s).\n"
+    "The exit status is PROG's own (128+N if signal N killed it), or 2 when\n"
+    "hangwatch's arguments are wrong or PROG cannot be started.\n"
+    "\n"
+    "show prints a report's hung thread, its stack and the other threads.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "hangwatch: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'hangwatch --help'.\n");
+    return 2;
+}
+
+static int parse_duration_option(const char *name, const char *value, uint64_t *out)
+{
+    const char *why = NULL;
+    if (hw_parse_duration(value, out, &why) != 0) {
+        fprintf(stderr, "hangwatch: invalid %s '%s': %s\nTry 'hangwatch --help'.\n", name, value, why);
+        return -1;
+    }
+    if (*out == 0) {
+        fprintf(stderr, "hangwatch: invalid %s '%s': must be greater than zero\n", name, value);
+        return -1;
+    }
+    return 0;
+}
+
+/* The observer library: $HANGWATCH_PRELOAD, else next to this executable. */
+static char *find_preload(void)
+{
+    const char *env = getenv("HANGWATCH_PRELOAD");
+    if (env && *env)
+        return realpath(env, NULL);
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return NULL;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    char *candidate = NULL;
+    if (asprintf(&candidate, "%s/../lib/hangwatch/libhangwatch-preload.so", self) < 0)
+        return NULL;
+    char *resolved = realpath(candidate, NULL);
+    free(candidate);
+    return resolved;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    hw_agent_options opts = {0};
+    hw_detector_config_default(&opts.detector);
+    opts.report_dir = "hangwatch-reports";
+
+    static const struct option longopts[] = {
+        {"threshold", required_argument, NULL, 't'}, {"check-period", required_argument, NULL, 'p'},
+        {"check-mode", required_argument, NULL, 'm'}, {"report-dir", required_argument, NULL, 'd'},
+        {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    /* '+': stop at the first non-option, PROG's own flags are PROG's. */
+    while ((c = getopt_long(argc, argv, "+:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (parse_duration_option("--threshold", optarg, &opts.detector.threshold_ns) != 0)
+                return 2;
+            break;
+        case 'p':
+            if (parse_duration_option("--check-period", optarg, &opts.detector.check_period_ns) != 0)
+                return 2;
+            break;
+        case 'm':
+            if (strcmp(optarg, "exact") == 0)
+                opts.detector.mode = HW_CHECK_EXACT;
+            else if (strcmp(optarg, "periodic") == 0)
+                opts.detector.mode = HW_CHECK_PERIODIC;
+            else
+                return usage_error("invalid --check-mode '%s': use exact or periodic", optarg);
+            break;
+        case 'd':
+            if (*optarg == '\0')
+                return usage_error("%s--report-dir must not be empty", "");
+            opts.report_dir = optarg;
+            break;
+        case 'q':
+            opts.quiet = true;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        case ':':
+            return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("%srun needs a program: hangwatch run [OPTIONS] -- PROG [ARGS...]", "");
+    opts.argv = &argv[optind];
+
+    char *preload = find_preload();
+    if (!preload) {
+        fprintf(stderr,
+                "hangwatch: cannot find the observer library libhangwatch-preload.so (looked in ../lib/hangwatch "
+                "next to the hangwatch executable); set HANGWATCH_PRELOAD to its path\n");
+        return 2;
+    }
+    if (strpbrk(preload, ": ")) {
+        fprintf(stderr, "hangwatch: the observer library's path '%s' contains ':' or ' ', which LD_PRELOAD cannot "
+                        "carry; install hangwatch elsewhere\n",
+                preload);
+        free(preload);
+        return 2;
+    }
+    opts.preload_path = preload;
+
+    struct timespec res;
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
+        opts.detector.clock_slack_ns = (uint64_t)res.tv_sec * 1000000000ull + (uint64_t)res.tv_nsec;
+
+    int code = hw_agent_run(&opts);
+    free(preload);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("%sa command is needed: run or show", "");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("hangwatch %s\n", HW_VERSION_STRING);
+        return 0;
+    }
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "show") == 0)
+        return hw_show_main(argc - 1, argv + 1);
+    return usage_error("unknown command '%s' (use run or show)", cmd);
+}

@@ -1,0 +1,139 @@
+"""hwtest - helpers for hangwatch's integration tests.
+
+Runs real programs under `hangwatch run`, collects the reports they leave,
+validates every one against docs/report.schema.json with a real JSON Schema
+validator, and offers small assertions that say what went wrong.  Waiting is
+always polling for a condition under a generous deadline, never a bare sleep.
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import jsonschema
+
+BIN = None
+SCHEMA = None
+SOURCE_DIR = None
+
+
+def setup(bin_dir, source_dir):
+    global BIN, SCHEMA, SOURCE_DIR
+    BIN = bin_dir
+    SOURCE_DIR = source_dir
+    with open(os.path.join(source_dir, "docs", "report.schema.json")) as f:
+        SCHEMA = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def binary(name):
+    path = os.path.join(BIN, name)
+    if not os.access(path, os.X_OK):
+        fail(f"{path} is not built")
+    return path
+
+
+def fail(message):
+    raise AssertionError(message)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+class Run:
+    """One finished `hangwatch run`: exit code, output, reports."""
+
+    def __init__(self, returncode, stdout, stderr, report_dir, elapsed):
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.report_dir = report_dir
+        self.elapsed = elapsed
+        self.report_paths = sorted(glob.glob(os.path.join(report_dir, "*.json")))
+        self.reports = [load_report(p) for p in self.report_paths]
+
+    def describe(self):
+        return (f"exit {self.returncode}\n--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}"
+                f"\n--- reports: {self.report_paths}")
+
+
+def load_report(path):
+    with open(path) as f:
+        report = json.load(f)
+    validate(report, path)
+    return report
+
+
+def validate(report, where="report"):
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.path))
+    if errors:
+        fail(f"{where} does not match the schema:\n" +
+             "\n".join(f"  {list(e.path)}: {e.message}" for e in errors[:10]))
+    # Cross-field rules the schema cannot express.
+    threads = report["crash"]["threads"]
+    items = report["hangwatch"]["collection"]["scene_threads"]["items"]
+    check(len(items) == len(threads), f"{where}: {len(items)} scene items but {len(threads)} threads")
+    for item in items:
+        t = threads[item["report_array_index"]]
+        check(t["thread_identifier"] == item["thread_identifier"],
+              f"{where}: report_array_index of thread {item['thread_identifier']} points elsewhere")
+        check(item["frame_count"] == len(t["backtrace"]["contents"]),
+              f"{where}: frame_count of thread {item['thread_identifier']} is wrong")
+    hung = report["hangwatch"]["hung_thread"]
+    if hung["report_array_index"] >= 0:
+        check(threads[hung["report_array_index"]]["thread_identifier"] == hung["thread_identifier"],
+              f"{where}: hung_thread.report_array_index points to another thread")
+
+
+def run(args, timeout=60, report_dir=None, env=None, prog_env=None):
+    """Run `hangwatch run [args]`; args include '--' and the program."""
+    owned = report_dir is None
+    if owned:
+        report_dir = tempfile.mkdtemp(prefix="hw-it-")
+        os.rmdir(report_dir)  # hangwatch must create it
+    cmd = [binary("hangwatch"), "run", "--report-dir", report_dir] + list(args)
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    start = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
+    elapsed = time.monotonic() - start
+    r = Run(p.returncode, p.stdout, p.stderr, report_dir, elapsed)
+    return r
+
+
+def cleanup(run_result):
+    shutil.rmtree(run_result.report_dir, ignore_errors=True)
+
+
+def frames(report, index=None):
+    threads = report["crash"]["threads"]
+    if index is None:
+        index = report["hangwatch"]["hung_thread"]["report_array_index"]
+    return threads[index]["backtrace"]["contents"]
+
+
+def symbols(frame_list):
+    return [f.get("symbol_name", "?") for f in frame_list]
+
+
+def main(cases):
+    """Entry point: hwtest.main({name: function}) with argv BIN_DIR SOURCE_DIR CASE."""
+    if len(sys.argv) != 4 or sys.argv[3] not in cases:
+        print(f"usage: {sys.argv[0]} BIN_DIR SOURCE_DIR {'|'.join(sorted(cases))}", file=sys.stderr)
+        sys.exit(2)
+    setup(sys.argv[1], sys.argv[2])
+    name = sys.argv[3]
+    try:
+        cases[name]()
+    except AssertionError as e:
+        print(f"FAIL {name}: {e}", file=sys.stderr)
+        sys.exit(1)
+    print(f"ok {name}")

@@ -1,0 +1,133 @@
+"""test_cli - the command line's contract: help, version, usage errors exit 2
+with a clear message, the program's exit status passes through, and bad
+input to `show` is an error, never a crash."""
+import os
+import signal
+import subprocess
+import tempfile
+
+import hwtest
+from hwtest import check
+
+
+def hw(*args, timeout=30):
+    return subprocess.run([hwtest.binary("hangwatch")] + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def expect_usage_error(args, needle):
+    p = hw(*args)
+    check(p.returncode == 2, f"hangwatch {' '.join(args)}: exit {p.returncode}, expected 2\n{p.stderr}")
+    check(needle in p.stderr, f"hangwatch {' '.join(args)}: message lacks {needle!r}:\n{p.stderr}")
+    check("Segmentation" not in p.stderr and "Aborted" not in p.stderr, p.stderr)
+
+
+def case_help_and_version():
+    p = hw("--help")
+    check(p.returncode == 0, p.stderr)
+    for word in ("run", "show", "--threshold", "--check-period", "--check-mode", "--report-dir", "500ms"):
+        check(word in p.stdout, f"--help does not mention {word}")
+    p = hw("run", "--help")
+    check(p.returncode == 0 and "--threshold" in p.stdout, "run --help")
+    p = hw("--version")
+    check(p.returncode == 0 and p.stdout.startswith("hangwatch "), p.stdout)
+
+
+def case_usage_errors():
+    expect_usage_error([], "a command is needed")
+    expect_usage_error(["frobnicate"], "unknown command 'frobnicate'")
+    expect_usage_error(["run"], "run needs a program")
+    expect_usage_error(["run", "--"], "run needs a program")
+    expect_usage_error(["run", "--threshold", "2", "--", "true"], "missing unit")
+    expect_usage_error(["run", "--threshold", "fast", "--", "true"], "invalid --threshold 'fast'")
+    expect_usage_error(["run", "--threshold", "0s", "--", "true"], "greater than zero")
+    expect_usage_error(["run", "--check-period", "-1s", "--", "true"], "negative")
+    expect_usage_error(["run", "--check-mode", "sometimes", "--", "true"], "invalid --check-mode")
+    expect_usage_error(["run", "--bogus", "--", "true"], "unknown option '--bogus'")
+    expect_usage_error(["run", "--threshold"], "needs a value")
+    expect_usage_error(["run", "--", "/nonexistent/program"], "cannot run '/nonexistent/program'")
+    expect_usage_error(["run", "--", "no-such-program-hangwatch"], "No such file")
+    expect_usage_error(["show"], "at least one report")
+
+
+def case_exit_status():
+    with tempfile.TemporaryDirectory() as d:
+        rd = os.path.join(d, "r")
+        p = hw("run", "--report-dir", rd, "--", "sh", "-c", "exit 7")
+        check(p.returncode == 7, f"exit status not passed through: {p.returncode} {p.stderr}")
+        p = hw("run", "--report-dir", rd, "--", "sh", "-c", "kill -TERM $$")
+        check(p.returncode == 128 + signal.SIGTERM, f"death by signal: {p.returncode} {p.stderr}")
+        p = hw("run", "--report-dir", rd, "--", "true")
+        check(p.returncode == 0 and p.stderr == "", f"true: {p.returncode} {p.stderr}")
+        # The program's own flags are not hangwatch's.
+        p = hw("run", "--report-dir", rd, "--", "sh", "-c", "echo $0 $1", "x", "--threshold")
+        check(p.returncode == 0 and p.stdout.strip() == "x --threshold", p.stdout + p.stderr)
+
+
+def case_signals_forwarded():
+    """SIGTERM sent to hangwatch reaches the program; hangwatch exits with its status."""
+    with tempfile.TemporaryDirectory() as d:
+        proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", os.path.join(d, "r"), "--",
+                                 hwtest.binary("loop-scenarios"), "idle", "60"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Wait until the program is running under hangwatch (a child exists).
+        import time
+        deadline = time.monotonic() + 20
+        child = None
+        while time.monotonic() < deadline and child is None:
+            try:
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                    kids = f.read().split()
+                child = int(kids[0]) if kids else None
+            except OSError:
+                pass
+            if child is None:
+                time.sleep(0.02)
+        check(child is not None, "the program never started")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        check(proc.returncode == 128 + signal.SIGTERM, f"exit {proc.returncode}: {err}")
+        check(not os.path.exists(f"/proc/{child}"), "the program outlived hangwatch")
+
+
+def case_show_bad_input():
+    with tempfile.TemporaryDirectory() as d:
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"report": {"id": ')
+        p = hw("show", bad)
+        check(p.returncode == 1 and "not valid JSON" in p.stderr, p.stderr)
+        other = os.path.join(d, "other.json")
+        with open(other, "w") as f:
+            f.write('{"hello": [1, 2, 3]}')
+        p = hw("show", other)
+        check(p.returncode == 1 and "not a hangwatch report" in p.stderr, p.stderr)
+        wrong = os.path.join(d, "wrong.json")
+        with open(wrong, "w") as f:
+            f.write('{"report": {"pid": "x"}, "crash": {"threads": [1, {"backtrace": 3}]},'
+                    ' "hangwatch": {"hung_thread": {"report_array_index": 99}}}')
+        p = hw("show", wrong)
+        check(p.returncode == 0, f"a report with wrong field types must not crash show: {p.returncode} {p.stderr}")
+        p = hw("show", os.path.join(d, "missing.json"))
+        check(p.returncode == 1 and "missing.json" in p.stderr, p.stderr)
+
+
+def case_unwritable_report_dir():
+    """A hang with nowhere to write is still announced, and the program is unharmed."""
+    with tempfile.TemporaryDirectory() as d:
+        blocker = os.path.join(d, "file")
+        open(blocker, "w").close()
+        p = hw("run", "--threshold", "500ms", "--report-dir", os.path.join(blocker, "reports"), "--",
+               hwtest.binary("loop-scenarios"), "cpuspin", "1.5", timeout=60)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+        check("hangwatch: hang in" in p.stderr and "no report: cannot write" in p.stderr, p.stderr)
+
+
+if __name__ == "__main__":
+    hwtest.main({
+        "help_and_version": case_help_and_version,
+        "usage_errors": case_usage_errors,
+        "exit_status": case_exit_status,
+        "signals_forwarded": case_signals_forwarded,
+        "show_bad_input": case_show_bad_input,
+        "unwritable_report_dir": case_unwritable_report_dir,
+    })

@@ -1,0 +1,152 @@
+"""test_run - `hangwatch run` end to end on real programs.
+
+Each case runs a program under hangwatch and checks the reports it leaves
+(or that it leaves none), validating every report against the schema.
+"""
+import os
+import re
+import stat
+import subprocess
+
+import hwtest
+from hwtest import check, frames, symbols
+
+LIBC_SLEEP_FRAMES = {"clock_nanosleep", "__clock_nanosleep", "nanosleep", "__nanosleep", "sleep"}
+
+
+def case_demo():
+    r = hwtest.run(["--", hwtest.binary("hangwatch-demo")])
+    try:
+        check(r.returncode == 0, "the demo must exit 0 under hangwatch\n" + r.describe())
+        m = re.search(r"sleep\(4\) on the main thread took ([0-9.]+) s", r.stdout)
+        check(m is not None, "the demo did not say how long it slept\n" + r.describe())
+        slept = float(m.group(1))
+        check(3.99 <= slept <= 4.5, f"hangwatch changed the demo's sleep(4): it took {slept} s")
+        check(len(r.reports) == 1, f"expected exactly one report, got {len(r.reports)}\n" + r.describe())
+        rep = r.reports[0]
+        apm = rep["hangwatch"]
+        check(apm["runloop_threshold_us"] == 2000000, f"threshold {apm['runloop_threshold_us']}")
+        check(2000000 < apm["block_duration_us"] <= 3100000, f"block_duration_us {apm['block_duration_us']}")
+        check(apm["hang_type"] == "hang", f"hang_type {apm['hang_type']}")
+        check(apm["check_mode"] == "exact", f"check_mode {apm['check_mode']}")
+        main = frames(rep)
+        names = symbols(main)
+        # Top to bottom: libc's sleep frames, then the demo's chain.
+        i_block = names.index("block_main_thread_for_four_seconds") if "block_main_thread_for_four_seconds" in names else -1
+        check(i_block > 0, f"block_main_thread_for_four_seconds not on the hung stack: {names}")
+        check(set(names[:i_block]) <= LIBC_SLEEP_FRAMES and "sleep" in names[:i_block],
+              f"frames above block_main_thread_for_four_seconds are not libc's sleep: {names[:i_block]}")
+        check(names[i_block + 1] == "trigger_foreground_hang", f"caller of the blocker: {names}")
+        check(names[i_block + 2] == "on_timer_tick" and "run_event_loop" in names and "main" in names,
+              f"the rest of the chain: {names}")
+        for f in main[i_block:i_block + 3]:
+            check(f.get("source_file", "").endswith("demo_epoll_hang.c") and f.get("source_line", 0) > 0,
+                  f"no file:line for {f.get('symbol_name')}: {f}")
+        libc_frames = [f for f in main[:i_block]]
+        check(all(f.get("object_name", "").startswith("libc.so") for f in libc_frames),
+              f"sleep frames not in libc: {libc_frames}")
+        images = {os.path.basename(im["name"]): im for im in rep["binary_images"]}
+        check("hangwatch-demo" in images and re.fullmatch(r"[0-9a-f]{40}", images["hangwatch-demo"].get("build_id", "")),
+              f"demo image/build-id missing: {list(images)}")
+        check(any(n.startswith("libc.so") and "build_id" in im for n, im in images.items()), "libc build-id missing")
+        scene = apm["collection"]["scene_threads"]
+        main_items = [it for it in scene["items"] if it["is_main_thread"]]
+        check(len(main_items) == 1 and main_items[0]["report_array_index"] == 0 and main_items[0]["status"] == "captured",
+              f"main thread item: {scene['items']}")
+        check(apm["collection"]["main_thread"] == {"state": "not_requested", "reason": "disabled"},
+              f"main_thread collection: {apm['collection']['main_thread']}")
+        check(rep["report"]["process_name"] == "hangwatch-demo"[:15], f"process_name {rep['report']['process_name']}")
+        # One line on stderr naming the culprit and the report.
+        lines = [l for l in r.stderr.splitlines() if l.startswith("hangwatch: hang in")]
+        check(len(lines) == 1 and "block_main_thread_for_four_seconds" in lines[0] and r.report_paths[0] in lines[0],
+              "stderr line per hang:\n" + r.stderr)
+        # The report directory and file are private.
+        check(stat.S_IMODE(os.stat(r.report_dir).st_mode) == 0o700, "report dir is not 0700")
+        check(stat.S_IMODE(os.stat(r.report_paths[0]).st_mode) == 0o600, "report file is not 0600")
+        check(not [n for n in os.listdir(r.report_dir) if n.endswith(".tmp")], "temporary file left behind")
+        # And people can read it.
+        shown = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
+        check(shown.returncode == 0 and "block_main_thread_for_four_seconds" in shown.stdout
+              and "demo_epoll_hang.c:" in shown.stdout, "hangwatch show:\n" + shown.stdout + shown.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
+def scenario(*args):
+    return [hwtest.binary("loop-scenarios")] + [str(a) for a in args]
+
+
+def case_idle():
+    r = hwtest.run(["--"] + scenario("idle", 10))
+    try:
+        check(r.returncode == 0, r.describe())
+        check("idle done" in r.stdout, r.describe())
+        check(r.reports == [], "an idle loop was reported\n" + r.describe())
+        check("hangwatch:" not in r.stderr, "hangwatch said something about an idle loop\n" + r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_busypoll():
+    r = hwtest.run(["--"] + scenario("busypoll", 5))
+    try:
+        check(r.returncode == 0, r.describe())
+        turns = re.search(r"busypoll made (\d+) turns", r.stderr)
+        check(turns and int(turns.group(1)) > 1000, "the loop did not spin\n" + r.describe())
+        check(r.reports == [], "a loop spinning on epoll_wait(..., 0) was reported\n" + r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_cpuspin():
+    r = hwtest.run(["--"] + scenario("cpuspin", 3))
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"expected one report, got {len(r.reports)}\n" + r.describe())
+        names = symbols(frames(r.reports[0]))
+        top = names[:3]
+        check("spin_on_cpu" in top, f"the spinning function is not at the top: {names}")
+        check("on_spin_timer" in names, f"its caller is missing: {names}")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_periodic():
+    """Matrix's periodic mode still catches the demo; latency is up to a period."""
+    r = hwtest.run(["--check-mode", "periodic", "--", hwtest.binary("hangwatch-demo")])
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, r.describe())
+        apm = r.reports[0]["hangwatch"]
+        check(apm["check_mode"] == "periodic", str(apm))
+        check(2000000 < apm["block_duration_us"] <= 3100000, f"block_duration_us {apm['block_duration_us']}")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_threshold():
+    """--threshold is honoured: a 3 s spin with a 5 s threshold is no hang; with 1s it is."""
+    r = hwtest.run(["--threshold", "5s", "--"] + scenario("cpuspin", 3))
+    try:
+        check(r.returncode == 0 and r.reports == [], r.describe())
+    finally:
+        hwtest.cleanup(r)
+    r = hwtest.run(["--threshold", "1s", "--check-period", "500ms", "--"] + scenario("cpuspin", 3))
+    try:
+        check(len(r.reports) == 1, r.describe())
+        apm = r.reports[0]["hangwatch"]
+        check(apm["runloop_threshold_us"] == 1000000, str(apm))
+        check(1000000 < apm["block_duration_us"] < 1100000, f"block_duration_us {apm['block_duration_us']}")
+    finally:
+        hwtest.cleanup(r)
+
+
+if __name__ == "__main__":
+    hwtest.main({
+        "demo": case_demo,
+        "idle": case_idle,
+        "busypoll": case_busypoll,
+        "cpuspin": case_cpuspin,
+        "periodic": case_periodic,
+        "threshold": case_threshold,
+    })

@@ -1,0 +1,267 @@
+/*
+ * test_report.c - the report model and its writer: the hung thread comes
+ * first and report_array_index finds it, unknown fields are left out, the
+ * file appears atomically with private permissions, and a bad directory is
+ * an error, not a crash.  If HW_TEST_REPORT_OUT names a directory, the
+ * report is also written there for the schema check that follows this test.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "report.h"
+
+static hw_frame make_frame(uint64_t pc, const char *sym, const char *obj, const char *file, int line)
+{
+    hw_frame f = {0};
+    f.instruction_addr = pc;
+    f.symbol_name = sym ? strdup(sym) : NULL;
+    f.symbol_addr = sym ? pc - 0x10 : 0;
+    f.object_path = obj ? strdup(obj) : NULL;
+    f.object_addr = obj ? 0x400000 : 0;
+    f.object_offset = obj ? pc - 0x400000 : 0;
+    f.source_file = file ? strdup(file) : NULL;
+    f.source_line = line;
+    return f;
+}
+
+typedef struct fixture {
+    hw_process_snapshot snap;
+    hw_backtrace bts[2];
+    hw_image images[1];
+    hw_hang_info info;
+} fixture;
+
+static void make_fixture(fixture *fx)
+{
+    memset(fx, 0, sizeof *fx);
+    hw_process_snapshot *s = &fx->snap;
+    s->pid = 4242;
+    strcpy(s->process_name, "demo");
+    s->thread_count = 2;
+    s->enumerated_thread_count = 2;
+    s->stop_wall_ns = 85000;
+    s->threads = calloc(2, sizeof *s->threads);
+    s->threads[0] = (hw_thread_snapshot){.tid = 4243, .status = HW_THREAD_CAPTURED, .stopped_ns = 40000};
+    strcpy(s->threads[0].name, "worker");
+    s->threads[1] = (hw_thread_snapshot){.tid = 4242, .is_main = true, .is_target = true, .status = HW_THREAD_CAPTURED,
+                                         .stopped_ns = 60000};
+    strcpy(s->threads[1].name, "demo");
+
+    fx->bts[0].count = 1;
+    fx->bts[0].frames = calloc(1, sizeof(hw_frame));
+    fx->bts[0].frames[0] = make_frame(0x7f0000001000, NULL, NULL, NULL, 0); /* nothing known */
+    fx->bts[1].count = 3;
+    fx->bts[1].frames = calloc(3, sizeof(hw_frame));
+    fx->bts[1].frames[0] = make_frame(0x7f0000002000, "clock_nanosleep", "/usr/lib/libc.so.6", NULL, 0);
+    fx->bts[1].frames[1] = make_frame(0x401234, "block_main_thread_for_four_seconds", "/opt/demo", "demo.c", 42);
+    fx->bts[1].frames[2] = make_frame(0x405678, NULL, "/opt/demo", NULL, 0);
+
+    fx->images[0] = (hw_image){.path = "/opt/demo", .start = 0x400000, .end = 0x410000, .bias = 0,
+                               .build_id = "0123456789abcdef0123456789abcdef01234567"};
+    fx->info = (hw_hang_info){.detector = "runloop", .check_mode = "exact", .hang_type = "hang", .hung_tid = 4242,
+                              .block_duration_ns = 2004000000ull, .threshold_ns = 2000000000ull,
+                              .detected_unix_ns = 1792729529123456789ll, .main_thread_state = "not_requested",
+                              .main_thread_reason = "disabled"};
+}
+
+static void free_fixture(fixture *fx)
+{
+    for (int i = 0; i < 2; i++)
+        hw_backtrace_free(&fx->bts[i]);
+    free(fx->snap.threads);
+}
+
+static void test_hung_thread_comes_first(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_fixture(&fx);
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    assert_non_null(r);
+    assert_int_equal(strlen(id), 36);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "report"), "id")), id);
+
+    json_t *threads = json_object_get(json_object_get(r, "crash"), "threads");
+    assert_int_equal(json_array_size(threads), 2);
+    json_t *first = json_array_get(threads, 0);
+    assert_int_equal(json_integer_value(json_object_get(first, "thread_identifier")), 4242);
+    assert_true(json_is_true(json_object_get(first, "crashed")));
+
+    json_t *apm = json_object_get(r, "hangwatch");
+    assert_string_equal(json_string_value(json_object_get(apm, "module")), "hang");
+    assert_int_equal(json_integer_value(json_object_get(apm, "block_duration_us")), 2004000);
+    assert_int_equal(json_integer_value(json_object_get(apm, "runloop_threshold_us")), 2000000);
+    json_t *hung = json_object_get(apm, "hung_thread");
+    assert_int_equal(json_integer_value(json_object_get(hung, "report_array_index")), 0);
+
+    json_t *scene = json_object_get(json_object_get(apm, "collection"), "scene_threads");
+    assert_int_equal(json_integer_value(json_object_get(scene, "enumerated_thread_count")), 2);
+    json_t *items = json_object_get(scene, "items");
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *item = json_array_get(items, i);
+        json_int_t idx = json_integer_value(json_object_get(item, "report_array_index"));
+        json_t *t = json_array_get(threads, (size_t)idx);
+        assert_int_equal(json_integer_value(json_object_get(item, "thread_identifier")),
+                         json_integer_value(json_object_get(t, "thread_identifier")));
+        json_int_t frames = json_integer_value(json_object_get(item, "frame_count"));
+        assert_int_equal((size_t)frames, json_array_size(json_object_get(json_object_get(t, "backtrace"), "contents")));
+        if (json_is_true(json_object_get(item, "is_main_thread")))
+            assert_int_equal(idx, 0);
+    }
+    json_t *main_state = json_object_get(json_object_get(apm, "collection"), "main_thread");
+    assert_string_equal(json_string_value(json_object_get(main_state, "reason")), "disabled");
+    json_decref(r);
+    free_fixture(&fx);
+}
+
+static void test_unknown_fields_are_left_out(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_fixture(&fx);
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    json_t *threads = json_object_get(json_object_get(r, "crash"), "threads");
+    json_t *main_frames = json_object_get(json_object_get(json_array_get(threads, 0), "backtrace"), "contents");
+    json_t *f1 = json_array_get(main_frames, 1);
+    assert_string_equal(json_string_value(json_object_get(f1, "symbol_name")), "block_main_thread_for_four_seconds");
+    assert_string_equal(json_string_value(json_object_get(f1, "source_file")), "demo.c");
+    assert_int_equal(json_integer_value(json_object_get(f1, "source_line")), 42);
+    assert_string_equal(json_string_value(json_object_get(f1, "object_name")), "demo");
+    json_t *f2 = json_array_get(main_frames, 2);
+    assert_null(json_object_get(f2, "symbol_name"));
+    assert_null(json_object_get(f2, "source_file"));
+    assert_int_equal(json_integer_value(json_object_get(f2, "object_offset")), 0x5678);
+    json_t *bare = json_array_get(json_object_get(json_object_get(json_array_get(threads, 1), "backtrace"), "contents"), 0);
+    assert_int_equal(json_object_size(bare), 1); /* only instruction_addr */
+    json_t *image = json_array_get(json_object_get(r, "binary_images"), 0);
+    assert_string_equal(json_string_value(json_object_get(image, "build_id")), "0123456789abcdef0123456789abcdef01234567");
+    json_decref(r);
+    free_fixture(&fx);
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void test_written_atomically_and_privately(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/hw-report-test-XXXXXX";
+    assert_non_null(mkdtemp(base));
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/nested/reports", base);
+
+    fixture fx;
+    make_fixture(&fx);
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    mode_t old = umask(0);
+    char *path = NULL;
+    int rc = hw_report_write(dir, "hang-1.json", r, &path);
+    umask(old);
+    assert_int_equal(rc, 0);
+    assert_non_null(path);
+
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(count_entries(dir), 1); /* no temporary file left */
+
+    json_error_t err;
+    json_t *back = json_load_file(path, 0, &err);
+    assert_non_null(back);
+    assert_true(json_equal(back, r));
+    json_decref(back);
+
+    /* Same name again: the report is replaced whole, never half-written. */
+    free(path);
+    path = NULL;
+    assert_int_equal(hw_report_write(dir, "hang-1.json", r, &path), 0);
+    assert_int_equal(count_entries(dir), 1);
+
+    const char *out = getenv("HW_TEST_REPORT_OUT");
+    if (out && *out) {
+        char *p2 = NULL;
+        assert_int_equal(hw_report_write(out, "unit-report.json", r, &p2), 0);
+        free(p2);
+    }
+    free(path);
+    json_decref(r);
+    free_fixture(&fx);
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_bad_directory_is_an_error(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/hw-report-test-XXXXXX";
+    assert_non_null(mkdtemp(base));
+    char file[256];
+    snprintf(file, sizeof file, "%s/plainfile", base);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+
+    json_t *r = json_object();
+    char *path = NULL;
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/sub", file);
+    assert_int_equal(hw_report_write(dir, "x.json", r, &path), -ENOTDIR);
+    assert_int_equal(hw_report_write(file, "x.json", r, &path), -ENOTDIR);
+    assert_null(path);
+    json_decref(r);
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_uuids_are_v4_and_distinct(void **state)
+{
+    (void)state;
+    char a[37], b[37];
+    hw_new_uuid(a);
+    hw_new_uuid(b);
+    assert_int_equal(strlen(a), 36);
+    assert_int_equal(a[14], '4');
+    assert_non_null(strchr("89AB", a[19]));
+    assert_string_not_equal(a, b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hung_thread_comes_first),
+        cmocka_unit_test(test_unknown_fields_are_left_out),
+        cmocka_unit_test(test_written_atomically_and_privately),
+        cmocka_unit_test(test_bad_directory_is_an_error),
+        cmocka_unit_test(test_uuids_are_v4_and_distinct),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
