@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/annealing.h"
 #include "../core/duration.h"
 #include "../core/registration.h"
 #include "../core/shared_page.h"
@@ -46,11 +47,25 @@
 #define MAX_FRAMES 256
 #define REGISTRATION_GRACE_NS 1000000000ull
 
+#define MAX_STRETCH_REPORTS 16
+#define HANG_END_POLL_NS 10000000ull       /* while hung, look for its end every 10 ms */
+#define SUSPEND_LATENESS_NS 10000000000ull /* Matrix: a round late by > 10 s is a suspend */
+
 typedef struct watched_process {
     pid_t pid;
     const hw_shared_page *page; /* read-only view of the process's page */
+    char executable[256];       /* /proc/PID/exe at registration */
     hw_detector detector;
-    unsigned reports;
+    uint64_t next_wake_ns;
+    /* the busy clock restarted by a stop or a suspend */
+    uint64_t clock_restart_seq, clock_restart_ns;
+    /* the stretch currently hung */
+    bool hung;
+    uint64_t hung_seq, hung_start_ns;
+    uint64_t next_capture_ns; /* next annealing check */
+    hw_annealing anneal;
+    unsigned stretch_reports;
+    char *stretch_paths[MAX_STRETCH_REPORTS];
 } watched_process;
 
 typedef struct agent {
@@ -213,6 +228,8 @@ static watched_process *find_watched(agent *a, pid_t pid)
 static void forget_watched(agent *a, watched_process *w)
 {
     munmap((void *)w->page, HW_PAGE_SIZE);
+    for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++)
+        free(w->stretch_paths[i]);
     *w = a->watched[--a->watched_count];
 }
 
@@ -248,10 +265,19 @@ static void accept_page(agent *a, int fd, const struct ucred *cred)
         }
         w = &a->watched[a->watched_count++];
     }
+    for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++)
+        free(w->stretch_paths[i]);
     memset(w, 0, sizeof *w);
     w->pid = cred->pid;
     w->page = page;
-    hw_detector_init(&w->detector, &a->opts->detector, monotonic_ns());
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)cred->pid);
+    ssize_t n = readlink(link, w->executable, sizeof w->executable - 1);
+    w->executable[n > 0 ? n : 0] = '\0';
+    uint64_t now = monotonic_ns();
+    hw_detector_init(&w->detector, &a->opts->detector, now);
+    w->next_wake_ns = w->detector.next_check_ns;
+    hw_annealing_reset(&w->anneal);
 }
 
 static void drain_registrations(agent *a)
@@ -337,17 +363,44 @@ static void say_hang(const agent *a, const hw_process_snapshot *snap, const hw_b
             used ? " in " : ", no stack", frames, path ? "report " : "no report: ", path ? path : failure);
 }
 
-static void handle_hang(agent *a, watched_process *w, const hw_check *c, pid_t tid)
+/* Function keys of a backtrace for the annealing comparison. */
+static size_t function_keys(const hw_backtrace *bt, uint64_t *keys, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; bt && i < bt->count && n < max; i++) {
+        const hw_frame *f = &bt->frames[i];
+        keys[n++] = f->symbol_name ? f->symbol_addr : f->instruction_addr;
+    }
+    return n;
+}
+
+/* The state letter of /proc/PID/task/TID/stat ('R', 'S', 'T', 't', ...). */
+static char thread_state(pid_t pid, pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return '?';
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return '?';
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* comm may hold spaces and parens */
+    return paren && paren[1] == ' ' ? paren[2] : '?';
+}
+
+/* Capture, unwind and write one report.  `scene` selects all threads. */
+static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t tid)
 {
     int64_t detected_unix_ns = realtime_ns();
     hw_capture_options copt;
     hw_capture_options_default(&copt, tid);
     hw_process_snapshot snap;
     int rc = hw_capture_process(w->pid, &copt, &snap);
-    if (rc < 0 && snap.thread_count == 0 && snap.process_exited == false && snap.process_name[0] == '\0') {
-        /* The process is gone or cannot be looked at: still say so. */
+    if (rc < 0 && snap.process_name[0] == '\0')
         snprintf(snap.process_name, sizeof snap.process_name, "pid-%d", (int)w->pid);
-    }
     if (snap.process_exited && snap.reaped && w->pid == a->child && !a->child_done) {
         a->child_done = true;
         a->child_status = snap.exit_status;
@@ -367,6 +420,13 @@ static void handle_hang(agent *a, watched_process *w, const hw_check *c, pid_t t
     const hw_image *images = NULL;
     size_t image_count = sym ? hw_symbolizer_images(sym, &images) : 0;
 
+    /* The first report of a stretch also seeds the annealing comparison. */
+    if (!w->anneal.have_saved) {
+        uint64_t keys[HW_ANNEAL_MAX_FRAMES];
+        size_t n = function_keys(target_bt, keys, HW_ANNEAL_MAX_FRAMES);
+        hw_annealing_step(&w->anneal, keys, n);
+    }
+
     hw_hang_info info = {
         .detector = "runloop",
         .check_mode = hw_check_mode_name(a->opts->detector.mode),
@@ -377,6 +437,8 @@ static void handle_hang(agent *a, watched_process *w, const hw_check *c, pid_t t
         .detected_unix_ns = detected_unix_ns,
         .main_thread_state = "not_requested",
         .main_thread_reason = "disabled",
+        .executable = w->executable[0] ? w->executable : NULL,
+        .stretch_report_index = w->stretch_reports,
     };
     char id[37];
     json_t *report = hw_report_build(&info, &snap, bts, images, image_count, id);
@@ -395,10 +457,12 @@ static void handle_hang(agent *a, watched_process *w, const hw_check *c, pid_t t
         if (wrc != 0) {
             snprintf(errbuf, sizeof errbuf, "cannot write to %s: %s", a->opts->report_dir, strerror(-wrc));
             failure = errbuf;
+        } else if (w->stretch_reports < MAX_STRETCH_REPORTS) {
+            w->stretch_paths[w->stretch_reports] = strdup(path);
         }
         json_decref(report);
     }
-    w->reports++;
+    w->stretch_reports++;
     say_hang(a, &snap, target_bt, c, path, failure);
 
     free(path);
@@ -411,20 +475,119 @@ static void handle_hang(agent *a, watched_process *w, const hw_check *c, pid_t t
     hw_process_snapshot_free(&snap);
 }
 
+/* A later check of a stretch already reported: Matrix's annealing. */
+static void recheck_hang(agent *a, watched_process *w, const hw_check *c, pid_t tid, uint64_t now)
+{
+    hw_capture_options copt;
+    hw_capture_options_default(&copt, tid);
+    copt.all_threads = false;
+    hw_process_snapshot snap;
+    hw_capture_process(w->pid, &copt, &snap);
+    if (snap.process_exited && snap.reaped && w->pid == a->child && !a->child_done) {
+        a->child_done = true;
+        a->child_status = snap.exit_status;
+    }
+    uint64_t keys[HW_ANNEAL_MAX_FRAMES];
+    size_t n = 0;
+    hw_symbolizer *sym = snap.maps ? hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, NULL) : NULL;
+    for (size_t i = 0; sym && i < snap.thread_count; i++) {
+        if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
+            continue;
+        hw_backtrace bt = {0};
+        hw_unwind_thread(sym, &snap.threads[i], MAX_FRAMES, &bt);
+        n = function_keys(&bt, keys, HW_ANNEAL_MAX_FRAMES);
+        hw_backtrace_free(&bt);
+    }
+    if (sym)
+        hw_symbolizer_free(sym);
+    bool exited = snap.process_exited;
+    hw_process_snapshot_free(&snap);
+    if (exited)
+        return;
+
+    hw_anneal_decision d = hw_annealing_step(&w->anneal, keys, n);
+    w->next_capture_ns = now + d.wait_periods * a->opts->detector.check_period_ns;
+    if (d.report)
+        write_report(a, w, c, tid);
+}
+
+/* The stretch reported as hung is over: add its final duration. */
+static void finish_hang(agent *a, watched_process *w, uint64_t now, const char *end)
+{
+    uint64_t final_ns = now > w->hung_start_ns ? now - w->hung_start_ns : 0;
+    size_t kept = w->stretch_reports < MAX_STRETCH_REPORTS ? w->stretch_reports : MAX_STRETCH_REPORTS;
+    for (size_t i = 0; i < kept; i++) {
+        if (w->stretch_paths[i]) {
+            int rc = hw_report_add_final_duration(w->stretch_paths[i], final_ns, HANG_END_POLL_NS, end);
+            if (rc != 0 && !a->opts->quiet)
+                fprintf(stderr, "hangwatch: cannot add the final duration to %s: %s\n", w->stretch_paths[i],
+                        strerror(-rc));
+        }
+        free(w->stretch_paths[i]);
+        w->stretch_paths[i] = NULL;
+    }
+    w->hung = false;
+    w->stretch_reports = 0;
+    hw_annealing_reset(&w->anneal);
+}
+
 static void check_process(agent *a, watched_process *w, uint64_t now)
 {
     const hw_loop_slot *slot = &w->page->slots[0];
     hw_loop_reading r;
     if (!hw_loop_read(slot, &r, 8)) {
-        w->detector.next_check_ns = now + 1000000; /* turning over fast: look again soon */
+        w->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
         return;
     }
-    pid_t tid = (pid_t)atomic_load_explicit(&slot->tid, memory_order_relaxed);
-    if (tid != w->pid)
-        tid = w->pid; /* slot 0 is always the main thread; never trust the page */
+    pid_t tid = w->pid; /* slot 0 is always the main thread; never trust the page for it */
+
+    if (w->hung) {
+        if (r.seq == w->hung_seq) {
+            if (now >= w->next_capture_ns) {
+                hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r.seq, .busy_start_ns = w->hung_start_ns,
+                              .busy_ns = now - w->hung_start_ns, .launch = r.seq == 1};
+                recheck_hang(a, w, &c, tid, now);
+            }
+            uint64_t end_poll = now + HANG_END_POLL_NS;
+            w->next_wake_ns = end_poll < w->next_capture_ns ? end_poll : w->next_capture_ns;
+            return;
+        }
+        finish_hang(a, w, now, "returned_to_wait");
+    }
+
+    /* Matrix's suspend rule: a check that comes far too late (the agent was
+     * descheduled, the machine suspended) restarts the busy clock rather than
+     * blaming the loop for time nobody could observe. */
+    if (now > w->next_wake_ns + SUSPEND_LATENESS_NS && r.busy) {
+        w->clock_restart_seq = r.seq;
+        w->clock_restart_ns = now;
+    }
+    if (r.busy && r.seq == w->clock_restart_seq && r.busy_start_ns < w->clock_restart_ns)
+        r.busy_start_ns = w->clock_restart_ns;
+
     hw_check c = hw_detector_check(&w->detector, &r, now);
-    if (c.verdict == HW_VERDICT_HANG)
-        handle_hang(a, w, &c, tid);
+    w->next_wake_ns = w->detector.next_check_ns;
+    if (c.verdict != HW_VERDICT_HANG)
+        return;
+
+    /* A stopped process (SIGSTOP, job control, a debugger) is not hung: its
+     * loop cannot run.  Restart its busy clock and look again later. */
+    char state = thread_state(w->pid, tid);
+    if (state == 'T' || state == 't') {
+        w->detector.reported_seq = 0;
+        w->clock_restart_seq = r.seq;
+        w->clock_restart_ns = now;
+        w->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
+        return;
+    }
+
+    w->hung = true;
+    w->hung_seq = r.seq;
+    w->hung_start_ns = r.busy_start_ns;
+    hw_annealing_reset(&w->anneal);
+    write_report(a, w, &c, tid);
+    w->next_capture_ns = monotonic_ns() + a->opts->detector.check_period_ns;
+    w->next_wake_ns = now + HANG_END_POLL_NS;
 }
 
 /* ---- the loop ---- */
@@ -441,8 +604,11 @@ static void reap_children(agent *a)
             a->child_status = status;
         }
         watched_process *w = find_watched(a, pid);
-        if (w)
+        if (w) {
+            if (w->hung)
+                finish_hang(a, w, monotonic_ns(), "process_exited");
             forget_watched(a, w);
+        }
     }
 }
 
@@ -505,8 +671,8 @@ int hw_agent_run(const hw_agent_options *opts)
         uint64_t now = monotonic_ns();
         uint64_t next = now + 60ull * 1000000000ull;
         for (size_t i = 0; i < a->watched_count; i++)
-            if (a->watched[i].detector.next_check_ns < next)
-                next = a->watched[i].detector.next_check_ns;
+            if (a->watched[i].next_wake_ns < next)
+                next = a->watched[i].next_wake_ns;
         if (!a->warned_unregistered && a->watched_count == 0 && a->started_ns + REGISTRATION_GRACE_NS < next)
             next = a->started_ns + REGISTRATION_GRACE_NS;
 
@@ -527,7 +693,7 @@ int hw_agent_run(const hw_agent_options *opts)
 
         now = monotonic_ns();
         for (size_t i = 0; i < a->watched_count && !a->child_done; i++)
-            if (a->watched[i].detector.next_check_ns <= now)
+            if (a->watched[i].next_wake_ns <= now)
                 check_process(a, &a->watched[i], now);
         if (!a->warned_unregistered && a->watched_count == 0 && now >= a->started_ns + REGISTRATION_GRACE_NS) {
             a->warned_unregistered = true;
@@ -551,8 +717,12 @@ int hw_agent_run(const hw_agent_options *opts)
         }
     }
     int code = a->child_done ? exit_code_for(a->child_status) : 1;
-    while (a->watched_count > 0)
-        forget_watched(a, &a->watched[0]);
+    while (a->watched_count > 0) {
+        watched_process *w = &a->watched[0];
+        if (w->hung)
+            finish_hang(a, w, monotonic_ns(), w->pid == a->child ? "process_exited" : "agent_exited");
+        forget_watched(a, w);
+    }
     close(a->signal_fd);
     close(a->registration_fd);
     free(a);

@@ -109,6 +109,36 @@ static json_t *images_json(const hw_image *images, size_t count)
     return arr;
 }
 
+void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17])
+{
+    /* FNV-1a over "object!function" of up to 8 frames, starting at the
+     * innermost frame in the program's own executable (its code is the hang
+     * site; what it called, a libc sleep or a spin's helpers, varies). */
+    uint64_t h = 1469598103934665603ull;
+    size_t first = 0;
+    if (bt && executable)
+        for (size_t i = 0; i < bt->count; i++)
+            if (bt->frames[i].object_path && strcmp(bt->frames[i].object_path, executable) == 0) {
+                first = i;
+                break;
+            }
+    for (size_t i = first; bt && i < bt->count && i < first + 8; i++) {
+        const hw_frame *f = &bt->frames[i];
+        char part[512];
+        if (f->symbol_name)
+            snprintf(part, sizeof part, "%s!%s|", f->object_path ? base_name(f->object_path) : "?", f->symbol_name);
+        else if (f->object_path)
+            snprintf(part, sizeof part, "%s+0x%llx|", base_name(f->object_path), (unsigned long long)f->object_offset);
+        else
+            snprintf(part, sizeof part, "?|");
+        for (const char *p = part; *p; p++) {
+            h ^= (unsigned char)*p;
+            h *= 1099511628211ull;
+        }
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
 /* Order: the target thread first, then the rest in /proc order. */
 static size_t *report_order(const hw_process_snapshot *snap)
 {
@@ -136,6 +166,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     json_t *threads = json_array();
     json_t *items = json_array();
     json_int_t hung_index = -1;
+    char grouping_key[17];
+    const hw_backtrace *hung_bt = NULL;
     for (size_t k = 0; k < snap->thread_count; k++) {
         const hw_thread_snapshot *t = &snap->threads[order[k]];
         const hw_backtrace *bt = backtraces ? &backtraces[order[k]] : NULL;
@@ -148,10 +180,13 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         if (item && t->error)
             json_object_set_new(item, "error", json_string(strerror(t->error)));
         json_array_append_new(items, item);
-        if (t->is_target)
+        if (t->is_target) {
             hung_index = (json_int_t)k;
+            hung_bt = (t->status == HW_THREAD_CAPTURED) ? bt : NULL;
+        }
     }
     free(order);
+    hw_grouping_key(hung_bt, info->executable, grouping_key);
 
     uint64_t stopped_max = 0;
     for (size_t i = 0; i < snap->thread_count; i++)
@@ -176,9 +211,48 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                             (json_int_t)info->hung_tid, "report_array_index", hung_index, "detected_at_unix_ms",
                             (json_int_t)(info->detected_unix_ns / 1000000), "capture", capture, "collection",
                             collection);
+    if (apm) {
+        json_object_set_new(apm, "grouping_key", json_string(grouping_key));
+        json_object_set_new(apm, "stretch_report_index", json_integer(info->stretch_report_index));
+    }
     json_t *root = json_pack("{s:o, s:{s:o}, s:o, s:o}", "report", report, "crash", "threads", threads,
                              "binary_images", images_json(images, image_count), "hangwatch", apm);
     return root;
+}
+
+int hw_report_add_final_duration(const char *path, uint64_t final_ns, uint64_t precision_ns, const char *end)
+{
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    if (!root)
+        return -EINVAL;
+    json_t *apm = json_object_get(root, "hangwatch");
+    if (!json_is_object(apm)) {
+        json_decref(root);
+        return -EINVAL;
+    }
+    json_object_set_new(apm, "final_duration_us", json_integer(as_int(final_ns / 1000)));
+    json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(precision_ns / 1000)));
+    json_object_set_new(apm, "hang_end", json_string(end));
+    char *dir = strdup(path);
+    if (!dir) {
+        json_decref(root);
+        return -ENOMEM;
+    }
+    char *slash = strrchr(dir, '/');
+    const char *name = path;
+    if (slash) {
+        *slash = '\0';
+        name = path + (slash - dir) + 1;
+    } else {
+        strcpy(dir, ".");
+    }
+    char *written = NULL;
+    int rc = hw_report_write(dir, name, root, &written);
+    free(written);
+    free(dir);
+    json_decref(root);
+    return rc;
 }
 
 int hw_make_private_dir(const char *dir)

@@ -27,7 +27,16 @@ typedef struct hw_hang_info {
     int64_t detected_unix_ns;      /* wall-clock time of detection */
     const char *main_thread_state; /* early-sampling collection state */
     const char *main_thread_reason;
+    const char *executable;        /* the program's own image, for the grouping key; may be NULL */
+    unsigned stretch_report_index; /* 0 for a stretch's first report, then 1, 2 ... (annealing) */
 } hw_hang_info;
+
+/*
+ * The grouping key of a hung stack: the same hang site gives the same key in
+ * every run, whatever the load addresses (docs/report-format.md).  16 hex
+ * digits into `out`.
+ */
+void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17]);
 
 /*
  * Build the report.  `backtraces` runs parallel to snap->threads (entries of
@@ -44,6 +53,14 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
  * *path_out (malloc'd), or -errno.
  */
 int hw_report_write(const char *dir, const char *file_name, json_t *report, char **path_out);
+
+/*
+ * Add the stretch's final duration to a report already written (once the
+ * hang is over): hangwatch.final_duration_us, its precision, and how it
+ * ended ("returned_to_wait", "process_exited", "agent_exited").  Rewritten
+ * atomically like the original.  0 or -errno.
+ */
+int hw_report_add_final_duration(const char *path, uint64_t final_ns, uint64_t precision_ns, const char *end);
 
 /* mkdir -p with mode 0700 for every directory it creates.  0 or -errno. */
 int hw_make_private_dir(const char *dir);

@@ -141,6 +141,61 @@ def case_threshold():
         hwtest.cleanup(r)
 
 
+def own_frame(report, prefixes):
+    """The first frame of the hung stack whose name starts with one of prefixes."""
+    for name in symbols(frames(report)):
+        if name.startswith(prefixes):
+            return name
+    return None
+
+
+def case_annealing_abca():
+    """Blocked in A, B, C, then A again in one busy stretch: four reports, in that order."""
+    r = hwtest.run(["--"] + scenario("abca", 2.5))
+    try:
+        check(r.returncode == 0, r.describe())
+        reports = sorted(r.reports, key=lambda rep: rep["hangwatch"]["stretch_report_index"])
+        sites = [own_frame(rep, ("block_in_",)) for rep in reports]
+        check(sites == ["block_in_a", "block_in_b", "block_in_c", "block_in_a"],
+              f"expected reports for A, B, C, A; got {sites}\n" + r.describe())
+        check([rep["hangwatch"]["stretch_report_index"] for rep in reports] == [0, 1, 2, 3], "stretch indexes")
+        check(len({rep["hangwatch"]["grouping_key"] for rep in reports}) == 3, "A, B and C must group apart, A with A")
+        check(reports[0]["hangwatch"]["grouping_key"] == reports[3]["hangwatch"]["grouping_key"], "A and A group together")
+        for rep in reports:
+            apm = rep["hangwatch"]
+            check(apm.get("hang_end") == "returned_to_wait", f"hang_end {apm.get('hang_end')}")
+            check(9_800_000 <= apm["final_duration_us"] <= 10_600_000, f"final_duration_us {apm['final_duration_us']}")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_annealing_spin():
+    """A 6 s spin in one function is one report (two at most), with its final duration."""
+    r = hwtest.run(["--"] + scenario("cpuspin", 6))
+    try:
+        check(r.returncode == 0, r.describe())
+        check(1 <= len(r.reports) <= 2, f"{len(r.reports)} reports for one spin\n" + r.describe())
+        apm = r.reports[0]["hangwatch"]
+        check(apm.get("hang_end") == "returned_to_wait", f"hang_end {apm.get('hang_end')}\n" + r.describe())
+        check(5_900_000 <= apm["final_duration_us"] <= 6_500_000, f"final_duration_us {apm['final_duration_us']}")
+        check(apm["block_duration_us"] < apm["final_duration_us"], "block_duration_us keeps the seed's meaning")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_grouping_key_stable():
+    """The same hang site in two runs (different load addresses) has the same key."""
+    keys = []
+    for _ in range(2):
+        r = hwtest.run(["--threshold", "500ms", "--"] + scenario("cpuspin", 1))
+        try:
+            check(len(r.reports) == 1, r.describe())
+            keys.append((r.reports[0]["hangwatch"]["grouping_key"], frames(r.reports[0])[0]["instruction_addr"]))
+        finally:
+            hwtest.cleanup(r)
+    check(keys[0][0] == keys[1][0], f"grouping keys differ between runs: {keys}")
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -149,4 +204,7 @@ if __name__ == "__main__":
         "cpuspin": case_cpuspin,
         "periodic": case_periodic,
         "threshold": case_threshold,
+        "annealing_abca": case_annealing_abca,
+        "annealing_spin": case_annealing_spin,
+        "grouping_key_stable": case_grouping_key_stable,
     })

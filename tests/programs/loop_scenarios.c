@@ -5,6 +5,8 @@
  *   idle SECS      wait in epoll_wait for SECS seconds, doing nothing
  *   busypoll SECS  spin on epoll_wait(..., 0) with a little work per turn
  *   cpuspin SECS   a timer callback burns the CPU for SECS seconds
+ *   abca SECS      one callback blocked SECS in block_in_a(), then as long
+ *                  in block_in_b(), block_in_c() and block_in_a() again
  *
  * Each prints one line, "scenario: <name> done in <seconds>", and exits 0.
  * Built like the demo (noinline, -fno-optimize-sibling-calls) so the stack in
@@ -101,23 +103,65 @@ __attribute__((noinline)) static void on_spin_timer(double seconds)
     spin_on_cpu(seconds);
 }
 
-static int run_cpuspin(double seconds)
+static void sleep_seconds(double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+__attribute__((noinline)) static void block_in_a(double seconds)
+{
+    g_sink += 1; /* distinct bodies: -O2 would fold identical functions into one */
+    sleep_seconds(seconds);
+}
+
+__attribute__((noinline)) static void block_in_b(double seconds)
+{
+    g_sink += 2; /* distinct bodies: -O2 would fold identical functions into one */
+    sleep_seconds(seconds);
+}
+
+__attribute__((noinline)) static void block_in_c(double seconds)
+{
+    g_sink += 3; /* distinct bodies: -O2 would fold identical functions into one */
+    sleep_seconds(seconds);
+}
+
+__attribute__((noinline)) static void on_abca_timer(double seconds)
+{
+    block_in_a(seconds);
+    block_in_b(seconds);
+    block_in_c(seconds);
+    block_in_a(seconds);
+}
+
+/* Run `callback(seconds)` from a timer 0.2 s after start, then wait once
+ * more (a real wait) so the busy stretch ends at the loop's wait point. */
+static int run_from_timer(void (*callback)(double), double seconds)
 {
     int timer = make_timer(0.2);
     int ep = make_epoll(timer);
     struct epoll_event ev;
     while (epoll_wait(ep, &ev, 1, -1) != 1)
         ;
-    on_spin_timer(seconds);
-    /* Back to the loop briefly, so the stretch ends at a wait point. */
-    epoll_wait(ep, &ev, 1, 100);
+    uint64_t expirations;
+    if (read(timer, &expirations, sizeof expirations) < 0)
+        return 1;
+    callback(seconds);
+    epoll_wait(ep, &ev, 1, 300);
     return 0;
+}
+
+static int run_cpuspin(double seconds)
+{
+    return run_from_timer(on_spin_timer, seconds);
 }
 
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s idle|busypoll|cpuspin SECONDS\n", argv[0]);
+        fprintf(stderr, "usage: %s idle|busypoll|cpuspin|abca SECONDS\n", argv[0]);
         return 2;
     }
     double seconds = atof(argv[2]);
@@ -129,6 +173,8 @@ int main(int argc, char **argv)
         rc = run_busypoll(seconds);
     else if (strcmp(argv[1], "cpuspin") == 0)
         rc = run_cpuspin(seconds);
+    else if (strcmp(argv[1], "abca") == 0)
+        rc = run_from_timer(on_abca_timer, seconds);
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[1]);
         return 2;
