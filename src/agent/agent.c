@@ -37,6 +37,7 @@
 
 #include "../core/annealing.h"
 #include "../core/duration.h"
+#include "../core/point_stack.h"
 #include "../core/registration.h"
 #include "../core/shared_page.h"
 #include "capture.h"
@@ -50,6 +51,16 @@
 #define MAX_STRETCH_REPORTS 16
 #define HANG_END_POLL_NS 10000000ull       /* while hung, look for its end every 10 ms */
 #define SUSPEND_LATENESS_NS 10000000000ull /* Matrix: a round late by > 10 s is a suspend */
+
+/* Early sampling of one process's loop thread: a ring per busy stretch. */
+typedef struct sampler {
+    hw_sample_ring ring;
+    hw_sample *samples;
+    size_t *top_repeat;
+    uint64_t seq;            /* the stretch the ring holds, 0 = none */
+    uint64_t next_sample_ns;
+    hw_symbolizer *sym;      /* kept for the stretch: maps rarely change */
+} sampler;
 
 typedef struct watched_process {
     pid_t pid;
@@ -66,6 +77,7 @@ typedef struct watched_process {
     hw_annealing anneal;
     unsigned stretch_reports;
     char *stretch_paths[MAX_STRETCH_REPORTS];
+    sampler *sampler; /* NULL unless early sampling is on */
 } watched_process;
 
 typedef struct agent {
@@ -225,12 +237,42 @@ static watched_process *find_watched(agent *a, pid_t pid)
     return NULL;
 }
 
+static void sampler_free(sampler *s)
+{
+    if (!s)
+        return;
+    if (s->sym)
+        hw_symbolizer_free(s->sym);
+    free(s->samples);
+    free(s->top_repeat);
+    free(s);
+}
+
+static sampler *sampler_new(size_t capacity)
+{
+    sampler *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->samples = calloc(capacity, sizeof *s->samples);
+    s->top_repeat = calloc(capacity, sizeof *s->top_repeat);
+    if (!s->samples || !s->top_repeat) {
+        sampler_free(s);
+        return NULL;
+    }
+    hw_ring_init(&s->ring, s->samples, s->top_repeat, capacity);
+    return s;
+}
+
 static void forget_watched(agent *a, watched_process *w)
 {
+    sampler_free(w->sampler);
     munmap((void *)w->page, HW_PAGE_SIZE);
     for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++)
         free(w->stretch_paths[i]);
-    *w = a->watched[--a->watched_count];
+    watched_process *last = &a->watched[--a->watched_count];
+    if (w != last)
+        *w = *last;
+    memset(last, 0, sizeof *last); /* its pointers now belong to *w */
 }
 
 static bool page_is_valid(const hw_shared_page *page, pid_t sender)
@@ -267,7 +309,10 @@ static void accept_page(agent *a, int fd, const struct ucred *cred)
     }
     for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++)
         free(w->stretch_paths[i]);
+    sampler_free(w->sampler);
     memset(w, 0, sizeof *w);
+    if (a->opts->early_sampling)
+        w->sampler = sampler_new(a->opts->ring_size);
     w->pid = cred->pid;
     w->page = page;
     char link[64];
@@ -323,6 +368,88 @@ static void drain_registrations(agent *a)
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
     }
+}
+
+/* ---- early sampling ---- */
+
+/* Take one sample of the loop thread into the ring. */
+static void take_sample(agent *a, watched_process *w, pid_t tid, uint64_t now)
+{
+    sampler *s = w->sampler;
+    hw_capture_options copt;
+    hw_capture_options_default(&copt, tid);
+    copt.all_threads = false;
+    hw_process_snapshot snap;
+    hw_capture_process(w->pid, &copt, &snap);
+    if (snap.process_exited && snap.reaped && w->pid == a->child && !a->child_done) {
+        a->child_done = true;
+        a->child_status = snap.exit_status;
+    }
+    if (!s->sym && snap.maps)
+        s->sym = hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, NULL);
+    for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
+        if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
+            continue;
+        hw_backtrace bt = {0};
+        hw_unwind_thread(s->sym, &snap.threads[i], HW_SAMPLE_MAX_FRAMES, &bt);
+        uint64_t pcs[HW_SAMPLE_MAX_FRAMES];
+        size_t n = 0;
+        for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
+            pcs[n] = bt.frames[n].instruction_addr;
+        /* Runs are counted per top *function*: a spin moves its pc. */
+        uint64_t top_key = 0;
+        if (bt.count > 0)
+            top_key = bt.frames[0].symbol_name ? bt.frames[0].symbol_addr : bt.frames[0].instruction_addr;
+        if (n > 0)
+            hw_ring_add(&s->ring, pcs, n, top_key, now);
+        hw_backtrace_free(&bt);
+    }
+    hw_process_snapshot_free(&snap);
+}
+
+/* Sample if one is due for the current busy stretch; returns when the next
+ * one is due (UINT64_MAX while the loop waits: nothing to sample). */
+static uint64_t sample_if_due(agent *a, watched_process *w, const hw_loop_reading *r, pid_t tid, uint64_t now)
+{
+    sampler *s = w->sampler;
+    uint64_t interval = a->opts->sample_interval_ns;
+    if (!r->busy) {
+        s->seq = 0;
+        return now + interval; /* look again soon: the next stretch's first sample */
+    }
+    if (s->seq != r->seq) {
+        /* A new stretch: a new ring (an idle stack is the wait call). */
+        hw_ring_clear(&s->ring);
+        if (s->sym) {
+            hw_symbolizer_free(s->sym);
+            s->sym = NULL;
+        }
+        s->seq = r->seq;
+        s->next_sample_ns = r->busy_start_ns + interval;
+    }
+    if (now >= s->next_sample_ns) {
+        take_sample(a, w, tid, now);
+        s->next_sample_ns += interval;
+        if (s->next_sample_ns <= now)
+            s->next_sample_ns = now + interval;
+    }
+    return s->next_sample_ns;
+}
+
+/* Function keys of the newest sample, for annealing; 0 if none. */
+static size_t newest_sample_keys(sampler *s, uint64_t *keys, size_t max)
+{
+    if (!s || s->ring.count == 0 || !s->sym)
+        return 0;
+    const hw_sample *newest = hw_ring_at(&s->ring, s->ring.count - 1);
+    size_t n = 0;
+    for (; n < newest->depth && n < max; n++) {
+        hw_frame f = {0};
+        hw_symbolize_frame(s->sym, newest->pcs[n], n == 0, &f);
+        keys[n] = f.symbol_name ? f.symbol_addr : f.instruction_addr;
+        hw_frame_clear(&f);
+    }
+    return n;
 }
 
 /* ---- hang handling ---- */
@@ -427,6 +554,34 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
         hw_annealing_step(&w->anneal, keys, n);
     }
 
+    /* Early sampling: the Point Stack of this stretch's ring. */
+    hw_point_stack ps = {0};
+    hw_frame ps_frames[HW_SAMPLE_MAX_FRAMES];
+    unsigned ps_counts[HW_SAMPLE_MAX_FRAMES];
+    const char *ms_state = "not_requested", *ms_reason = "disabled";
+    sampler *smp = w->sampler;
+    if (smp) {
+        ms_state = "empty";
+        ms_reason = "no_samples";
+        long idx = smp->seq == c->seq ? hw_ring_point_stack(&smp->ring) : -1;
+        if (idx >= 0 && smp->sym) {
+            const hw_sample *chosen = hw_ring_at(&smp->ring, (size_t)idx);
+            hw_ring_repeat_counts(&smp->ring, (size_t)idx, ps_counts);
+            for (size_t i = 0; i < chosen->depth; i++)
+                hw_symbolize_frame(smp->sym, chosen->pcs[i], i == 0, &ps_frames[i]);
+            ps = (hw_point_stack){.frames = ps_frames,
+                                  .repeat_counts = ps_counts,
+                                  .frame_count = chosen->depth,
+                                  .sample_count = smp->ring.count,
+                                  .ring_capacity = smp->ring.capacity,
+                                  .interval_ns = a->opts->sample_interval_ns,
+                                  .chosen_index = (size_t)idx,
+                                  .top_repeat = hw_ring_repeat_at(&smp->ring, (size_t)idx)};
+            ms_state = "collected";
+            ms_reason = "early_sampling";
+        }
+    }
+
     hw_hang_info info = {
         .detector = "runloop",
         .check_mode = hw_check_mode_name(a->opts->detector.mode),
@@ -435,10 +590,11 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
         .block_duration_ns = c->busy_ns,
         .threshold_ns = a->opts->detector.threshold_ns,
         .detected_unix_ns = detected_unix_ns,
-        .main_thread_state = "not_requested",
-        .main_thread_reason = "disabled",
+        .main_thread_state = ms_state,
+        .main_thread_reason = ms_reason,
         .executable = w->executable[0] ? w->executable : NULL,
         .stretch_report_index = w->stretch_reports,
+        .point_stack = ps.frame_count ? &ps : NULL,
     };
     char id[37];
     json_t *report = hw_report_build(&info, &snap, bts, images, image_count, id);
@@ -466,6 +622,8 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
     say_hang(a, &snap, target_bt, c, path, failure);
 
     free(path);
+    for (size_t i = 0; i < ps.frame_count; i++)
+        hw_frame_clear(&ps_frames[i]);
     for (size_t i = 0; bts && i < snap.thread_count; i++)
         hw_backtrace_free(&bts[i]);
     free(bts);
@@ -478,6 +636,16 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
 /* A later check of a stretch already reported: Matrix's annealing. */
 static void recheck_hang(agent *a, watched_process *w, const hw_check *c, pid_t tid, uint64_t now)
 {
+    if (w->sampler && w->sampler->seq == c->seq && w->sampler->ring.count > 0) {
+        /* With early sampling, Matrix filters on the newest sample. */
+        uint64_t keys[HW_ANNEAL_MAX_FRAMES];
+        size_t n = newest_sample_keys(w->sampler, keys, HW_ANNEAL_MAX_FRAMES);
+        hw_anneal_decision d = hw_annealing_step(&w->anneal, keys, n);
+        w->next_capture_ns = now + d.wait_periods * a->opts->detector.check_period_ns;
+        if (d.report)
+            write_report(a, w, c, tid);
+        return;
+    }
     hw_capture_options copt;
     hw_capture_options_default(&copt, tid);
     copt.all_threads = false;
@@ -531,16 +699,8 @@ static void finish_hang(agent *a, watched_process *w, uint64_t now, const char *
     hw_annealing_reset(&w->anneal);
 }
 
-static void check_process(agent *a, watched_process *w, uint64_t now)
+static void check_loop(agent *a, watched_process *w, hw_loop_reading r, pid_t tid, uint64_t now)
 {
-    const hw_loop_slot *slot = &w->page->slots[0];
-    hw_loop_reading r;
-    if (!hw_loop_read(slot, &r, 8)) {
-        w->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
-        return;
-    }
-    pid_t tid = w->pid; /* slot 0 is always the main thread; never trust the page for it */
-
     if (w->hung) {
         if (r.seq == w->hung_seq) {
             if (now >= w->next_capture_ns) {
@@ -588,6 +748,23 @@ static void check_process(agent *a, watched_process *w, uint64_t now)
     write_report(a, w, &c, tid);
     w->next_capture_ns = monotonic_ns() + a->opts->detector.check_period_ns;
     w->next_wake_ns = now + HANG_END_POLL_NS;
+}
+
+static void check_process(agent *a, watched_process *w, uint64_t now)
+{
+    const hw_loop_slot *slot = &w->page->slots[0];
+    hw_loop_reading r;
+    if (!hw_loop_read(slot, &r, 8)) {
+        w->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
+        return;
+    }
+    pid_t tid = w->pid; /* slot 0 is always the main thread; never trust the page for it */
+    uint64_t sample_at = UINT64_MAX;
+    if (w->sampler)
+        sample_at = sample_if_due(a, w, &r, tid, now);
+    check_loop(a, w, r, tid, now);
+    if (sample_at < w->next_wake_ns)
+        w->next_wake_ns = sample_at;
 }
 
 /* ---- the loop ---- */

@@ -9,6 +9,8 @@
 #define HANGWATCH_AGENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "../core/detector.h"
 
@@ -18,6 +20,9 @@ typedef struct hw_agent_options {
     const char *preload_path; /* absolute path of libhangwatch-preload.so */
     char **argv;              /* the program and its arguments */
     bool quiet;               /* no per-hang line on stderr */
+    bool early_sampling;      /* Matrix's early sampling (off by default) */
+    uint64_t sample_interval_ns; /* default 50 ms */
+    size_t ring_size;         /* default check period / interval (20) */
 } hw_agent_options;
 
 /*

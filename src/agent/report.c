@@ -200,10 +200,26 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     json_t *capture = json_pack("{s:s, s:I, s:I, s:b}", "method", "ptrace", "stopped_us", as_int(snap->stop_wall_ns / 1000),
                                 "max_thread_stopped_us", as_int(stopped_max / 1000), "process_exited",
                                 snap->process_exited);
-    json_t *collection = json_pack(
-        "{s:{s:I, s:o}, s:{s:s, s:s}}", "scene_threads", "enumerated_thread_count",
-        (json_int_t)snap->enumerated_thread_count, "items", items, "main_thread", "state", info->main_thread_state,
-        "reason", info->main_thread_reason);
+    json_t *main_thread = json_pack("{s:s, s:s}", "state", info->main_thread_state, "reason", info->main_thread_reason);
+    const hw_point_stack *ps = info->point_stack;
+    if (main_thread && ps) {
+        json_t *contents = json_array();
+        for (size_t i = 0; i < ps->frame_count; i++) {
+            json_t *f = frame_json(&ps->frames[i]);
+            if (f)
+                json_object_set_new(f, "repeat_count", json_integer(ps->repeat_counts[i]));
+            json_array_append_new(contents, f);
+        }
+        json_object_set_new(main_thread, "sample_count", json_integer((json_int_t)ps->sample_count));
+        json_object_set_new(main_thread, "ring_capacity", json_integer((json_int_t)ps->ring_capacity));
+        json_object_set_new(main_thread, "sample_interval_us", json_integer(as_int(ps->interval_ns / 1000)));
+        json_object_set_new(main_thread, "point_stack_index", json_integer((json_int_t)ps->chosen_index));
+        json_object_set_new(main_thread, "top_repeat_count", json_integer((json_int_t)ps->top_repeat));
+        json_object_set_new(main_thread, "backtrace", json_pack("{s:o, s:i}", "contents", contents, "skipped", 0));
+    }
+    json_t *collection = json_pack("{s:{s:I, s:o}, s:o}", "scene_threads", "enumerated_thread_count",
+                                   (json_int_t)snap->enumerated_thread_count, "items", items, "main_thread",
+                                   main_thread);
     json_t *apm = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:o}", "module", "hang", "detector",
                             info->detector, "check_mode", info->check_mode, "hang_type", info->hang_type,
                             "block_duration_us", as_int(info->block_duration_ns / 1000), "runloop_threshold_us",

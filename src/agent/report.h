@@ -17,6 +17,18 @@
 #include "capture.h"
 #include "unwind.h"
 
+/* Early sampling's representative stack (Matrix's Point Stack). */
+typedef struct hw_point_stack {
+    const hw_frame *frames;       /* symbolized, innermost first */
+    const unsigned *repeat_counts; /* per frame: occurrences over the ring */
+    size_t frame_count;
+    size_t sample_count;     /* samples in the ring */
+    size_t ring_capacity;
+    uint64_t interval_ns;
+    size_t chosen_index;     /* oldest sample = 0 */
+    size_t top_repeat;       /* its 0-based run length */
+} hw_point_stack;
+
 typedef struct hw_hang_info {
     const char *detector;          /* "runloop" */
     const char *check_mode;        /* "exact" | "periodic" */
@@ -29,6 +41,7 @@ typedef struct hw_hang_info {
     const char *main_thread_reason;
     const char *executable;        /* the program's own image, for the grouping key; may be NULL */
     unsigned stretch_report_index; /* 0 for a stretch's first report, then 1, 2 ... (annealing) */
+    const hw_point_stack *point_stack; /* early sampling's choice, or NULL */
 } hw_hang_info;
 
 /*

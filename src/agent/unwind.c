@@ -606,15 +606,31 @@ int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_
     return 0;
 }
 
+int hw_symbolize_frame(hw_symbolizer *sym, uint64_t pc, bool is_activation, hw_frame *out)
+{
+    if (!fill_frame(sym, out, pc, is_activation)) {
+        hw_frame_clear(out);
+        out->instruction_addr = pc;
+        out->is_activation = is_activation;
+        return -1;
+    }
+    return 0;
+}
+
+void hw_frame_clear(hw_frame *f)
+{
+    free(f->symbol_name);
+    free(f->object_path);
+    free(f->source_file);
+    memset(f, 0, sizeof *f);
+}
+
 void hw_backtrace_free(hw_backtrace *bt)
 {
     if (bt == NULL)
         return;
-    for (size_t i = 0; i < bt->count; i++) {
-        free(bt->frames[i].symbol_name);
-        free(bt->frames[i].object_path);
-        free(bt->frames[i].source_file);
-    }
+    for (size_t i = 0; i < bt->count; i++)
+        hw_frame_clear(&bt->frames[i]);
     free(bt->frames);
     free(bt->error);
     memset(bt, 0, sizeof *bt);

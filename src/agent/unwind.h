@@ -64,6 +64,13 @@ int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_
                      hw_backtrace *out);
 void hw_backtrace_free(hw_backtrace *bt);
 
+/* Symbolize one address as hw_unwind_thread would (pc - 1 for a caller's
+ * return address).  Returns 0, or -1 with only the address filled in. */
+int hw_symbolize_frame(hw_symbolizer *sym, uint64_t pc, bool is_activation, hw_frame *out);
+
+/* Free a frame's strings and zero it. */
+void hw_frame_clear(hw_frame *f);
+
 /* The ELF images the symbolizer knows (mapped files that are not ELF are
  * left out), in address order (valid until hw_symbolizer_free). */
 size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images);

@@ -39,6 +39,12 @@ static const char usage_text[] =
     "                       crossed; periodic: Matrix's fixed check period\n"
     "  --report-dir DIR     where reports go (default ./hangwatch-reports,\n"
     "                       created with mode 0700)\n"
+    "  --early-sampling     sample the busy loop thread's stack every sample\n"
+    "                       interval into a ring and add Matrix's Point Stack\n"
+    "                       (the most telling stack, with repeat counts) to\n"
+    "                       each report (off by default, as in Matrix)\n"
+    "  --sample-interval DUR  early-sampling interval (default 50ms)\n"
+    "  --ring-size N        samples kept (default check period / interval = 20)\n"
     "  -q, --quiet          no line on stderr per hang\n"
     "\n"
     "DUR is a number and a unit: ns, us, ms, s or m (500ms, 1.5s, 2s).\n"
@@ -102,6 +108,8 @@ static int cmd_run(int argc, char **argv)
         {"threshold", required_argument, NULL, 't'}, {"check-period", required_argument, NULL, 'p'},
         {"check-mode", required_argument, NULL, 'm'}, {"report-dir", required_argument, NULL, 'd'},
         {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
+        {"early-sampling", no_argument, NULL, 'e'},  {"sample-interval", required_argument, NULL, 'i'},
+        {"ring-size", required_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -134,6 +142,22 @@ static int cmd_run(int argc, char **argv)
         case 'q':
             opts.quiet = true;
             break;
+        case 'e':
+            opts.early_sampling = true;
+            break;
+        case 'i':
+            if (parse_duration_option("--sample-interval", optarg, &opts.sample_interval_ns) != 0)
+                return 2;
+            break;
+        case 'r': {
+            char *end = NULL;
+            errno = 0;
+            unsigned long n = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || n == 0 || n > 10000 || optarg[0] == '-')
+                return usage_error("invalid --ring-size '%s': a whole number from 1 to 10000", optarg);
+            opts.ring_size = n;
+            break;
+        }
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -142,6 +166,12 @@ static int cmd_run(int argc, char **argv)
         default:
             return usage_error("unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if (opts.sample_interval_ns == 0)
+        opts.sample_interval_ns = 50000000ull;
+    if (opts.ring_size == 0) {
+        uint64_t n = opts.detector.check_period_ns / opts.sample_interval_ns;
+        opts.ring_size = n < 1 ? 1 : n > 10000 ? 10000 : (size_t)n;
     }
     if (optind >= argc)
         return usage_error("%srun needs a program: hangwatch run [OPTIONS] -- PROG [ARGS...]", "");

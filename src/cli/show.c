@@ -66,8 +66,9 @@ int hw_show_file(const char *path, FILE *out)
             (double)int_at(apm, "block_duration_us", 0) / 1e6, (double)int_at(apm, "runloop_threshold_us", 0) / 1e6,
             str_at(apm, "check_mode", "?"));
     json_t *capture = json_object_get(apm, "capture");
-    fprintf(out, "  captured by %s, program stopped for %" JSON_INTEGER_FORMAT " us; report id %s\n",
-            str_at(capture, "method", "?"), int_at(capture, "stopped_us", 0), str_at(report, "id", "?"));
+    fprintf(out, "  group %s; captured by %s, program stopped for %" JSON_INTEGER_FORMAT " us; report id %s\n",
+            str_at(apm, "grouping_key", "?"), str_at(capture, "method", "?"), int_at(capture, "stopped_us", 0),
+            str_at(report, "id", "?"));
 
     if (json_is_object(thread)) {
         json_t *contents = json_object_get(json_object_get(thread, "backtrace"), "contents");
@@ -79,6 +80,23 @@ int hw_show_file(const char *path, FILE *out)
         if (unwind_error)
             fprintf(out, "  (unwinding stopped early: %s)\n", unwind_error);
     }
+
+    json_t *ms = json_object_get(json_object_get(apm, "collection"), "main_thread");
+    json_t *ps = json_object_get(json_object_get(ms, "backtrace"), "contents");
+    if (json_array_size(ps) > 0) {
+        fprintf(out, "\nPoint Stack (early sampling: sample %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
+                     ", top seen %" JSON_INTEGER_FORMAT " times in a row); repeat counts over the ring:\n",
+                int_at(ms, "point_stack_index", 0) + 1, int_at(ms, "sample_count", 0),
+                int_at(ms, "top_repeat_count", 0) + 1);
+        for (size_t i = 0; i < json_array_size(ps); i++) {
+            json_t *f = json_array_get(ps, i);
+            fprintf(out, "  %3" JSON_INTEGER_FORMAT "x", int_at(f, "repeat_count", 0));
+            print_frame(out, i, f);
+        }
+    }
+    if (json_is_integer(json_object_get(apm, "final_duration_us")))
+        fprintf(out, "\nthe hang lasted %.3f s in all (%s)\n", (double)int_at(apm, "final_duration_us", 0) / 1e6,
+                str_at(apm, "hang_end", "?"));
 
     json_t *items = json_object_get(json_object_get(json_object_get(apm, "collection"), "scene_threads"), "items");
     if (json_array_size(items) > 1)

@@ -5,8 +5,10 @@ Each case runs a program under hangwatch and checks the reports it leaves
 """
 import os
 import re
+import shutil
 import stat
 import subprocess
+import tempfile
 
 import hwtest
 from hwtest import check, frames, symbols
@@ -27,6 +29,8 @@ def case_demo():
         apm = rep["hangwatch"]
         check(apm["runloop_threshold_us"] == 2000000, f"threshold {apm['runloop_threshold_us']}")
         check(2000000 < apm["block_duration_us"] <= 3100000, f"block_duration_us {apm['block_duration_us']}")
+        # Exact mode: detected within 50 ms of the threshold.
+        check(apm["block_duration_us"] <= 2050000, f"exact mode detected late: {apm['block_duration_us']} us")
         check(apm["hang_type"] == "hang", f"hang_type {apm['hang_type']}")
         check(apm["check_mode"] == "exact", f"check_mode {apm['check_mode']}")
         main = frames(rep)
@@ -196,6 +200,138 @@ def case_grouping_key_stable():
     check(keys[0][0] == keys[1][0], f"grouping keys differ between runs: {keys}")
 
 
+def case_early_sampling_demo():
+    """With early sampling the demo still sleeps 4.0 s and its report carries a Point Stack."""
+    r = hwtest.run(["--early-sampling", "--", hwtest.binary("hangwatch-demo")])
+    try:
+        check(r.returncode == 0, r.describe())
+        slept = float(re.search(r"took ([0-9.]+) s", r.stdout).group(1))
+        check(3.99 <= slept <= 4.1, f"early sampling changed the demo's sleep(4): {slept} s")
+        check(len(r.reports) == 1, r.describe())
+        ms = r.reports[0]["hangwatch"]["collection"]["main_thread"]
+        check(ms["state"] == "collected" and ms["reason"] == "early_sampling", str(ms))
+        check(ms["ring_capacity"] == 20 and ms["sample_interval_us"] == 50000, str(ms))
+        check(ms["sample_count"] >= 15, f"only {ms['sample_count']} samples in the ring")
+        names = [f.get("symbol_name") for f in ms["backtrace"]["contents"]]
+        check("block_main_thread_for_four_seconds" in names, f"Point Stack misses the culprit: {names}")
+        for f in ms["backtrace"]["contents"]:
+            check(1 <= f["repeat_count"] <= ms["sample_count"], f"repeat_count {f}")
+        culprit = [f for f in ms["backtrace"]["contents"] if f.get("symbol_name") == "block_main_thread_for_four_seconds"][0]
+        check(culprit["repeat_count"] == ms["sample_count"], "the sleeping frame must be in every sample")
+        shown = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
+        check("Point Stack" in shown.stdout, shown.stdout)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_threads12():
+    """A 12-thread program: every thread listed, the main thread found through report_array_index."""
+    r = hwtest.run(["--"] + scenario("threads12", 2.5))
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, r.describe())
+        rep = r.reports[0]
+        scene = rep["hangwatch"]["collection"]["scene_threads"]
+        check(scene["enumerated_thread_count"] == 12 and len(scene["items"]) == 12, f"scene: {scene}")
+        check(all(it["status"] == "captured" for it in scene["items"]), str(scene["items"]))
+        mains = [it for it in scene["items"] if it["is_main_thread"]]
+        check(len(mains) == 1 and mains[0]["is_hung_thread"], str(mains))
+        main_thread = rep["crash"]["threads"][mains[0]["report_array_index"]]
+        check(main_thread["thread_identifier"] == rep["report"]["pid"], "main thread is not the pid")
+        check("spin_on_cpu" in symbols(main_thread["backtrace"]["contents"])[:3], "main thread stack")
+        others = [t for t in rep["crash"]["threads"] if t["thread_identifier"] != rep["report"]["pid"]]
+        check(all("parked_in_pipe_read" in symbols(t["backtrace"]["contents"]) for t in others),
+              "the 11 parked threads must each show parked_in_pipe_read")
+        check(rep["hangwatch"]["capture"]["stopped_us"] > 0, "stopped_us")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_launch_hang():
+    """Busy for longer than the threshold before first reaching the wait point: a launch hang."""
+    r = hwtest.run(["--"] + scenario("launch", 2.6))
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, r.describe())
+        apm = r.reports[0]["hangwatch"]
+        check(apm["hang_type"] == "launch_hang", f"hang_type {apm['hang_type']}")
+        check("slow_start_up" in symbols(frames(r.reports[0])), "slow_start_up not on the stack")
+        check("launch hang in" in r.stderr, r.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_stopped_is_not_hung():
+    """A process stopped with SIGSTOP for longer than the threshold is not reported."""
+    import signal
+    import time
+    report_dir = tempfile.mkdtemp(prefix="hw-it-")
+    proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir, "--"] +
+                            scenario("busypoll", 7), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        child = None
+        while time.monotonic() < deadline and child is None:
+            try:
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                    kids = f.read().split()
+                child = int(kids[0]) if kids else None
+            except OSError:
+                pass
+            if child is None:
+                time.sleep(0.02)
+        check(child is not None, "the program never started")
+        time.sleep(1.0)  # workload spacing: let the loop run before stopping it
+        os.kill(child, signal.SIGSTOP)
+        time.sleep(3.5)  # stopped for longer than the 2 s threshold
+        os.kill(child, signal.SIGCONT)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0, f"exit {proc.returncode}: {err}")
+        reports = os.listdir(report_dir) if os.path.isdir(report_dir) else []
+        check(reports == [], f"a stopped process was reported as hung: {reports}\n{err}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def parse_waits(text):
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("wait: "):
+            _, who, call, result, err, took = line.split()
+            out[(who, call)] = (int(result), int(err), float(took))
+    return out
+
+
+def case_transparency():
+    """Blocking calls on the main thread and on 4 others behave exactly as without hangwatch,
+    while the main thread is sampled every 50 ms and all threads are scene-captured."""
+    seconds = 1.5
+    plain = subprocess.run(scenario("waits", seconds), capture_output=True, text=True, timeout=60)
+    check(plain.returncode == 0, plain.stderr)
+    expected = parse_waits(plain.stdout)
+    check(len(expected) == 30, f"plain run: {len(expected)} waits")
+    r = hwtest.run(["--early-sampling", "--threshold", "300ms", "--check-period", "250ms", "--"] +
+                   scenario("waits", seconds))
+    try:
+        check(r.returncode == 0, r.describe())
+        got = parse_waits(r.stdout)
+        check(got.keys() == expected.keys(), f"different calls ran: {sorted(set(expected) ^ set(got))}")
+        for key, (result, err, took) in sorted(got.items()):
+            e_result, e_err, _ = expected[key]
+            check((result, err) == (e_result, e_err),
+                  f"{key}: returned {result} errno {err} under hangwatch, {e_result} errno {e_err} without")
+            check(seconds - 0.001 <= took <= seconds + 0.1, f"{key}: took {took} s instead of {seconds}")
+        check(len(r.reports) >= 1, "the main thread's long callback was never reported\n" + r.describe())
+        sampled = [rep for rep in r.reports if rep["hangwatch"]["collection"]["main_thread"]["state"] == "collected"]
+        check(sampled, "no report carries early samples")
+        check(any(len(rep["hangwatch"]["collection"]["scene_threads"]["items"]) >= 5 for rep in r.reports),
+              "the other threads were not scene-captured")
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -207,4 +343,9 @@ if __name__ == "__main__":
         "annealing_abca": case_annealing_abca,
         "annealing_spin": case_annealing_spin,
         "grouping_key_stable": case_grouping_key_stable,
+        "early_sampling_demo": case_early_sampling_demo,
+        "threads12": case_threads12,
+        "launch_hang": case_launch_hang,
+        "stopped_is_not_hung": case_stopped_is_not_hung,
+        "transparency": case_transparency,
     })

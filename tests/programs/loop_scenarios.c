@@ -7,11 +7,23 @@
  *   cpuspin SECS   a timer callback burns the CPU for SECS seconds
  *   abca SECS      one callback blocked SECS in block_in_a(), then as long
  *                  in block_in_b(), block_in_c() and block_in_a() again
+ *   threads12 SECS 11 threads parked in known functions while a callback on
+ *                  the main thread spins for SECS seconds
+ *   launch SECS    spin SECS seconds before ever reaching the loop's wait
+ *   waits SECS     blocking calls that must behave exactly as without
+ *                  hangwatch, each meant to take SECS: on the main thread
+ *                  (inside one long callback) and on 4 other threads at the
+ *                  same time; each prints "wait: <thread> <call> <result>
+ *                  <errno> <seconds>"
  *
  * Each prints one line, "scenario: <name> done in <seconds>", and exits 0.
  * Built like the demo (noinline, -fno-optimize-sibling-calls) so the stack in
  * a report names the functions below.
  */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,10 +170,180 @@ static int run_cpuspin(double seconds)
     return run_from_timer(on_spin_timer, seconds);
 }
 
+/* ---- threads12 ---- */
+
+static int g_park_pipe[2];
+
+__attribute__((noinline)) static void *parked_in_pipe_read(void *arg)
+{
+    (void)arg;
+    char c;
+    ssize_t n = read(g_park_pipe[0], &c, 1); /* never written: the process exits */
+    (void)n;
+    return NULL;
+}
+
+static int run_threads12(double seconds)
+{
+    if (pipe(g_park_pipe) != 0)
+        return 1;
+    for (int i = 0; i < 11; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, parked_in_pipe_read, NULL) != 0)
+            return 1;
+        pthread_detach(t);
+    }
+    return run_from_timer(on_spin_timer, seconds);
+}
+
+/* ---- launch ---- */
+
+__attribute__((noinline)) static void slow_start_up(double seconds)
+{
+    g_sink += 7; /* not identical to on_spin_timer, or -O2 folds the two */
+    spin_on_cpu(seconds);
+}
+
+static int run_launch(double seconds)
+{
+    slow_start_up(seconds);
+    int timer = make_timer(0.1);
+    int ep = make_epoll(timer);
+    struct epoll_event ev;
+    while (epoll_wait(ep, &ev, 1, -1) != 1)
+        ;
+    return 0;
+}
+
+/* ---- waits ---- */
+
+static pthread_mutex_t g_print_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void report_wait(const char *who, const char *call, long result, int err, double start)
+{
+    double took = now_seconds() - start;
+    pthread_mutex_lock(&g_print_lock);
+    printf("wait: %s %s %ld %d %.3f\n", who, call, result, err, took);
+    fflush(stdout);
+    pthread_mutex_unlock(&g_print_lock);
+}
+
+static struct timespec deadline_in(double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)((seconds - (double)(long)seconds) * 1e9);
+    ts.tv_sec += (time_t)seconds + ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    return ts;
+}
+
+typedef struct delayed_write {
+    int fd;
+    double after;
+    sem_t *sem;
+} delayed_write;
+
+static void *write_later(void *arg)
+{
+    delayed_write *d = arg;
+    sleep_seconds(d->after);
+    if (d->sem)
+        sem_post(d->sem);
+    else if (write(d->fd, "x", 1) != 1)
+        perror("write");
+    return NULL;
+}
+
+/* Every blocking call under test, from thread `who`. */
+__attribute__((noinline)) static void wait_in_every_way(const char *who, double seconds)
+{
+    pthread_t helper;
+    int fds[2];
+    if (pipe(fds) != 0)
+        exit(1);
+
+    /* read() on a pipe written after `seconds` */
+    delayed_write dw = {fds[1], seconds, NULL};
+    pthread_create(&helper, NULL, write_later, &dw);
+    double t0 = now_seconds();
+    char c;
+    ssize_t n = read(fds[0], &c, 1);
+    report_wait(who, "read", (long)n, n < 0 ? errno : 0, t0);
+    pthread_join(helper, NULL);
+
+    /* sem_wait posted after `seconds` */
+    sem_t sem;
+    sem_init(&sem, 0, 0);
+    delayed_write dp = {-1, seconds, &sem};
+    pthread_create(&helper, NULL, write_later, &dp);
+    t0 = now_seconds();
+    int rc = sem_wait(&sem);
+    report_wait(who, "sem_wait", rc, rc ? errno : 0, t0);
+    pthread_join(helper, NULL);
+
+    /* sem_timedwait that times out */
+    struct timespec dl = deadline_in(seconds);
+    t0 = now_seconds();
+    rc = sem_timedwait(&sem, &dl);
+    report_wait(who, "sem_timedwait", rc, rc ? errno : 0, t0);
+    sem_destroy(&sem);
+
+    /* pthread_cond_timedwait that times out */
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    pthread_mutex_lock(&m);
+    dl = deadline_in(seconds);
+    t0 = now_seconds();
+    rc = pthread_cond_timedwait(&cv, &m, &dl);
+    report_wait(who, "cond_timedwait", rc, rc, t0);
+    pthread_mutex_unlock(&m);
+
+    /* poll() with a timeout on a pipe that stays empty */
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    t0 = now_seconds();
+    rc = poll(&pfd, 1, (int)(seconds * 1000));
+    report_wait(who, "poll", rc, rc < 0 ? errno : 0, t0);
+
+    /* nanosleep */
+    t0 = now_seconds();
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    rc = nanosleep(&ts, NULL);
+    report_wait(who, "nanosleep", rc, rc ? errno : 0, t0);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static double g_wait_seconds;
+
+static void *other_thread_waits(void *arg)
+{
+    wait_in_every_way((const char *)arg, g_wait_seconds);
+    return NULL;
+}
+
+__attribute__((noinline)) static void on_waits_timer(double seconds)
+{
+    wait_in_every_way("main", seconds);
+}
+
+static int run_waits(double seconds)
+{
+    static const char *names[] = {"worker1", "worker2", "worker3", "worker4"};
+    pthread_t threads[4];
+    g_wait_seconds = seconds;
+    for (int i = 0; i < 4; i++)
+        pthread_create(&threads[i], NULL, other_thread_waits, (void *)names[i]);
+    int rc = run_from_timer(on_waits_timer, seconds);
+    for (int i = 0; i < 4; i++)
+        pthread_join(threads[i], NULL);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s idle|busypoll|cpuspin|abca SECONDS\n", argv[0]);
+        fprintf(stderr, "usage: %s idle|busypoll|cpuspin|abca|threads12|launch|waits SECONDS\n", argv[0]);
         return 2;
     }
     double seconds = atof(argv[2]);
@@ -175,6 +357,12 @@ int main(int argc, char **argv)
         rc = run_cpuspin(seconds);
     else if (strcmp(argv[1], "abca") == 0)
         rc = run_from_timer(on_abca_timer, seconds);
+    else if (strcmp(argv[1], "threads12") == 0)
+        rc = run_threads12(seconds);
+    else if (strcmp(argv[1], "launch") == 0)
+        rc = run_launch(seconds);
+    else if (strcmp(argv[1], "waits") == 0)
+        rc = run_waits(seconds);
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[1]);
         return 2;
