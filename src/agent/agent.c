@@ -19,6 +19,7 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -95,6 +96,9 @@ typedef struct agent {
     watched_process watched[MAX_WATCHED];
     size_t watched_count;
     unsigned report_serial;
+    uint64_t last_report_bytes;
+    unsigned long dropped_reports;
+    bool said_dropped;
 } agent;
 
 static uint64_t monotonic_ns(void)
@@ -518,9 +522,60 @@ static char thread_state(pid_t pid, pid_t tid)
     return paren && paren[1] == ' ' ? paren[2] : '?';
 }
 
-/* Capture, unwind and write one report.  `scene` selects all threads. */
+/* What the report directory holds: reports of the last 24 h, total bytes. */
+static hw_report_dir_usage report_dir_usage(const char *dir)
+{
+    hw_report_dir_usage u = {0, 0};
+    DIR *d = opendir(dir);
+    if (!d)
+        return u;
+    time_t day_ago = time(NULL) - 24 * 3600;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "hang-", 5) != 0 || len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        u.bytes += (uint64_t)st.st_size;
+        if (st.st_mtime >= day_ago)
+            u.reports_last_day++;
+    }
+    closedir(d);
+    return u;
+}
+
+/* Matrix's daily limit and the directory cap: may this report be written? */
+static bool report_allowed(agent *a)
+{
+    hw_report_dir_usage u = report_dir_usage(a->opts->report_dir);
+    uint64_t expected = a->last_report_bytes > 8192 ? a->last_report_bytes : 8192;
+    hw_limit_verdict v = hw_report_allowed(&a->opts->limits, &u, expected);
+    if (v == HW_LIMIT_OK)
+        return true;
+    a->dropped_reports++;
+    if (!a->said_dropped && !a->opts->quiet) {
+        a->said_dropped = true;
+        if (v == HW_LIMIT_DAILY)
+            fprintf(stderr,
+                    "hangwatch: %s already holds %u reports from the last 24 h (the daily limit): further hangs "
+                    "are detected but not written (--daily-limit changes it)\n",
+                    a->opts->report_dir, u.reports_last_day);
+        else
+            fprintf(stderr,
+                    "hangwatch: %s would grow past its size cap of %llu bytes: further hangs are detected but not "
+                    "written (--max-dir-size changes it)\n",
+                    a->opts->report_dir, (unsigned long long)a->opts->limits.max_dir_bytes);
+    }
+    return false;
+}
+
+/* Capture, unwind and write one report of every thread. */
 static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t tid)
 {
+    if (!report_allowed(a))
+        return;
     int64_t detected_unix_ns = realtime_ns();
     hw_capture_options copt;
     hw_capture_options_default(&copt, tid);
@@ -613,8 +668,12 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
         if (wrc != 0) {
             snprintf(errbuf, sizeof errbuf, "cannot write to %s: %s", a->opts->report_dir, strerror(-wrc));
             failure = errbuf;
-        } else if (w->stretch_reports < MAX_STRETCH_REPORTS) {
-            w->stretch_paths[w->stretch_reports] = strdup(path);
+        } else {
+            struct stat st;
+            if (stat(path, &st) == 0)
+                a->last_report_bytes = (uint64_t)st.st_size;
+            if (w->stretch_reports < MAX_STRETCH_REPORTS)
+                w->stretch_paths[w->stretch_reports] = strdup(path);
         }
         json_decref(report);
     }
@@ -894,6 +953,9 @@ int hw_agent_run(const hw_agent_options *opts)
         }
     }
     int code = a->child_done ? exit_code_for(a->child_status) : 1;
+    if (a->dropped_reports > 0 && !opts->quiet)
+        fprintf(stderr, "hangwatch: %lu hang report%s not written because of the report limits\n",
+                a->dropped_reports, a->dropped_reports == 1 ? " was" : "s were");
     while (a->watched_count > 0) {
         watched_process *w = &a->watched[0];
         if (w->hung)

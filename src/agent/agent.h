@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../core/detector.h"
+#include "../core/report_limits.h"
 
 typedef struct hw_agent_options {
     hw_detector_config detector;
@@ -23,6 +24,7 @@ typedef struct hw_agent_options {
     bool early_sampling;      /* Matrix's early sampling (off by default) */
     uint64_t sample_interval_ns; /* default 50 ms */
     size_t ring_size;         /* default check period / interval (20) */
+    hw_report_limits limits;  /* daily limit and directory cap */
 } hw_agent_options;
 
 /*

@@ -45,6 +45,10 @@ static const char usage_text[] =
     "                       each report (off by default, as in Matrix)\n"
     "  --sample-interval DUR  early-sampling interval (default 50ms)\n"
     "  --ring-size N        samples kept (default check period / interval = 20)\n"
+    "  --daily-limit N      at most N reports per 24 h in the report directory\n"
+    "                       (default 100, as Matrix; 0 = no limit)\n"
+    "  --max-dir-size SIZE  stop writing reports when the directory would\n"
+    "                       grow past SIZE (default 256M; K, M, G; 0 = no cap)\n"
     "  -q, --quiet          no line on stderr per hang\n"
     "\n"
     "DUR is a number and a unit: ns, us, ms, s or m (500ms, 1.5s, 2s).\n"
@@ -103,13 +107,16 @@ static int cmd_run(int argc, char **argv)
     hw_agent_options opts = {0};
     hw_detector_config_default(&opts.detector);
     opts.report_dir = "hangwatch-reports";
+    opts.limits.daily_limit = 100;
+    opts.limits.max_dir_bytes = 256ull << 20;
 
     static const struct option longopts[] = {
         {"threshold", required_argument, NULL, 't'}, {"check-period", required_argument, NULL, 'p'},
         {"check-mode", required_argument, NULL, 'm'}, {"report-dir", required_argument, NULL, 'd'},
         {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
         {"early-sampling", no_argument, NULL, 'e'},  {"sample-interval", required_argument, NULL, 'i'},
-        {"ring-size", required_argument, NULL, 'r'},
+        {"ring-size", required_argument, NULL, 'r'},  {"daily-limit", required_argument, NULL, 'L'},
+        {"max-dir-size", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -145,6 +152,24 @@ static int cmd_run(int argc, char **argv)
         case 'e':
             opts.early_sampling = true;
             break;
+        case 'L': {
+            char *end = NULL;
+            errno = 0;
+            unsigned long n = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || n > 1000000)
+                return usage_error("invalid --daily-limit '%s': a whole number (0 = no limit)", optarg);
+            opts.limits.daily_limit = (unsigned)n;
+            break;
+        }
+        case 'S': {
+            const char *why = NULL;
+            if (hw_parse_size(optarg, &opts.limits.max_dir_bytes, &why) != 0) {
+                fprintf(stderr, "hangwatch: invalid --max-dir-size '%s': %s\nTry 'hangwatch --help'.\n", optarg,
+                        why);
+                return 2;
+            }
+            break;
+        }
         case 'i':
             if (parse_duration_option("--sample-interval", optarg, &opts.sample_interval_ns) != 0)
                 return 2;

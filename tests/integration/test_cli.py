@@ -47,6 +47,11 @@ def case_usage_errors():
     expect_usage_error(["run", "--", "/nonexistent/program"], "cannot run '/nonexistent/program'")
     expect_usage_error(["run", "--", "no-such-program-hangwatch"], "No such file")
     expect_usage_error(["show"], "at least one report")
+    expect_usage_error(["run", "--daily-limit", "many", "--", "true"], "invalid --daily-limit")
+    expect_usage_error(["run", "--daily-limit", "-3", "--", "true"], "invalid --daily-limit")
+    expect_usage_error(["run", "--max-dir-size", "10MB", "--", "true"], "invalid --max-dir-size")
+    expect_usage_error(["run", "--ring-size", "0", "--", "true"], "invalid --ring-size")
+    expect_usage_error(["run", "--sample-interval", "fast", "--", "true"], "invalid --sample-interval")
 
 
 def case_exit_status():
@@ -122,6 +127,31 @@ def case_unwritable_report_dir():
         check("hangwatch: hang in" in p.stderr and "no report: cannot write" in p.stderr, p.stderr)
 
 
+def case_report_limits():
+    """The daily limit and the directory cap drop reports, say so once, and count them."""
+    scen = [hwtest.binary("loop-scenarios"), "abca", "0.6"]
+    fast = ["--threshold", "300ms", "--check-period", "250ms"]
+    r = hwtest.run(fast + ["--daily-limit", "2", "--"] + scen)
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 2, f"{len(r.reports)} reports with --daily-limit 2\n" + r.describe())
+        check(r.stderr.count("the daily limit") == 1, "the limit must be said exactly once\n" + r.stderr)
+        check("2 hang reports were not written" in r.stderr, r.stderr)
+        # A second run into the same directory: the day's budget is spent.
+        again = hwtest.run(fast + ["--daily-limit", "2", "--"] + scen, report_dir=r.report_dir)
+        import re
+        dropped = re.search(r"(\d+) hang reports were not written", again.stderr)
+        check(len(again.reports) == 2 and dropped and int(dropped.group(1)) >= 4, again.describe())
+    finally:
+        hwtest.cleanup(r)
+    r = hwtest.run(fast + ["--max-dir-size", "1K", "--"] + scen)
+    try:
+        check(r.returncode == 0 and r.reports == [], r.describe())
+        check(r.stderr.count("size cap") == 1, r.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "help_and_version": case_help_and_version,
@@ -130,4 +160,5 @@ if __name__ == "__main__":
         "signals_forwarded": case_signals_forwarded,
         "show_bad_input": case_show_bad_input,
         "unwritable_report_dir": case_unwritable_report_dir,
+        "report_limits": case_report_limits,
     })
