@@ -51,7 +51,6 @@
 
 #define MAX_STRETCH_REPORTS 16
 #define HANG_END_POLL_NS 10000000ull       /* while hung, look for its end every 10 ms */
-#define SUSPEND_LATENESS_NS 10000000000ull /* Matrix: a round late by > 10 s is a suspend */
 
 /* Early sampling of one process's loop thread: a ring per busy stretch. */
 typedef struct sampler {
@@ -69,8 +68,6 @@ typedef struct watched_process {
     char executable[256];       /* /proc/PID/exe at registration */
     hw_detector detector;
     uint64_t next_wake_ns;
-    /* the busy clock restarted by a stop or a suspend */
-    uint64_t clock_restart_seq, clock_restart_ns;
     /* the stretch currently hung */
     bool hung;
     uint64_t hung_seq, hung_start_ns;
@@ -755,6 +752,7 @@ static void finish_hang(agent *a, watched_process *w, uint64_t now, const char *
     }
     w->hung = false;
     w->stretch_reports = 0;
+    w->detector.next_check_ns = now; /* the detector resumes now, not late */
     hw_annealing_reset(&w->anneal);
 }
 
@@ -774,16 +772,6 @@ static void check_loop(agent *a, watched_process *w, hw_loop_reading r, pid_t ti
         finish_hang(a, w, now, "returned_to_wait");
     }
 
-    /* Matrix's suspend rule: a check that comes far too late (the agent was
-     * descheduled, the machine suspended) restarts the busy clock rather than
-     * blaming the loop for time nobody could observe. */
-    if (now > w->next_wake_ns + SUSPEND_LATENESS_NS && r.busy) {
-        w->clock_restart_seq = r.seq;
-        w->clock_restart_ns = now;
-    }
-    if (r.busy && r.seq == w->clock_restart_seq && r.busy_start_ns < w->clock_restart_ns)
-        r.busy_start_ns = w->clock_restart_ns;
-
     hw_check c = hw_detector_check(&w->detector, &r, now);
     w->next_wake_ns = w->detector.next_check_ns;
     if (c.verdict != HW_VERDICT_HANG)
@@ -793,16 +781,14 @@ static void check_loop(agent *a, watched_process *w, hw_loop_reading r, pid_t ti
      * loop cannot run.  Restart its busy clock and look again later. */
     char state = thread_state(w->pid, tid);
     if (state == 'T' || state == 't') {
-        w->detector.reported_seq = 0;
-        w->clock_restart_seq = r.seq;
-        w->clock_restart_ns = now;
+        hw_detector_restart_clock(&w->detector, r.seq, now);
         w->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
         return;
     }
 
     w->hung = true;
     w->hung_seq = r.seq;
-    w->hung_start_ns = r.busy_start_ns;
+    w->hung_start_ns = c.busy_start_ns;
     hw_annealing_reset(&w->anneal);
     write_report(a, w, &c, tid);
     w->next_capture_ns = monotonic_ns() + a->opts->detector.check_period_ns;

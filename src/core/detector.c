@@ -44,6 +44,16 @@ void hw_detector_init(hw_detector *d, const hw_detector_config *cfg, uint64_t no
     d->cfg = *cfg;
     d->reported_seq = 0;
     d->next_check_ns = now_ns + (cfg->mode == HW_CHECK_PERIODIC ? cfg->check_period_ns : 0);
+    d->restart_seq = 0;
+    d->restart_ns = 0;
+}
+
+void hw_detector_restart_clock(hw_detector *d, uint64_t seq, uint64_t now_ns)
+{
+    d->restart_seq = seq;
+    d->restart_ns = now_ns;
+    if (d->reported_seq == seq)
+        d->reported_seq = 0;
 }
 
 static uint64_t next_periodic(const hw_detector *d, uint64_t now_ns)
@@ -53,10 +63,17 @@ static uint64_t next_periodic(const hw_detector *d, uint64_t now_ns)
     return next > now_ns ? next : now_ns + d->cfg.check_period_ns;
 }
 
-hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *r, uint64_t now_ns)
+hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *reading, uint64_t now_ns)
 {
     hw_check c = {0};
+    hw_loop_reading adjusted = *reading;
+    const hw_loop_reading *r = &adjusted;
     c.seq = r->seq;
+
+    if (r->busy && now_ns > d->next_check_ns + HW_SUSPEND_LATENESS_NS && r->seq != d->reported_seq)
+        hw_detector_restart_clock(d, r->seq, now_ns);
+    if (r->busy && r->seq == d->restart_seq && adjusted.busy_start_ns < d->restart_ns)
+        adjusted.busy_start_ns = d->restart_ns;
 
     if (d->reported_seq != 0 && r->seq != d->reported_seq) {
         c.hang_ended = true;

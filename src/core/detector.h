@@ -63,10 +63,16 @@ typedef struct hw_check {
     uint64_t ended_seq;     /* which one, when hang_ended */
 } hw_check;
 
+/* Matrix's DETECTION_THREAD_JUDGE_SUSPEND_THRESHOLD: a check that comes
+ * this much later than scheduled means nobody could observe the loop. */
+#define HW_SUSPEND_LATENESS_NS 10000000000ull
+
 typedef struct hw_detector {
     hw_detector_config cfg;
     uint64_t reported_seq; /* stretch reported as hung; 0 = none */
     uint64_t next_check_ns;
+    /* The busy clock of stretch `restart_seq` counts from `restart_ns`. */
+    uint64_t restart_seq, restart_ns;
 } hw_detector;
 
 /* Matrix's condition.  Sets *busy_ns to the elapsed busy time (0 if idle). */
@@ -74,7 +80,18 @@ bool hw_is_hung(const hw_detector_config *cfg, const hw_loop_reading *r, uint64_
 
 void hw_detector_init(hw_detector *d, const hw_detector_config *cfg, uint64_t now_ns);
 
-/* Examine one reading taken at `now_ns`; updates d->next_check_ns. */
+/*
+ * Restart the busy clock of stretch `seq` at `now_ns`: time before it is not
+ * held against the loop (the process was stopped, or the agent could not
+ * look).  Also forgets that the stretch was reported.
+ */
+void hw_detector_restart_clock(hw_detector *d, uint64_t seq, uint64_t now_ns);
+
+/*
+ * Examine one reading taken at `now_ns`; updates d->next_check_ns.  A check
+ * more than HW_SUSPEND_LATENESS_NS later than scheduled restarts the busy
+ * clock instead of reporting (Matrix's suspend rule).
+ */
 hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *r, uint64_t now_ns);
 
 /* How often the exact mode looks at an idle loop. */

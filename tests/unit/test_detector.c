@@ -237,6 +237,62 @@ static void test_start_in_the_future_is_not_trusted(void **state)
     assert_int_equal(d.next_check_ns, 12 * S + 1);
 }
 
+static void test_late_check_restarts_the_clock(void **state)
+{
+    (void)state;
+    /* Matrix: a round that took > 10 s (suspend, agent descheduled) restarts
+     * the busy clock instead of reporting. */
+    hw_detector d;
+    hw_detector_config c = config(HW_CHECK_PERIODIC);
+    hw_detector_init(&d, &c, 0);
+    hw_loop_reading r = busy_since(3, 500 * MS);
+    assert_int_equal(hw_detector_check(&d, &r, 1 * S).verdict, HW_VERDICT_BUSY);
+    /* Scheduled for 2 s, woken at 20 s: not a hang, the clock restarts. */
+    hw_check k = hw_detector_check(&d, &r, 20 * S);
+    assert_int_equal(k.verdict, HW_VERDICT_BUSY);
+    assert_int_equal(k.busy_start_ns, 20 * S);
+    assert_int_equal(k.busy_ns, 0);
+    /* The same stretch still busy 2 s later, checked on time: a hang. */
+    uint64_t t = d.next_check_ns;
+    while ((k = hw_detector_check(&d, &r, t)).verdict != HW_VERDICT_HANG)
+        t = d.next_check_ns;
+    assert_int_equal(t, 23 * S);
+    assert_int_equal(k.busy_ns, 3 * S);
+}
+
+static void test_late_by_less_than_ten_seconds_still_reports(void **state)
+{
+    (void)state;
+    hw_detector d;
+    hw_detector_config c = config(HW_CHECK_PERIODIC);
+    hw_detector_init(&d, &c, 0);
+    hw_loop_reading r = busy_since(3, 0);
+    hw_check k = hw_detector_check(&d, &r, 1 * S + 9 * S); /* 9 s late */
+    assert_int_equal(k.verdict, HW_VERDICT_HANG);
+    assert_int_equal(k.busy_ns, 10 * S);
+}
+
+static void test_restart_clock_for_a_stopped_process(void **state)
+{
+    (void)state;
+    hw_detector d;
+    hw_detector_config c = config(HW_CHECK_EXACT);
+    hw_detector_init(&d, &c, 0);
+    hw_loop_reading r = busy_since(5, 0);
+    assert_int_equal(hw_detector_check(&d, &r, 2 * S + 1).verdict, HW_VERDICT_HANG);
+    /* The agent finds the process stopped: not hung, start again. */
+    hw_detector_restart_clock(&d, 5, 2 * S + 1);
+    hw_check k = hw_detector_check(&d, &r, 3 * S);
+    assert_int_equal(k.verdict, HW_VERDICT_BUSY);
+    assert_int_equal(d.next_check_ns, 4 * S + 2);
+    assert_int_equal(hw_detector_check(&d, &r, 4 * S + 2).verdict, HW_VERDICT_HANG);
+    /* Another stretch is not affected by the restart. */
+    hw_loop_reading other = busy_since(7, 10 * S);
+    k = hw_detector_check(&d, &other, 12 * S + 1);
+    assert_int_equal(k.verdict, HW_VERDICT_HANG);
+    assert_int_equal(k.busy_start_ns, 10 * S);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +308,9 @@ int main(void)
         cmocka_unit_test(test_exact_mode_detects_every_long_stretch_on_time),
         cmocka_unit_test(test_periodic_mode_keeps_matrix_phase),
         cmocka_unit_test(test_start_in_the_future_is_not_trusted),
+        cmocka_unit_test(test_late_check_restarts_the_clock),
+        cmocka_unit_test(test_late_by_less_than_ten_seconds_still_reports),
+        cmocka_unit_test(test_restart_clock_for_a_stopped_process),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
