@@ -203,6 +203,8 @@ static int start_program(agent *a)
         sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
         setenv("LD_PRELOAD", preload, 1);
         setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
+        if (a->opts->every_wait_is_the_loop)
+            setenv("HANGWATCH_WAIT_SITE", "any", 1);
         execvp(a->opts->argv[0], a->opts->argv);
         int e = errno;
         ssize_t w = write(errpipe[1], &e, sizeof e);

@@ -25,6 +25,7 @@ typedef struct hw_agent_options {
     uint64_t sample_interval_ns; /* default 50 ms */
     size_t ring_size;         /* default check period / interval (20) */
     hw_report_limits limits;  /* daily limit and directory cap */
+    bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */
 } hw_agent_options;
 
 /*

@@ -45,6 +45,9 @@ static const char usage_text[] =
     "                       each report (off by default, as in Matrix)\n"
     "  --sample-interval DUR  early-sampling interval (default 50ms)\n"
     "  --ring-size N        samples kept (default check period / interval = 20)\n"
+    "  --wait-site MODE     auto (default): only the loop's own wait call ends a\n"
+    "                       busy stretch, a wait nested in a callback is work;\n"
+    "                       any: every wait call on the loop thread counts\n"
     "  --daily-limit N      at most N reports per 24 h in the report directory\n"
     "                       (default 100, as Matrix; 0 = no limit)\n"
     "  --max-dir-size SIZE  stop writing reports when the directory would\n"
@@ -116,7 +119,7 @@ static int cmd_run(int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
         {"early-sampling", no_argument, NULL, 'e'},  {"sample-interval", required_argument, NULL, 'i'},
         {"ring-size", required_argument, NULL, 'r'},  {"daily-limit", required_argument, NULL, 'L'},
-        {"max-dir-size", required_argument, NULL, 'S'},
+        {"max-dir-size", required_argument, NULL, 'S'}, {"wait-site", required_argument, NULL, 'w'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -151,6 +154,12 @@ static int cmd_run(int argc, char **argv)
             break;
         case 'e':
             opts.early_sampling = true;
+            break;
+        case 'w':
+            if (strcmp(optarg, "any") == 0)
+                opts.every_wait_is_the_loop = true;
+            else if (strcmp(optarg, "auto") != 0)
+                return usage_error("invalid --wait-site '%s': use auto or any", optarg);
             break;
         case 'L': {
             char *end = NULL;

@@ -38,6 +38,7 @@
 
 #include "../core/registration.h"
 #include "../core/shared_page.h"
+#include "../core/wait_point.h"
 
 #define HW_EXPORT __attribute__((visibility("default")))
 
@@ -45,6 +46,10 @@
 static __thread hw_loop_slot *tls_slot __attribute__((tls_model("initial-exec")));
 
 static hw_shared_page *g_page;
+
+/* Which waits of this thread are its loop's own (wait_point.h). */
+static __thread hw_wait_point tls_wait_point __attribute__((tls_model("initial-exec")));
+static bool g_every_wait_is_the_loop; /* HANGWATCH_WAIT_SITE=any */
 
 typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
 typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
@@ -84,11 +89,15 @@ static inline uint64_t coarse_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline hw_loop_slot *before_waiting(void)
+/* Called with the wrapper's caller's return address and stack position. */
+static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
 {
     hw_loop_slot *slot = tls_slot;
-    if (slot)
-        hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
+    if (slot == NULL)
+        return NULL;
+    if (!g_every_wait_is_the_loop && !hw_wait_point_is_loop(&tls_wait_point, site, sp))
+        return NULL; /* a wait inside a callback: still work */
+    hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
     return slot;
 }
 
@@ -106,7 +115,8 @@ static inline void after_waiting(hw_loop_slot *slot)
             errno = ENOSYS;                                                                                            \
             return -1;                                                                                                 \
         }                                                                                                              \
-        hw_loop_slot *slot = before_waiting();                                                                         \
+        hw_loop_slot *slot = before_waiting((uintptr_t)__builtin_return_address(0),                                    \
+                                            (uintptr_t)__builtin_frame_address(0));                                    \
         int ret = fn(__VA_ARGS__);                                                                                     \
         after_waiting(slot);                                                                                           \
         return ret;                                                                                                    \
@@ -237,6 +247,8 @@ __attribute__((constructor)) static void hangwatch_observer_init(void)
 {
     int saved_errno = errno;
     resolve_real_functions();
+    const char *wait_site = getenv("HANGWATCH_WAIT_SITE");
+    g_every_wait_is_the_loop = wait_site != NULL && strcmp(wait_site, "any") == 0;
     const char *socket_name = getenv(HW_ENV_AGENT_SOCKET);
     if (socket_name == NULL || *socket_name == '\0')
         goto out;

@@ -332,6 +332,36 @@ def case_transparency():
         hwtest.cleanup(r)
 
 
+def expect_one_report_naming(args, function):
+    r = hwtest.run(["--"] + args)
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"{args}: expected one report, got {len(r.reports)}\n" + r.describe())
+        check(function in symbols(frames(r.reports[0])), f"{function} not on the hung stack\n" + r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_nested_waits():
+    """Only the loop's own wait point ends a busy stretch: waits nested in a callback are work."""
+    expect_one_report_naming(scenario("nestedpoll", 3), "synchronous_network_call")
+    expect_one_report_naming(scenario("nestedepoll", 3), "wait_in_nested_epoll")
+    # A one-off wait in main() before the loop does not teach the wrong level.
+    expect_one_report_naming(scenario("startpoll", 2.5), "sleeping_callback")
+    # Short nested polls in every callback of an otherwise idle loop: responsive.
+    r = hwtest.run(["--"] + scenario("shortnested", 4))
+    try:
+        check(r.returncode == 0 and r.reports == [], "short nested polls were reported\n" + r.describe())
+    finally:
+        hwtest.cleanup(r)
+    # --wait-site any: every wait is the loop's again (the override).
+    r = hwtest.run(["--wait-site", "any", "--"] + scenario("nestedpoll", 3))
+    try:
+        check(r.returncode == 0 and r.reports == [], "--wait-site any still saw the nested poll\n" + r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -348,4 +378,5 @@ if __name__ == "__main__":
         "launch_hang": case_launch_hang,
         "stopped_is_not_hung": case_stopped_is_not_hung,
         "transparency": case_transparency,
+        "nested_waits": case_nested_waits,
     })

@@ -10,6 +10,13 @@
  *   threads12 SECS 11 threads parked in known functions while a callback on
  *                  the main thread spins for SECS seconds
  *   launch SECS    spin SECS seconds before ever reaching the loop's wait
+ *   nestedpoll SECS   a callback makes a synchronous poll() of SECS on one
+ *                  socket (a synchronous network call)
+ *   nestedepoll SECS  a callback waits SECS in a second, nested epoll
+ *   shortnested SECS  an idle loop whose callback does a 10 ms nested poll
+ *                  every 100 ms, for SECS seconds (responsive: no hang)
+ *   startpoll SECS main() polls once before its loop, then the loop idles
+ *                  and a callback sleeps SECS (one hang)
  *   waits SECS     blocking calls that must behave exactly as without
  *                  hangwatch, each meant to take SECS: on the main thread
  *                  (inside one long callback) and on 4 other threads at the
@@ -29,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -168,6 +176,90 @@ static int run_from_timer(void (*callback)(double), double seconds)
 static int run_cpuspin(double seconds)
 {
     return run_from_timer(on_spin_timer, seconds);
+}
+
+/* ---- nested waits ---- */
+
+__attribute__((noinline)) static void synchronous_network_call(double seconds)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        exit(1);
+    struct pollfd pfd = {sv[0], POLLIN, 0};
+    int n = poll(&pfd, 1, (int)(seconds * 1000)); /* the peer never answers */
+    (void)n;
+    close(sv[0]);
+    close(sv[1]);
+}
+
+__attribute__((noinline)) static void wait_in_nested_epoll(double seconds)
+{
+    int inner = make_timer(seconds);
+    int ep = make_epoll(inner);
+    struct epoll_event ev;
+    while (epoll_wait(ep, &ev, 1, -1) != 1)
+        ;
+    close(ep);
+    close(inner);
+}
+
+static double g_short_nested_end;
+
+__attribute__((noinline)) static void on_tick_with_short_nested_poll(double seconds)
+{
+    (void)seconds;
+    synchronous_network_call(0.01);
+}
+
+static int run_ticks(void (*callback)(double), double seconds, double tick)
+{
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct itimerspec spec = {{0, (long)(tick * 1e9)}, {0, (long)(tick * 1e9)}};
+    timerfd_settime(timer, 0, &spec, NULL);
+    int ep = make_epoll(timer);
+    g_short_nested_end = now_seconds() + seconds;
+    while (now_seconds() < g_short_nested_end) {
+        struct epoll_event ev;
+        if (epoll_wait(ep, &ev, 1, -1) == 1) {
+            uint64_t expirations;
+            if (read(timer, &expirations, sizeof expirations) > 0)
+                callback(seconds);
+        }
+    }
+    return 0;
+}
+
+__attribute__((noinline)) static void sleeping_callback(double seconds)
+{
+    g_sink += 9;
+    sleep_seconds(seconds);
+}
+
+/* A loop ticking every 50 ms that calls `callback(seconds)` on its 5th
+ * tick and exits after its 10th: the loop has turned over before the hang,
+ * as a real program's has. */
+static int run_on_fifth_tick(void (*callback)(double), double seconds)
+{
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct itimerspec spec = {{0, 50000000L}, {0, 50000000L}};
+    timerfd_settime(timer, 0, &spec, NULL);
+    int ep = make_epoll(timer);
+    for (int tick = 1; tick <= 10;) {
+        struct epoll_event ev;
+        if (epoll_wait(ep, &ev, 1, -1) == 1) {
+            uint64_t expirations;
+            if (read(timer, &expirations, sizeof expirations) > 0 && ++tick == 5)
+                callback(seconds);
+        }
+    }
+    return 0;
+}
+
+static int run_startpoll(double seconds)
+{
+    struct pollfd none = {-1, 0, 0};
+    poll(&none, 1, 50); /* a one-off wait in main(), shallower than the loop */
+    return run_on_fifth_tick(sleeping_callback, seconds);
 }
 
 /* ---- threads12 ---- */
@@ -343,7 +435,7 @@ static int run_waits(double seconds)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s idle|busypoll|cpuspin|abca|threads12|launch|waits SECONDS\n", argv[0]);
+        fprintf(stderr, "usage: %s SCENARIO SECONDS (see the comment at the top)\n", argv[0]);
         return 2;
     }
     double seconds = atof(argv[2]);
@@ -363,6 +455,14 @@ int main(int argc, char **argv)
         rc = run_launch(seconds);
     else if (strcmp(argv[1], "waits") == 0)
         rc = run_waits(seconds);
+    else if (strcmp(argv[1], "nestedpoll") == 0)
+        rc = run_on_fifth_tick(synchronous_network_call, seconds);
+    else if (strcmp(argv[1], "nestedepoll") == 0)
+        rc = run_on_fifth_tick(wait_in_nested_epoll, seconds);
+    else if (strcmp(argv[1], "shortnested") == 0)
+        rc = run_ticks(on_tick_with_short_nested_poll, seconds, 0.1);
+    else if (strcmp(argv[1], "startpoll") == 0)
+        rc = run_startpoll(seconds);
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[1]);
         return 2;
