@@ -35,6 +35,7 @@
 #include <elf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <libiberty/demangle.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -82,7 +83,68 @@ struct hw_symbolizer {
     bool images_listed;
     unsigned char *vdso; /* copy of our own vDSO image, backs the [vdso] module */
     size_t vdso_len;
+    /* Address ranges backed by a file or the vDSO, sorted.  libdwfl makes one
+     * module from the lowest to the highest mapping of a file, so code in
+     * anonymous memory between them (a JIT's) would be blamed on that file;
+     * such addresses are reported without an object instead. */
+    struct {
+        uint64_t start, end;
+    } * backed;
+    size_t backed_count;
 };
+
+/* Remember which ranges of the maps text are file-backed (or the vDSO). */
+static void note_backed_ranges(hw_symbolizer *sym, const char *maps, size_t maps_len)
+{
+    size_t cap = 0;
+    const char *p = maps, *end = maps + maps_len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char line[512];
+        if (len >= sizeof line)
+            len = sizeof line - 1;
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = nl ? nl + 1 : end;
+        unsigned long long lo, hi;
+        int path_at = 0;
+        if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || path_at == 0)
+            continue;
+        const char *path = line + path_at;
+        bool backed = path[0] == '/' || strncmp(path, VDSO_NAME, strlen(VDSO_NAME)) == 0;
+        if (!backed)
+            continue;
+        if (sym->backed_count == cap) {
+            size_t ncap = cap ? cap * 2 : 64;
+            void *n = realloc(sym->backed, ncap * sizeof *sym->backed);
+            if (n == NULL)
+                return;
+            sym->backed = n;
+            cap = ncap;
+        }
+        sym->backed[sym->backed_count].start = lo;
+        sym->backed[sym->backed_count].end = hi;
+        sym->backed_count++;
+    }
+}
+
+static bool address_is_backed(const hw_symbolizer *sym, uint64_t addr)
+{
+    if (sym->backed == NULL)
+        return true; /* no information: trust libdwfl */
+    size_t lo = 0, hi = sym->backed_count; /* maps are in address order */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (addr < sym->backed[mid].start)
+            hi = mid;
+        else if (addr >= sym->backed[mid].end)
+            lo = mid + 1;
+        else
+            return true;
+    }
+    return false;
+}
 
 /* ---- libdwfl session callbacks ----------------------------------------- */
 
@@ -174,6 +236,19 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 };
 
 /* ---- building the symbolizer ------------------------------------------- */
+
+/* C++ (Itanium ABI) names, demangled with libiberty as binutils does;
+ * anything else is returned as it is.  Takes ownership of `name`. */
+static char *demangle(char *name)
+{
+    if (strncmp(name, "_Z", 2) != 0)
+        return name;
+    char *readable = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+    if (readable == NULL)
+        return name;
+    free(name);
+    return readable;
+}
 
 static char *dup_or_null(const char *s)
 {
@@ -275,6 +350,7 @@ hw_symbolizer *hw_symbolizer_new(pid_t pid, const char *maps, size_t maps_len, c
         return NULL;
     }
     report_vdso(sym, maps, maps_len);
+    note_backed_ranges(sym, maps, maps_len);
     if (dwfl_report_end(sym->dwfl, NULL, NULL) != 0) {
         set_error(error, "dwfl_report_end", dwfl_errmsg(-1));
         hw_symbolizer_free(sym);
@@ -312,6 +388,7 @@ void hw_symbolizer_free(hw_symbolizer *sym)
     free(sym->images);
     free(sym->vdso);
     free(sym->attach_error);
+    free(sym->backed);
     free(sym);
 }
 
@@ -379,6 +456,8 @@ static void line_without_aranges(Dwfl_Module *mod, uint64_t addr, resolved *e)
 
 static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
 {
+    if (!address_is_backed(sym, addr))
+        return; /* anonymous memory: JIT code, no object to name */
     Dwfl_Module *mod = dwfl_addrmodule(sym->dwfl, addr);
     if (mod == NULL)
         return;
@@ -397,7 +476,8 @@ static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
     if (symbol != NULL) {
         /* .symtab of glibc's debug files spells versions into the names
          * ("clock_nanosleep@GLIBC_2.2.5"); report the plain name. */
-        e->symbol_name = strndup(symbol, strcspn(symbol, "@"));
+        char *plain = strndup(symbol, strcspn(symbol, "@"));
+        e->symbol_name = plain ? demangle(plain) : NULL;
         e->symbol_addr = addr - offset;
     }
     Dwfl_Line *line = dwfl_module_getsrc(mod, addr);

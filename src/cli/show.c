@@ -26,16 +26,18 @@ static void print_frame(FILE *out, size_t i, json_t *f)
 {
     json_int_t pc = int_at(f, "instruction_addr", 0);
     const char *sym = str_at(f, "symbol_name", NULL);
-    const char *obj = str_at(f, "object_name", "?");
+    const char *obj = str_at(f, "object_name", NULL);
     const char *file = str_at(f, "source_file", NULL);
     fprintf(out, "  #%-2zu 0x%016" PRIx64 "  ", i, (uint64_t)pc);
     if (sym)
         fprintf(out, "%s", sym);
-    else
+    else if (obj)
         fprintf(out, "%s+0x%" PRIx64, obj, (uint64_t)int_at(f, "object_offset", 0));
+    else
+        fprintf(out, "??");
     if (file)
         fprintf(out, "  at %s:%" JSON_INTEGER_FORMAT, file, int_at(f, "source_line", 0));
-    fprintf(out, "  (%s)\n", obj);
+    fprintf(out, "  (%s)\n", obj ? obj : "no object: JIT code or unmapped");
 }
 
 int hw_show_file(const char *path, FILE *out)
