@@ -10,7 +10,7 @@ purpose=${1:-build}
 packages="cmake make gcc pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev"
 case "$purpose" in
 build) ;;
-test) packages="$packages clang python3 python3-jsonschema redis-server redis-tools python3-gi nodejs" ;;
+test) packages="$packages clang python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema" ;;
 *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac

@@ -28,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -64,6 +66,7 @@ typedef struct sampler {
 
 typedef struct watched_process {
     pid_t pid;
+    int pidfd; /* readable once the process has exited; -1 if unsupported */
     const hw_shared_page *page; /* read-only view of the process's page */
     char executable[256];       /* /proc/PID/exe at registration */
     hw_detector detector;
@@ -205,6 +208,11 @@ static int start_program(agent *a)
         setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
         if (a->opts->every_wait_is_the_loop)
             setenv("HANGWATCH_WAIT_SITE", "any", 1);
+        if (a->opts->no_follow) {
+            char self[32];
+            snprintf(self, sizeof self, "%d", (int)getpid());
+            setenv(HW_ENV_ONLY_PID, self, 1);
+        }
         execvp(a->opts->argv[0], a->opts->argv);
         int e = errno;
         ssize_t w = write(errpipe[1], &e, sizeof e);
@@ -268,6 +276,8 @@ static sampler *sampler_new(size_t capacity)
 
 static void forget_watched(agent *a, watched_process *w)
 {
+    if (w->pidfd >= 0)
+        close(w->pidfd);
     sampler_free(w->sampler);
     munmap((void *)w->page, HW_PAGE_SIZE);
     for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++)
@@ -303,6 +313,8 @@ static void accept_page(agent *a, int fd, const struct ucred *cred)
     if (w) {
         /* Same pid again: the process exec'd a new image.  Start afresh. */
         munmap((void *)w->page, HW_PAGE_SIZE);
+        if (w->pidfd >= 0)
+            close(w->pidfd);
     } else {
         if (a->watched_count == MAX_WATCHED) {
             munmap((void *)page, HW_PAGE_SIZE);
@@ -314,6 +326,9 @@ static void accept_page(agent *a, int fd, const struct ucred *cred)
         free(w->stretch_paths[i]);
     sampler_free(w->sampler);
     memset(w, 0, sizeof *w);
+    w->pidfd = (int)syscall(SYS_pidfd_open, cred->pid, 0);
+    if (w->pidfd >= 0)
+        fcntl(w->pidfd, F_SETFD, FD_CLOEXEC);
     if (a->opts->early_sampling)
         w->sampler = sampler_new(a->opts->ring_size);
     w->pid = cred->pid;
@@ -570,6 +585,23 @@ static bool report_allowed(agent *a)
     return false;
 }
 
+/* The system call a thread is blocked in (/proc/PID/task/TID/syscall), or
+ * -1 when it is running or that cannot be read. */
+static long thread_syscall(pid_t pid, pid_t tid)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+        return -1; /* "running" */
+    buf[n] = '\0';
+    return strtol(buf, NULL, 10);
+}
+
 /* Capture, unwind and write one report of every thread. */
 static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t tid)
 {
@@ -782,7 +814,12 @@ static void check_loop(agent *a, watched_process *w, hw_loop_reading r, pid_t ti
     /* A stopped process (SIGSTOP, job control, a debugger) is not hung: its
      * loop cannot run.  Restart its busy clock and look again later. */
     char state = thread_state(w->pid, tid);
-    if (state == 'T' || state == 't') {
+    /* A process that has never reached a loop and is waiting for a child
+     * (a shell, make, a wrapper script) is supervising, not launching: the
+     * child is watched on its own. */
+    long blocked_in = c.launch ? thread_syscall(w->pid, tid) : -1;
+    bool supervising = blocked_in == SYS_wait4 || blocked_in == SYS_waitid;
+    if (state == 'T' || state == 't' || supervising) {
         hw_detector_restart_clock(&w->detector, r.seq, now);
         w->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
         return;
@@ -878,6 +915,9 @@ int hw_agent_run(const hw_agent_options *opts)
         return 2;
     }
     a->started_ns = monotonic_ns();
+    /* Orphaned descendants (a daemon's workers) are re-parented to us, so
+     * they stay tracers' children and get reaped. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     rc = start_program(a);
     /* Symbolizing must never reach for the network (debuginfod) while a
      * report is being made; the program keeps its own environment. */
@@ -900,10 +940,21 @@ int hw_agent_run(const hw_agent_options *opts)
         if (!a->warned_unregistered && a->watched_count == 0 && a->started_ns + REGISTRATION_GRACE_NS < next)
             next = a->started_ns + REGISTRATION_GRACE_NS;
 
-        struct pollfd fds[2] = {{a->signal_fd, POLLIN, 0}, {a->registration_fd, POLLIN, 0}};
+        /* The agent's own descriptors, then one pidfd per watched process. */
+        struct pollfd fds[2 + MAX_WATCHED];
+        pid_t fd_pid[2 + MAX_WATCHED];
+        nfds_t nfds = 2;
+        fds[0] = (struct pollfd){a->signal_fd, POLLIN, 0};
+        fds[1] = (struct pollfd){a->registration_fd, POLLIN, 0};
+        for (size_t i = 0; i < a->watched_count; i++) {
+            if (a->watched[i].pidfd < 0)
+                continue;
+            fd_pid[nfds] = a->watched[i].pid;
+            fds[nfds++] = (struct pollfd){a->watched[i].pidfd, POLLIN, 0};
+        }
         uint64_t wait_ns = next > now ? next - now : 0;
         struct timespec ts = {(time_t)(wait_ns / 1000000000ull), (long)(wait_ns % 1000000000ull)};
-        int n = ppoll(fds, 2, &ts, NULL);
+        int n = ppoll(fds, nfds, &ts, NULL);
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "hangwatch: ppoll: %s\n", strerror(errno));
             break;
@@ -912,6 +963,17 @@ int hw_agent_run(const hw_agent_options *opts)
             handle_signals(a);
         if (n > 0 && (fds[1].revents & POLLIN))
             drain_registrations(a);
+        for (nfds_t i = 2; n > 0 && i < nfds; i++) {
+            if (!(fds[i].revents & (POLLIN | POLLHUP)))
+                continue;
+            watched_process *gone = find_watched(a, fd_pid[i]);
+            if (gone) {
+                /* A watched process ended (our child or not). */
+                if (gone->hung)
+                    finish_hang(a, gone, monotonic_ns(), "process_exited");
+                forget_watched(a, gone);
+            }
+        }
         if (a->child_done)
             break;
 

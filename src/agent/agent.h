@@ -26,6 +26,7 @@ typedef struct hw_agent_options {
     size_t ring_size;         /* default check period / interval (20) */
     hw_report_limits limits;  /* daily limit and directory cap */
     bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */
+    bool no_follow;           /* watch only the started process, not its children */
 } hw_agent_options;
 
 /*

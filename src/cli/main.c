@@ -48,6 +48,8 @@ static const char usage_text[] =
     "  --wait-site MODE     auto (default): only the loop's own wait call ends a\n"
     "                       busy stretch, a wait nested in a callback is work;\n"
     "                       any: every wait call on the loop thread counts\n"
+    "  --no-follow          watch only PROG itself, not the processes it forks\n"
+    "                       or executes (followed by default)\n"
     "  --daily-limit N      at most N reports per 24 h in the report directory\n"
     "                       (default 100, as Matrix; 0 = no limit)\n"
     "  --max-dir-size SIZE  stop writing reports when the directory would\n"
@@ -120,6 +122,7 @@ static int cmd_run(int argc, char **argv)
         {"early-sampling", no_argument, NULL, 'e'},  {"sample-interval", required_argument, NULL, 'i'},
         {"ring-size", required_argument, NULL, 'r'},  {"daily-limit", required_argument, NULL, 'L'},
         {"max-dir-size", required_argument, NULL, 'S'}, {"wait-site", required_argument, NULL, 'w'},
+        {"no-follow", no_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -154,6 +157,9 @@ static int cmd_run(int argc, char **argv)
             break;
         case 'e':
             opts.early_sampling = true;
+            break;
+        case 'F':
+            opts.no_follow = true;
             break;
         case 'w':
             if (strcmp(optarg, "any") == 0)

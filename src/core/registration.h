@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #define HW_ENV_AGENT_SOCKET "HANGWATCH_AGENT_SOCKET"
+/* Set by `hangwatch run --no-follow`: only this pid registers. */
+#define HW_ENV_ONLY_PID "HANGWATCH_ONLY_PID"
 #define HW_REGISTRATION_MAGIC 0x68777265u /* "hwre" */
 
 typedef struct hw_registration {

@@ -4,8 +4,8 @@
  *
  * Most programs never call an observer, so the loop's wait call is made the
  * observer: we interpose the wait calls glibc exports (epoll_wait,
- * epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect and the fortified
- * __poll_chk / __ppoll_chk).  On the main thread, entering one is
+ * epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect, the fortified
+ * __poll_chk / __ppoll_chk, and sigsuspend for loops driven by signals).  On the main thread, entering one is
  * BEFORE_WAITING and its return is AFTER_WAITING; a zero-timeout call is a
  * return to the wait point like any other, so a loop spinning on
  * epoll_wait(..., 0) is busy only between calls and never hung.
@@ -60,6 +60,7 @@ typedef int (*select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
 typedef int (*poll_chk_fn)(struct pollfd *, nfds_t, int, size_t);
 typedef int (*ppoll_chk_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
+typedef int (*sigsuspend_fn)(const sigset_t *);
 
 static struct {
     epoll_wait_fn epoll_wait;
@@ -71,6 +72,7 @@ static struct {
     pselect_fn pselect;
     poll_chk_fn poll_chk;
     ppoll_chk_fn ppoll_chk;
+    sigsuspend_fn sigsuspend;
 } real;
 
 static void *next_symbol(const char *name)
@@ -170,6 +172,13 @@ HW_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec
     WRAP_CALL(ppoll_chk, "__ppoll_chk", fds, nfds, timeout, mask, fdslen);
 }
 
+/* A loop driven by signals (nginx's master, many daemons' supervisors)
+ * waits in sigsuspend. */
+HW_EXPORT int sigsuspend(const sigset_t *mask)
+{
+    WRAP_CALL(sigsuspend, "sigsuspend", mask);
+}
+
 /* ---- set-up: runs once, before main(), never on the hot path ---- */
 
 static int parse_socket_address(const char *name, struct sockaddr_un *addr, socklen_t *len)
@@ -224,12 +233,6 @@ static int send_registration(const char *socket_name, int memfd)
     return sent == (ssize_t)sizeof msg ? 0 : -1;
 }
 
-static void forget_page_in_child(void)
-{
-    /* A forked child shares the parent's page: it must not write to it. */
-    tls_slot = NULL;
-}
-
 static void resolve_real_functions(void)
 {
     (void)REAL(epoll_wait, "epoll_wait");
@@ -241,6 +244,70 @@ static void resolve_real_functions(void)
     (void)REAL(pselect, "pselect");
     (void)REAL(poll_chk, "__poll_chk");
     (void)REAL(ppoll_chk, "__ppoll_chk");
+    (void)REAL(sigsuspend, "sigsuspend");
+}
+
+/* The agent's socket name, kept for forked children (getenv is not
+ * async-signal-safe after a fork in a threaded program; this copy is). */
+static char g_socket_name[108];
+static bool g_follow_children;
+
+/*
+ * Create this process's page, mark its main thread busy from now on (a
+ * launch, or a forked child that has not reached its loop yet), and hand the
+ * page to the agent.  Only system calls: safe in a child right after fork().
+ * Returns the main thread's slot, or NULL (the process then runs unwatched).
+ */
+static hw_loop_slot *start_watching(void)
+{
+    int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC);
+    if (memfd < 0)
+        return NULL;
+    if (ftruncate(memfd, HW_PAGE_SIZE) != 0) {
+        close(memfd);
+        return NULL;
+    }
+    hw_shared_page *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (page == MAP_FAILED) {
+        close(memfd);
+        return NULL;
+    }
+    page->magic = HW_PAGE_MAGIC;
+    page->version = HW_PAGE_VERSION;
+    page->page_size = HW_PAGE_SIZE;
+    page->pid = (int32_t)getpid();
+    page->slot_count = HW_PAGE_SLOTS;
+    hw_loop_slot *main_slot = &page->slots[0];
+    atomic_store_explicit(&main_slot->tid, (int32_t)getpid(), memory_order_relaxed);
+    hw_observe(main_slot, HW_ACTIVITY_ENTRY, 0);
+    hw_observe(main_slot, HW_ACTIVITY_BEFORE_SOURCES, coarse_now_ns());
+    atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING, memory_order_release);
+
+    int rc = send_registration(g_socket_name, memfd);
+    close(memfd);
+    if (rc != 0) {
+        munmap(page, HW_PAGE_SIZE);
+        return NULL;
+    }
+    g_page = page;
+    return main_slot;
+}
+
+/*
+ * In a forked child: the parent's page is the parent's.  The thread that
+ * forked is the child's main thread; with following on (the default) the
+ * child gets a page of its own and is watched like any other process.
+ */
+static void on_fork_child(void)
+{
+    tls_slot = NULL;
+    memset(&tls_wait_point, 0, sizeof tls_wait_point);
+    if (g_page != NULL) {
+        munmap(g_page, HW_PAGE_SIZE);
+        g_page = NULL;
+    }
+    if (g_follow_children)
+        tls_slot = start_watching();
 }
 
 __attribute__((constructor)) static void hangwatch_observer_init(void)
@@ -250,43 +317,20 @@ __attribute__((constructor)) static void hangwatch_observer_init(void)
     const char *wait_site = getenv("HANGWATCH_WAIT_SITE");
     g_every_wait_is_the_loop = wait_site != NULL && strcmp(wait_site, "any") == 0;
     const char *socket_name = getenv(HW_ENV_AGENT_SOCKET);
-    if (socket_name == NULL || *socket_name == '\0')
+    if (socket_name == NULL || *socket_name == '\0' || strlen(socket_name) >= sizeof g_socket_name)
         goto out;
+    memcpy(g_socket_name, socket_name, strlen(socket_name) + 1);
 
-    int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC);
-    if (memfd < 0)
+    /* --no-follow: only the process hangwatch started is watched; programs
+     * it executes later inherit the variables but stay inert. */
+    const char *only_pid = getenv(HW_ENV_ONLY_PID);
+    if (only_pid != NULL && strtol(only_pid, NULL, 10) != (long)getpid())
         goto out;
-    if (ftruncate(memfd, HW_PAGE_SIZE) != 0) {
-        close(memfd);
-        goto out;
-    }
-    hw_shared_page *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-    if (page == MAP_FAILED) {
-        close(memfd);
-        goto out;
-    }
+    g_follow_children = only_pid == NULL;
 
-    page->magic = HW_PAGE_MAGIC;
-    page->version = HW_PAGE_VERSION;
-    page->page_size = HW_PAGE_SIZE;
-    page->pid = (int32_t)getpid();
-    page->slot_count = HW_PAGE_SLOTS;
-    /* The main thread is busy from start-up until it first waits. */
-    hw_loop_slot *main_slot = &page->slots[0];
-    atomic_store_explicit(&main_slot->tid, (int32_t)getpid(), memory_order_relaxed);
-    hw_observe(main_slot, HW_ACTIVITY_ENTRY, 0);
-    hw_observe(main_slot, HW_ACTIVITY_BEFORE_SOURCES, coarse_now_ns());
-    atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING, memory_order_release);
-
-    int rc = send_registration(socket_name, memfd);
-    close(memfd);
-    if (rc != 0) {
-        munmap(page, HW_PAGE_SIZE);
-        goto out;
-    }
-    g_page = page;
-    pthread_atfork(NULL, NULL, forget_page_in_child);
-    tls_slot = main_slot;
+    tls_slot = start_watching();
+    if (tls_slot != NULL)
+        pthread_atfork(NULL, NULL, on_fork_child);
 
 out:
     errno = saved_errno;

@@ -108,7 +108,7 @@ def case_cpuspin():
         check(r.returncode == 0, r.describe())
         check(len(r.reports) == 1, f"expected one report, got {len(r.reports)}\n" + r.describe())
         names = symbols(frames(r.reports[0]))
-        top = names[:3]
+        top = names[:5]  # the spin may be caught inside clock_gettime (vDSO)
         check("spin_on_cpu" in top, f"the spinning function is not at the top: {names}")
         check("on_spin_timer" in names, f"its caller is missing: {names}")
     finally:
@@ -238,7 +238,7 @@ def case_threads12():
         check(len(mains) == 1 and mains[0]["is_hung_thread"], str(mains))
         main_thread = rep["crash"]["threads"][mains[0]["report_array_index"]]
         check(main_thread["thread_identifier"] == rep["report"]["pid"], "main thread is not the pid")
-        check("spin_on_cpu" in symbols(main_thread["backtrace"]["contents"])[:3], "main thread stack")
+        check("spin_on_cpu" in symbols(main_thread["backtrace"]["contents"])[:5], "main thread stack")
         others = [t for t in rep["crash"]["threads"] if t["thread_identifier"] != rep["report"]["pid"]]
         check(all("parked_in_pipe_read" in symbols(t["backtrace"]["contents"]) for t in others),
               "the 11 parked threads must each show parked_in_pipe_read")

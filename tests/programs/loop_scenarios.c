@@ -17,6 +17,8 @@
  *                  every 100 ms, for SECS seconds (responsive: no hang)
  *   startpoll SECS main() polls once before its loop, then the loop idles
  *                  and a callback sleeps SECS (one hang)
+ *   forkstorm N    4 threads malloc and free without pause while the main
+ *                  thread forks N children that each poll once and exit
  *   waits SECS     blocking calls that must behave exactly as without
  *                  hangwatch, each meant to take SECS: on the main thread
  *                  (inside one long callback) and on 4 other threads at the
@@ -31,7 +33,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +266,47 @@ static int run_startpoll(double seconds)
     return run_on_fifth_tick(sleeping_callback, seconds);
 }
 
+/* ---- forkstorm ---- */
+
+static atomic_int g_storm_stop;
+
+static void *malloc_churn(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_storm_stop)) {
+        void *p = malloc(64 + (size_t)(g_sink % 4096));
+        g_sink += (uint64_t)(uintptr_t)p;
+        free(p);
+    }
+    return NULL;
+}
+
+static int run_forkstorm(double count)
+{
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&threads[i], NULL, malloc_churn, NULL);
+    int forks = (int)count, ok = 0;
+    for (int i = 0; i < forks; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct pollfd none = {-1, 0, 0};
+            poll(&none, 1, 0);
+            void *p = malloc(100); /* malloc must work in the child */
+            free(p);
+            _exit(0);
+        }
+        int status;
+        if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            ok++;
+    }
+    atomic_store(&g_storm_stop, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(threads[i], NULL);
+    printf("forkstorm: %d of %d children ran\n", ok, forks);
+    return ok == forks ? 0 : 1;
+}
+
 /* ---- threads12 ---- */
 
 static int g_park_pipe[2];
@@ -461,6 +506,8 @@ int main(int argc, char **argv)
         rc = run_on_fifth_tick(wait_in_nested_epoll, seconds);
     else if (strcmp(argv[1], "shortnested") == 0)
         rc = run_ticks(on_tick_with_short_nested_poll, seconds, 0.1);
+    else if (strcmp(argv[1], "forkstorm") == 0)
+        rc = run_forkstorm(seconds);
     else if (strcmp(argv[1], "startpoll") == 0)
         rc = run_startpoll(seconds);
     else {
