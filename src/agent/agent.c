@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -79,6 +80,7 @@ typedef struct watched_process {
     unsigned stretch_reports;
     char *stretch_paths[MAX_STRETCH_REPORTS];
     sampler *sampler; /* NULL unless early sampling is on */
+    bool warned_unseen_wait;
 } watched_process;
 
 typedef struct agent {
@@ -180,9 +182,68 @@ static char *preload_value(const char *preload_path)
     return v;
 }
 
+/* The file execvp would run for `name`, or NULL. */
+static char *resolve_program(const char *name)
+{
+    if (strchr(name, '/'))
+        return strdup(name);
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char *copy = strdup(path);
+    char *result = NULL;
+    for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir; dir = strtok_r(NULL, ":", &save)) {
+        char *candidate = NULL;
+        if (asprintf(&candidate, "%s/%s", *dir ? dir : ".", name) < 0)
+            break;
+        if (access(candidate, X_OK) == 0) {
+            result = candidate;
+            break;
+        }
+        free(candidate);
+    }
+    free(copy);
+    return result;
+}
+
+/* A 64-bit ELF executable without a PT_INTERP: no dynamic loader, so no
+ * LD_PRELOAD.  Anything unreadable or not ELF counts as not static (a
+ * script, whose interpreter is dynamic, is the usual case). */
+static bool is_static_executable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    Elf64_Ehdr eh;
+    bool is_static = false;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 256) {
+        is_static = true;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph ||
+                ph.p_type == PT_INTERP) {
+                is_static = false;
+                break;
+            }
+        }
+    }
+    close(fd);
+    return is_static;
+}
+
 /* Fork and exec the program.  Exec failures come back through a pipe. */
 static int start_program(agent *a)
 {
+    char *resolved = resolve_program(a->opts->argv[0]);
+    if (resolved && is_static_executable(resolved) && !a->opts->quiet) {
+        a->warned_unregistered = true; /* said here, more precisely */
+        fprintf(stderr,
+                "hangwatch: warning: %s is statically linked: the observer cannot be preloaded into it, so its "
+                "hangs cannot be seen (see docs/limits.md)\n",
+                resolved);
+    }
+    free(resolved);
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC) != 0)
         return -errno;
@@ -602,6 +663,28 @@ static long thread_syscall(pid_t pid, pid_t tid)
     return strtol(buf, NULL, 10);
 }
 
+/* System calls an event loop waits in. */
+static bool is_wait_syscall(long nr)
+{
+    switch (nr) {
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+#ifdef SYS_io_uring_enter
+    case SYS_io_uring_enter:
+#endif
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Capture, unwind and write one report of every thread. */
 static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t tid)
 {
@@ -819,7 +902,19 @@ static void check_loop(agent *a, watched_process *w, hw_loop_reading r, pid_t ti
      * child is watched on its own. */
     long blocked_in = c.launch ? thread_syscall(w->pid, tid) : -1;
     bool supervising = blocked_in == SYS_wait4 || blocked_in == SYS_waitid;
-    if (state == 'T' || state == 't' || supervising) {
+    /* Still "launching" but blocked in a wait system call that never went
+     * through glibc's wrappers: a raw syscall() or io_uring loop the
+     * observer cannot see.  Say so instead of reporting a launch hang. */
+    bool unseen_wait = is_wait_syscall(blocked_in);
+    if (unseen_wait && !w->warned_unseen_wait && !a->opts->quiet) {
+        w->warned_unseen_wait = true;
+        fprintf(stderr,
+                "hangwatch: warning: pid %d waits in system call %ld without going through glibc's wrappers (a raw "
+                "syscall() or io_uring loop): its loop cannot be observed and its hangs cannot be seen (see "
+                "docs/limits.md)\n",
+                (int)w->pid, blocked_in);
+    }
+    if (state == 'T' || state == 't' || supervising || unseen_wait) {
         hw_detector_restart_clock(&w->detector, r.seq, now);
         w->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
         return;

@@ -153,6 +153,20 @@ def case_report_limits():
         hwtest.cleanup(r)
 
 
+def case_unobservable_programs():
+    """What the interposer cannot see is said on stderr, not silently ignored."""
+    with tempfile.TemporaryDirectory() as d:
+        p = hw("run", "--report-dir", os.path.join(d, "r"), "--", hwtest.binary("loop-scenarios-static"), "cpuspin",
+               "2.5", timeout=60)
+        check(p.returncode == 0, p.stderr)
+        check("is statically linked" in p.stderr and "docs/limits.md" in p.stderr, p.stderr)
+        p = hw("run", "--report-dir", os.path.join(d, "r2"), "--", hwtest.binary("raw-syscall-loop"), "4", timeout=60)
+        check(p.returncode == 0, p.stderr)
+        check("without going through glibc's wrappers" in p.stderr, p.stderr)
+        check("launch hang" not in p.stderr, "a raw-syscall wait was reported as a launch hang\n" + p.stderr)
+        check(not os.path.exists(os.path.join(d, "r2")) or os.listdir(os.path.join(d, "r2")) == [], "reports written")
+
+
 if __name__ == "__main__":
     hwtest.main({
         "help_and_version": case_help_and_version,
@@ -162,4 +176,5 @@ if __name__ == "__main__":
         "show_bad_input": case_show_bad_input,
         "unwritable_report_dir": case_unwritable_report_dir,
         "report_limits": case_report_limits,
+        "unobservable_programs": case_unobservable_programs,
     })

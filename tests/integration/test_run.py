@@ -362,6 +362,32 @@ def case_nested_waits():
         hwtest.cleanup(r)
 
 
+def expect_complete_report(args, culprit):
+    r = hwtest.run(["--"] + scenario(*args), timeout=120)
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) >= 1, f"{args}: no report\n" + r.describe())
+        rep = r.reports[0]
+        check(culprit in symbols(frames(rep)), f"{culprit} not on the hung stack: {symbols(frames(rep))}")
+        capture = rep["hangwatch"]["capture"]
+        check(capture["method"] == "ptrace" and capture["stopped_us"] > 0, f"capture: {capture}")
+        return rep
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_capture_under_contention():
+    """Reports stay complete when the hung thread holds the loader's lock or stdout's lock,
+    and while 1000 threads come and go during the capture."""
+    expect_complete_report(("dlhang", 2.6), "block_holding_loader_lock")
+    expect_complete_report(("stdiohang", 2.6), "hang_with_stdout_locked")
+    rep = expect_complete_report(("churn", 2.6), "spin_on_cpu")
+    scene = rep["hangwatch"]["collection"]["scene_threads"]
+    check(scene["enumerated_thread_count"] >= 5, f"threads seen: {scene['enumerated_thread_count']}")
+    statuses = {it["status"] for it in scene["items"]}
+    check(statuses <= {"captured", "exited"}, f"unexpected statuses while threads come and go: {statuses}")
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -379,4 +405,5 @@ if __name__ == "__main__":
         "stopped_is_not_hung": case_stopped_is_not_hung,
         "transparency": case_transparency,
         "nested_waits": case_nested_waits,
+        "capture_under_contention": case_capture_under_contention,
     })

@@ -19,6 +19,10 @@
  *                  and a callback sleeps SECS (one hang)
  *   forkstorm N    4 threads malloc and free without pause while the main
  *                  thread forks N children that each poll once and exit
+ *   dlhang SECS    a callback blocks inside a dl_iterate_phdr callback,
+ *                  holding the dynamic loader's lock
+ *   stdiohang SECS a callback locks stdout (flockfile) and blocks
+ *   churn SECS     1000 threads come and go while a callback spins
  *   waits SECS     blocking calls that must behave exactly as without
  *                  hangwatch, each meant to take SECS: on the main thread
  *                  (inside one long callback) and on 4 other threads at the
@@ -30,6 +34,7 @@
  * a report names the functions below.
  */
 #include <errno.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -266,9 +271,69 @@ static int run_startpoll(double seconds)
     return run_on_fifth_tick(sleeping_callback, seconds);
 }
 
-/* ---- forkstorm ---- */
-
 static atomic_int g_storm_stop;
+
+/* ---- capture under contention ---- */
+
+static double g_block_seconds;
+
+__attribute__((noinline)) static int block_holding_loader_lock(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)info;
+    (void)size;
+    (void)data;
+    sleep_seconds(g_block_seconds);
+    return 1; /* stop after the first object */
+}
+
+__attribute__((noinline)) static void hang_in_dl_iterate_phdr(double seconds)
+{
+    g_block_seconds = seconds;
+    dl_iterate_phdr(block_holding_loader_lock, NULL);
+}
+
+__attribute__((noinline)) static void hang_with_stdout_locked(double seconds)
+{
+    flockfile(stdout);
+    sleep_seconds(seconds);
+    funlockfile(stdout);
+}
+
+static void *short_lived_thread(void *arg)
+{
+    (void)arg;
+    sleep_seconds(0.005); /* live a little, so hundreds are alive at once */
+    return NULL;
+}
+
+static void *thread_spawner(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_storm_stop)) {
+        pthread_t batch[250];
+        int n = 0;
+        for (; n < 250; n++)
+            if (pthread_create(&batch[n], NULL, short_lived_thread, NULL) != 0)
+                break;
+        for (int i = 0; i < n; i++)
+            pthread_join(batch[i], NULL);
+    }
+    return NULL;
+}
+
+static int run_churn(double seconds)
+{
+    pthread_t spawners[4]; /* up to 4 x 250 = 1000 threads alive at once */
+    for (int i = 0; i < 4; i++)
+        pthread_create(&spawners[i], NULL, thread_spawner, NULL);
+    int rc = run_from_timer(on_spin_timer, seconds);
+    atomic_store(&g_storm_stop, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(spawners[i], NULL);
+    return rc;
+}
+
+/* ---- forkstorm ---- */
 
 static void *malloc_churn(void *arg)
 {
@@ -506,6 +571,12 @@ int main(int argc, char **argv)
         rc = run_on_fifth_tick(wait_in_nested_epoll, seconds);
     else if (strcmp(argv[1], "shortnested") == 0)
         rc = run_ticks(on_tick_with_short_nested_poll, seconds, 0.1);
+    else if (strcmp(argv[1], "dlhang") == 0)
+        rc = run_from_timer(hang_in_dl_iterate_phdr, seconds);
+    else if (strcmp(argv[1], "stdiohang") == 0)
+        rc = run_from_timer(hang_with_stdout_locked, seconds);
+    else if (strcmp(argv[1], "churn") == 0)
+        rc = run_churn(seconds);
     else if (strcmp(argv[1], "forkstorm") == 0)
         rc = run_forkstorm(seconds);
     else if (strcmp(argv[1], "startpoll") == 0)
