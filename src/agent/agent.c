@@ -65,11 +65,10 @@ typedef struct sampler {
     hw_symbolizer *sym;      /* kept for the stretch: maps rarely change */
 } sampler;
 
-typedef struct watched_process {
-    pid_t pid;
-    int pidfd; /* readable once the process has exited; -1 if unsupported */
-    const hw_shared_page *page; /* read-only view of the process's page */
-    char executable[256];       /* /proc/PID/exe at registration */
+/* One loop thread of a watched process: its slot, detector and hang state. */
+typedef struct loop_watch {
+    unsigned slot;              /* index in the process's page */
+    pid_t tid;                  /* the thread, checked against /proc */
     hw_detector detector;
     uint64_t next_wake_ns;
     /* the stretch currently hung */
@@ -81,6 +80,15 @@ typedef struct watched_process {
     char *stretch_paths[MAX_STRETCH_REPORTS];
     sampler *sampler; /* NULL unless early sampling is on */
     bool warned_unseen_wait;
+} loop_watch;
+
+typedef struct watched_process {
+    pid_t pid;
+    int pidfd; /* readable once the process has exited; -1 if unsupported */
+    const hw_shared_page *page; /* read-only view of the process's page */
+    char executable[256];       /* /proc/PID/exe at registration */
+    uint64_t next_wake_ns;      /* earliest of its loops' */
+    loop_watch *loops[HW_PAGE_SLOTS];
 } watched_process;
 
 typedef struct agent {
@@ -269,6 +277,8 @@ static int start_program(agent *a)
         setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
         if (a->opts->every_wait_is_the_loop)
             setenv("HANGWATCH_WAIT_SITE", "any", 1);
+        if (a->opts->all_loop_threads)
+            setenv("HANGWATCH_THREADS", "loops", 1);
         if (a->opts->no_follow) {
             char self[32];
             snprintf(self, sizeof self, "%d", (int)getpid());
@@ -335,14 +345,23 @@ static sampler *sampler_new(size_t capacity)
     return s;
 }
 
+static void loop_watch_free(loop_watch *l);
+static void finish_process(agent *a, watched_process *w, uint64_t now, const char *end);
+
+static void free_loops(watched_process *w)
+{
+    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
+        loop_watch_free(w->loops[i]);
+        w->loops[i] = NULL;
+    }
+}
+
 static void forget_watched(agent *a, watched_process *w)
 {
     if (w->pidfd >= 0)
         close(w->pidfd);
-    sampler_free(w->sampler);
+    free_loops(w);
     munmap((void *)w->page, HW_PAGE_SIZE);
-    for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++)
-        free(w->stretch_paths[i]);
     watched_process *last = &a->watched[--a->watched_count];
     if (w != last)
         *w = *last;
@@ -373,6 +392,8 @@ static void accept_page(agent *a, int fd, const struct ucred *cred)
     watched_process *w = find_watched(a, cred->pid);
     if (w) {
         /* Same pid again: the process exec'd a new image.  Start afresh. */
+        finish_process(a, w, monotonic_ns(), "exec");
+        free_loops(w);
         munmap((void *)w->page, HW_PAGE_SIZE);
         if (w->pidfd >= 0)
             close(w->pidfd);
@@ -383,25 +404,17 @@ static void accept_page(agent *a, int fd, const struct ucred *cred)
         }
         w = &a->watched[a->watched_count++];
     }
-    for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++)
-        free(w->stretch_paths[i]);
-    sampler_free(w->sampler);
     memset(w, 0, sizeof *w);
     w->pidfd = (int)syscall(SYS_pidfd_open, cred->pid, 0);
     if (w->pidfd >= 0)
         fcntl(w->pidfd, F_SETFD, FD_CLOEXEC);
-    if (a->opts->early_sampling)
-        w->sampler = sampler_new(a->opts->ring_size);
     w->pid = cred->pid;
     w->page = page;
     char link[64];
     snprintf(link, sizeof link, "/proc/%d/exe", (int)cred->pid);
     ssize_t n = readlink(link, w->executable, sizeof w->executable - 1);
     w->executable[n > 0 ? n : 0] = '\0';
-    uint64_t now = monotonic_ns();
-    hw_detector_init(&w->detector, &a->opts->detector, now);
-    w->next_wake_ns = w->detector.next_check_ns;
-    hw_annealing_reset(&w->anneal);
+    w->next_wake_ns = monotonic_ns(); /* look at it (and find its loops) now */
 }
 
 static void drain_registrations(agent *a)
@@ -452,9 +465,10 @@ static void drain_registrations(agent *a)
 /* ---- early sampling ---- */
 
 /* Take one sample of the loop thread into the ring. */
-static void take_sample(agent *a, watched_process *w, pid_t tid, uint64_t now)
+static void take_sample(agent *a, watched_process *w, loop_watch *l, uint64_t now)
 {
-    sampler *s = w->sampler;
+    pid_t tid = l->tid;
+    sampler *s = l->sampler;
     hw_capture_options copt;
     hw_capture_options_default(&copt, tid);
     copt.all_threads = false;
@@ -488,9 +502,9 @@ static void take_sample(agent *a, watched_process *w, pid_t tid, uint64_t now)
 
 /* Sample if one is due for the current busy stretch; returns when the next
  * one is due (UINT64_MAX while the loop waits: nothing to sample). */
-static uint64_t sample_if_due(agent *a, watched_process *w, const hw_loop_reading *r, pid_t tid, uint64_t now)
+static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
-    sampler *s = w->sampler;
+    sampler *s = l->sampler;
     uint64_t interval = a->opts->sample_interval_ns;
     if (!r->busy) {
         s->seq = 0;
@@ -507,7 +521,7 @@ static uint64_t sample_if_due(agent *a, watched_process *w, const hw_loop_readin
         s->next_sample_ns = r->busy_start_ns + interval;
     }
     if (now >= s->next_sample_ns) {
-        take_sample(a, w, tid, now);
+        take_sample(a, w, l, now);
         s->next_sample_ns += interval;
         if (s->next_sample_ns <= now)
             s->next_sample_ns = now + interval;
@@ -564,8 +578,12 @@ static void say_hang(const agent *a, const hw_process_snapshot *snap, const hw_b
             break;
         used += (size_t)n;
     }
-    fprintf(stderr, "hangwatch: %s in %s (pid %d): main thread busy %s (threshold %s)%s%s; %s%s\n",
-            c->launch ? "launch hang" : "hang", snap->process_name, (int)snap->pid, busy, thr,
+    char who[64] = "main thread";
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].is_target && !snap->threads[i].is_main)
+            snprintf(who, sizeof who, "thread %d (%s)", (int)snap->threads[i].tid, snap->threads[i].name);
+    fprintf(stderr, "hangwatch: %s in %s (pid %d): %s busy %s (threshold %s)%s%s; %s%s\n",
+            c->launch ? "launch hang" : "hang", snap->process_name, (int)snap->pid, who, busy, thr,
             used ? " in " : ", no stack", frames, path ? "report " : "no report: ", path ? path : failure);
 }
 
@@ -686,10 +704,11 @@ static bool is_wait_syscall(long nr)
 }
 
 /* Capture, unwind and write one report of every thread. */
-static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t tid)
+static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c)
 {
     if (!report_allowed(a))
         return;
+    pid_t tid = l->tid;
     int64_t detected_unix_ns = realtime_ns();
     hw_capture_options copt;
     hw_capture_options_default(&copt, tid);
@@ -717,10 +736,10 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
     size_t image_count = sym ? hw_symbolizer_images(sym, &images) : 0;
 
     /* The first report of a stretch also seeds the annealing comparison. */
-    if (!w->anneal.have_saved) {
+    if (!l->anneal.have_saved) {
         uint64_t keys[HW_ANNEAL_MAX_FRAMES];
         size_t n = function_keys(target_bt, keys, HW_ANNEAL_MAX_FRAMES);
-        hw_annealing_step(&w->anneal, keys, n);
+        hw_annealing_step(&l->anneal, keys, n);
     }
 
     /* Early sampling: the Point Stack of this stretch's ring. */
@@ -728,7 +747,7 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
     hw_frame ps_frames[HW_SAMPLE_MAX_FRAMES];
     unsigned ps_counts[HW_SAMPLE_MAX_FRAMES];
     const char *ms_state = "not_requested", *ms_reason = "disabled";
-    sampler *smp = w->sampler;
+    sampler *smp = l->sampler;
     if (smp) {
         ms_state = "empty";
         ms_reason = "no_samples";
@@ -762,7 +781,7 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
         .main_thread_state = ms_state,
         .main_thread_reason = ms_reason,
         .executable = w->executable[0] ? w->executable : NULL,
-        .stretch_report_index = w->stretch_reports,
+        .stretch_report_index = l->stretch_reports,
         .point_stack = ps.frame_count ? &ps : NULL,
     };
     char id[37];
@@ -786,12 +805,12 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
             struct stat st;
             if (stat(path, &st) == 0)
                 a->last_report_bytes = (uint64_t)st.st_size;
-            if (w->stretch_reports < MAX_STRETCH_REPORTS)
-                w->stretch_paths[w->stretch_reports] = strdup(path);
+            if (l->stretch_reports < MAX_STRETCH_REPORTS)
+                l->stretch_paths[l->stretch_reports] = strdup(path);
         }
         json_decref(report);
     }
-    w->stretch_reports++;
+    l->stretch_reports++;
     say_hang(a, &snap, target_bt, c, path, failure);
 
     free(path);
@@ -807,16 +826,17 @@ static void write_report(agent *a, watched_process *w, const hw_check *c, pid_t 
 }
 
 /* A later check of a stretch already reported: Matrix's annealing. */
-static void recheck_hang(agent *a, watched_process *w, const hw_check *c, pid_t tid, uint64_t now)
+static void recheck_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c, uint64_t now)
 {
-    if (w->sampler && w->sampler->seq == c->seq && w->sampler->ring.count > 0) {
+    pid_t tid = l->tid;
+    if (l->sampler && l->sampler->seq == c->seq && l->sampler->ring.count > 0) {
         /* With early sampling, Matrix filters on the newest sample. */
         uint64_t keys[HW_ANNEAL_MAX_FRAMES];
-        size_t n = newest_sample_keys(w->sampler, keys, HW_ANNEAL_MAX_FRAMES);
-        hw_anneal_decision d = hw_annealing_step(&w->anneal, keys, n);
-        w->next_capture_ns = now + d.wait_periods * a->opts->detector.check_period_ns;
+        size_t n = newest_sample_keys(l->sampler, keys, HW_ANNEAL_MAX_FRAMES);
+        hw_anneal_decision d = hw_annealing_step(&l->anneal, keys, n);
+        l->next_capture_ns = now + d.wait_periods * a->opts->detector.check_period_ns;
         if (d.report)
-            write_report(a, w, c, tid);
+            write_report(a, w, l, c);
         return;
     }
     hw_capture_options copt;
@@ -846,51 +866,52 @@ static void recheck_hang(agent *a, watched_process *w, const hw_check *c, pid_t 
     if (exited)
         return;
 
-    hw_anneal_decision d = hw_annealing_step(&w->anneal, keys, n);
-    w->next_capture_ns = now + d.wait_periods * a->opts->detector.check_period_ns;
+    hw_anneal_decision d = hw_annealing_step(&l->anneal, keys, n);
+    l->next_capture_ns = now + d.wait_periods * a->opts->detector.check_period_ns;
     if (d.report)
-        write_report(a, w, c, tid);
+        write_report(a, w, l, c);
 }
 
 /* The stretch reported as hung is over: add its final duration. */
-static void finish_hang(agent *a, watched_process *w, uint64_t now, const char *end)
+static void finish_hang(agent *a, loop_watch *l, uint64_t now, const char *end)
 {
-    uint64_t final_ns = now > w->hung_start_ns ? now - w->hung_start_ns : 0;
-    size_t kept = w->stretch_reports < MAX_STRETCH_REPORTS ? w->stretch_reports : MAX_STRETCH_REPORTS;
+    uint64_t final_ns = now > l->hung_start_ns ? now - l->hung_start_ns : 0;
+    size_t kept = l->stretch_reports < MAX_STRETCH_REPORTS ? l->stretch_reports : MAX_STRETCH_REPORTS;
     for (size_t i = 0; i < kept; i++) {
-        if (w->stretch_paths[i]) {
-            int rc = hw_report_add_final_duration(w->stretch_paths[i], final_ns, HANG_END_POLL_NS, end);
+        if (l->stretch_paths[i]) {
+            int rc = hw_report_add_final_duration(l->stretch_paths[i], final_ns, HANG_END_POLL_NS, end);
             if (rc != 0 && !a->opts->quiet)
-                fprintf(stderr, "hangwatch: cannot add the final duration to %s: %s\n", w->stretch_paths[i],
+                fprintf(stderr, "hangwatch: cannot add the final duration to %s: %s\n", l->stretch_paths[i],
                         strerror(-rc));
         }
-        free(w->stretch_paths[i]);
-        w->stretch_paths[i] = NULL;
+        free(l->stretch_paths[i]);
+        l->stretch_paths[i] = NULL;
     }
-    w->hung = false;
-    w->stretch_reports = 0;
-    w->detector.next_check_ns = now; /* the detector resumes now, not late */
-    hw_annealing_reset(&w->anneal);
+    l->hung = false;
+    l->stretch_reports = 0;
+    l->detector.next_check_ns = now; /* the detector resumes now, not late */
+    hw_annealing_reset(&l->anneal);
 }
 
-static void check_loop(agent *a, watched_process *w, hw_loop_reading r, pid_t tid, uint64_t now)
+static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
 {
-    if (w->hung) {
-        if (r.seq == w->hung_seq) {
-            if (now >= w->next_capture_ns) {
-                hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r.seq, .busy_start_ns = w->hung_start_ns,
-                              .busy_ns = now - w->hung_start_ns, .launch = r.seq == 1};
-                recheck_hang(a, w, &c, tid, now);
+    pid_t tid = l->tid;
+    if (l->hung) {
+        if (r.seq == l->hung_seq) {
+            if (now >= l->next_capture_ns) {
+                hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r.seq, .busy_start_ns = l->hung_start_ns,
+                              .busy_ns = now - l->hung_start_ns, .launch = r.seq == 1};
+                recheck_hang(a, w, l, &c, now);
             }
             uint64_t end_poll = now + HANG_END_POLL_NS;
-            w->next_wake_ns = end_poll < w->next_capture_ns ? end_poll : w->next_capture_ns;
+            l->next_wake_ns = end_poll < l->next_capture_ns ? end_poll : l->next_capture_ns;
             return;
         }
-        finish_hang(a, w, now, "returned_to_wait");
+        finish_hang(a, l, now, "returned_to_wait");
     }
 
-    hw_check c = hw_detector_check(&w->detector, &r, now);
-    w->next_wake_ns = w->detector.next_check_ns;
+    hw_check c = hw_detector_check(&l->detector, &r, now);
+    l->next_wake_ns = l->detector.next_check_ns;
     if (c.verdict != HW_VERDICT_HANG)
         return;
 
@@ -906,8 +927,8 @@ static void check_loop(agent *a, watched_process *w, hw_loop_reading r, pid_t ti
      * through glibc's wrappers: a raw syscall() or io_uring loop the
      * observer cannot see.  Say so instead of reporting a launch hang. */
     bool unseen_wait = is_wait_syscall(blocked_in);
-    if (unseen_wait && !w->warned_unseen_wait && !a->opts->quiet) {
-        w->warned_unseen_wait = true;
+    if (unseen_wait && !l->warned_unseen_wait && !a->opts->quiet) {
+        l->warned_unseen_wait = true;
         fprintf(stderr,
                 "hangwatch: warning: pid %d waits in system call %ld without going through glibc's wrappers (a raw "
                 "syscall() or io_uring loop): its loop cannot be observed and its hangs cannot be seen (see "
@@ -915,35 +936,110 @@ static void check_loop(agent *a, watched_process *w, hw_loop_reading r, pid_t ti
                 (int)w->pid, blocked_in);
     }
     if (state == 'T' || state == 't' || supervising || unseen_wait) {
-        hw_detector_restart_clock(&w->detector, r.seq, now);
-        w->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
+        hw_detector_restart_clock(&l->detector, r.seq, now);
+        l->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
         return;
     }
 
-    w->hung = true;
-    w->hung_seq = r.seq;
-    w->hung_start_ns = c.busy_start_ns;
-    hw_annealing_reset(&w->anneal);
-    write_report(a, w, &c, tid);
-    w->next_capture_ns = monotonic_ns() + a->opts->detector.check_period_ns;
-    w->next_wake_ns = now + HANG_END_POLL_NS;
+    l->hung = true;
+    l->hung_seq = r.seq;
+    l->hung_start_ns = c.busy_start_ns;
+    hw_annealing_reset(&l->anneal);
+    write_report(a, w, l, &c);
+    l->next_capture_ns = monotonic_ns() + a->opts->detector.check_period_ns;
+    l->next_wake_ns = now + HANG_END_POLL_NS;
+}
+
+static loop_watch *loop_watch_new(agent *a, unsigned slot, pid_t tid, uint64_t now)
+{
+    loop_watch *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->slot = slot;
+    l->tid = tid;
+    hw_detector_init(&l->detector, &a->opts->detector, now);
+    l->next_wake_ns = l->detector.next_check_ns;
+    hw_annealing_reset(&l->anneal);
+    if (a->opts->early_sampling)
+        l->sampler = sampler_new(a->opts->ring_size);
+    return l;
+}
+
+static void loop_watch_free(loop_watch *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++)
+        free(l->stretch_paths[i]);
+    sampler_free(l->sampler);
+    free(l);
+}
+
+/* Does thread `tid` belong to process `pid`?  (The page says so; check.) */
+static bool thread_of(pid_t pid, pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d", (int)pid, (int)tid);
+    struct stat st;
+    return tid > 0 && stat(path, &st) == 0;
+}
+
+/* The loop threads the page announces: slot 0 (the main thread) always,
+ * the others with --threads=loops.  A slot whose thread changed starts
+ * afresh. */
+static void refresh_loops(agent *a, watched_process *w, uint64_t now)
+{
+    unsigned slots = a->opts->all_loop_threads ? HW_PAGE_SLOTS : 1;
+    for (unsigned i = 0; i < slots; i++) {
+        pid_t tid = i == 0 ? w->pid : (pid_t)atomic_load_explicit(&w->page->slots[i].tid, memory_order_acquire);
+        loop_watch *l = w->loops[i];
+        if (l && l->tid == tid)
+            continue;
+        if (l) {
+            if (l->hung)
+                finish_hang(a, l, now, "thread_exited");
+            loop_watch_free(l);
+            w->loops[i] = NULL;
+        }
+        if (tid > 0 && (i == 0 || thread_of(w->pid, tid)))
+            w->loops[i] = loop_watch_new(a, i, tid, now);
+    }
 }
 
 static void check_process(agent *a, watched_process *w, uint64_t now)
 {
-    const hw_loop_slot *slot = &w->page->slots[0];
-    hw_loop_reading r;
-    if (!hw_loop_read(slot, &r, 8)) {
-        w->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
-        return;
+    refresh_loops(a, w, now);
+    w->next_wake_ns = UINT64_MAX;
+    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
+        loop_watch *l = w->loops[i];
+        if (!l)
+            continue;
+        if (l->next_wake_ns <= now) {
+            hw_loop_reading r;
+            if (!hw_loop_read(&w->page->slots[i], &r, 8)) {
+                l->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
+            } else {
+                uint64_t sample_at = l->sampler ? sample_if_due(a, w, l, &r, now) : UINT64_MAX;
+                check_loop(a, w, l, r, now);
+                if (sample_at < l->next_wake_ns)
+                    l->next_wake_ns = sample_at;
+            }
+        }
+        if (l->next_wake_ns < w->next_wake_ns)
+            w->next_wake_ns = l->next_wake_ns;
     }
-    pid_t tid = w->pid; /* slot 0 is always the main thread; never trust the page for it */
-    uint64_t sample_at = UINT64_MAX;
-    if (w->sampler)
-        sample_at = sample_if_due(a, w, &r, tid, now);
-    check_loop(a, w, r, tid, now);
-    if (sample_at < w->next_wake_ns)
-        w->next_wake_ns = sample_at;
+    /* New loop threads are found on the next look. */
+    uint64_t rescan = now + hw_detector_poll_interval(&a->opts->detector);
+    if (a->opts->all_loop_threads && rescan < w->next_wake_ns)
+        w->next_wake_ns = rescan;
+}
+
+/* Close the hangs of a process that is gone. */
+static void finish_process(agent *a, watched_process *w, uint64_t now, const char *end)
+{
+    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++)
+        if (w->loops[i] && w->loops[i]->hung)
+            finish_hang(a, w->loops[i], now, end);
 }
 
 /* ---- the loop ---- */
@@ -961,8 +1057,7 @@ static void reap_children(agent *a)
         }
         watched_process *w = find_watched(a, pid);
         if (w) {
-            if (w->hung)
-                finish_hang(a, w, monotonic_ns(), "process_exited");
+            finish_process(a, w, monotonic_ns(), "process_exited");
             forget_watched(a, w);
         }
     }
@@ -1064,8 +1159,7 @@ int hw_agent_run(const hw_agent_options *opts)
             watched_process *gone = find_watched(a, fd_pid[i]);
             if (gone) {
                 /* A watched process ended (our child or not). */
-                if (gone->hung)
-                    finish_hang(a, gone, monotonic_ns(), "process_exited");
+                finish_process(a, gone, monotonic_ns(), "process_exited");
                 forget_watched(a, gone);
             }
         }
@@ -1103,8 +1197,7 @@ int hw_agent_run(const hw_agent_options *opts)
                 a->dropped_reports, a->dropped_reports == 1 ? " was" : "s were");
     while (a->watched_count > 0) {
         watched_process *w = &a->watched[0];
-        if (w->hung)
-            finish_hang(a, w, monotonic_ns(), w->pid == a->child ? "process_exited" : "agent_exited");
+        finish_process(a, w, monotonic_ns(), w->pid == a->child ? "process_exited" : "agent_exited");
         forget_watched(a, w);
     }
     close(a->signal_fd);

@@ -27,6 +27,7 @@ typedef struct hw_agent_options {
     hw_report_limits limits;  /* daily limit and directory cap */
     bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */
     bool no_follow;           /* watch only the started process, not its children */
+    bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
 } hw_agent_options;
 
 /*

@@ -48,6 +48,10 @@ static const char usage_text[] =
     "  --wait-site MODE     auto (default): only the loop's own wait call ends a\n"
     "                       busy stretch, a wait nested in a callback is work;\n"
     "                       any: every wait call on the loop thread counts\n"
+    "  --threads WHICH      main (default): watch the main thread's loop, as\n"
+    "                       Matrix; loops: every thread that waits in an event\n"
+    "                       loop (threads that wait on locks or condition\n"
+    "                       variables for work are not loops)\n"
     "  --no-follow          watch only PROG itself, not the processes it forks\n"
     "                       or executes (followed by default)\n"
     "  --daily-limit N      at most N reports per 24 h in the report directory\n"
@@ -122,7 +126,7 @@ static int cmd_run(int argc, char **argv)
         {"early-sampling", no_argument, NULL, 'e'},  {"sample-interval", required_argument, NULL, 'i'},
         {"ring-size", required_argument, NULL, 'r'},  {"daily-limit", required_argument, NULL, 'L'},
         {"max-dir-size", required_argument, NULL, 'S'}, {"wait-site", required_argument, NULL, 'w'},
-        {"no-follow", no_argument, NULL, 'F'},
+        {"no-follow", no_argument, NULL, 'F'},         {"threads", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -160,6 +164,12 @@ static int cmd_run(int argc, char **argv)
             break;
         case 'F':
             opts.no_follow = true;
+            break;
+        case 'T':
+            if (strcmp(optarg, "loops") == 0)
+                opts.all_loop_threads = true;
+            else if (strcmp(optarg, "main") != 0)
+                return usage_error("invalid --threads '%s': use main or loops", optarg);
             break;
         case 'w':
             if (strcmp(optarg, "any") == 0)

@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,43 @@ static hw_shared_page *g_page;
 /* Which waits of this thread are its loop's own (wait_point.h). */
 static __thread hw_wait_point tls_wait_point __attribute__((tls_model("initial-exec")));
 static bool g_every_wait_is_the_loop; /* HANGWATCH_WAIT_SITE=any */
+
+/* HANGWATCH_THREADS=loops: every thread that waits in a loop gets a slot the
+ * first time it calls a wait function (a one-time cost per thread; threads
+ * that wait on locks, condition variables or semaphores for work never call
+ * one and are never watched). */
+static bool g_watch_all_loops;
+static __thread bool tls_claim_tried __attribute__((tls_model("initial-exec")));
+static pthread_key_t g_slot_key;
+
+/* The thread ended: its slot is free again (and not busy). */
+static void release_slot(void *arg)
+{
+    hw_loop_slot *slot = arg;
+    uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+    if (seq & 1u)
+        atomic_store_explicit(&slot->seq, seq + 1, memory_order_release);
+    atomic_store_explicit(&slot->tid, 0, memory_order_release);
+    tls_slot = NULL;
+}
+
+static hw_loop_slot *claim_slot(void)
+{
+    tls_claim_tried = true;
+    hw_shared_page *page = g_page;
+    if (page == NULL)
+        return NULL;
+    int32_t tid = (int32_t)syscall(SYS_gettid);
+    for (unsigned i = 1; i < HW_PAGE_SLOTS; i++) {
+        hw_loop_slot *slot = &page->slots[i];
+        int32_t expected = 0;
+        if (atomic_compare_exchange_strong(&slot->tid, &expected, tid)) {
+            pthread_setspecific(g_slot_key, slot);
+            return slot;
+        }
+    }
+    return NULL; /* more loop threads than slots: the rest go unwatched */
+}
 
 typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
 typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
@@ -95,8 +133,13 @@ static inline uint64_t coarse_now_ns(void)
 static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
 {
     hw_loop_slot *slot = tls_slot;
-    if (slot == NULL)
-        return NULL;
+    if (slot == NULL) {
+        if (!g_watch_all_loops || tls_claim_tried)
+            return NULL;
+        slot = tls_slot = claim_slot();
+        if (slot == NULL)
+            return NULL;
+    }
     if (!g_every_wait_is_the_loop && !hw_wait_point_is_loop(&tls_wait_point, site, sp))
         return NULL; /* a wait inside a callback: still work */
     hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
@@ -301,6 +344,9 @@ static hw_loop_slot *start_watching(void)
 static void on_fork_child(void)
 {
     tls_slot = NULL;
+    tls_claim_tried = true; /* the forking thread becomes the child's main thread */
+    if (g_watch_all_loops)
+        pthread_setspecific(g_slot_key, NULL); /* its old slot is the parent's */
     memset(&tls_wait_point, 0, sizeof tls_wait_point);
     if (g_page != NULL) {
         munmap(g_page, HW_PAGE_SIZE);
@@ -327,6 +373,9 @@ __attribute__((constructor)) static void hangwatch_observer_init(void)
     if (only_pid != NULL && strtol(only_pid, NULL, 10) != (long)getpid())
         goto out;
     g_follow_children = only_pid == NULL;
+    const char *threads = getenv("HANGWATCH_THREADS");
+    g_watch_all_loops = threads != NULL && strcmp(threads, "loops") == 0 &&
+                        pthread_key_create(&g_slot_key, release_slot) == 0;
 
     tls_slot = start_watching();
     if (tls_slot != NULL)

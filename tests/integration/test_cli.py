@@ -52,6 +52,7 @@ def case_usage_errors():
     expect_usage_error(["run", "--max-dir-size", "10MB", "--", "true"], "invalid --max-dir-size")
     expect_usage_error(["run", "--ring-size", "0", "--", "true"], "invalid --ring-size")
     expect_usage_error(["run", "--wait-site", "main", "--", "true"], "invalid --wait-site")
+    expect_usage_error(["run", "--threads", "all", "--", "true"], "invalid --threads")
     expect_usage_error(["run", "--sample-interval", "fast", "--", "true"], "invalid --sample-interval")
 
 

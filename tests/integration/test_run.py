@@ -388,6 +388,29 @@ def case_capture_under_contention():
     check(statuses <= {"captured", "exited"}, f"unexpected statuses while threads come and go: {statuses}")
 
 
+def case_loop_threads():
+    """--threads=loops watches every thread that waits in an event loop and names the hung one;
+    a pool thread waiting on a condition variable is not a loop; by default only the main thread counts."""
+    r = hwtest.run(["--threads", "loops", "--"] + scenario("loopthread", 2.6))
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"expected one report, got {len(r.reports)}\n" + r.describe())
+        rep = r.reports[0]
+        hung = rep["hangwatch"]["hung_thread"]
+        thread = rep["crash"]["threads"][hung["report_array_index"]]
+        check(thread["name"] == "io-loop" and hung["thread_identifier"] != rep["report"]["pid"],
+              f"the hung thread is {thread['name']} ({hung['thread_identifier']})")
+        check("io_loop_callback_blocks" in symbols(thread["backtrace"]["contents"]), "the io-loop's stack")
+        check("thread " in r.stderr and "(io-loop)" in r.stderr, "stderr must name the thread\n" + r.stderr)
+    finally:
+        hwtest.cleanup(r)
+    r = hwtest.run(["--"] + scenario("loopthread", 2.6))
+    try:
+        check(r.returncode == 0 and r.reports == [], "by default only the main thread is watched\n" + r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -406,4 +429,5 @@ if __name__ == "__main__":
         "transparency": case_transparency,
         "nested_waits": case_nested_waits,
         "capture_under_contention": case_capture_under_contention,
+        "loop_threads": case_loop_threads,
     })

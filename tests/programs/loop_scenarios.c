@@ -23,6 +23,10 @@
  *                  holding the dynamic loader's lock
  *   stdiohang SECS a callback locks stdout (flockfile) and blocks
  *   churn SECS     1000 threads come and go while a callback spins
+ *   loopthread SECS  the main thread idles in its loop while a second
+ *                  thread, "io-loop", runs an epoll loop whose callback
+ *                  sleeps SECS; a third, "pool-worker", waits SECS on a
+ *                  condition variable for work (a pool, not a loop)
  *   waits SECS     blocking calls that must behave exactly as without
  *                  hangwatch, each meant to take SECS: on the main thread
  *                  (inside one long callback) and on 4 other threads at the
@@ -187,6 +191,9 @@ static int run_cpuspin(double seconds)
     return run_from_timer(on_spin_timer, seconds);
 }
 
+static struct timespec deadline_in(double seconds);
+static int run_on_fifth_tick(void (*callback)(double), double seconds);
+
 /* ---- nested waits ---- */
 
 __attribute__((noinline)) static void synchronous_network_call(double seconds)
@@ -331,6 +338,52 @@ static int run_churn(double seconds)
     for (int i = 0; i < 4; i++)
         pthread_join(spawners[i], NULL);
     return rc;
+}
+
+/* ---- loopthread ---- */
+
+__attribute__((noinline)) static void io_loop_callback_blocks(double seconds)
+{
+    g_sink += 11;
+    sleep_seconds(seconds);
+}
+
+static void *io_loop_thread(void *arg)
+{
+    double seconds = *(double *)arg;
+    pthread_setname_np(pthread_self(), "io-loop");
+    run_on_fifth_tick(io_loop_callback_blocks, seconds);
+    return NULL;
+}
+
+static void *pool_worker_thread(void *arg)
+{
+    double seconds = *(double *)arg;
+    pthread_setname_np(pthread_self(), "pool-worker");
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    pthread_mutex_lock(&m);
+    struct timespec dl = deadline_in(seconds + 1);
+    pthread_cond_timedwait(&cv, &m, &dl); /* no work arrives */
+    pthread_mutex_unlock(&m);
+    return NULL;
+}
+
+static int run_loopthread(double seconds)
+{
+    static double s;
+    s = seconds;
+    pthread_t io, pool;
+    pthread_create(&io, NULL, io_loop_thread, &s);
+    pthread_create(&pool, NULL, pool_worker_thread, &s);
+    int timer = make_timer(seconds + 1.5);
+    int ep = make_epoll(timer);
+    struct epoll_event ev;
+    while (epoll_wait(ep, &ev, 1, -1) != 1)
+        ;
+    pthread_join(io, NULL);
+    pthread_join(pool, NULL);
+    return 0;
 }
 
 /* ---- forkstorm ---- */
@@ -577,6 +630,8 @@ int main(int argc, char **argv)
         rc = run_from_timer(hang_with_stdout_locked, seconds);
     else if (strcmp(argv[1], "churn") == 0)
         rc = run_churn(seconds);
+    else if (strcmp(argv[1], "loopthread") == 0)
+        rc = run_loopthread(seconds);
     else if (strcmp(argv[1], "forkstorm") == 0)
         rc = run_forkstorm(seconds);
     else if (strcmp(argv[1], "startpoll") == 0)
