@@ -6,6 +6,7 @@
 #   make test     build and run every test: ThreadSanitizer (concurrency),
 #                 AddressSanitizer + UndefinedBehaviorSanitizer (clang, whole
 #                 suite), then the plain gcc build (whole suite)
+#   make bench    benchmarks (bench/), results in docs/benchmarks.md
 #   make clean    remove build output
 #
 # Missing Debian packages are installed when run as root, otherwise the
@@ -15,7 +16,7 @@ BUILD      ?= build
 JOBS       ?= 2
 CMAKE_ARGS ?=
 
-.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test
+.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench
 
 all: build
 
@@ -54,6 +55,10 @@ test-plain: deps-test
 
 # The plain run goes last so that the final line is the whole suite's summary.
 test: test-tsan test-asan test-plain
+
+bench: build
+	@scripts/ensure-deps.sh bench
+	@/usr/bin/python3 bench/run.py --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

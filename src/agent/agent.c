@@ -74,7 +74,8 @@ typedef struct loop_watch {
     /* the stretch currently hung */
     bool hung;
     uint64_t hung_seq, hung_start_ns;
-    uint64_t next_capture_ns; /* next annealing check */
+    uint64_t last_seen_hung_ns; /* the last look that found it still hung */
+    uint64_t next_capture_ns;   /* next annealing check */
     hw_annealing anneal;
     unsigned stretch_reports;
     char *stretch_paths[MAX_STRETCH_REPORTS];
@@ -825,6 +826,13 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
     hw_process_snapshot_free(&snap);
 }
 
+/* Is the stretch reported as hung still going on? */
+static bool still_hung(const watched_process *w, const loop_watch *l)
+{
+    hw_loop_reading r;
+    return !hw_loop_read(&w->page->slots[l->slot], &r, 8) || (r.busy && r.seq == l->hung_seq);
+}
+
 /* A later check of a stretch already reported: Matrix's annealing. */
 static void recheck_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c, uint64_t now)
 {
@@ -863,8 +871,8 @@ static void recheck_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
         hw_symbolizer_free(sym);
     bool exited = snap.process_exited;
     hw_process_snapshot_free(&snap);
-    if (exited)
-        return;
+    if (exited || !still_hung(w, l))
+        return; /* it ended meanwhile: the next look closes it */
 
     hw_anneal_decision d = hw_annealing_step(&l->anneal, keys, n);
     l->next_capture_ns = now + d.wait_periods * a->opts->detector.check_period_ns;
@@ -875,11 +883,13 @@ static void recheck_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
 /* The stretch reported as hung is over: add its final duration. */
 static void finish_hang(agent *a, loop_watch *l, uint64_t now, const char *end)
 {
+    /* It ended between the last look that saw it hung and now. */
     uint64_t final_ns = now > l->hung_start_ns ? now - l->hung_start_ns : 0;
+    uint64_t precision_ns = now > l->last_seen_hung_ns ? now - l->last_seen_hung_ns : 0;
     size_t kept = l->stretch_reports < MAX_STRETCH_REPORTS ? l->stretch_reports : MAX_STRETCH_REPORTS;
     for (size_t i = 0; i < kept; i++) {
         if (l->stretch_paths[i]) {
-            int rc = hw_report_add_final_duration(l->stretch_paths[i], final_ns, HANG_END_POLL_NS, end);
+            int rc = hw_report_add_final_duration(l->stretch_paths[i], final_ns, precision_ns, end);
             if (rc != 0 && !a->opts->quiet)
                 fprintf(stderr, "hangwatch: cannot add the final duration to %s: %s\n", l->stretch_paths[i],
                         strerror(-rc));
@@ -898,6 +908,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     pid_t tid = l->tid;
     if (l->hung) {
         if (r.seq == l->hung_seq) {
+            l->last_seen_hung_ns = now;
             if (now >= l->next_capture_ns) {
                 hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r.seq, .busy_start_ns = l->hung_start_ns,
                               .busy_ns = now - l->hung_start_ns, .launch = r.seq == 1};
@@ -943,6 +954,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
 
     l->hung = true;
     l->hung_seq = r.seq;
+    l->last_seen_hung_ns = now;
     l->hung_start_ns = c.busy_start_ns;
     hw_annealing_reset(&l->anneal);
     write_report(a, w, l, &c);

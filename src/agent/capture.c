@@ -52,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -606,10 +607,45 @@ static void rescan(session *s)
     }
 }
 
+/* The CPU thread `tid` of `pid` last ran on (/proc/.../stat field 39), -1. */
+static int last_cpu(pid_t pid, pid_t tid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* comm may hold spaces */
+    if (!p)
+        return -1;
+    /* p is at the ')' ending field 2; each space found starts the next field:
+     * after the loop p is at the space before field 39 */
+    for (int field = 2; field < 39 && p; field++)
+        p = strchr(p + 1, ' ');
+    return p ? atoi(p + 1) : -1;
+}
+
 static void *session_main(void *arg)
 {
     session *s = arg;
     s->helper_tid = gettid();
+    /* Stopping one thread (a sample) is fastest from the CPU it last ran
+     * on: the stop and the wake-up of this helper stay on one CPU's run
+     * queue instead of crossing CPUs twice (docs/benchmarks.md). */
+    if (!s->opts.all_threads) {
+        int cpu = last_cpu(s->out->pid, s->target);
+        if (cpu >= 0 && cpu < CPU_SETSIZE) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            sched_setaffinity(0, sizeof set, &set);
+        }
+    }
     size_t n = s->out->thread_count;
     for (size_t i = 0; i < n; i++)
         seize(s, i);

@@ -1,0 +1,616 @@
+#!/usr/bin/python3
+"""bench/run.py - hangwatch's benchmarks (`make bench`): runs every
+measurement side by side in one go, prints ONE table on stdout and puts the
+same table, with the machine it ran on, into docs/benchmarks.md between the
+"results" markers (the method and the discussion around it are prose kept by
+hand).  Progress goes to stderr.
+
+    /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
+                                  [--parts observer,capture,detection]
+
+What is measured, and why this way, is in docs/benchmarks.md.  In short:
+  1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
+     under `hangwatch run`, as alternating runs, as in-process pairs, as
+     callgrind instruction counts, and with a wait that never enters the
+     kernel (the observer's own work);
+  2. how long one capture stops a sleeping single-threaded target;
+  3. the same stopping every thread of 12- and 200-thread targets;
+  4. how long after the threshold hangs are detected, exact vs periodic.
+Every figure is a median / p99 over many samples, never one run.  Standard
+library only, Debian's /usr/bin/python3.
+"""
+
+import argparse
+import ctypes
+import ctypes.util
+import datetime
+import glob
+import json
+import math
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Budgets (docs/benchmarks.md says where each comes from).
+OBSERVER_BUDGET_NS = 15.0
+STOP_BUDGET_US = 100.0
+EXACT_P99_BUDGET_MS = 10.0
+
+# Sizes, chosen so that the whole run takes under two minutes on 2 cores.
+SPIN_RUN_PAIRS = 8            # alternating plain / watched processes
+SPIN_RUN_ITERATIONS = 300000  # per process
+SPIN_CHUNK = 5000             # iterations per timed chunk
+AB_ITERATIONS = 2000000       # per in-process paired run (200 pairs of chunks)
+AB_RUNS = 2
+FAKE_PAIRS = 5
+FAKE_ITERATIONS = 5000000
+FAKE_CHUNK = 100000
+TOUCH_PAGES = 8
+VG_COUNTS = (100000, 200000)  # two lengths, differenced: start-up cancels
+CAPTURES_SINGLE = 100         # per run; CAPTURE_RUNS runs, each with a fresh target
+CAPTURE_RUNS = 3
+CAPTURES_THREADED = ((12, 60), (200, 50))
+HANG_THRESHOLD_MS = 500
+HANG_PERIOD_MS = 250
+HANG_LONG = (850, 30)         # long enough for periodic mode to see every one
+HANG_SHORT = (600, 10)        # threshold + 100 ms: periodic mode misses most
+HANG_IDLE_MIN_MS = 50
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+# ---- statistics -----------------------------------------------------------
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        return float("nan")
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+def pct(xs, p):
+    """Nearest-rank percentile (p in 0..100): a value that was observed."""
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    k = max(1, int(math.ceil(p / 100.0 * len(s))))
+    return s[k - 1]
+
+
+def median_ci(xs):
+    """Distribution-free 95% confidence interval of the median (binomial
+    order statistics)."""
+    s = sorted(xs)
+    n = len(s)
+    if n < 6:
+        return (float("nan"), float("nan"))
+    half = 1.96 * math.sqrt(n) / 2.0
+    lo = max(0, int(math.floor(n / 2.0 - half)))
+    hi = min(n - 1, int(math.ceil(n / 2.0 + half)))
+    return (s[lo], s[hi])
+
+
+def fmt(x, digits=1):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:,.{digits}f}"
+
+
+# ---- running things -------------------------------------------------------
+
+class Bench:
+    def __init__(self, build):
+        self.build = os.path.abspath(build)
+        self.bin = os.path.join(self.build, "bin")
+        self.hangwatch = os.path.join(self.bin, "hangwatch")
+        self.preload = os.path.join(self.build, "lib", "hangwatch", "libhangwatch-preload.so")
+        self.fake = os.path.join(self.build, "lib", "bench", "libbench-fake-wait.so")
+        self.work = os.path.join(self.build, "bench-work")  # not build/bench: CMake owns that
+        for path in (self.hangwatch, self.preload, self.fake,
+                     os.path.join(self.bin, "bench-epoll-spin"),
+                     os.path.join(self.bin, "bench-capture"),
+                     os.path.join(self.bin, "bench-hang-loop")):
+            if not os.path.exists(path):
+                sys.exit(f"bench: {path} is missing: run `make` first")
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.env = dict(os.environ)
+        # Report limits (a daily cap per directory) must not drop benchmark
+        # reports; older builds have no such options.
+        helptext = subprocess.run([self.hangwatch, "--help"], stdout=subprocess.PIPE, text=True).stdout
+        self.no_limits = ["--daily-limit", "0"] if "--daily-limit" in helptext else []
+        # Nothing inherited may change what is measured.
+        for var in list(self.env):
+            if var in ("LD_PRELOAD", "DEBUGINFOD_URLS") or var.startswith("HANGWATCH_"):
+                del self.env[var]
+
+    def run(self, argv, env_extra=None, timeout=300):
+        env = dict(self.env)
+        if env_extra:
+            env.update(env_extra)
+        p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=timeout)
+        if p.returncode != 0:
+            sys.exit(f"bench: {' '.join(argv)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+        return p
+
+    def watched(self, argv, *options):
+        """argv run under `hangwatch run` (quiet, reports in the work dir)."""
+        reports = os.path.join(self.work, "reports-misc")
+        return [self.hangwatch, "run", "-q", "--report-dir", reports, *options, "--", *argv]
+
+    def spin(self, *args):
+        return [os.path.join(self.bin, "bench-epoll-spin"), *[str(a) for a in args]]
+
+
+def parse_spin(out, expect):
+    lines = out.splitlines()
+    if not lines or lines[0] != f"observer {expect}":
+        sys.exit(f"bench: expected 'observer {expect}', got {lines[:1]}: the observer "
+                 f"{'did not register' if expect == 'active' else 'was active'}")
+    chunks, pairs = [], []
+    for line in lines[1:]:
+        f = line.split()
+        if f[0] == "chunk":
+            chunks.append(float(f[1]))
+        elif f[0] == "pair":
+            pairs.append((float(f[1]), float(f[2])))
+    return chunks, pairs
+
+
+# ---- 1. observer cost -----------------------------------------------------
+
+def bench_observer(b):
+    r = {}
+    log(f"1a. epoll_wait(..., 0) loop: {SPIN_RUN_PAIRS} alternating plain / watched runs "
+        f"of {SPIN_RUN_ITERATIONS} iterations")
+    plain_chunks, watched_chunks, run_diffs = [], [], []
+    for i in range(SPIN_RUN_PAIRS):
+        order = ("plain", "watched") if i % 2 == 0 else ("watched", "plain")
+        meds = {}
+        for which in order:
+            if which == "plain":
+                c, _ = parse_spin(b.run(b.spin(SPIN_RUN_ITERATIONS, SPIN_CHUNK)).stdout, "inert")
+                plain_chunks += c
+            else:
+                c, _ = parse_spin(b.run(b.watched(b.spin(SPIN_RUN_ITERATIONS, SPIN_CHUNK))).stdout,
+                                  "active")
+                watched_chunks += c
+            meds[which] = median(c)
+        run_diffs.append(meds["watched"] - meds["plain"])
+    r["plain"] = (median(plain_chunks), pct(plain_chunks, 99), len(plain_chunks))
+    r["watched"] = (median(watched_chunks), pct(watched_chunks, 99), len(watched_chunks))
+    r["run_diff"] = median(run_diffs)
+    r["run_diffs"] = run_diffs
+
+    log(f"1b. paired in-process chunks (libc's epoll_wait vs the one calls bind to), {AB_RUNS} runs under "
+        f"hangwatch alternating with {AB_RUNS} without the observer (noise floor)")
+    diffs, libc_ns, bound_ns, null = [], [], [], []
+    for _ in range(AB_RUNS):
+        _, pairs = parse_spin(b.run(b.watched(b.spin(AB_ITERATIONS, SPIN_CHUNK, "ab"))).stdout, "active")
+        diffs += [p - a for a, p in pairs]
+        libc_ns += [a for a, _ in pairs]
+        bound_ns += [p for _, p in pairs]
+        _, pairs = parse_spin(b.run(b.spin(AB_ITERATIONS, SPIN_CHUNK, "ab")).stdout, "inert")
+        null += [p - a for a, p in pairs]
+    r["ab"] = {"diff": median(diffs), "ci": median_ci(diffs), "n": len(diffs),
+               "libc": median(libc_ns), "bound": median(bound_ns),
+               "null": median(null), "null_ci": median_ci(null), "null_n": len(null)}
+
+    log(f"1c. the same with {TOUCH_PAGES} extra pages read after each epoll_wait instead of the observer")
+    _, pairs = parse_spin(b.run(b.spin(AB_ITERATIONS, SPIN_CHUNK, "touch", TOUCH_PAGES)).stdout, "inert")
+    touch = [t - a for a, t in pairs]
+    r["touch"] = {"diff": median(touch), "ci": median_ci(touch), "n": len(touch)}
+
+    log(f"1d. the observer around an epoll_wait that never enters the kernel: {FAKE_PAIRS} alternating pairs")
+    fake_plain, fake_watched = [], []
+    for i in range(FAKE_PAIRS):
+        env = {"LD_PRELOAD": b.fake}
+        for which in (("plain", "watched") if i % 2 == 0 else ("watched", "plain")):
+            if which == "plain":
+                c, _ = parse_spin(b.run(b.spin(FAKE_ITERATIONS, FAKE_CHUNK), env).stdout, "inert")
+                fake_plain += c
+            else:
+                c, _ = parse_spin(b.run(b.watched(b.spin(FAKE_ITERATIONS, FAKE_CHUNK)), env).stdout, "active")
+                fake_watched += c
+    r["fake"] = {"plain": median(fake_plain), "watched": median(fake_watched),
+                 "plain_p99": pct(fake_plain, 99), "watched_p99": pct(fake_watched, 99),
+                 "n": len(fake_plain)}
+
+    log(f"1e. callgrind instruction counts, {VG_COUNTS[0]} and {VG_COUNTS[1]} iterations, "
+        "without and with the observer")
+    counts = {}
+    for variant in ("plain", "watched"):
+        for n in VG_COUNTS:
+            out = os.path.join(b.work, f"callgrind.{variant}.{n}")
+            vg = ["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}", *b.spin(n, 0)]
+            # Under `hangwatch run` the preload and the agent's socket are in
+            # valgrind's environment.  Debian's valgrind is a shell script
+            # that execs valgrind.bin, which execs the statically linked
+            # tool: the script's shell and the launcher load the observer and
+            # register (the same pid, so the agent starts afresh each time,
+            # as after any exec), the tool does not, and its client, the
+            # benchmark program, registers last; it checks that its observer
+            # is active.  A long threshold keeps valgrind's slow start-up
+            # from counting as a launch hang.
+            argv = b.watched(vg, "--threshold", "600s") if variant == "watched" else vg
+            p = b.run(argv)
+            parse_spin(p.stdout, "active" if variant == "watched" else "inert")
+            with open(out) as f:
+                m = re.search(r"^summary:\s+(\d+)", f.read(), re.M)
+            counts[(variant, n)] = int(m.group(1))
+    n1, n2 = VG_COUNTS
+    per = {v: (counts[(v, n2)] - counts[(v, n1)]) / (n2 - n1) for v in ("plain", "watched")}
+    r["callgrind"] = per
+    return r
+
+
+# ---- 2, 3. capture stop time ---------------------------------------------
+
+def parse_captures(out):
+    rows = []
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == "capture":
+            rows.append(tuple(int(x) for x in f[1:]))
+    return rows
+
+
+def bench_capture(b):
+    r = {}
+    cap = os.path.join(b.bin, "bench-capture")
+    log(f"2. {CAPTURE_RUNS} x {CAPTURES_SINGLE} captures of a sleeping single-threaded target "
+        f"(all_threads=false), alternating with as many bare ptrace stops (the floor)")
+    stop, call, floor, run_meds, floor_meds = [], [], [], [], []
+    for _ in range(CAPTURE_RUNS):
+        rows = parse_captures(b.run([cap, "1", str(CAPTURES_SINGLE), "target"]).stdout)
+        stop += [x[0] / 1000.0 for x in rows]
+        call += [x[2] / 1000.0 for x in rows]
+        run_meds.append(median([x[0] / 1000.0 for x in rows]))
+        rows = parse_captures(b.run([cap, "1", str(CAPTURES_SINGLE), "floor"]).stdout)
+        floor += [x[0] / 1000.0 for x in rows]
+        floor_meds.append(median([x[0] / 1000.0 for x in rows]))
+    r["single"] = {"n": len(stop), "med": median(stop), "p99": pct(stop, 99), "run_meds": run_meds,
+                   "call_med": median(call), "call_p99": pct(call, 99)}
+    r["floor"] = {"n": len(floor), "med": median(floor), "p99": pct(floor, 99), "run_meds": floor_meds}
+    for threads, count in CAPTURES_THREADED:
+        log(f"3. {count} all-thread captures of a {threads}-thread target")
+        rows = parse_captures(b.run([cap, str(threads), str(count), "all"]).stdout)
+        wall = [x[0] / 1000.0 for x in rows]
+        mx = [x[1] / 1000.0 for x in rows]
+        call = [x[2] / 1000.0 for x in rows]
+        r[threads] = {"n": len(rows), "wall_med": median(wall), "wall_p99": pct(wall, 99),
+                      "max_med": median(mx), "max_p99": pct(mx, 99),
+                      "call_med": median(call), "call_p99": pct(call, 99)}
+    return r
+
+
+# ---- 4. detection latency -------------------------------------------------
+
+WAIT_CALLS = ("epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect")
+
+
+def hung_top_symbol(rep):
+    """The innermost function of the hung thread's stack in a report."""
+    hw = rep["hangwatch"]
+    idx = hw.get("hung_thread", {}).get("report_array_index", 0)
+    try:
+        frames = rep["crash"]["threads"][idx]["backtrace"]["contents"]
+        return frames[0].get("symbol_name", "") if frames else ""
+    except (KeyError, IndexError, TypeError):
+        return ""
+
+
+def bench_detection(b, mode, seed):
+    n_hangs = HANG_LONG[1] + HANG_SHORT[1]
+    log(f"4. detection, {mode} mode: {n_hangs} hangs ({HANG_LONG[1]} x {HANG_LONG[0]} ms, "
+        f"{HANG_SHORT[1]} x {HANG_SHORT[0]} ms) at random phases, threshold {HANG_THRESHOLD_MS} ms, "
+        f"period {HANG_PERIOD_MS} ms (about 40 s)")
+    reports = os.path.join(b.work, f"reports-{mode}")
+    out = os.path.join(b.work, f"hangs-{mode}.tsv")
+    prog = [os.path.join(b.bin, "bench-hang-loop"), out, str(seed), str(HANG_THRESHOLD_MS),
+            str(HANG_IDLE_MIN_MS), str(HANG_PERIOD_MS), f"{HANG_LONG[0]}:{HANG_LONG[1]}",
+            f"{HANG_SHORT[0]}:{HANG_SHORT[1]}"]
+    argv = [b.hangwatch, "run", "-q", "--report-dir", reports, "--threshold", f"{HANG_THRESHOLD_MS}ms",
+            "--check-period", f"{HANG_PERIOD_MS}ms", "--check-mode", mode, *b.no_limits, "--", *prog]
+    b.run(argv, timeout=600)
+
+    hangs = []
+    with open(out) as f:
+        for line in f:
+            idx, kind, dur, rt, mono, coarse, end, gaps = line.rstrip("\n").split("\t")
+            gap_list = [] if gaps == "-" else [tuple(int(v) for v in g.split(":")) for g in gaps.split(",")]
+            hangs.append({"kind": kind, "dur": int(dur), "rt": int(rt), "mono": int(mono),
+                          "coarse": int(coarse), "end": int(end), "gaps": gap_list,
+                          "report": None, "followups": []})
+    stray = 0
+    for path in sorted(glob.glob(os.path.join(reports, "*.json"))):
+        with open(path) as f:
+            rep = json.load(f)
+        hw = rep["hangwatch"]
+        det_ms = hw["detected_at_unix_ms"]
+        # A report belongs to the last hang that began before it; a first
+        # report must also come before that hang ended.
+        started = [h for h in hangs if h["rt"] / 1e6 - 1 <= det_ms]
+        match = started[-1] if started else None
+        first = hw.get("stretch_report_index", 0) == 0
+        if match is None or (first and det_ms > match["rt"] / 1e6 + match["dur"] + 50):
+            stray += 1
+        elif first and match["report"] is None:
+            match["report"] = hw
+        else:
+            match["followups"].append(hung_top_symbol(rep))
+
+    thr_ns = HANG_THRESHOLD_MS * 1000000
+    lat, lag, sampled, setup, seen_stop, stop_spin, stop_sleep, final_err = [], [], [], [], [], [], [], []
+    early = 0
+    for h in hangs:
+        lag.append((h["mono"] - h["coarse"]) / 1e6)
+        hw = h["report"]
+        if hw is None:
+            continue
+        if hw["runloop_threshold_us"] * 1000 != thr_ns:
+            sys.exit("bench: a report's runloop_threshold_us is not the threshold we set")
+        detected = h["coarse"] + hw["block_duration_us"] * 1000
+        lat.append((detected - h["mono"] - thr_ns) / 1e6)
+        early += detected < h["mono"] + thr_ns
+        stopped = hw.get("capture", {}).get("stopped_us")
+        if "final_duration_us" in hw:
+            final_err.append((hw["final_duration_us"] * 1000 - (h["end"] - h["mono"])) / 1e6)
+        if h["kind"] == "spin":
+            if stopped is not None:
+                stop_spin.append(stopped)
+            # The report's stop: the first gap after the detection that is
+            # at least half as long as the stop the report gives (timer
+            # interrupts make shorter gaps).
+            after = [g for g in h["gaps"] if g[0] >= detected and g[1] >= (stopped or 0) * 500]
+            if after:
+                at, length = after[0]
+                sampled.append((at - h["mono"] - thr_ns) / 1e6)
+                setup.append((at - detected) / 1e6)
+                seen_stop.append(length / 1000.0)
+        elif stopped is not None:
+            stop_sleep.append(stopped)
+    long_ = [h for h in hangs if h["dur"] == HANG_LONG[0]]
+    short = [h for h in hangs if h["dur"] == HANG_SHORT[0]]
+    followups = [s for h in hangs for s in h["followups"]]
+    return {"n": len(lat), "hangs": len(hangs), "stray": stray,
+            "p50": median(lat), "p99": pct(lat, 99), "max": max(lat) if lat else float("nan"),
+            "min": min(lat) if lat else float("nan"), "early": early,
+            "lag_p50": median(lag), "lag_p99": pct(lag, 99), "lag_max": max(lag),
+            "long_seen": sum(1 for h in long_ if h["report"]), "long_n": len(long_),
+            "short_seen": sum(1 for h in short if h["report"]), "short_n": len(short),
+            "sampled_p50": median(sampled), "sampled_p99": pct(sampled, 99), "sampled_n": len(sampled),
+            "setup_p50": median(setup), "setup_p99": pct(setup, 99),
+            "seen_stop_p50": median(seen_stop), "seen_stop_p99": pct(seen_stop, 99),
+            "stop_spin_med": median(stop_spin), "stop_spin_p99": pct(stop_spin, 99),
+            "stop_sleep_med": median(stop_sleep), "stop_sleep_p99": pct(stop_sleep, 99),
+            "final_n": len(final_err), "final_p50": median(final_err), "final_p99": pct(final_err, 99),
+            "final_max": max(final_err) if final_err else float("nan"),
+            "followups": len(followups), "followups_waiting": sum(1 for s in followups if s in WAIT_CALLS),
+            "seed": seed}
+
+
+# ---- the table ------------------------------------------------------------
+
+def clock_res_ms():
+    """CLOCK_MONOTONIC_COARSE's resolution, as the agent reads it."""
+    class Timespec(ctypes.Structure):
+        _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    ts = Timespec()
+    if libc.clock_getres(6, ctypes.byref(ts)) != 0:  # 6 = CLOCK_MONOTONIC_COARSE
+        return float("nan")
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6
+
+
+def verdict(ok):
+    return "met" if ok else "**MISSED**"
+
+
+def revision():
+    """The commit measured, and whether the sources differed from it."""
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "src", "CMakeLists.txt"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+    except OSError:
+        return "unknown revision"
+    if not head:
+        return "unknown revision"
+    return f"commit {head}" + (" with uncommitted changes in src/" if dirty else "")
+
+
+def machine():
+    model = "?"
+    flags = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and model == "?":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = line.split(":", 1)[1]
+    try:
+        with open("/sys/devices/system/cpu/vulnerabilities/meltdown") as f:
+            meltdown = f.read().strip()
+    except OSError:
+        meltdown = "?"
+    debian = "?"
+    try:
+        with open("/etc/debian_version") as f:
+            debian = f.read().strip()
+    except OSError:
+        pass
+    pcid = "pcid" in flags.split()
+    return (f"{os.cpu_count()} CPU(s), {model}, Linux {platform.release()}, Debian {debian}; "
+            f"meltdown: {meltdown}, PCID {'yes' if pcid else 'no'}; "
+            f"load average at start {os.getloadavg()[0]:.2f}")
+
+
+def table(o, c, d):
+    rows = []
+    o = o or {}
+    c = c or {}
+    d = d or {}
+
+    def row(measure, n, med, p99, comparison, budget="", result=""):
+        rows.append((measure, n, med, p99, comparison, budget, result))
+
+    if o:
+        observer_rows(o, row)
+    if c:
+        capture_rows(c, row)
+    if d:
+        detection_rows(d, row)
+    head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(r) + " |")
+    return "\n".join(lines)
+
+
+def observer_rows(o, row):
+    ab = o["ab"]
+    pm, p99p, pn = o["plain"]
+    wm, wp99, wn = o["watched"]
+    row("1 observer: `epoll_wait(ep, ev, 8, 0)` loop, plain, ns/turn", f"{pn} chunks",
+        fmt(pm), fmt(p99p), f"{SPIN_RUN_PAIRS} runs alternating with the next row")
+    rd = o["run_diffs"]
+    row("  under `hangwatch run`, ns/turn", f"{wn} chunks", fmt(wm), fmt(wp99),
+        f"{wm - pm:+.1f} ns, x{wm / pm:.3f}; per run pair {min(rd):+.0f}..{max(rd):+.0f}, median "
+        f"{o['run_diff']:+.1f}: run-to-run drift swamps tens of ns, see next row", f"<= {OBSERVER_BUDGET_NS:.0f} ns",
+        "(too noisy)")
+    row("  paired in-process: observer's wrapper - libc's epoll_wait, ns/turn", f"{ab['n']} pairs",
+        f"{ab['diff']:+.1f}", "",
+        f"95% CI {ab['ci'][0]:+.1f}..{ab['ci'][1]:+.1f}; libc {fmt(ab['libc'])} -> {fmt(ab['bound'])}, "
+        f"x{ab['bound'] / ab['libc']:.3f}; same pairs without observer: {ab['null']:+.1f} "
+        f"(CI {ab['null_ci'][0]:+.1f}..{ab['null_ci'][1]:+.1f})",
+        f"<= {OBSERVER_BUDGET_NS:.0f} ns", verdict(ab["diff"] <= OBSERVER_BUDGET_NS))
+    t = o["touch"]
+    row(f"  context: reading {TOUCH_PAGES} more pages after each epoll_wait, no observer, ns/turn",
+        f"{t['n']} pairs", f"{t['diff']:+.1f}", "",
+        f"95% CI {t['ci'][0]:+.1f}..{t['ci'][1]:+.1f}: page walks after each kernel entry")
+    f = o["fake"]
+    row("  observer's own work (wait that skips the kernel), ns/turn", f"{f['n']} chunks each",
+        f"{fmt(f['plain'], 2)} -> {fmt(f['watched'], 2)}", f"{fmt(f['plain_p99'], 2)} -> {fmt(f['watched_p99'], 2)}",
+        f"{f['watched'] - f['plain']:+.2f} ns", f"<= {OBSERVER_BUDGET_NS:.0f} ns",
+        verdict(f["watched"] - f["plain"] <= OBSERVER_BUDGET_NS))
+    cg = o["callgrind"]
+    row("  callgrind, instructions/turn (noise-free)", f"{VG_COUNTS[1]}-{VG_COUNTS[0]} turns",
+        f"{cg['plain']:.1f} -> {cg['watched']:.1f}", "", f"{cg['watched'] - cg['plain']:+.1f} instructions, "
+        f"x{cg['watched'] / cg['plain']:.2f}")
+
+
+def capture_rows(c, row):
+    s, fl = c["single"], c["floor"]
+    row("2 stop per capture, 1 sleeping thread, `all_threads=false`, us", f"{s['n']} captures",
+        fmt(s["med"]), fmt(s["p99"]),
+        f"medians of the {len(s['run_meds'])} runs {', '.join(fmt(m, 0) for m in s['run_meds'])}; bare ptrace "
+        f"stop (floor) {fmt(fl['med'])} / p99 {fmt(fl['p99'])} (runs {', '.join(fmt(m, 0) for m in fl['run_meds'])}); "
+        f"whole call {fmt(s['call_med'], 0)} / p99 {fmt(s['call_p99'], 0)}",
+        f"median <= {STOP_BUDGET_US:.0f} us", verdict(s["med"] <= STOP_BUDGET_US))
+    for threads, _ in CAPTURES_THREADED:
+        x = c[threads]
+        row(f"3 stop, all {threads} threads: `stop_wall_ns`, us", f"{x['n']} captures",
+            fmt(x["wall_med"]), fmt(x["wall_p99"]),
+            f"whole call {fmt(x['call_med'], 0)} / p99 {fmt(x['call_p99'], 0)}")
+        row(f"  {threads} threads: longest one thread was stopped, us", f"{x['n']} captures",
+            fmt(x["max_med"]), fmt(x["max_p99"]), "")
+
+
+def detection_rows(d, row):
+    for mode in ("exact", "periodic"):
+        x = d[mode]
+        budget = f"p99 <= {EXACT_P99_BUDGET_MS:.0f} ms" if mode == "exact" else ""
+        result = verdict(x["p99"] <= EXACT_P99_BUDGET_MS) if mode == "exact" else ""
+        row(f"4 detection after the threshold, {mode} mode, ms", f"{x['n']} hangs",
+            fmt(x["p50"], 2), fmt(x["p99"], 2),
+            f"range {fmt(x['min'], 2)}..{fmt(x['max'], 2)} ({x['early']} before the threshold); seen: "
+            f"{x['long_seen']}/{x['long_n']} of {HANG_LONG[0]} ms, {x['short_seen']}/{x['short_n']} of "
+            f"{HANG_SHORT[0]} ms hangs", budget, result)
+        row(f"  {mode}: program stopped for its stack, after the threshold, ms", f"{x['sampled_n']} spins",
+            fmt(x["sampled_p50"], 2), fmt(x["sampled_p99"], 2),
+            f"detection to stop {fmt(x['setup_p50'], 2)} / p99 {fmt(x['setup_p99'], 2)} ms; stop as the "
+            f"program saw it {fmt(x['seen_stop_p50'], 0)} / p99 {fmt(x['seen_stop_p99'], 0)} us, as reported "
+            f"(`stopped_us`) {fmt(x['stop_spin_med'], 0)} / p99 {fmt(x['stop_spin_p99'], 0)} us; sleeping "
+            f"hangs' `stopped_us` {fmt(x['stop_sleep_med'], 0)} / p99 {fmt(x['stop_sleep_p99'], 0)} us")
+        row(f"  {mode}: `final_duration_us` - true hang length, ms", f"{x['final_n']} hangs",
+            fmt(x["final_p50"], 2), fmt(x["final_p99"], 2),
+            f"max {fmt(x['final_max'], 2)}; follow-up reports {x['followups']} "
+            f"({x['followups_waiting']} with the hung thread already back in its wait call); "
+            f"unmatched reports {x['stray']}")
+    lags = [d[m] for m in ("exact", "periodic")]
+    row("  coarse clock's lag behind CLOCK_MONOTONIC at hang start, ms", f"{sum(x['hangs'] for x in lags)} hangs",
+        fmt(median([x["lag_p50"] for x in lags]), 2), fmt(max(x["lag_p99"] for x in lags), 2),
+        f"max {fmt(max(x['lag_max'] for x in lags), 2)}; the detector allows two ticks "
+        f"({fmt(2 * clock_res_ms(), 0)} ms)")
+
+
+def write_doc(path, text):
+    begin, end = "<!-- bench-results:begin -->", "<!-- bench-results:end -->"
+    try:
+        with open(path) as f:
+            doc = f.read()
+    except FileNotFoundError:
+        doc = f"# Benchmarks\n\n{begin}\n{end}\n"
+    if begin not in doc or end not in doc:
+        log(f"{path} has no results markers; not updated")
+        return
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + begin + "\n" + text + "\n" + end + tail)
+    os.replace(tmp, path)
+    log(f"results written to {os.path.relpath(path, ROOT)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    ap.add_argument("--no-doc", action="store_true", help="only print the table")
+    ap.add_argument("--parts", default="observer,capture,detection",
+                    help="comma-separated subset to run (a partial run never updates the doc)")
+    args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= {"observer", "capture", "detection"}:
+        sys.exit("bench: --parts takes observer, capture, detection")
+    if shutil.which("valgrind") is None:
+        sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
+
+    started = time.monotonic()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    host = machine()
+    b = Bench(args.build)
+    o = bench_observer(b) if "observer" in parts else None
+    c = bench_capture(b) if "capture" in parts else None
+    rng = random.Random()
+    d = None
+    if "detection" in parts:
+        d = {mode: bench_detection(b, mode, rng.randrange(1, 2**31)) for mode in ("exact", "periodic")}
+    took = time.monotonic() - started
+
+    text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
+    if d:
+        text += (f"  Detection: threshold {HANG_THRESHOLD_MS} ms, check period {HANG_PERIOD_MS} ms, "
+                 f"hang-schedule seeds exact {d['exact']['seed']}, periodic {d['periodic']['seed']}.")
+    text += "\n\n" + table(o, c, d)
+    print(text)
+    if not args.no_doc and len(parts) == 3:
+        write_doc(args.doc, text)
+
+
+if __name__ == "__main__":
+    main()
