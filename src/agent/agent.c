@@ -599,21 +599,11 @@ static size_t function_keys(const hw_backtrace *bt, uint64_t *keys, size_t max)
     return n;
 }
 
-/* The state letter of /proc/PID/task/TID/stat ('R', 'S', 'T', 't', ...). */
+/* The state letter of the thread ('R', 'S', 'T', 't', ...), '?' if gone. */
 static char thread_state(pid_t pid, pid_t tid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return '?';
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return '?';
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')'); /* comm may hold spaces and parens */
-    return paren && paren[1] == ' ' ? paren[2] : '?';
+    hw_task_stat st;
+    return hw_task_stat_read(pid, tid, &st) == 0 ? st.state : '?';
 }
 
 /* What the report directory holds: reports of the last 24 h, total bytes. */
@@ -663,23 +653,6 @@ static bool report_allowed(agent *a)
                     a->opts->report_dir, (unsigned long long)a->opts->limits.max_dir_bytes);
     }
     return false;
-}
-
-/* The system call a thread is blocked in (/proc/PID/task/TID/syscall), or
- * -1 when it is running or that cannot be read. */
-static long thread_syscall(pid_t pid, pid_t tid)
-{
-    char path[64], buf[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
-        return -1; /* "running" */
-    buf[n] = '\0';
-    return strtol(buf, NULL, 10);
 }
 
 /* System calls an event loop waits in. */
@@ -932,7 +905,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     /* A process that has never reached a loop and is waiting for a child
      * (a shell, make, a wrapper script) is supervising, not launching: the
      * child is watched on its own. */
-    long blocked_in = c.launch ? thread_syscall(w->pid, tid) : -1;
+    long blocked_in = c.launch ? hw_task_syscall(w->pid, tid) : -1;
     bool supervising = blocked_in == SYS_wait4 || blocked_in == SYS_waitid;
     /* Still "launching" but blocked in a wait system call that never went
      * through glibc's wrappers: a raw syscall() or io_uring loop the

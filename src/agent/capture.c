@@ -187,11 +187,7 @@ static void read_comm(const char *path, char name[16])
     name[n] = '\0';
 }
 
-typedef struct proc_stat {
-    char state;       /* R, S, D, T, t, Z, X, ... */
-    pid_t ppid;
-    int exit_code;    /* field 52: wait status of a dead task, -1 if absent */
-} proc_stat;
+typedef hw_task_stat proc_stat;
 
 /* Parse /proc/PID/task/TID/stat (or /proc/PID/stat when tid <= 0). */
 static int read_stat(pid_t pid, pid_t tid, proc_stat *ps)
@@ -210,8 +206,9 @@ static int read_stat(pid_t pid, pid_t tid, proc_stat *ps)
     ps->state = 0;
     ps->ppid = 0;
     ps->exit_code = -1;
+    ps->processor = -1;
     /* Fields after the comm, numbered as in proc(5): 3 = state, 4 = ppid,
-     * 52 = exit_code. */
+     * 39 = processor, 52 = exit_code. */
     int field = 3;
     char *save = NULL;
     for (char *tok = strtok_r(p + 1, " \n", &save); tok != NULL; tok = strtok_r(NULL, " \n", &save), field++) {
@@ -219,10 +216,27 @@ static int read_stat(pid_t pid, pid_t tid, proc_stat *ps)
             ps->state = tok[0];
         else if (field == 4)
             ps->ppid = (pid_t)strtol(tok, NULL, 10);
+        else if (field == 39)
+            ps->processor = (int)strtol(tok, NULL, 10);
         else if (field == 52)
             ps->exit_code = (int)strtol(tok, NULL, 10);
     }
     return ps->state != 0 ? 0 : -EINVAL;
+}
+
+int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out)
+{
+    return read_stat(pid, tid, out);
+}
+
+long hw_task_syscall(pid_t pid, pid_t tid)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+    ssize_t n = read_small(path, buf, sizeof buf);
+    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+        return -1; /* "running", or unreadable */
+    return strtol(buf, NULL, 10);
 }
 
 /* A thread is over when its /proc entry is gone or it is a zombie. */
@@ -607,27 +621,11 @@ static void rescan(session *s)
     }
 }
 
-/* The CPU thread `tid` of `pid` last ran on (/proc/.../stat field 39), -1. */
+/* The CPU thread `tid` of `pid` last ran on, or -1. */
 static int last_cpu(pid_t pid, pid_t tid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* comm may hold spaces */
-    if (!p)
-        return -1;
-    /* p is at the ')' ending field 2; each space found starts the next field:
-     * after the loop p is at the space before field 39 */
-    for (int field = 2; field < 39 && p; field++)
-        p = strchr(p + 1, ' ');
-    return p ? atoi(p + 1) : -1;
+    proc_stat ps;
+    return read_stat(pid, tid, &ps) == 0 ? ps.processor : -1;
 }
 
 static void *session_main(void *arg)

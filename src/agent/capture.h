@@ -100,4 +100,19 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
 
 void hw_process_snapshot_free(hw_process_snapshot *snap);
 
+/* What /proc/PID/task/TID/stat says of a thread (tid <= 0: the process). */
+typedef struct hw_task_stat {
+    char state;    /* R, S, D, T (stopped), t (traced), Z, X, ... */
+    pid_t ppid;
+    int processor; /* CPU it last ran on, -1 if unknown */
+    int exit_code; /* wait status of a dead task, -1 if absent */
+} hw_task_stat;
+
+/* 0, or -errno (-ENOENT when the thread is gone). */
+int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out);
+
+/* The system call the thread is blocked in (/proc/.../syscall), or -1 when
+ * it is running or that cannot be read. */
+long hw_task_syscall(pid_t pid, pid_t tid);
+
 #endif

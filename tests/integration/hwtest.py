@@ -113,6 +113,31 @@ def cleanup(run_result):
     shutil.rmtree(run_result.report_dir, ignore_errors=True)
 
 
+def children(pid):
+    """The pids of a process's children (empty if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def wait_for(condition, what, timeout=30):
+    """Poll `condition` until it is true, or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.02)
+    fail(f"timed out waiting for {what}")
+
+
+def program_of(hangwatch_pid, timeout=20):
+    """The program a `hangwatch run` process started, once it has started."""
+    wait_for(lambda: children(hangwatch_pid), "the program to start", timeout)
+    return children(hangwatch_pid)[0]
+
+
 def frames(report, index=None):
     threads = report["crash"]["threads"]
     if index is None:

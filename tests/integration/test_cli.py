@@ -76,20 +76,7 @@ def case_signals_forwarded():
         proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", os.path.join(d, "r"), "--",
                                  hwtest.binary("loop-scenarios"), "idle", "60"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Wait until the program is running under hangwatch (a child exists).
-        import time
-        deadline = time.monotonic() + 20
-        child = None
-        while time.monotonic() < deadline and child is None:
-            try:
-                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-                    kids = f.read().split()
-                child = int(kids[0]) if kids else None
-            except OSError:
-                pass
-            if child is None:
-                time.sleep(0.02)
-        check(child is not None, "the program never started")
+        child = hwtest.program_of(proc.pid)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
         check(proc.returncode == 128 + signal.SIGTERM, f"exit {proc.returncode}: {err}")

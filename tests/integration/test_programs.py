@@ -5,7 +5,6 @@ Each case needs its program (installed by scripts/ensure-deps.sh test); a
 case whose program is missing exits 77, which CTest reports as skipped
 with the reason printed."""
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -14,7 +13,7 @@ import tempfile
 import time
 
 import hwtest
-from hwtest import check, frames, symbols
+from hwtest import check, children, frames, symbols, wait_for
 
 SKIP = 77
 
@@ -31,15 +30,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(condition, what, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    hwtest.fail(f"timed out waiting for {what}")
 
 
 class Background:
@@ -199,14 +189,6 @@ http {{
 """
 
 
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
 def http_get(port, path, timeout=30):
     import urllib.request
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as resp:
@@ -289,7 +271,7 @@ def case_exec_followed():
     r = hwtest.run(["--"] + shell)
     try:
         check(r.returncode == 0, r.describe())
-        check(len(r.reports) == 1, f"the exec'd grandchild was not followed\n" + r.describe())
+        check(len(r.reports) == 1, "the exec'd grandchild was not followed\n" + r.describe())
         check(r.reports[0]["report"]["process_name"] == "loop-scenarios", r.reports[0]["report"]["process_name"])
     finally:
         hwtest.cleanup(r)
