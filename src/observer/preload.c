@@ -40,6 +40,7 @@
 #include "../core/registration.h"
 #include "../core/shared_page.h"
 #include "../core/wait_point.h"
+#include "page_client.h"
 
 #define HW_EXPORT __attribute__((visibility("default")))
 
@@ -224,58 +225,6 @@ HW_EXPORT int sigsuspend(const sigset_t *mask)
 
 /* ---- set-up: runs once, before main(), never on the hot path ---- */
 
-static int parse_socket_address(const char *name, struct sockaddr_un *addr, socklen_t *len)
-{
-    size_t n = strlen(name);
-    if (n < 2 || n >= sizeof addr->sun_path)
-        return -1;
-    memset(addr, 0, sizeof *addr);
-    addr->sun_family = AF_UNIX;
-    memcpy(addr->sun_path, name, n);
-    if (name[0] == '@')
-        addr->sun_path[0] = '\0'; /* abstract namespace */
-    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
-    return 0;
-}
-
-static int send_registration(const char *socket_name, int memfd)
-{
-    struct sockaddr_un addr;
-    socklen_t addr_len;
-    if (parse_socket_address(socket_name, &addr, &addr_len) != 0)
-        return -1;
-    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (sock < 0)
-        return -1;
-
-    hw_registration msg = {HW_REGISTRATION_MAGIC, HW_PAGE_VERSION, (int32_t)getpid(), 0};
-    struct iovec iov = {&msg, sizeof msg};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr mh = {0};
-    mh.msg_name = &addr;
-    mh.msg_namelen = addr_len;
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control.buf;
-    mh.msg_controllen = sizeof control.buf;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
-
-    ssize_t sent;
-    do
-        sent = sendmsg(sock, &mh, MSG_NOSIGNAL);
-    while (sent < 0 && errno == EINTR);
-    close(sock);
-    return sent == (ssize_t)sizeof msg ? 0 : -1;
-}
-
 static void resolve_real_functions(void)
 {
     (void)REAL(epoll_wait, "epoll_wait");
@@ -303,37 +252,11 @@ static bool g_follow_children;
  */
 static hw_loop_slot *start_watching(void)
 {
-    int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC);
-    if (memfd < 0)
+    hw_shared_page *page = hw_page_publish(g_socket_name, true, coarse_now_ns());
+    if (page == NULL)
         return NULL;
-    if (ftruncate(memfd, HW_PAGE_SIZE) != 0) {
-        close(memfd);
-        return NULL;
-    }
-    hw_shared_page *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-    if (page == MAP_FAILED) {
-        close(memfd);
-        return NULL;
-    }
-    page->magic = HW_PAGE_MAGIC;
-    page->version = HW_PAGE_VERSION;
-    page->page_size = HW_PAGE_SIZE;
-    page->pid = (int32_t)getpid();
-    page->slot_count = HW_PAGE_SLOTS;
-    hw_loop_slot *main_slot = &page->slots[0];
-    atomic_store_explicit(&main_slot->tid, (int32_t)getpid(), memory_order_relaxed);
-    hw_observe(main_slot, HW_ACTIVITY_ENTRY, 0);
-    hw_observe(main_slot, HW_ACTIVITY_BEFORE_SOURCES, coarse_now_ns());
-    atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING, memory_order_release);
-
-    int rc = send_registration(g_socket_name, memfd);
-    close(memfd);
-    if (rc != 0) {
-        munmap(page, HW_PAGE_SIZE);
-        return NULL;
-    }
     g_page = page;
-    return main_slot;
+    return &page->slots[0];
 }
 
 /*
