@@ -7,6 +7,9 @@
 #                 AddressSanitizer + UndefinedBehaviorSanitizer (clang, whole
 #                 suite), then the plain gcc build (whole suite)
 #   make bench    benchmarks (bench/), results in docs/benchmarks.md
+#   make install  install the CLI, the observer, the library, its header and
+#                 pkg-config file under PREFIX (default /usr/local; DESTDIR
+#                 is honoured)
 #   make clean    remove build output
 #
 # Missing Debian packages are installed when run as root, otherwise the
@@ -15,8 +18,9 @@
 BUILD      ?= build
 JOBS       ?= 2
 CMAKE_ARGS ?=
+PREFIX     ?= /usr/local
 
-.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench
+.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench install
 
 all: build
 
@@ -59,6 +63,9 @@ test: test-tsan test-asan test-plain
 bench: build
 	@scripts/ensure-deps.sh bench
 	@/usr/bin/python3 bench/run.py --build $(BUILD)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

@@ -108,6 +108,8 @@ typedef struct agent {
     size_t watched_count;
     unsigned report_serial;
     uint64_t last_report_bytes;
+    int target_pidfd; /* attach mode: the watched program */
+    bool done;        /* attach mode: stop now */
     unsigned long dropped_reports;
     bool said_dropped;
 } agent;
@@ -130,9 +132,16 @@ static int64_t realtime_ns(void)
 
 static int open_registration_socket(agent *a)
 {
-    char tmp[37];
-    hw_new_uuid(tmp);
-    snprintf(a->socket_name, sizeof a->socket_name, "@hangwatch-%d-%.8s", (int)getpid(), tmp);
+    if (a->opts->socket_name) {
+        if (strlen(a->opts->socket_name) < 2 || strlen(a->opts->socket_name) >= sizeof a->socket_name ||
+            a->opts->socket_name[0] != '@')
+            return -EINVAL;
+        snprintf(a->socket_name, sizeof a->socket_name, "%s", a->opts->socket_name);
+    } else {
+        char tmp[37];
+        hw_new_uuid(tmp);
+        snprintf(a->socket_name, sizeof a->socket_name, "@hangwatch-%d-%.8s", (int)getpid(), tmp);
+    }
 
     int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
@@ -1056,6 +1065,10 @@ static void handle_signals(agent *a)
             continue; /* reaped below */
         /* Signals from the terminal reach the program by themselves (same
          * process group); pass on only those a process sent to us. */
+        if (a->opts->attach_pid > 0) {
+            a->done = true; /* attach mode: any termination signal ends us */
+            continue;
+        }
         bool from_process = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE || si.ssi_code == SI_TKILL;
         if (from_process && a->child > 0 && !a->child_done)
             kill(a->child, (int)si.ssi_signo);
@@ -1090,15 +1103,31 @@ int hw_agent_run(const hw_agent_options *opts)
         return 2;
     }
     a->started_ns = monotonic_ns();
-    /* Orphaned descendants (a daemon's workers) are re-parented to us, so
-     * they stay tracers' children and get reaped. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    rc = start_program(a);
+    a->target_pidfd = -1;
+    if (opts->attach_pid > 0) {
+        /* Watch a running program (the C library started us). */
+        a->target_pidfd = (int)syscall(SYS_pidfd_open, opts->attach_pid, 0);
+        a->warned_unregistered = true;
+        int32_t self = (int32_t)getpid();
+        if (opts->ready_fd >= 0) {
+            ssize_t w = write(opts->ready_fd, &self, sizeof self);
+            (void)w;
+            close(opts->ready_fd);
+        }
+        rc = a->target_pidfd >= 0 ? 0 : -errno;
+    } else {
+        /* Orphaned descendants (a daemon's workers) are re-parented to us, so
+         * they stay tracers' children and get reaped. */
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        rc = start_program(a);
+    }
     /* Symbolizing must never reach for the network (debuginfod) while a
      * report is being made; the program keeps its own environment. */
     unsetenv("DEBUGINFOD_URLS");
     if (rc != 0) {
-        if (rc != -ENOENT && rc != -EACCES && rc != -ENOEXEC && rc != -ENOTDIR && rc != -EISDIR)
+        if (opts->attach_pid > 0)
+            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)opts->attach_pid, strerror(-rc));
+        else if (rc != -ENOENT && rc != -EACCES && rc != -ENOEXEC && rc != -ENOTDIR && rc != -EISDIR)
             fprintf(stderr, "hangwatch: cannot start '%s': %s\n", opts->argv[0], strerror(-rc));
         close(a->signal_fd);
         close(a->registration_fd);
@@ -1106,7 +1135,7 @@ int hw_agent_run(const hw_agent_options *opts)
         return 2;
     }
 
-    while (!a->child_done) {
+    while (!a->child_done && !a->done) {
         uint64_t now = monotonic_ns();
         uint64_t next = now + 60ull * 1000000000ull;
         for (size_t i = 0; i < a->watched_count; i++)
@@ -1121,6 +1150,10 @@ int hw_agent_run(const hw_agent_options *opts)
         nfds_t nfds = 2;
         fds[0] = (struct pollfd){a->signal_fd, POLLIN, 0};
         fds[1] = (struct pollfd){a->registration_fd, POLLIN, 0};
+        if (a->target_pidfd >= 0) {
+            fd_pid[nfds] = 0; /* the attached program itself */
+            fds[nfds++] = (struct pollfd){a->target_pidfd, POLLIN, 0};
+        }
         for (size_t i = 0; i < a->watched_count; i++) {
             if (a->watched[i].pidfd < 0)
                 continue;
@@ -1141,6 +1174,10 @@ int hw_agent_run(const hw_agent_options *opts)
         for (nfds_t i = 2; n > 0 && i < nfds; i++) {
             if (!(fds[i].revents & (POLLIN | POLLHUP)))
                 continue;
+            if (fd_pid[i] == 0) {
+                a->done = true; /* the attached program has ended */
+                continue;
+            }
             watched_process *gone = find_watched(a, fd_pid[i]);
             if (gone) {
                 /* A watched process ended (our child or not). */
@@ -1148,7 +1185,7 @@ int hw_agent_run(const hw_agent_options *opts)
                 forget_watched(a, gone);
             }
         }
-        if (a->child_done)
+        if (a->child_done || a->done)
             break;
 
         now = monotonic_ns();
@@ -1166,7 +1203,7 @@ int hw_agent_run(const hw_agent_options *opts)
     }
 
     /* Wait for the program if the loop ended for another reason. */
-    while (!a->child_done) {
+    while (!a->child_done && opts->attach_pid <= 0) {
         int status;
         pid_t p = waitpid(a->child, &status, 0);
         if (p == a->child) {
@@ -1176,7 +1213,9 @@ int hw_agent_run(const hw_agent_options *opts)
             break;
         }
     }
-    int code = a->child_done ? exit_code_for(a->child_status) : 1;
+    int code = opts->attach_pid > 0 ? 0 : a->child_done ? exit_code_for(a->child_status) : 1;
+    if (a->target_pidfd >= 0)
+        close(a->target_pidfd);
     if (a->dropped_reports > 0 && !opts->quiet)
         fprintf(stderr, "hangwatch: %lu hang report%s not written because of the report limits\n",
                 a->dropped_reports, a->dropped_reports == 1 ? " was" : "s were");

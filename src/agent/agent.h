@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../core/detector.h"
 #include "../core/report_limits.h"
@@ -28,10 +29,17 @@ typedef struct hw_agent_options {
     bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */
     bool no_follow;           /* watch only the started process, not its children */
     bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
+    /* `hangwatch attach` (started by the C library): watch this running
+     * process instead of starting one, on this socket, and write our pid to
+     * ready_fd once listening. */
+    pid_t attach_pid;
+    const char *socket_name;
+    int ready_fd;
 } hw_agent_options;
 
 /*
- * Run argv under watch until it exits.  Returns the exit status to give the
+ * Run argv under watch until it exits (or, with attach_pid, watch that
+ * process until it exits or a termination signal arrives; returns 0).  Returns the exit status to give the
  * shell: the program's own, 128+N if signal N killed it, or 2 when the
  * program could not be started (with a message on stderr).
  */

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 static const char usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
     "       hangwatch show REPORT.json...\n"
+    "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
     "       hangwatch --help | --version\n"
     "\n"
     "Finds hangs of a program's main (event-loop) thread while they happen: a\n"
@@ -88,6 +91,16 @@ static int parse_duration_option(const char *name, const char *value, uint64_t *
     return 0;
 }
 
+/* The observer stamps with CLOCK_MONOTONIC_COARSE, which was measured to lag
+ * the precise clock by up to 1.7 ticks (6.9 ms with 4 ms ticks): allow two
+ * ticks so that a reported hang is always a real one. */
+static void set_clock_slack(hw_detector_config *cfg)
+{
+    struct timespec res;
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
+        cfg->clock_slack_ns = 2 * ((uint64_t)res.tv_sec * 1000000000ull + (uint64_t)res.tv_nsec);
+}
+
 /* The observer library: $HANGWATCH_PRELOAD, else next to this executable. */
 static char *find_preload(void)
 {
@@ -111,9 +124,12 @@ static char *find_preload(void)
     return resolved;
 }
 
-static int cmd_run(int argc, char **argv)
+/* `run` starts PROG; `attach` (internal, started by the C library) watches
+ * the running process --pid and takes --socket and --ready-fd. */
+static int cmd_watch(int argc, char **argv, bool attach)
 {
     hw_agent_options opts = {0};
+    opts.ready_fd = -1;
     hw_detector_config_default(&opts.detector);
     opts.report_dir = "hangwatch-reports";
     opts.limits.daily_limit = 100;
@@ -127,7 +143,8 @@ static int cmd_run(int argc, char **argv)
         {"ring-size", required_argument, NULL, 'r'},  {"daily-limit", required_argument, NULL, 'L'},
         {"max-dir-size", required_argument, NULL, 'S'}, {"wait-site", required_argument, NULL, 'w'},
         {"no-follow", no_argument, NULL, 'F'},         {"threads", required_argument, NULL, 'T'},
-        {NULL, 0, NULL, 0},
+        {"pid", required_argument, NULL, 'P'},         {"socket", required_argument, NULL, 'O'},
+        {"ready-fd", required_argument, NULL, 'R'},     {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
@@ -164,6 +181,24 @@ static int cmd_run(int argc, char **argv)
             break;
         case 'F':
             opts.no_follow = true;
+            break;
+        case 'P':
+        case 'R': {
+            char *end = NULL;
+            errno = 0;
+            long n = strtol(optarg, &end, 10);
+            if (!attach || errno || end == optarg || *end || n < (c == 'P' ? 1 : 0) || n > INT32_MAX)
+                return usage_error("invalid or misplaced option value '%s'", optarg);
+            if (c == 'P')
+                opts.attach_pid = (pid_t)n;
+            else
+                opts.ready_fd = (int)n;
+            break;
+        }
+        case 'O':
+            if (!attach)
+                return usage_error("%s--socket belongs to hangwatch attach", "");
+            opts.socket_name = optarg;
             break;
         case 'T':
             if (strcmp(optarg, "loops") == 0)
@@ -223,6 +258,14 @@ static int cmd_run(int argc, char **argv)
         uint64_t n = opts.detector.check_period_ns / opts.sample_interval_ns;
         opts.ring_size = n < 1 ? 1 : n > 10000 ? 10000 : (size_t)n;
     }
+    if (attach) {
+        if (opts.attach_pid <= 0 || opts.socket_name == NULL)
+            return usage_error("%sattach needs --pid and --socket (it is started by the hangwatch library)", "");
+        if (optind < argc)
+            return usage_error("attach takes no program ('%s')", argv[optind]);
+        set_clock_slack(&opts.detector);
+        return hw_agent_run(&opts);
+    }
     if (optind >= argc)
         return usage_error("%srun needs a program: hangwatch run [OPTIONS] -- PROG [ARGS...]", "");
     opts.argv = &argv[optind];
@@ -243,12 +286,7 @@ static int cmd_run(int argc, char **argv)
     }
     opts.preload_path = preload;
 
-    /* The observer stamps with CLOCK_MONOTONIC_COARSE, which was measured to
-     * lag the precise clock by up to 1.7 ticks (6.9 ms with 4 ms ticks):
-     * allow two ticks so that a reported hang is always a real one. */
-    struct timespec res;
-    if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
-        opts.detector.clock_slack_ns = 2 * ((uint64_t)res.tv_sec * 1000000000ull + (uint64_t)res.tv_nsec);
+    set_clock_slack(&opts.detector);
 
     int code = hw_agent_run(&opts);
     free(preload);
@@ -269,7 +307,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 1, argv + 1);
+        return cmd_watch(argc - 1, argv + 1, false);
+    if (strcmp(cmd, "attach") == 0)
+        return cmd_watch(argc - 1, argv + 1, true);
     if (strcmp(cmd, "show") == 0)
         return hw_show_main(argc - 1, argv + 1);
     return usage_error("unknown command '%s' (use run or show)", cmd);

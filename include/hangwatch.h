@@ -1,0 +1,119 @@
+/*
+ * hangwatch.h - the hangwatch C library: hang detection for a program's own
+ * event loops.
+ *
+ * A loop thread alternates between waiting (in its wait call) and working.
+ * The program tells hangwatch which by calling hangwatch_loop_activity() with
+ * the six RunLoop activities at the matching points of its loop; hangwatch
+ * declares a hang when a working stretch outlasts the threshold (2 s by
+ * default), captures the hung thread and every other thread while the hang
+ * is still going on, and writes a JSON report (docs/report-format.md).
+ *
+ * hangwatch_start() launches the hangwatch agent, a separate process: the
+ * program itself never unwinds, symbolizes, allocates for or writes a
+ * report, so a hang that holds malloc's or the loader's lock cannot deadlock
+ * the capture.  hangwatch_loop_activity() is a few memory stores: no lock,
+ * no allocation, no system call.
+ *
+ * Minimal use:
+ *
+ *     hangwatch_config cfg;
+ *     hangwatch_config_init(&cfg);
+ *     cfg.report_dir = "/var/tmp/myapp-hangs";
+ *     hangwatch_start(&cfg);
+ *     hangwatch_loop *loop = hangwatch_loop_register();
+ *     hangwatch_loop_activity(loop, HANGWATCH_ENTRY);
+ *     for (;;) {
+ *         hangwatch_loop_activity(loop, HANGWATCH_BEFORE_WAITING);
+ *         n = epoll_wait(...);
+ *         hangwatch_loop_activity(loop, HANGWATCH_AFTER_WAITING);
+ *         ... run the callbacks ...
+ *     }
+ *     hangwatch_loop_activity(loop, HANGWATCH_EXIT);
+ *     hangwatch_stop();
+ *
+ * Build with: cc app.c $(pkg-config --cflags --libs hangwatch)
+ * Every call is documented in docs/api.md.
+ */
+#ifndef HANGWATCH_H
+#define HANGWATCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HANGWATCH_VERSION_MAJOR 0
+#define HANGWATCH_VERSION_MINOR 1
+
+/* The six loop activities, with iOS's RunLoop values.  AFTER_WAITING,
+ * BEFORE_TIMERS and BEFORE_SOURCES mark the loop busy (the first of them
+ * starts the busy clock); BEFORE_WAITING and EXIT mark it waiting; ENTRY
+ * changes nothing. */
+typedef enum hangwatch_activity {
+    HANGWATCH_ENTRY = 1 << 0,
+    HANGWATCH_BEFORE_TIMERS = 1 << 1,
+    HANGWATCH_BEFORE_SOURCES = 1 << 2,
+    HANGWATCH_BEFORE_WAITING = 1 << 5,
+    HANGWATCH_AFTER_WAITING = 1 << 6,
+    HANGWATCH_EXIT = 1 << 7,
+} hangwatch_activity;
+
+typedef enum hangwatch_check_mode {
+    HANGWATCH_CHECK_EXACT = 0,    /* detect when the threshold is crossed (default) */
+    HANGWATCH_CHECK_PERIODIC = 1, /* Matrix: look every check period */
+} hangwatch_check_mode;
+
+typedef struct hangwatch_config {
+    uint64_t threshold_ns;       /* busy time that makes a hang; 0 = 2 s */
+    uint64_t check_period_ns;    /* 0 = 1 s */
+    hangwatch_check_mode check_mode;
+    int early_sampling;          /* nonzero: Matrix's early sampling and Point Stack */
+    uint64_t sample_interval_ns; /* 0 = 50 ms */
+    unsigned ring_size;          /* 0 = check period / sample interval */
+    const char *report_dir;      /* NULL = "hangwatch-reports" (made 0700) */
+    unsigned daily_limit;        /* reports per 24 h; 0 = 100 */
+    uint64_t max_report_dir_bytes; /* 0 = 256 MiB */
+    const char *agent_path;      /* the hangwatch executable; NULL = $HANGWATCH_AGENT,
+                                    else the one installed with this library */
+    int quiet;                   /* nonzero: the agent prints nothing per hang */
+} hangwatch_config;
+
+/* Fill `cfg` with the defaults above. */
+void hangwatch_config_init(hangwatch_config *cfg);
+
+/*
+ * Launch the agent and start watching this process.  Returns 0, or a
+ * negative errno: -EALREADY if already started, -ENOENT if the agent
+ * executable cannot be found, -ETIMEDOUT if it did not come up within 5 s.
+ * Call it once, from any thread, before registering loops.
+ */
+int hangwatch_start(const hangwatch_config *cfg);
+
+/* Stop watching and end the agent; returns once it has exited (at most
+ * about 2 s).  Safe to call more than once, and without a start. */
+void hangwatch_stop(void);
+
+typedef struct hangwatch_loop hangwatch_loop;
+
+/*
+ * Register the calling thread's event loop.  The main thread always gets a
+ * loop; other threads get one while slots last (62).  Returns NULL when
+ * hangwatch is not started or no slot is left: hangwatch_loop_activity()
+ * accepts NULL and does nothing, so a program need not check.
+ */
+hangwatch_loop *hangwatch_loop_register(void);
+
+/* Report an activity of `loop`, from the thread that registered it.  The hot
+ * path: a few memory stores, no lock, no system call. */
+void hangwatch_loop_activity(hangwatch_loop *loop, hangwatch_activity activity);
+
+/* The thread's loop is done (its thread may end).  NULL is accepted. */
+void hangwatch_loop_unregister(hangwatch_loop *loop);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,358 @@
+/*
+ * hangwatch.c - the C library behind include/hangwatch.h.
+ *
+ * hangwatch_start() launches the agent (`hangwatch attach`) as a detached
+ * grandchild in its own session, so it is never the program's child (the
+ * program's own waitpid(-1) loops and SIGCHLD handlers never see it) and a
+ * Ctrl-C aimed at the program does not reach it; the agent ends by itself
+ * when the program does.  The program then allows the agent to ptrace it
+ * (PR_SET_PTRACER, needed under Yama), creates its loop page and hands it
+ * over exactly as the preloaded observer does (page_client.h).
+ *
+ * hangwatch_loop_activity() is the observer: the same inline state machine
+ * as the preload's (loop_state.h), a few stores into the thread's slot.
+ *
+ * Stopping, and a fork in the program, replace the shared page by a private
+ * one at the same address: loop handles held by the program keep working and
+ * simply stop being watched, and a forked child can never write into its
+ * parent's page.
+ */
+#include "hangwatch.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/loop_state.h"
+#include "../core/shared_page.h"
+#include "../observer/page_client.h"
+
+#define HW_API __attribute__((visibility("default")))
+#define AGENT_START_TIMEOUT_MS 5000
+#define AGENT_STOP_TIMEOUT_MS 2000
+
+#ifndef HW_INSTALLED_AGENT
+#define HW_INSTALLED_AGENT "/usr/local/bin/hangwatch"
+#endif
+
+_Static_assert((int)HANGWATCH_ENTRY == (int)HW_ACTIVITY_ENTRY &&
+                   (int)HANGWATCH_BEFORE_TIMERS == (int)HW_ACTIVITY_BEFORE_TIMERS &&
+                   (int)HANGWATCH_BEFORE_SOURCES == (int)HW_ACTIVITY_BEFORE_SOURCES &&
+                   (int)HANGWATCH_BEFORE_WAITING == (int)HW_ACTIVITY_BEFORE_WAITING &&
+                   (int)HANGWATCH_AFTER_WAITING == (int)HW_ACTIVITY_AFTER_WAITING &&
+                   (int)HANGWATCH_EXIT == (int)HW_ACTIVITY_EXIT,
+               "public and internal activity values agree");
+
+struct hangwatch_loop {
+    hw_loop_slot *slot; /* NULL: not watched */
+};
+
+static struct {
+    pthread_mutex_t lock; /* start, stop, register: never the hot path */
+    bool started;
+    bool atfork_installed;
+    pid_t agent_pid;
+    hw_shared_page *page;
+    hangwatch_loop loops[HW_PAGE_SLOTS]; /* [0] is the main thread's */
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+HW_API void hangwatch_config_init(hangwatch_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->check_mode = HANGWATCH_CHECK_EXACT;
+}
+
+static uint64_t coarse_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Swap the shared page for a private zeroed one at the same address. */
+static void detach_page(void)
+{
+    if (g.page == NULL)
+        return;
+    void *p = mmap(g.page, HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    (void)p; /* on failure the old mapping stays: writes still land harmlessly in it */
+    g.page = NULL;
+}
+
+static void on_fork_child(void)
+{
+    /* The child is not watched: its loops write into a private page, and
+     * its hangwatch_stop() must not end the parent's agent. */
+    detach_page();
+    g.started = false;
+    g.agent_pid = 0;
+    pthread_mutex_init(&g.lock, NULL);
+}
+
+/* The agent: the config's, $HANGWATCH_AGENT, the one installed next to this
+ * library (found from where the library itself is), or the configured path. */
+static const char *agent_path(const hangwatch_config *cfg, char *buf, size_t len)
+{
+    if (cfg->agent_path && *cfg->agent_path)
+        return cfg->agent_path;
+    const char *env = getenv("HANGWATCH_AGENT");
+    if (env && *env)
+        return env;
+#ifdef HW_AGENT_FROM_LIBDIR
+    Dl_info info;
+    if (dladdr((void *)hangwatch_start, &info) != 0 && info.dli_fname != NULL) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        if (slash != NULL) {
+            snprintf(buf, len, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, HW_AGENT_FROM_LIBDIR);
+            if (access(buf, X_OK) == 0)
+                return buf;
+        }
+    }
+#endif
+    (void)buf;
+    (void)len;
+    return HW_INSTALLED_AGENT;
+}
+
+/* The agent's command line; strings live in `buf`. */
+typedef struct argv_builder {
+    char *argv[40];
+    int argc;
+    char buf[2048];
+    size_t used;
+} argv_builder;
+
+static void arg(argv_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void arg(argv_builder *b, const char *fmt, ...)
+{
+    if (b->argc >= (int)(sizeof b->argv / sizeof b->argv[0]) - 1 || b->used >= sizeof b->buf)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->buf + b->used, sizeof b->buf - b->used, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof b->buf - b->used)
+        return;
+    b->argv[b->argc++] = b->buf + b->used;
+    b->argv[b->argc] = NULL;
+    b->used += (size_t)n + 1;
+}
+
+static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char *path, const char *socket_name)
+{
+    memset(b, 0, sizeof *b);
+    arg(b, "%s", path);
+    arg(b, "attach");
+    arg(b, "--pid=%d", (int)getpid());
+    arg(b, "--socket=%s", socket_name);
+    arg(b, "--ready-fd=3");
+    if (cfg->threshold_ns)
+        arg(b, "--threshold=%lluns", (unsigned long long)cfg->threshold_ns);
+    if (cfg->check_period_ns)
+        arg(b, "--check-period=%lluns", (unsigned long long)cfg->check_period_ns);
+    arg(b, "--check-mode=%s", cfg->check_mode == HANGWATCH_CHECK_PERIODIC ? "periodic" : "exact");
+    if (cfg->early_sampling)
+        arg(b, "--early-sampling");
+    if (cfg->sample_interval_ns)
+        arg(b, "--sample-interval=%lluns", (unsigned long long)cfg->sample_interval_ns);
+    if (cfg->ring_size)
+        arg(b, "--ring-size=%u", cfg->ring_size);
+    if (cfg->report_dir && *cfg->report_dir)
+        arg(b, "--report-dir=%s", cfg->report_dir);
+    if (cfg->daily_limit)
+        arg(b, "--daily-limit=%u", cfg->daily_limit);
+    if (cfg->max_report_dir_bytes)
+        arg(b, "--max-dir-size=%llu", (unsigned long long)cfg->max_report_dir_bytes);
+    if (cfg->quiet)
+        arg(b, "--quiet");
+}
+
+/*
+ * Start the agent as a grandchild in a session of its own; it writes its
+ * pid to fd 3 once it listens.  Returns its pid, or -errno.
+ */
+static pid_t spawn_agent(char *const argv[])
+{
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0)
+        return -errno;
+    pid_t middle = fork();
+    if (middle < 0) {
+        int e = errno;
+        close(ready[0]);
+        close(ready[1]);
+        return -e;
+    }
+    if (middle == 0) {
+        /* Only async-signal-safe calls from here to exec. */
+        if (fork() != 0)
+            _exit(0); /* the agent is re-parented away from the program */
+        setsid();
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        static const int reset[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE};
+        for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
+            signal(reset[i], SIG_DFL);
+        if (dup2(ready[1], 3) < 0)
+            _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(ready[1]);
+    while (waitpid(middle, NULL, 0) < 0 && errno == EINTR)
+        ;
+    struct pollfd pfd = {ready[0], POLLIN, 0};
+    int32_t agent = 0;
+    int n;
+    do
+        n = poll(&pfd, 1, AGENT_START_TIMEOUT_MS);
+    while (n < 0 && errno == EINTR);
+    ssize_t got = n > 0 ? read(ready[0], &agent, sizeof agent) : -1;
+    close(ready[0]);
+    if (n == 0)
+        return -ETIMEDOUT;
+    if (got != (ssize_t)sizeof agent || agent <= 0)
+        return -ECHILD; /* it could not be started (exec failed, bad arguments) */
+    return (pid_t)agent;
+}
+
+static void end_agent(pid_t agent)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, agent, 0);
+    kill(agent, SIGTERM);
+    if (pidfd < 0)
+        return;
+    struct pollfd pfd = {pidfd, POLLIN, 0};
+    int n;
+    do
+        n = poll(&pfd, 1, AGENT_STOP_TIMEOUT_MS);
+    while (n < 0 && errno == EINTR);
+    if (n == 0)
+        kill(agent, SIGKILL);
+    close(pidfd);
+}
+
+HW_API int hangwatch_start(const hangwatch_config *cfg)
+{
+    hangwatch_config defaults;
+    if (cfg == NULL) {
+        hangwatch_config_init(&defaults);
+        cfg = &defaults;
+    }
+    pthread_mutex_lock(&g.lock);
+    int rc = 0;
+    if (g.started) {
+        rc = -EALREADY;
+        goto out;
+    }
+    static char found[4096]; /* under g.lock */
+    const char *path = agent_path(cfg, found, sizeof found);
+    if (access(path, X_OK) != 0) {
+        rc = -ENOENT;
+        goto out;
+    }
+    unsigned char rnd[4] = {0};
+    if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+        memcpy(rnd, &(uint32_t){(uint32_t)coarse_now_ns()}, sizeof rnd);
+    char socket_name[64];
+    snprintf(socket_name, sizeof socket_name, "@hangwatch-lib-%d-%02x%02x%02x%02x", (int)getpid(), rnd[0], rnd[1],
+             rnd[2], rnd[3]);
+
+    static argv_builder b; /* under g.lock */
+    build_argv(&b, cfg, path, socket_name);
+    pid_t agent = spawn_agent(b.argv);
+    if (agent < 0) {
+        rc = (int)agent;
+        goto out;
+    }
+    prctl(PR_SET_PTRACER, (unsigned long)agent, 0, 0, 0); /* Yama: let it trace us */
+
+    hw_shared_page *page = hw_page_publish(socket_name, false, 0);
+    if (page == NULL) {
+        end_agent(agent);
+        rc = -EIO;
+        goto out;
+    }
+    g.page = page;
+    g.agent_pid = agent;
+    memset(g.loops, 0, sizeof g.loops);
+    if (!g.atfork_installed && pthread_atfork(NULL, NULL, on_fork_child) == 0)
+        g.atfork_installed = true;
+    g.started = true;
+out:
+    pthread_mutex_unlock(&g.lock);
+    return rc;
+}
+
+HW_API void hangwatch_stop(void)
+{
+    pthread_mutex_lock(&g.lock);
+    if (g.started) {
+        detach_page();
+        if (g.agent_pid > 0)
+            end_agent(g.agent_pid);
+        g.agent_pid = 0;
+        g.started = false;
+    }
+    pthread_mutex_unlock(&g.lock);
+}
+
+HW_API hangwatch_loop *hangwatch_loop_register(void)
+{
+    pthread_mutex_lock(&g.lock);
+    hangwatch_loop *loop = NULL;
+    if (g.started) {
+        pid_t tid = (pid_t)syscall(SYS_gettid);
+        if (tid == getpid()) {
+            loop = &g.loops[0];
+            loop->slot = &g.page->slots[0];
+        } else {
+            for (unsigned i = 1; i < HW_PAGE_SLOTS && loop == NULL; i++) {
+                int32_t expected = 0;
+                if (atomic_compare_exchange_strong(&g.page->slots[i].tid, &expected, (int32_t)tid)) {
+                    loop = &g.loops[i];
+                    loop->slot = &g.page->slots[i];
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&g.lock);
+    return loop;
+}
+
+HW_API void hangwatch_loop_activity(hangwatch_loop *loop, hangwatch_activity activity)
+{
+    if (loop == NULL || loop->slot == NULL || !hw_activity_is_valid((uint32_t)activity))
+        return;
+    bool may_start = activity == HANGWATCH_AFTER_WAITING || activity == HANGWATCH_BEFORE_TIMERS ||
+                     activity == HANGWATCH_BEFORE_SOURCES;
+    hw_observe(loop->slot, (hw_activity)activity, may_start ? coarse_now_ns() : 0);
+}
+
+HW_API void hangwatch_loop_unregister(hangwatch_loop *loop)
+{
+    if (loop == NULL || loop->slot == NULL)
+        return;
+    pthread_mutex_lock(&g.lock);
+    hw_observe(loop->slot, HW_ACTIVITY_EXIT, 0);
+    if (loop != &g.loops[0])
+        atomic_store_explicit(&loop->slot->tid, 0, memory_order_release); /* the slot is free again */
+    loop->slot = NULL;
+    pthread_mutex_unlock(&g.lock);
+}

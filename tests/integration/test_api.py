@@ -1,0 +1,84 @@
+"""test_api - the C library as a user gets it: installed with `cmake
+--install` into a fresh prefix, a program built only against the installed
+header and pkg-config file, reporting its own loop's six activities."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import hwtest
+from hwtest import check, frames, symbols
+
+BUILD_DIR = None
+
+
+def install_prefix():
+    prefix = tempfile.mkdtemp(prefix="hw-install-")
+    p = subprocess.run(["cmake", "--install", BUILD_DIR, "--prefix", prefix], capture_output=True, text=True)
+    check(p.returncode == 0, "cmake --install failed:\n" + p.stdout + p.stderr)
+    return prefix
+
+
+def build_against(prefix, source, output):
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "hangwatch"], capture_output=True, text=True, env=env)
+    check(flags.returncode == 0, "pkg-config does not know hangwatch:\n" + flags.stderr)
+    cmd = (["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O2", "-fno-optimize-sibling-calls", source,
+            "-o", output] + flags.stdout.split() + ["-Wl,-rpath," + os.path.join(prefix, "lib")])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    check(p.returncode == 0, f"building {source} against the installed hangwatch failed:\n{' '.join(cmd)}\n{p.stderr}")
+
+
+def case_installed_api_demo():
+    prefix = install_prefix()
+    work = tempfile.mkdtemp(prefix="hw-api-")
+    try:
+        # Only the installed files: the example is copied out of the tree.
+        source = os.path.join(work, "api_loop.c")
+        shutil.copy(os.path.join(hwtest.SOURCE_DIR, "examples", "api_loop.c"), source)
+        program = os.path.join(work, "api-loop")
+        build_against(prefix, source, program)
+        reports = os.path.join(work, "reports")
+        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
+        p = subprocess.run([program, reports], capture_output=True, text=True, timeout=60, env=env, cwd=work)
+        check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        m = re.search(r"blocked for ([0-9.]+) s", p.stdout)
+        check(m and 2.99 <= float(m.group(1)) <= 3.2, "the callback's sleep(3) changed:\n" + p.stdout)
+        paths = sorted(os.path.join(reports, n) for n in os.listdir(reports)) if os.path.isdir(reports) else []
+        check(len(paths) == 1, f"expected one report, got {paths}\n{p.stderr}")
+        rep = hwtest.load_report(paths[0])
+        names = symbols(frames(rep))
+        i = names.index("api_demo_blocks_for_three_seconds") if "api_demo_blocks_for_three_seconds" in names else -1
+        check(i > 0 and names[i + 1] == "on_tick", f"the culprit is not on the hung stack: {names}")
+        apm = rep["hangwatch"]
+        check(2_000_000 < apm["block_duration_us"] < 2_100_000, f"block_duration_us {apm['block_duration_us']}")
+        check(rep["report"]["pid"] == rep["hangwatch"]["hung_thread"]["thread_identifier"], "the main thread hung")
+        # hangwatch_stop() ended the agent: no `hangwatch attach` for this program is left.
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        check(f"attach --pid={rep['report']['pid']} " not in ps, "the agent outlived hangwatch_stop():\n" + ps)
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def case_api_without_agent():
+    """No agent to be found: hangwatch_start fails cleanly and the loop runs unwatched."""
+    work = tempfile.mkdtemp(prefix="hw-api-")
+    try:
+        env = dict(os.environ, HANGWATCH_AGENT=os.path.join(work, "missing"))
+        p = subprocess.run([hwtest.binary("hangwatch-api-demo"), os.path.join(work, "r")], capture_output=True,
+                           text=True, timeout=60, env=env)
+        check(p.returncode == 1 and "hangwatch_start" in p.stderr, f"exit {p.returncode}: {p.stderr}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    import sys
+    # argv: BIN_DIR SOURCE_DIR CASE BUILD_DIR
+    BUILD_DIR = sys.argv.pop()
+    hwtest.main({
+        "installed_api_demo": case_installed_api_demo,
+        "api_without_agent": case_api_without_agent,
+    })
