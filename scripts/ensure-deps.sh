@@ -7,7 +7,7 @@
 set -eu
 
 purpose=${1:-build}
-packages="cmake make gcc pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev"
+packages="cmake make gcc pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev"
 case "$purpose" in
 build) ;;
 test) packages="$packages clang python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo" ;;

@@ -20,9 +20,9 @@ def install_prefix():
     return prefix
 
 
-def build_against(prefix, source, output):
+def build_against(prefix, source, output, package="hangwatch"):
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "hangwatch"], capture_output=True, text=True, env=env)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", package], capture_output=True, text=True, env=env)
     check(flags.returncode == 0, "pkg-config does not know hangwatch:\n" + flags.stderr)
     cmd = (["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O2", "-fno-optimize-sibling-calls", source,
             "-o", output] + flags.stdout.split() + ["-Wl,-rpath," + os.path.join(prefix, "lib")])
@@ -30,27 +30,28 @@ def build_against(prefix, source, output):
     check(p.returncode == 0, f"building {source} against the installed hangwatch failed:\n{' '.join(cmd)}\n{p.stderr}")
 
 
-def case_installed_api_demo():
+def run_installed_example(example, package, culprit, caller, message):
+    """Install, build `example` only against the installed files, run it, check its one report."""
     prefix = install_prefix()
     work = tempfile.mkdtemp(prefix="hw-api-")
     try:
         # Only the installed files: the example is copied out of the tree.
-        source = os.path.join(work, "api_loop.c")
-        shutil.copy(os.path.join(hwtest.SOURCE_DIR, "examples", "api_loop.c"), source)
-        program = os.path.join(work, "api-loop")
-        build_against(prefix, source, program)
+        source = os.path.join(work, os.path.basename(example))
+        shutil.copy(os.path.join(hwtest.SOURCE_DIR, "examples", example), source)
+        program = os.path.join(work, "example")
+        build_against(prefix, source, program, package)
         reports = os.path.join(work, "reports")
         env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
         p = subprocess.run([program, reports], capture_output=True, text=True, timeout=60, env=env, cwd=work)
         check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
-        m = re.search(r"blocked for ([0-9.]+) s", p.stdout)
-        check(m and 2.99 <= float(m.group(1)) <= 3.2, "the callback's sleep(3) changed:\n" + p.stdout)
+        m = re.search(message + r" ([0-9.]+) s", p.stdout)
+        check(m and 2.99 <= float(m.group(1)) <= 3.2, "the callback's 3 s block changed:\n" + p.stdout)
         paths = sorted(os.path.join(reports, n) for n in os.listdir(reports)) if os.path.isdir(reports) else []
-        check(len(paths) == 1, f"expected one report, got {paths}\n{p.stderr}")
+        check(len(paths) == 1, f"expected exactly one report, got {paths}\n{p.stderr}")
         rep = hwtest.load_report(paths[0])
         names = symbols(frames(rep))
-        i = names.index("api_demo_blocks_for_three_seconds") if "api_demo_blocks_for_three_seconds" in names else -1
-        check(i > 0 and names[i + 1] == "on_tick", f"the culprit is not on the hung stack: {names}")
+        i = names.index(culprit) if culprit in names else -1
+        check(i > 0 and names[i + 1] == caller, f"the culprit is not on the hung stack: {names}")
         apm = rep["hangwatch"]
         check(2_000_000 < apm["block_duration_us"] < 2_100_000, f"block_duration_us {apm['block_duration_us']}")
         check(rep["report"]["pid"] == rep["hangwatch"]["hung_thread"]["thread_identifier"], "the main thread hung")
@@ -60,6 +61,17 @@ def case_installed_api_demo():
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def case_installed_api_demo():
+    run_installed_example("api_loop.c", "hangwatch", "api_demo_blocks_for_three_seconds", "on_tick",
+                          "the callback blocked for")
+
+
+def case_installed_glib_demo():
+    """The GLib adapter, exact to GLib's poll: the 3 s hang is reported exactly once."""
+    run_installed_example("glib_loop.c", "hangwatch-glib", "glib_demo_blocks_for_three_seconds", "on_tick",
+                          "the callback blocked for")
 
 
 def case_api_without_agent():
@@ -80,5 +92,6 @@ if __name__ == "__main__":
     BUILD_DIR = sys.argv.pop()
     hwtest.main({
         "installed_api_demo": case_installed_api_demo,
+        "installed_glib_demo": case_installed_glib_demo,
         "api_without_agent": case_api_without_agent,
     })
