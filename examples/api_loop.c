@@ -45,12 +45,31 @@ __attribute__((noinline)) static void on_tick(int tick)
         api_demo_blocks_for_three_seconds();
 }
 
+/* Called by hangwatch on a thread of its own. */
+static void on_hangwatch_event(const hangwatch_event *ev, void *user_data)
+{
+    (void)user_data;
+    switch (ev->kind) {
+    case HANGWATCH_EVENT_HANG:
+        printf("api demo: event: thread %d hung, busy %.3f s\n", ev->thread_id, (double)ev->busy_ns / 1e9);
+        break;
+    case HANGWATCH_EVENT_REPORT:
+        printf("api demo: event: report %s\n", ev->report_path ? ev->report_path : "(unnamed)");
+        break;
+    case HANGWATCH_EVENT_HANG_END:
+        printf("api demo: event: hang over after %.3f s\n", (double)ev->final_duration_ns / 1e9);
+        break;
+    }
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     hangwatch_config cfg;
     hangwatch_config_init(&cfg);
     if (argc > 1)
         cfg.report_dir = argv[1];
+    cfg.on_event = on_hangwatch_event;
     int rc = hangwatch_start(&cfg);
     if (rc != 0) {
         fprintf(stderr, "api demo: hangwatch_start: %s\n", strerror(-rc));

@@ -65,6 +65,25 @@ typedef enum hangwatch_check_mode {
     HANGWATCH_CHECK_PERIODIC = 1, /* Matrix: look every check period */
 } hangwatch_check_mode;
 
+/* What the agent tells the program (see hangwatch_config's callbacks). */
+typedef enum hangwatch_event_kind {
+    HANGWATCH_EVENT_HANG = 1,    /* a loop crossed the threshold (before the capture) */
+    HANGWATCH_EVENT_REPORT = 2,  /* a report was written: report_path names it */
+    HANGWATCH_EVENT_HANG_END = 3, /* the hung loop waits again: final_duration_ns */
+} hangwatch_event_kind;
+
+typedef struct hangwatch_event {
+    hangwatch_event_kind kind;
+    int thread_id;              /* the hung loop thread (kernel tid) */
+    uint64_t busy_ns;           /* busy time when detected */
+    uint64_t final_duration_ns; /* HANG_END: the whole stretch */
+    const char *report_path;    /* REPORT: the file (valid during the callback) */
+} hangwatch_event;
+
+/* Called on a thread of the library's, never on a loop thread; keep it short
+ * and do not call hangwatch_stop() from it. */
+typedef void (*hangwatch_event_fn)(const hangwatch_event *event, void *user_data);
+
 typedef struct hangwatch_config {
     uint64_t threshold_ns;       /* busy time that makes a hang; 0 = 2 s */
     uint64_t check_period_ns;    /* 0 = 1 s */
@@ -78,6 +97,8 @@ typedef struct hangwatch_config {
     const char *agent_path;      /* the hangwatch executable; NULL = $HANGWATCH_AGENT,
                                     else the one installed with this library */
     int quiet;                   /* nonzero: the agent prints nothing per hang */
+    hangwatch_event_fn on_event; /* NULL: no callbacks (and no library thread) */
+    void *user_data;             /* passed to on_event */
 } hangwatch_config;
 
 /* Fill `cfg` with the defaults above. */

@@ -41,6 +41,7 @@
 
 #include "../core/annealing.h"
 #include "../core/duration.h"
+#include "../core/events.h"
 #include "../core/point_stack.h"
 #include "../core/registration.h"
 #include "../core/shared_page.h"
@@ -109,6 +110,9 @@ typedef struct agent {
     unsigned report_serial;
     uint64_t last_report_bytes;
     int target_pidfd; /* attach mode: the watched program */
+    int events_fd;    /* attach mode with callbacks: a datagram socket */
+    struct sockaddr_un events_addr;
+    socklen_t events_addr_len;
     bool done;        /* attach mode: stop now */
     unsigned long dropped_reports;
     bool said_dropped;
@@ -472,6 +476,44 @@ static void drain_registrations(agent *a)
     }
 }
 
+/* ---- events for the C library's callbacks ---- */
+
+static void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns, const char *path)
+{
+    if (a->events_fd < 0)
+        return;
+    hw_event_msg m;
+    memset(&m, 0, offsetof(hw_event_msg, report_path) + 1);
+    m.magic = HW_EVENT_MAGIC;
+    m.kind = kind;
+    m.tid = (int32_t)tid;
+    m.busy_ns = busy_ns;
+    m.final_ns = final_ns;
+    size_t n = path ? strlen(path) : 0;
+    if (n >= HW_EVENT_PATH_MAX)
+        n = 0; /* too long to pass: the event goes without it */
+    if (n)
+        memcpy(m.report_path, path, n);
+    m.report_path[n] = '\0';
+    ssize_t sent = sendto(a->events_fd, &m, offsetof(hw_event_msg, report_path) + n + 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+                          (struct sockaddr *)&a->events_addr, a->events_addr_len);
+    (void)sent; /* a program that does not listen loses its events, nothing else */
+}
+
+static int open_events_socket(agent *a, const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 2 || n >= sizeof a->events_addr.sun_path || name[0] != '@')
+        return -EINVAL;
+    memset(&a->events_addr, 0, sizeof a->events_addr);
+    a->events_addr.sun_family = AF_UNIX;
+    memcpy(a->events_addr.sun_path, name, n);
+    a->events_addr.sun_path[0] = '\0';
+    a->events_addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    a->events_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    return a->events_fd >= 0 ? 0 : -errno;
+}
+
 /* ---- early sampling ---- */
 
 /* Take one sample of the loop thread into the ring. */
@@ -788,6 +830,7 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
             struct stat st;
             if (stat(path, &st) == 0)
                 a->last_report_bytes = (uint64_t)st.st_size;
+            send_event(a, HW_EVENT_REPORT, tid, c->busy_ns, 0, path);
             if (l->stretch_reports < MAX_STRETCH_REPORTS)
                 l->stretch_paths[l->stretch_reports] = strdup(path);
         }
@@ -867,6 +910,7 @@ static void finish_hang(agent *a, loop_watch *l, uint64_t now, const char *end)
 {
     /* It ended between the last look that saw it hung and now. */
     uint64_t final_ns = now > l->hung_start_ns ? now - l->hung_start_ns : 0;
+    send_event(a, HW_EVENT_HANG_END, l->tid, 0, final_ns, NULL);
     uint64_t precision_ns = now > l->last_seen_hung_ns ? now - l->last_seen_hung_ns : 0;
     size_t kept = l->stretch_reports < MAX_STRETCH_REPORTS ? l->stretch_reports : MAX_STRETCH_REPORTS;
     for (size_t i = 0; i < kept; i++) {
@@ -937,6 +981,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     l->hung = true;
     l->hung_seq = r.seq;
     l->last_seen_hung_ns = now;
+    send_event(a, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
     l->hung_start_ns = c.busy_start_ns;
     hw_annealing_reset(&l->anneal);
     write_report(a, w, l, &c);
@@ -1028,12 +1073,18 @@ static void check_process(agent *a, watched_process *w, uint64_t now)
         w->next_wake_ns = rescan;
 }
 
-/* Close the hangs of a process that is gone. */
+/* Close the hangs of a process that is gone (or that we stop watching): a
+ * stretch its page shows already over ended by returning to its wait. */
 static void finish_process(agent *a, watched_process *w, uint64_t now, const char *end)
 {
-    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++)
-        if (w->loops[i] && w->loops[i]->hung)
-            finish_hang(a, w->loops[i], now, end);
+    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
+        loop_watch *l = w->loops[i];
+        if (!l || !l->hung)
+            continue;
+        hw_loop_reading r;
+        bool over = hw_loop_read(&w->page->slots[i], &r, 8) && r.seq != l->hung_seq;
+        finish_hang(a, l, now, over ? "returned_to_wait" : end);
+    }
 }
 
 /* ---- the loop ---- */
@@ -1104,6 +1155,9 @@ int hw_agent_run(const hw_agent_options *opts)
     }
     a->started_ns = monotonic_ns();
     a->target_pidfd = -1;
+    a->events_fd = -1;
+    if (opts->attach_pid > 0 && opts->events_socket && open_events_socket(a, opts->events_socket) != 0)
+        fprintf(stderr, "hangwatch: cannot send events to %s: callbacks are off\n", opts->events_socket);
     if (opts->attach_pid > 0) {
         /* Watch a running program (the C library started us). */
         a->target_pidfd = (int)syscall(SYS_pidfd_open, opts->attach_pid, 0);
@@ -1214,8 +1268,6 @@ int hw_agent_run(const hw_agent_options *opts)
         }
     }
     int code = opts->attach_pid > 0 ? 0 : a->child_done ? exit_code_for(a->child_status) : 1;
-    if (a->target_pidfd >= 0)
-        close(a->target_pidfd);
     if (a->dropped_reports > 0 && !opts->quiet)
         fprintf(stderr, "hangwatch: %lu hang report%s not written because of the report limits\n",
                 a->dropped_reports, a->dropped_reports == 1 ? " was" : "s were");
@@ -1224,6 +1276,10 @@ int hw_agent_run(const hw_agent_options *opts)
         finish_process(a, w, monotonic_ns(), w->pid == a->child ? "process_exited" : "agent_exited");
         forget_watched(a, w);
     }
+    if (a->target_pidfd >= 0)
+        close(a->target_pidfd);
+    if (a->events_fd >= 0)
+        close(a->events_fd); /* after the last hang-end events went out */
     close(a->signal_fd);
     close(a->registration_fd);
     free(a);

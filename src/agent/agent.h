@@ -35,6 +35,7 @@ typedef struct hw_agent_options {
     pid_t attach_pid;
     const char *socket_name;
     int ready_fd;
+    const char *events_socket; /* attach mode: where to send hw_event_msg, or NULL */
 } hw_agent_options;
 
 /*

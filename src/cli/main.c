@@ -144,7 +144,8 @@ static int cmd_watch(int argc, char **argv, bool attach)
         {"max-dir-size", required_argument, NULL, 'S'}, {"wait-site", required_argument, NULL, 'w'},
         {"no-follow", no_argument, NULL, 'F'},         {"threads", required_argument, NULL, 'T'},
         {"pid", required_argument, NULL, 'P'},         {"socket", required_argument, NULL, 'O'},
-        {"ready-fd", required_argument, NULL, 'R'},     {NULL, 0, NULL, 0},
+        {"ready-fd", required_argument, NULL, 'R'},     {"events-socket", required_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
@@ -196,9 +197,13 @@ static int cmd_watch(int argc, char **argv, bool attach)
             break;
         }
         case 'O':
+        case 'V':
             if (!attach)
-                return usage_error("%s--socket belongs to hangwatch attach", "");
-            opts.socket_name = optarg;
+                return usage_error("%s--socket and --events-socket belong to hangwatch attach", "");
+            if (c == 'O')
+                opts.socket_name = optarg;
+            else
+                opts.events_socket = optarg;
             break;
         case 'T':
             if (strcmp(optarg, "loops") == 0)

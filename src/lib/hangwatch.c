@@ -27,17 +27,21 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/events.h"
 #include "../core/loop_state.h"
 #include "../core/shared_page.h"
 #include "../observer/page_client.h"
@@ -69,7 +73,14 @@ static struct {
     pid_t agent_pid;
     hw_shared_page *page;
     hangwatch_loop loops[HW_PAGE_SLOTS]; /* [0] is the main thread's */
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    /* callbacks: a socket the agent sends events to, and the thread that
+     * reads it and calls on_event */
+    int events_fd;
+    bool events_thread_running;
+    pthread_t events_thread;
+    hangwatch_event_fn on_event;
+    void *user_data;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .events_fd = -1};
 
 HW_API void hangwatch_config_init(hangwatch_config *cfg)
 {
@@ -96,6 +107,12 @@ static void detach_page(void)
 
 static void on_fork_child(void)
 {
+    /* The event thread does not exist in the child; its socket is the
+     * parent's business. */
+    if (g.events_fd >= 0)
+        close(g.events_fd);
+    g.events_fd = -1;
+    g.events_thread_running = false;
     /* The child is not watched: its loops write into a private page, and
      * its hangwatch_stop() must not end the parent's agent. */
     detach_page();
@@ -153,7 +170,8 @@ static void arg(argv_builder *b, const char *fmt, ...)
     b->used += (size_t)n + 1;
 }
 
-static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char *path, const char *socket_name)
+static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char *path, const char *socket_name,
+                       const char *events_socket)
 {
     memset(b, 0, sizeof *b);
     arg(b, "%s", path);
@@ -180,6 +198,82 @@ static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char 
         arg(b, "--max-dir-size=%llu", (unsigned long long)cfg->max_report_dir_bytes);
     if (cfg->quiet)
         arg(b, "--quiet");
+    if (events_socket)
+        arg(b, "--events-socket=%s", events_socket);
+}
+
+/* ---- callbacks ---- */
+
+static void *events_main(void *arg)
+{
+    (void)arg;
+    static hw_event_msg m; /* this thread's only */
+    for (;;) {
+        ssize_t n = recv(g.events_fd, &m, sizeof m - 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return NULL; /* shut down */
+        if ((size_t)n < offsetof(hw_event_msg, report_path) + 1 || m.magic != HW_EVENT_MAGIC)
+            continue;
+        if (m.kind == 0)
+            return NULL; /* hangwatch_stop(): every event before it was delivered */
+        ((char *)&m)[n] = '\0'; /* the path is terminated whatever was sent */
+        hangwatch_event ev = {
+            .kind = (hangwatch_event_kind)m.kind,
+            .thread_id = m.tid,
+            .busy_ns = m.busy_ns,
+            .final_duration_ns = m.final_ns,
+            .report_path = m.report_path[0] ? m.report_path : NULL,
+        };
+        if (m.kind >= HW_EVENT_HANG && m.kind <= HW_EVENT_HANG_END)
+            g.on_event(&ev, g.user_data);
+    }
+}
+
+/* Bind the socket the agent reports to; its name goes into `name`. */
+static int open_events(char *name, size_t len, const char *base)
+{
+    snprintf(name, len, "%s-events", base);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct sockaddr_un addr = {0};
+    addr.sun_family = AF_UNIX;
+    size_t n = strlen(name);
+    if (n >= sizeof addr.sun_path) {
+        close(fd);
+        return -ENAMETOOLONG;
+    }
+    memcpy(addr.sun_path, name, n);
+    addr.sun_path[0] = '\0';
+    if (bind(fd, (struct sockaddr *)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+static void close_events(void)
+{
+    if (g.events_fd < 0)
+        return;
+    /* A stop message queued behind the agent's last events: the thread
+     * delivers those, then ends. */
+    struct sockaddr_un self;
+    socklen_t len = sizeof self;
+    hw_event_msg stop = {.magic = HW_EVENT_MAGIC, .kind = 0};
+    bool queued = getsockname(g.events_fd, (struct sockaddr *)&self, &len) == 0 &&
+                  sendto(g.events_fd, &stop, offsetof(hw_event_msg, report_path) + 1, MSG_DONTWAIT,
+                         (struct sockaddr *)&self, len) > 0;
+    if (!queued)
+        shutdown(g.events_fd, SHUT_RDWR); /* wakes the thread's recv() */
+    if (g.events_thread_running)
+        pthread_join(g.events_thread, NULL);
+    g.events_thread_running = false;
+    close(g.events_fd);
+    g.events_fd = -1;
 }
 
 /*
@@ -274,10 +368,29 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     snprintf(socket_name, sizeof socket_name, "@hangwatch-lib-%d-%02x%02x%02x%02x", (int)getpid(), rnd[0], rnd[1],
              rnd[2], rnd[3]);
 
+    char events_name[96];
+    if (cfg->on_event) {
+        int fd = open_events(events_name, sizeof events_name, socket_name);
+        if (fd < 0) {
+            rc = fd;
+            goto out;
+        }
+        g.events_fd = fd;
+        g.on_event = cfg->on_event;
+        g.user_data = cfg->user_data;
+        if (pthread_create(&g.events_thread, NULL, events_main, NULL) != 0) {
+            close_events();
+            rc = -EAGAIN;
+            goto out;
+        }
+        g.events_thread_running = true;
+    }
+
     static argv_builder b; /* under g.lock */
-    build_argv(&b, cfg, path, socket_name);
+    build_argv(&b, cfg, path, socket_name, cfg->on_event ? events_name : NULL);
     pid_t agent = spawn_agent(b.argv);
     if (agent < 0) {
+        close_events();
         rc = (int)agent;
         goto out;
     }
@@ -286,6 +399,7 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     hw_shared_page *page = hw_page_publish(socket_name, false, 0);
     if (page == NULL) {
         end_agent(agent);
+        close_events();
         rc = -EIO;
         goto out;
     }
@@ -308,6 +422,7 @@ HW_API void hangwatch_stop(void)
         if (g.agent_pid > 0)
             end_agent(g.agent_pid);
         g.agent_pid = 0;
+        close_events();
         g.started = false;
     }
     pthread_mutex_unlock(&g.lock);

@@ -30,7 +30,7 @@ def build_against(prefix, source, output, package="hangwatch"):
     check(p.returncode == 0, f"building {source} against the installed hangwatch failed:\n{' '.join(cmd)}\n{p.stderr}")
 
 
-def run_installed_example(example, package, culprit, caller, message):
+def run_installed_example(example, package, culprit, caller, message, events=False):
     """Install, build `example` only against the installed files, run it, check its one report."""
     prefix = install_prefix()
     work = tempfile.mkdtemp(prefix="hw-api-")
@@ -55,6 +55,13 @@ def run_installed_example(example, package, culprit, caller, message):
         apm = rep["hangwatch"]
         check(2_000_000 < apm["block_duration_us"] < 2_100_000, f"block_duration_us {apm['block_duration_us']}")
         check(rep["report"]["pid"] == rep["hangwatch"]["hung_thread"]["thread_identifier"], "the main thread hung")
+        if events:
+            check(p.stdout.count("event: thread") == 1 and p.stdout.count("event: report") == 1
+                  and p.stdout.count("event: hang over") == 1, "callbacks: one of each event\n" + p.stdout)
+            m = re.search(r"event: report (\S+)", p.stdout)
+            check(m and os.path.realpath(m.group(1)) == os.path.realpath(paths[0]), "the reported path\n" + p.stdout)
+            m = re.search(r"hang over after ([0-9.]+) s", p.stdout)
+            check(m and 2.95 <= float(m.group(1)) <= 3.3, "the final duration\n" + p.stdout)
         # hangwatch_stop() ended the agent: no `hangwatch attach` for this program is left.
         ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
         check(f"attach --pid={rep['report']['pid']} " not in ps, "the agent outlived hangwatch_stop():\n" + ps)
@@ -65,7 +72,7 @@ def run_installed_example(example, package, culprit, caller, message):
 
 def case_installed_api_demo():
     run_installed_example("api_loop.c", "hangwatch", "api_demo_blocks_for_three_seconds", "on_tick",
-                          "the callback blocked for")
+                          "the callback blocked for", events=True)
 
 
 def case_installed_glib_demo():
