@@ -963,7 +963,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     /* Still "launching" but blocked in a wait system call that never went
      * through glibc's wrappers: a raw syscall() or io_uring loop the
      * observer cannot see.  Say so instead of reporting a launch hang. */
-    bool unseen_wait = is_wait_syscall(blocked_in);
+    bool unseen_wait = is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
     if (unseen_wait && !l->warned_unseen_wait && !a->opts->quiet) {
         l->warned_unseen_wait = true;
         fprintf(stderr,
