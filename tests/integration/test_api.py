@@ -24,8 +24,10 @@ def build_against(prefix, source, output, package="hangwatch"):
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", package], capture_output=True, text=True, env=env)
     check(flags.returncode == 0, "pkg-config does not know hangwatch:\n" + flags.stderr)
-    cmd = (["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O2", "-fno-optimize-sibling-calls", source,
-            "-o", output] + flags.stdout.split() + ["-Wl,-rpath," + os.path.join(prefix, "lib")])
+    cc = os.environ.get("HW_TEST_CC") or "cc"
+    extra = os.environ.get("HW_TEST_CFLAGS", "").split()  # a sanitized build's library needs them
+    cmd = ([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O2", "-fno-optimize-sibling-calls", source,
+            "-o", output] + extra + flags.stdout.split() + ["-Wl,-rpath," + os.path.join(prefix, "lib")])
     p = subprocess.run(cmd, capture_output=True, text=True)
     check(p.returncode == 0, f"building {source} against the installed hangwatch failed:\n{' '.join(cmd)}\n{p.stderr}")
 
@@ -81,6 +83,22 @@ def case_installed_glib_demo():
                           "the callback blocked for")
 
 
+def case_build_tree_events():
+    """The library's event thread and the loop thread, in the build tree (run under
+    ThreadSanitizer by `make test`): one event of each kind, in order."""
+    work = tempfile.mkdtemp(prefix="hw-api-")
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
+        p = subprocess.run([hwtest.binary("hangwatch-api-demo"), os.path.join(work, "r")], capture_output=True,
+                           text=True, timeout=120, env=env)
+        check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        check("ThreadSanitizer" not in p.stderr and "AddressSanitizer" not in p.stderr, p.stderr)
+        events = [l.split("event: ")[1].split()[0] for l in p.stdout.splitlines() if "event: " in l]
+        check(events == ["thread", "report", "hang"], f"events {events}\n{p.stdout}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def case_api_without_agent():
     """No agent to be found: hangwatch_start fails cleanly and the loop runs unwatched."""
     work = tempfile.mkdtemp(prefix="hw-api-")
@@ -101,4 +119,5 @@ if __name__ == "__main__":
         "installed_api_demo": case_installed_api_demo,
         "installed_glib_demo": case_installed_glib_demo,
         "api_without_agent": case_api_without_agent,
+        "build_tree_events": case_build_tree_events,
     })
