@@ -514,6 +514,25 @@ static int open_events_socket(agent *a, const char *name)
     return a->events_fd >= 0 ? 0 : -errno;
 }
 
+/* If the capture saw our own child exit and consumed its status, keep it. */
+static void note_child_exit(agent *a, const watched_process *w, const hw_process_snapshot *snap)
+{
+    if (snap->process_exited && snap->reaped && w->pid == a->child && !a->child_done) {
+        a->child_done = true;
+        a->child_status = snap->exit_status;
+    }
+}
+
+/* Stop only thread `tid` of the process (a sample, an annealing check). */
+static void capture_thread(agent *a, const watched_process *w, pid_t tid, hw_process_snapshot *snap)
+{
+    hw_capture_options copt;
+    hw_capture_options_default(&copt, tid);
+    copt.all_threads = false;
+    hw_capture_process(w->pid, &copt, snap);
+    note_child_exit(a, w, snap);
+}
+
 /* ---- early sampling ---- */
 
 /* Take one sample of the loop thread into the ring. */
@@ -521,15 +540,8 @@ static void take_sample(agent *a, watched_process *w, loop_watch *l, uint64_t no
 {
     pid_t tid = l->tid;
     sampler *s = l->sampler;
-    hw_capture_options copt;
-    hw_capture_options_default(&copt, tid);
-    copt.all_threads = false;
     hw_process_snapshot snap;
-    hw_capture_process(w->pid, &copt, &snap);
-    if (snap.process_exited && snap.reaped && w->pid == a->child && !a->child_done) {
-        a->child_done = true;
-        a->child_status = snap.exit_status;
-    }
+    capture_thread(a, w, tid, &snap);
     if (!s->sym && snap.maps)
         s->sym = hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, NULL);
     for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
@@ -741,10 +753,7 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
     int rc = hw_capture_process(w->pid, &copt, &snap);
     if (rc < 0 && snap.process_name[0] == '\0')
         snprintf(snap.process_name, sizeof snap.process_name, "pid-%d", (int)w->pid);
-    if (snap.process_exited && snap.reaped && w->pid == a->child && !a->child_done) {
-        a->child_done = true;
-        a->child_status = snap.exit_status;
-    }
+    note_child_exit(a, w, &snap);
 
     char *sym_error = NULL;
     hw_symbolizer *sym = snap.maps ? hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, &sym_error) : NULL;
@@ -872,15 +881,8 @@ static void recheck_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
             write_report(a, w, l, c);
         return;
     }
-    hw_capture_options copt;
-    hw_capture_options_default(&copt, tid);
-    copt.all_threads = false;
     hw_process_snapshot snap;
-    hw_capture_process(w->pid, &copt, &snap);
-    if (snap.process_exited && snap.reaped && w->pid == a->child && !a->child_done) {
-        a->child_done = true;
-        a->child_status = snap.exit_status;
-    }
+    capture_thread(a, w, tid, &snap);
     uint64_t keys[HW_ANNEAL_MAX_FRAMES];
     size_t n = 0;
     hw_symbolizer *sym = snap.maps ? hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, NULL) : NULL;
