@@ -97,6 +97,7 @@ typedef struct hangwatch_config {
     const char *agent_path;      /* the hangwatch executable; NULL = $HANGWATCH_AGENT,
                                     else the one installed with this library */
     int quiet;                   /* nonzero: the agent prints nothing per hang */
+    int stutter;                 /* nonzero: also report stutter (docs/decisions.md) */
     hangwatch_event_fn on_event; /* NULL: no callbacks (and no library thread) */
     void *user_data;             /* passed to on_event */
 } hangwatch_config;

@@ -43,6 +43,7 @@
 #include "../core/duration.h"
 #include "../core/events.h"
 #include "../core/point_stack.h"
+#include "../core/stutter.h"
 #include "../core/registration.h"
 #include "../core/shared_page.h"
 #include "capture.h"
@@ -55,6 +56,7 @@
 
 #define MAX_STRETCH_REPORTS 16
 #define HANG_END_POLL_NS 10000000ull       /* while hung, look for its end every 10 ms */
+#define STUTTER_LOOK_NS 50000000ull        /* with --stutter, look at a loop every 50 ms */
 
 /* Early sampling of one process's loop thread: a ring per busy stretch. */
 typedef struct sampler {
@@ -82,6 +84,8 @@ typedef struct loop_watch {
     char *stretch_paths[MAX_STRETCH_REPORTS];
     sampler *sampler; /* NULL unless early sampling is on */
     bool warned_unseen_wait;
+    hw_stutter stutter; /* with --stutter */
+    hw_stutter_verdict last_stutter;
 } loop_watch;
 
 typedef struct watched_process {
@@ -647,7 +651,7 @@ static void say_hang(const agent *a, const hw_process_snapshot *snap, const hw_b
         if (snap->threads[i].is_target && !snap->threads[i].is_main)
             snprintf(who, sizeof who, "thread %d (%s)", (int)snap->threads[i].tid, snap->threads[i].name);
     fprintf(stderr, "hangwatch: %s in %s (pid %d): %s busy %s (threshold %s)%s%s; %s%s\n",
-            c->launch ? "launch hang" : "hang", snap->process_name, (int)snap->pid, who, busy, thr,
+            c->stutter ? "stutter" : c->launch ? "launch hang" : "hang", snap->process_name, (int)snap->pid, who, busy, thr,
             used ? " in " : ", no stack", frames, path ? "report " : "no report: ", path ? path : failure);
 }
 
@@ -807,7 +811,7 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
     hw_hang_info info = {
         .detector = "runloop",
         .check_mode = hw_check_mode_name(a->opts->detector.mode),
-        .hang_type = c->launch ? "launch_hang" : "hang",
+        .hang_type = c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
         .hung_tid = tid,
         .block_duration_ns = c->busy_ns,
         .threshold_ns = a->opts->detector.threshold_ns,
@@ -817,6 +821,9 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
         .executable = w->executable[0] ? w->executable : NULL,
         .stretch_report_index = l->stretch_reports,
         .point_stack = ps.frame_count ? &ps : NULL,
+        .stutter_window_ns = c->stutter ? l->last_stutter.window_ns : 0,
+        .stutter_busy_ns = l->last_stutter.busy_ns,
+        .stutter_stalls = l->last_stutter.stalls,
     };
     char id[37];
     json_t *report = hw_report_build(&info, &snap, bts, images, image_count, id);
@@ -840,12 +847,13 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
             if (stat(path, &st) == 0)
                 a->last_report_bytes = (uint64_t)st.st_size;
             send_event(a, HW_EVENT_REPORT, tid, c->busy_ns, 0, path);
-            if (l->stretch_reports < MAX_STRETCH_REPORTS)
+            if (!c->stutter && l->stretch_reports < MAX_STRETCH_REPORTS)
                 l->stretch_paths[l->stretch_reports] = strdup(path);
         }
         json_decref(report);
     }
-    l->stretch_reports++;
+    if (!c->stutter)
+        l->stretch_reports++;
     say_hang(a, &snap, target_bt, c, path, failure);
 
     free(path);
@@ -951,6 +959,19 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
 
     hw_check c = hw_detector_check(&l->detector, &r, now);
     l->next_wake_ns = l->detector.next_check_ns;
+    if (a->opts->stutter && c.verdict != HW_VERDICT_HANG) {
+        hw_stutter_verdict v = hw_stutter_observe(&l->stutter, &r, now);
+        if (v.stutter && r.busy) {
+            /* Stuck in one of the stalls right now: capture it. */
+            l->last_stutter = v;
+            hw_check sc = c;
+            sc.stutter = true;
+            sc.launch = false;
+            write_report(a, w, l, &sc);
+        }
+        if (now + STUTTER_LOOK_NS < l->next_wake_ns)
+            l->next_wake_ns = now + STUTTER_LOOK_NS;
+    }
     if (c.verdict != HW_VERDICT_HANG)
         return;
 
@@ -1003,6 +1024,9 @@ static loop_watch *loop_watch_new(agent *a, unsigned slot, pid_t tid, uint64_t n
     hw_annealing_reset(&l->anneal);
     if (a->opts->early_sampling)
         l->sampler = sampler_new(a->opts->ring_size);
+    hw_stutter_config scfg;
+    hw_stutter_config_default(&scfg, a->opts->detector.threshold_ns);
+    hw_stutter_init(&l->stutter, &scfg, now);
     return l;
 }
 

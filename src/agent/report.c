@@ -227,6 +227,10 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                             (json_int_t)info->hung_tid, "report_array_index", hung_index, "detected_at_unix_ms",
                             (json_int_t)(info->detected_unix_ns / 1000000), "capture", capture, "collection",
                             collection);
+    if (apm && info->stutter_window_ns)
+        json_object_set_new(apm, "stutter",
+                            json_pack("{s:I, s:I, s:i}", "window_us", as_int(info->stutter_window_ns / 1000), "busy_us",
+                                      as_int(info->stutter_busy_ns / 1000), "stalls", (int)info->stutter_stalls));
     if (apm) {
         json_object_set_new(apm, "grouping_key", json_string(grouping_key));
         json_object_set_new(apm, "stretch_report_index", json_integer(info->stretch_report_index));

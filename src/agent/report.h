@@ -42,6 +42,9 @@ typedef struct hw_hang_info {
     const char *executable;        /* the program's own image, for the grouping key; may be NULL */
     unsigned stretch_report_index; /* 0 for a stretch's first report, then 1, 2 ... (annealing) */
     const hw_point_stack *point_stack; /* early sampling's choice, or NULL */
+    /* hang_type "stutter": the window's figures */
+    uint64_t stutter_window_ns, stutter_busy_ns;
+    unsigned stutter_stalls;
 } hw_hang_info;
 
 /*

@@ -55,6 +55,8 @@ static const char usage_text[] =
     "                       Matrix; loops: every thread that waits in an event\n"
     "                       loop (threads that wait on locks or condition\n"
     "                       variables for work are not loops)\n"
+    "  --stutter            also report stutter: a loop busy most of 5 s in\n"
+    "                       stalls of 250 ms or more, none of them a hang\n"
     "  --no-follow          watch only PROG itself, not the processes it forks\n"
     "                       or executes (followed by default)\n"
     "  --daily-limit N      at most N reports per 24 h in the report directory\n"
@@ -145,7 +147,7 @@ static int cmd_watch(int argc, char **argv, bool attach)
         {"no-follow", no_argument, NULL, 'F'},         {"threads", required_argument, NULL, 'T'},
         {"pid", required_argument, NULL, 'P'},         {"socket", required_argument, NULL, 'O'},
         {"ready-fd", required_argument, NULL, 'R'},     {"events-socket", required_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"stutter", no_argument, NULL, 'U'},            {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
@@ -179,6 +181,9 @@ static int cmd_watch(int argc, char **argv, bool attach)
             break;
         case 'e':
             opts.early_sampling = true;
+            break;
+        case 'U':
+            opts.stutter = true;
             break;
         case 'F':
             opts.no_follow = true;

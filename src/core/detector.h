@@ -59,6 +59,7 @@ typedef struct hw_check {
     uint64_t busy_start_ns; /* its start (busy verdicts only) */
     uint64_t busy_ns;       /* now - start (busy verdicts only) */
     bool launch;            /* the thread has never reached its wait point */
+    bool stutter;           /* not a hang: stutter (stutter.h), set by the agent */
     bool hang_ended;        /* the stretch reported earlier is over */
     uint64_t ended_seq;     /* which one, when hang_ended */
 } hw_check;

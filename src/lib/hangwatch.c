@@ -198,6 +198,8 @@ static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char 
         arg(b, "--max-dir-size=%llu", (unsigned long long)cfg->max_report_dir_bytes);
     if (cfg->quiet)
         arg(b, "--quiet");
+    if (cfg->stutter)
+        arg(b, "--stutter");
     if (events_socket)
         arg(b, "--events-socket=%s", events_socket);
 }

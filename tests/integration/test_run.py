@@ -400,6 +400,28 @@ def case_loop_threads():
         hwtest.cleanup(r)
 
 
+def case_stutter():
+    """1 s stalls 0.3 s apart never make a 2 s hang, but with --stutter they are reported
+    as stutter, with the stall's function on the stack; without it, nothing is reported."""
+    r = hwtest.run(["--stutter", "--"] + scenario("stutter", 8))
+    try:
+        check(r.returncode == 0, r.describe())
+        types = [rep["hangwatch"]["hang_type"] for rep in r.reports]
+        check(1 <= len(types) <= 2 and set(types) == {"stutter"}, f"reports: {types}\n" + r.describe())
+        rep = r.reports[0]
+        st = rep["hangwatch"]["stutter"]
+        check(st["stalls"] >= 2 and st["busy_us"] >= 0.7 * st["window_us"], f"stutter figures {st}")
+        check("stall_for_one_second" in symbols(frames(rep)), f"the stall is not on the stack: {symbols(frames(rep))}")
+        check("stutter in" in r.stderr, r.stderr)
+    finally:
+        hwtest.cleanup(r)
+    r = hwtest.run(["--"] + scenario("stutter", 6))
+    try:
+        check(r.returncode == 0 and r.reports == [], "without --stutter nothing is a hang\n" + r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -419,4 +441,5 @@ if __name__ == "__main__":
         "nested_waits": case_nested_waits,
         "capture_under_contention": case_capture_under_contention,
         "loop_threads": case_loop_threads,
+        "stutter": case_stutter,
     })

@@ -27,6 +27,8 @@
  *                  thread, "io-loop", runs an epoll loop whose callback
  *                  sleeps SECS; a third, "pool-worker", waits SECS on a
  *                  condition variable for work (a pool, not a loop)
+ *   stutter SECS   for SECS seconds, callbacks that block 1 s each, 0.3 s
+ *                  apart (Matrix's issue #567: never one 2 s hang)
  *   waits SECS     blocking calls that must behave exactly as without
  *                  hangwatch, each meant to take SECS: on the main thread
  *                  (inside one long callback) and on 4 other threads at the
@@ -386,6 +388,33 @@ static int run_loopthread(double seconds)
     return 0;
 }
 
+/* ---- stutter ---- */
+
+__attribute__((noinline)) static void stall_for_one_second(void)
+{
+    g_sink += 13;
+    sleep_seconds(1.0);
+}
+
+static int run_stutter(double seconds)
+{
+    int ep = -1, timer = -1;
+    double end = now_seconds() + seconds;
+    while (now_seconds() < end) {
+        if (timer >= 0) {
+            close(ep);
+            close(timer);
+        }
+        timer = make_timer(0.3); /* 0.3 s of responsiveness */
+        ep = make_epoll(timer);
+        struct epoll_event ev;
+        while (epoll_wait(ep, &ev, 1, -1) != 1)
+            ;
+        stall_for_one_second();
+    }
+    return 0;
+}
+
 /* ---- forkstorm ---- */
 
 static void *malloc_churn(void *arg)
@@ -630,6 +659,8 @@ int main(int argc, char **argv)
         rc = run_from_timer(hang_with_stdout_locked, seconds);
     else if (strcmp(argv[1], "churn") == 0)
         rc = run_churn(seconds);
+    else if (strcmp(argv[1], "stutter") == 0)
+        rc = run_stutter(seconds);
     else if (strcmp(argv[1], "loopthread") == 0)
         rc = run_loopthread(seconds);
     else if (strcmp(argv[1], "forkstorm") == 0)
