@@ -43,6 +43,7 @@
 #include "../core/duration.h"
 #include "../core/events.h"
 #include "../core/point_stack.h"
+#include "../core/semaphore_detector.h"
 #include "../core/stutter.h"
 #include "../core/registration.h"
 #include "../core/shared_page.h"
@@ -85,6 +86,7 @@ typedef struct loop_watch {
     sampler *sampler; /* NULL unless early sampling is on */
     bool warned_unseen_wait;
     hw_stutter stutter; /* with --stutter */
+    hw_semaphore_detector semaphore; /* with --detector semaphore */
     hw_stutter_verdict last_stutter;
 } loop_watch;
 
@@ -809,7 +811,7 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
     }
 
     hw_hang_info info = {
-        .detector = "runloop",
+        .detector = a->opts->semaphore_detector ? "semaphore" : "runloop",
         .check_mode = hw_check_mode_name(a->opts->detector.mode),
         .hang_type = c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
         .hung_tid = tid,
@@ -847,12 +849,12 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
             if (stat(path, &st) == 0)
                 a->last_report_bytes = (uint64_t)st.st_size;
             send_event(a, HW_EVENT_REPORT, tid, c->busy_ns, 0, path);
-            if (!c->stutter && l->stretch_reports < MAX_STRETCH_REPORTS)
+            if (l->hung && l->stretch_reports < MAX_STRETCH_REPORTS)
                 l->stretch_paths[l->stretch_reports] = strdup(path);
         }
         json_decref(report);
     }
-    if (!c->stutter)
+    if (l->hung) /* a hang's reports get its final duration later */
         l->stretch_reports++;
     say_hang(a, &snap, target_bt, c, path, failure);
 
@@ -942,6 +944,17 @@ static void finish_hang(agent *a, loop_watch *l, uint64_t now, const char *end)
 static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
 {
     pid_t tid = l->tid;
+    if (a->opts->semaphore_detector) {
+        /* The seeds' semaphore detector, as it was: every 50 ms. */
+        bool lag = hw_semaphore_step(&l->semaphore, &r);
+        l->next_wake_ns = now + l->semaphore.interval_ns;
+        if (lag) {
+            hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r.seq, .busy_start_ns = r.busy_start_ns,
+                          .busy_ns = r.busy && now > r.busy_start_ns ? now - r.busy_start_ns : 0};
+            write_report(a, w, l, &c);
+        }
+        return;
+    }
     if (l->hung) {
         if (r.seq == l->hung_seq) {
             l->last_seen_hung_ns = now;
@@ -1027,6 +1040,7 @@ static loop_watch *loop_watch_new(agent *a, unsigned slot, pid_t tid, uint64_t n
     hw_stutter_config scfg;
     hw_stutter_config_default(&scfg, a->opts->detector.threshold_ns);
     hw_stutter_init(&l->stutter, &scfg, now);
+    hw_semaphore_init(&l->semaphore);
     return l;
 }
 

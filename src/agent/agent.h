@@ -30,6 +30,7 @@ typedef struct hw_agent_options {
     bool no_follow;           /* watch only the started process, not its children */
     bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
     bool stutter;             /* --stutter: report stutter (stutter.h) */
+    bool semaphore_detector;  /* --detector semaphore: the seeds' other detector */
     /* `hangwatch attach` (started by the C library): watch this running
      * process instead of starting one, on this socket, and write our pid to
      * ready_fd once listening. */

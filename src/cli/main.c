@@ -55,6 +55,10 @@ static const char usage_text[] =
     "                       Matrix; loops: every thread that waits in an event\n"
     "                       loop (threads that wait on locks or condition\n"
     "                       variables for work are not loops)\n"
+    "  --detector NAME      runloop (default): Matrix's busy-stretch detector;\n"
+    "                       semaphore: the seeds' 5 x 50 ms state sampling\n"
+    "                       (for comparison: it reports a long hang every\n"
+    "                       250 ms and measures from its own first look)\n"
     "  --stutter            also report stutter: a loop busy most of 5 s in\n"
     "                       stalls of 250 ms or more, none of them a hang\n"
     "  --no-follow          watch only PROG itself, not the processes it forks\n"
@@ -147,7 +151,8 @@ static int cmd_watch(int argc, char **argv, bool attach)
         {"no-follow", no_argument, NULL, 'F'},         {"threads", required_argument, NULL, 'T'},
         {"pid", required_argument, NULL, 'P'},         {"socket", required_argument, NULL, 'O'},
         {"ready-fd", required_argument, NULL, 'R'},     {"events-socket", required_argument, NULL, 'V'},
-        {"stutter", no_argument, NULL, 'U'},            {NULL, 0, NULL, 0},
+        {"stutter", no_argument, NULL, 'U'},            {"detector", required_argument, NULL, 'D'},
+        {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
@@ -184,6 +189,12 @@ static int cmd_watch(int argc, char **argv, bool attach)
             break;
         case 'U':
             opts.stutter = true;
+            break;
+        case 'D':
+            if (strcmp(optarg, "semaphore") == 0)
+                opts.semaphore_detector = true;
+            else if (strcmp(optarg, "runloop") != 0)
+                return usage_error("invalid --detector '%s': use runloop or semaphore", optarg);
             break;
         case 'F':
             opts.no_follow = true;

@@ -422,6 +422,24 @@ def case_stutter():
         hwtest.cleanup(r)
 
 
+def case_semaphore_detector():
+    """The seeds' semaphore detector (--detector semaphore), as it was: a lag after five
+    50 ms timeouts, then one every 250 ms while the hang lasts."""
+    r = hwtest.run(["--detector", "semaphore", "--", hwtest.binary("hangwatch-demo")])
+    try:
+        check(r.returncode == 0, r.describe())
+        slept = float(re.search(r"took ([0-9.]+) s", r.stdout).group(1))
+        check(3.99 <= slept <= 4.2, f"the demo's sleep(4) took {slept} s")
+        check(8 <= len(r.reports) <= 16, f"{len(r.reports)} reports for one 4 s hang")
+        check(all(rep["hangwatch"]["detector"] == "semaphore" for rep in r.reports), "detector field")
+        first = min(r.reports, key=lambda rep: rep["hangwatch"]["block_duration_us"])
+        check(200_000 <= first["hangwatch"]["block_duration_us"] <= 600_000,
+              f"first lag after {first['hangwatch']['block_duration_us']} us")
+        check("block_main_thread_for_four_seconds" in symbols(frames(first)), "the culprit")
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -442,4 +460,5 @@ if __name__ == "__main__":
         "capture_under_contention": case_capture_under_contention,
         "loop_threads": case_loop_threads,
         "stutter": case_stutter,
+        "semaphore_detector": case_semaphore_detector,
     })
