@@ -5,17 +5,22 @@
  * Most programs never call an observer, so the loop's wait call is made the
  * observer: we interpose the wait calls glibc exports (epoll_wait,
  * epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect, the fortified
- * __poll_chk / __ppoll_chk, and sigsuspend for loops driven by signals).  On the main thread, entering one is
- * BEFORE_WAITING and its return is AFTER_WAITING; a zero-timeout call is a
- * return to the wait point like any other, so a loop spinning on
- * epoll_wait(..., 0) is busy only between calls and never hung.
+ * __poll_chk / __ppoll_chk, and sigsuspend for loops driven by signals).
+ * On a watched thread (the main thread; every loop thread with
+ * HANGWATCH_THREADS=loops), entering the loop's own wait is BEFORE_WAITING
+ * and its return is AFTER_WAITING; a zero-timeout call is a return to the
+ * wait point like any other, so a loop spinning on epoll_wait(..., 0) is
+ * busy only between calls and never hung.  A wait nested in a callback is
+ * work (wait_point.h).
  *
- * The hot path is two or three plain stores plus one vDSO read of
+ * The hot path is a few plain stores plus one vDSO read of
  * CLOCK_MONOTONIC_COARSE: no locks, no allocation, no system call.  All set-up
- * (memfd, mmap, telling the agent) happens once, in the constructor, before
- * main().  If anything in the set-up fails, the library stays inert: the
- * program runs exactly as without it.  Wait calls libc makes internally
- * (getaddrinfo, ...) use libc's private aliases and are not seen.
+ * (memfd, mmap, telling the agent: page_client.c) happens once, in the
+ * constructor, before main(), and again in a forked child, from an
+ * async-signal-safe atfork handler.  If anything in the set-up fails, the
+ * library stays inert: the program runs exactly as without it.  Wait calls
+ * libc makes internally (getaddrinfo, ...) use libc's private aliases and
+ * are not seen.
  *
  * The main thread is marked busy from the constructor on: a program that
  * works longer than the threshold before it first waits has a launch hang.
