@@ -775,8 +775,8 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
     const hw_image *images = NULL;
     size_t image_count = sym ? hw_symbolizer_images(sym, &images) : 0;
 
-    /* The first report of a stretch also seeds the annealing comparison. */
-    if (!l->anneal.have_saved) {
+    /* The first report of a hung stretch also seeds the annealing comparison. */
+    if (l->hung && !l->anneal.have_saved) {
         uint64_t keys[HW_ANNEAL_MAX_FRAMES];
         size_t n = function_keys(target_bt, keys, HW_ANNEAL_MAX_FRAMES);
         hw_annealing_step(&l->anneal, keys, n);
@@ -1000,13 +1000,14 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
      * through glibc's wrappers: a raw syscall() or io_uring loop the
      * observer cannot see.  Say so instead of reporting a launch hang. */
     bool unseen_wait = is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
-    if (unseen_wait && !l->warned_unseen_wait && !a->opts->quiet) {
-        l->warned_unseen_wait = true;
-        fprintf(stderr,
+    if (unseen_wait && !l->warned_unseen_wait) {
+        l->warned_unseen_wait = true; /* also with --quiet: it keeps later launch checks quiet */
+        if (!a->opts->quiet)
+            fprintf(stderr,
                 "hangwatch: warning: pid %d waits in system call %ld without going through glibc's wrappers (a raw "
-                "syscall() or io_uring loop): its loop cannot be observed and its hangs cannot be seen (see "
-                "docs/limits.md)\n",
-                (int)w->pid, blocked_in);
+                    "syscall() or io_uring loop): its loop cannot be observed and its hangs cannot be seen (see "
+                    "docs/limits.md)\n",
+                    (int)w->pid, blocked_in);
     }
     if (state == 'T' || state == 't' || supervising || unseen_wait) {
         hw_detector_restart_clock(&l->detector, r.seq, now);
