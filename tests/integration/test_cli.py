@@ -2,6 +2,7 @@
 with a clear message, the program's exit status passes through, and bad
 input to `show` is an error, never a crash."""
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -125,12 +126,13 @@ def case_report_limits():
         check(r.returncode == 0, r.describe())
         check(len(r.reports) == 2, f"{len(r.reports)} reports with --daily-limit 2\n" + r.describe())
         check(r.stderr.count("the daily limit") == 1, "the limit must be said exactly once\n" + r.stderr)
-        check("2 hang reports were not written" in r.stderr, r.stderr)
+        # How many more the annealing wanted depends on timing: at least one.
+        dropped = re.search(r"(\d+) hang reports? (?:was|were) not written", r.stderr)
+        check(dropped and int(dropped.group(1)) >= 1, r.stderr)
         # A second run into the same directory: the day's budget is spent.
         again = hwtest.run(fast + ["--daily-limit", "2", "--"] + scen, report_dir=r.report_dir)
-        import re
-        dropped = re.search(r"(\d+) hang reports were not written", again.stderr)
-        check(len(again.reports) == 2 and dropped and int(dropped.group(1)) >= 4, again.describe())
+        dropped = re.search(r"(\d+) hang reports? (?:was|were) not written", again.stderr)
+        check(len(again.reports) == 2 and dropped and int(dropped.group(1)) >= 2, again.describe())
     finally:
         hwtest.cleanup(r)
     r = hwtest.run(fast + ["--max-dir-size", "1K", "--"] + scen)
