@@ -430,7 +430,8 @@ def case_semaphore_detector():
         check(r.returncode == 0, r.describe())
         slept = float(re.search(r"took ([0-9.]+) s", r.stdout).group(1))
         check(3.99 <= slept <= 4.2, f"the demo's sleep(4) took {slept} s")
-        check(8 <= len(r.reports) <= 16, f"{len(r.reports)} reports for one 4 s hang")
+        # one every 250 ms plus the time each report takes: many, not one
+        check(4 <= len(r.reports) <= 16, f"{len(r.reports)} reports for one 4 s hang")
         check(all(rep["hangwatch"]["detector"] == "semaphore" for rep in r.reports), "detector field")
         first = min(r.reports, key=lambda rep: rep["hangwatch"]["block_duration_us"])
         check(200_000 <= first["hangwatch"]["block_duration_us"] <= 600_000,
