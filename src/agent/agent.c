@@ -47,6 +47,7 @@
 #include "../core/stutter.h"
 #include "../core/registration.h"
 #include "../core/shared_page.h"
+#include "../core/socket_name.h"
 #include "capture.h"
 #include "report.h"
 #include "unwind.h"
@@ -162,13 +163,11 @@ static int open_registration_socket(agent *a)
         close(fd);
         return -e;
     }
-    struct sockaddr_un addr = {0};
-    addr.sun_family = AF_UNIX;
-    size_t n = strlen(a->socket_name);
-    memcpy(addr.sun_path, a->socket_name, n);
-    addr.sun_path[0] = '\0';
-    if (bind(fd, (struct sockaddr *)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) != 0) {
-        int e = errno;
+    struct sockaddr_un addr;
+    socklen_t addr_len;
+    int rc = hw_socket_address(a->socket_name, &addr, &addr_len);
+    if (rc != 0 || bind(fd, (struct sockaddr *)&addr, addr_len) != 0) {
+        int e = rc != 0 ? -rc : errno;
         close(fd);
         return -e;
     }
@@ -508,14 +507,11 @@ static void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uin
 
 static int open_events_socket(agent *a, const char *name)
 {
-    size_t n = strlen(name);
-    if (n < 2 || n >= sizeof a->events_addr.sun_path || name[0] != '@')
+    if (name[0] != '@')
         return -EINVAL;
-    memset(&a->events_addr, 0, sizeof a->events_addr);
-    a->events_addr.sun_family = AF_UNIX;
-    memcpy(a->events_addr.sun_path, name, n);
-    a->events_addr.sun_path[0] = '\0';
-    a->events_addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    int rc = hw_socket_address(name, &a->events_addr, &a->events_addr_len);
+    if (rc != 0)
+        return rc;
     a->events_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     return a->events_fd >= 0 ? 0 : -errno;
 }

@@ -44,6 +44,8 @@
 #include "../core/events.h"
 #include "../core/loop_state.h"
 #include "../core/shared_page.h"
+#include "../core/socket_name.h"
+#include "../observer/coarse_clock.h"
 #include "../observer/page_client.h"
 
 #define HW_API __attribute__((visibility("default")))
@@ -86,13 +88,6 @@ HW_API void hangwatch_config_init(hangwatch_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->check_mode = HANGWATCH_CHECK_EXACT;
-}
-
-static uint64_t coarse_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Swap the shared page for a private zeroed one at the same address. */
@@ -240,17 +235,11 @@ static int open_events(char *name, size_t len, const char *base)
     int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    struct sockaddr_un addr = {0};
-    addr.sun_family = AF_UNIX;
-    size_t n = strlen(name);
-    if (n >= sizeof addr.sun_path) {
-        close(fd);
-        return -ENAMETOOLONG;
-    }
-    memcpy(addr.sun_path, name, n);
-    addr.sun_path[0] = '\0';
-    if (bind(fd, (struct sockaddr *)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) != 0) {
-        int e = errno;
+    struct sockaddr_un addr;
+    socklen_t addr_len;
+    int rc = hw_socket_address(name, &addr, &addr_len);
+    if (rc != 0 || bind(fd, (struct sockaddr *)&addr, addr_len) != 0) {
+        int e = rc != 0 ? -rc : errno;
         close(fd);
         return -e;
     }
@@ -365,7 +354,7 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     }
     unsigned char rnd[4] = {0};
     if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
-        memcpy(rnd, &(uint32_t){(uint32_t)coarse_now_ns()}, sizeof rnd);
+        memcpy(rnd, &(uint32_t){(uint32_t)hw_coarse_now_ns()}, sizeof rnd);
     char socket_name[64];
     snprintf(socket_name, sizeof socket_name, "@hangwatch-lib-%d-%02x%02x%02x%02x", (int)getpid(), rnd[0], rnd[1],
              rnd[2], rnd[3]);
@@ -459,7 +448,7 @@ HW_API void hangwatch_loop_activity(hangwatch_loop *loop, hangwatch_activity act
         return;
     bool may_start = activity == HANGWATCH_AFTER_WAITING || activity == HANGWATCH_BEFORE_TIMERS ||
                      activity == HANGWATCH_BEFORE_SOURCES;
-    hw_observe(loop->slot, (hw_activity)activity, may_start ? coarse_now_ns() : 0);
+    hw_observe(loop->slot, (hw_activity)activity, may_start ? hw_coarse_now_ns() : 0);
 }
 
 HW_API void hangwatch_loop_unregister(hangwatch_loop *loop)

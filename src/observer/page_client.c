@@ -12,26 +12,13 @@
 #include <unistd.h>
 
 #include "../core/registration.h"
-
-static int parse_socket_address(const char *name, struct sockaddr_un *addr, socklen_t *len)
-{
-    size_t n = strlen(name);
-    if (n < 2 || n >= sizeof addr->sun_path)
-        return -1;
-    memset(addr, 0, sizeof *addr);
-    addr->sun_family = AF_UNIX;
-    memcpy(addr->sun_path, name, n);
-    if (name[0] == '@')
-        addr->sun_path[0] = '\0'; /* abstract namespace */
-    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
-    return 0;
-}
+#include "../core/socket_name.h"
 
 static int send_registration(const char *socket_name, int memfd)
 {
     struct sockaddr_un addr;
     socklen_t addr_len;
-    if (parse_socket_address(socket_name, &addr, &addr_len) != 0)
+    if (hw_socket_address(socket_name, &addr, &addr_len) != 0)
         return -1;
     int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (sock < 0)

@@ -45,6 +45,7 @@
 #include "../core/registration.h"
 #include "../core/shared_page.h"
 #include "../core/wait_point.h"
+#include "coarse_clock.h"
 #include "page_client.h"
 
 #define HW_EXPORT __attribute__((visibility("default")))
@@ -128,13 +129,6 @@ static void *next_symbol(const char *name)
 #define REAL(field, name)                                                                                              \
     (__builtin_expect(real.field != NULL, 1) ? real.field : (real.field = (__typeof__(real.field))next_symbol(name)))
 
-static inline uint64_t coarse_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Called with the wrapper's caller's return address and stack position. */
 static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
 {
@@ -155,7 +149,7 @@ static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
 static inline void after_waiting(hw_loop_slot *slot)
 {
     if (slot)
-        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, coarse_now_ns());
+        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, hw_coarse_now_ns());
 }
 
 /* A wrapper: observe, call the real function (ENOSYS if libc lacks it), observe. */
@@ -257,7 +251,7 @@ static bool g_follow_children;
  */
 static hw_loop_slot *start_watching(void)
 {
-    hw_shared_page *page = hw_page_publish(g_socket_name, true, coarse_now_ns());
+    hw_shared_page *page = hw_page_publish(g_socket_name, true, hw_coarse_now_ns());
     if (page == NULL)
         return NULL;
     g_page = page;
