@@ -83,6 +83,29 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
+/* A whole decimal number from min to max (no minus sign, no junk): 0, else -1. */
+static int whole_number(const char *text, long min, long max, long *out)
+{
+    if (text[0] == '-')
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    if (errno || end == text || *end || n < min || n > max)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+/* One of two words: *second says which.  0, or -1 for anything else. */
+static int one_of(const char *text, const char *first, const char *second, bool *is_second)
+{
+    if (strcmp(text, first) != 0 && strcmp(text, second) != 0)
+        return -1;
+    *is_second = strcmp(text, second) == 0;
+    return 0;
+}
+
 static int parse_duration_option(const char *name, const char *value, uint64_t *out)
 {
     const char *why = NULL;
@@ -168,14 +191,13 @@ static int cmd_watch(int argc, char **argv, bool attach)
             if (parse_duration_option("--check-period", optarg, &opts.detector.check_period_ns) != 0)
                 return 2;
             break;
-        case 'm':
-            if (strcmp(optarg, "exact") == 0)
-                opts.detector.mode = HW_CHECK_EXACT;
-            else if (strcmp(optarg, "periodic") == 0)
-                opts.detector.mode = HW_CHECK_PERIODIC;
-            else
+        case 'm': {
+            bool periodic;
+            if (one_of(optarg, "exact", "periodic", &periodic) != 0)
                 return usage_error("invalid --check-mode '%s': use exact or periodic", optarg);
+            opts.detector.mode = periodic ? HW_CHECK_PERIODIC : HW_CHECK_EXACT;
             break;
+        }
         case 'd':
             if (*optarg == '\0')
                 return usage_error("%s--report-dir must not be empty", "");
@@ -191,9 +213,7 @@ static int cmd_watch(int argc, char **argv, bool attach)
             opts.stutter = true;
             break;
         case 'D':
-            if (strcmp(optarg, "semaphore") == 0)
-                opts.semaphore_detector = true;
-            else if (strcmp(optarg, "runloop") != 0)
+            if (one_of(optarg, "runloop", "semaphore", &opts.semaphore_detector) != 0)
                 return usage_error("invalid --detector '%s': use runloop or semaphore", optarg);
             break;
         case 'F':
@@ -201,10 +221,8 @@ static int cmd_watch(int argc, char **argv, bool attach)
             break;
         case 'P':
         case 'R': {
-            char *end = NULL;
-            errno = 0;
-            long n = strtol(optarg, &end, 10);
-            if (!attach || errno || end == optarg || *end || n < (c == 'P' ? 1 : 0) || n > INT32_MAX)
+            long n;
+            if (!attach || whole_number(optarg, c == 'P' ? 1 : 0, INT32_MAX, &n) != 0)
                 return usage_error("invalid or misplaced option value '%s'", optarg);
             if (c == 'P')
                 opts.attach_pid = (pid_t)n;
@@ -222,22 +240,16 @@ static int cmd_watch(int argc, char **argv, bool attach)
                 opts.events_socket = optarg;
             break;
         case 'T':
-            if (strcmp(optarg, "loops") == 0)
-                opts.all_loop_threads = true;
-            else if (strcmp(optarg, "main") != 0)
+            if (one_of(optarg, "main", "loops", &opts.all_loop_threads) != 0)
                 return usage_error("invalid --threads '%s': use main or loops", optarg);
             break;
         case 'w':
-            if (strcmp(optarg, "any") == 0)
-                opts.every_wait_is_the_loop = true;
-            else if (strcmp(optarg, "auto") != 0)
+            if (one_of(optarg, "auto", "any", &opts.every_wait_is_the_loop) != 0)
                 return usage_error("invalid --wait-site '%s': use auto or any", optarg);
             break;
         case 'L': {
-            char *end = NULL;
-            errno = 0;
-            unsigned long n = strtoul(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || n > 1000000)
+            long n;
+            if (whole_number(optarg, 0, 1000000, &n) != 0)
                 return usage_error("invalid --daily-limit '%s': a whole number (0 = no limit)", optarg);
             opts.limits.daily_limit = (unsigned)n;
             break;
@@ -256,12 +268,10 @@ static int cmd_watch(int argc, char **argv, bool attach)
                 return 2;
             break;
         case 'r': {
-            char *end = NULL;
-            errno = 0;
-            unsigned long n = strtoul(optarg, &end, 10);
-            if (errno || end == optarg || *end || n == 0 || n > 10000 || optarg[0] == '-')
+            long n;
+            if (whole_number(optarg, 1, 10000, &n) != 0)
                 return usage_error("invalid --ring-size '%s': a whole number from 1 to 10000", optarg);
-            opts.ring_size = n;
+            opts.ring_size = (size_t)n;
             break;
         }
         case 'h':
