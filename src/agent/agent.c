@@ -42,6 +42,8 @@
 #include "../core/annealing.h"
 #include "../core/duration.h"
 #include "../core/events.h"
+#include "../core/frame_gap.h"
+#include "../core/ping_detector.h"
 #include "../core/point_stack.h"
 #include "../core/semaphore_detector.h"
 #include "../core/stutter.h"
@@ -89,6 +91,15 @@ typedef struct loop_watch {
     hw_stutter stutter; /* with --stutter */
     hw_semaphore_detector semaphore; /* with --detector semaphore */
     hw_stutter_verdict last_stutter;
+    /* --detector ping (and the semaphore detector's ping while waiting) */
+    hw_ping_detector ping;
+    uint64_t ping_seq;  /* emulated answer: the loop's sequence at the post */
+    bool ping_busy;     /* ... and whether it was busy then */
+    /* --detector frame-gap */
+    hw_frame_gap frames;       /* the emulated display link */
+    uint64_t late_frames_seen; /* the library's late-tick count at the last look */
+    uint64_t watch_start_ns;
+    bool warned_no_frames;
 } loop_watch;
 
 typedef struct watched_process {
@@ -121,6 +132,7 @@ typedef struct agent {
     struct sockaddr_un events_addr;
     socklen_t events_addr_len;
     bool done;        /* attach mode: stop now */
+    bool pings_by_post; /* opts->pings_by_post, and the events socket to ask with */
     unsigned long dropped_reports;
     bool said_dropped;
 } agent;
@@ -483,26 +495,64 @@ static void drain_registrations(agent *a)
 
 /* ---- events for the C library's callbacks ---- */
 
+const char *hw_detector_kind_name(hw_detector_kind kind)
+{
+    switch (kind) {
+    case HW_DETECTOR_SEMAPHORE:
+        return "semaphore";
+    case HW_DETECTOR_PING:
+        return "ping";
+    case HW_DETECTOR_FRAME_GAP:
+        return "frame_gap";
+    case HW_DETECTOR_RUNLOOP:
+    default:
+        return "runloop";
+    }
+}
+
+/* A message of `kind` about thread `tid`, everything else zero. */
+static void start_message(hw_event_msg *m, uint32_t kind, pid_t tid)
+{
+    memset(m, 0, offsetof(hw_event_msg, report_path) + 1);
+    m->magic = HW_EVENT_MAGIC;
+    m->kind = kind;
+    m->tid = (int32_t)tid;
+}
+
+static void send_message(agent *a, hw_event_msg *m, const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    if (n >= HW_EVENT_PATH_MAX)
+        n = 0; /* too long to pass: the event goes without it */
+    if (n)
+        memcpy(m->report_path, path, n);
+    m->report_path[n] = '\0';
+    ssize_t sent = sendto(a->events_fd, m, offsetof(hw_event_msg, report_path) + n + 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+                          (struct sockaddr *)&a->events_addr, a->events_addr_len);
+    (void)sent; /* a program that does not listen loses its events, nothing else */
+}
+
 static void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns, const char *path)
 {
     if (a->events_fd < 0)
         return;
     hw_event_msg m;
-    memset(&m, 0, offsetof(hw_event_msg, report_path) + 1);
-    m.magic = HW_EVENT_MAGIC;
-    m.kind = kind;
-    m.tid = (int32_t)tid;
+    start_message(&m, kind, tid);
     m.busy_ns = busy_ns;
     m.final_ns = final_ns;
-    size_t n = path ? strlen(path) : 0;
-    if (n >= HW_EVENT_PATH_MAX)
-        n = 0; /* too long to pass: the event goes without it */
-    if (n)
-        memcpy(m.report_path, path, n);
-    m.report_path[n] = '\0';
-    ssize_t sent = sendto(a->events_fd, &m, offsetof(hw_event_msg, report_path) + n + 1, MSG_DONTWAIT | MSG_NOSIGNAL,
-                          (struct sockaddr *)&a->events_addr, a->events_addr_len);
-    (void)sent; /* a program that does not listen loses its events, nothing else */
+    send_message(a, &m, path);
+}
+
+/* Ask the program to post ping `token` to the loop in `slot`. */
+static void send_ping(agent *a, const loop_watch *l)
+{
+    if (a->events_fd < 0)
+        return;
+    hw_event_msg m;
+    start_message(&m, HW_EVENT_PING, l->tid);
+    m.slot = l->slot;
+    m.token = l->ping.token;
+    send_message(a, &m, NULL);
 }
 
 static int open_events_socket(agent *a, const char *name)
@@ -648,8 +698,14 @@ static void say_hang(const agent *a, const hw_process_snapshot *snap, const hw_b
     for (size_t i = 0; i < snap->thread_count; i++)
         if (snap->threads[i].is_target && !snap->threads[i].is_main)
             snprintf(who, sizeof who, "thread %d (%s)", (int)snap->threads[i].tid, snap->threads[i].name);
-    fprintf(stderr, "hangwatch: %s in %s (pid %d): %s busy %s (threshold %s)%s%s; %s%s\n",
-            c->stutter ? "stutter" : c->launch ? "launch hang" : "hang", snap->process_name, (int)snap->pid, who, busy, thr,
+    /* What the detector measured: a busy stretch, an unanswered ping, or the
+     * gap a late frame tick left (the hang is over by then). */
+    const char *measured = a->opts->detector_kind == HW_DETECTOR_PING        ? "left a ping unanswered for"
+                           : a->opts->detector_kind == HW_DETECTOR_FRAME_GAP ? "ran a frame tick late by"
+                                                                             : "busy";
+    fprintf(stderr, "hangwatch: %s in %s (pid %d): %s %s %s (threshold %s)%s%s; %s%s\n",
+            c->stutter ? "stutter" : c->launch ? "launch hang" : "hang", snap->process_name, (int)snap->pid, who,
+            measured, busy, thr,
             used ? " in " : ", no stack", frames, path ? "report " : "no report: ", path ? path : failure);
 }
 
@@ -742,6 +798,23 @@ static bool is_wait_syscall(long nr)
     }
 }
 
+/* How the detector in force looks: "exact" or "periodic" for the runloop
+ * detector; the semaphore and ping detectors look every period; the frame
+ * gap is known when the late tick arrives. */
+static const char *check_mode_name(const hw_agent_options *o)
+{
+    switch (o->detector_kind) {
+    case HW_DETECTOR_SEMAPHORE:
+    case HW_DETECTOR_PING:
+        return "periodic";
+    case HW_DETECTOR_FRAME_GAP:
+        return "on_arrival";
+    case HW_DETECTOR_RUNLOOP:
+    default:
+        return hw_check_mode_name(o->detector.mode);
+    }
+}
+
 /* Capture, unwind and write one report of every thread. */
 static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c)
 {
@@ -807,8 +880,8 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
     }
 
     hw_hang_info info = {
-        .detector = a->opts->semaphore_detector ? "semaphore" : "runloop",
-        .check_mode = hw_check_mode_name(a->opts->detector.mode),
+        .detector = hw_detector_kind_name(a->opts->detector_kind),
+        .check_mode = check_mode_name(a->opts),
         .hang_type = c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
         .hung_tid = tid,
         .block_duration_ns = c->busy_ns,
@@ -937,19 +1010,119 @@ static void finish_hang(agent *a, loop_watch *l, uint64_t now, const char *end)
     hw_annealing_reset(&l->anneal);
 }
 
+/* A hang one of the comparison detectors found: it started at `start_ns`
+ * and has lasted `busy_ns`.  Its reports get a final duration when
+ * finish_hang() closes it. */
+static void report_found_hang(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t start_ns,
+                              uint64_t busy_ns, uint64_t now)
+{
+    l->hung = true;
+    l->hung_seq = r->seq;
+    l->hung_start_ns = start_ns;
+    l->last_seen_hung_ns = now;
+    hw_annealing_reset(&l->anneal);
+    send_event(a, HW_EVENT_HANG, l->tid, busy_ns, 0, NULL);
+    hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r->seq, .busy_start_ns = start_ns, .busy_ns = busy_ns};
+    write_report(a, w, l, &c);
+}
+
+/*
+ * The sub-thread ping (ping_detector.h).  A ping is posted by the program's
+ * own post function when the C library was given one (answered when its
+ * task stores the token in the slot); otherwise the loop's next pass
+ * through its wait is the answer, as a task queued on it would run there.
+ * `waiting_only`: post only while the loop waits (the semaphore detector's
+ * ping, seeds/002).
+ */
+static void check_ping(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now,
+                       bool waiting_only)
+{
+    const hw_loop_slot *slot = &w->page->slots[l->slot];
+    bool answered = a->pings_by_post
+                        ? atomic_load_explicit(&slot->ping_answered, memory_order_acquire) >= l->ping.token
+                        : !l->ping_busy || r->seq != l->ping_seq;
+    bool may_post = !waiting_only || (!r->busy && r->activity == HW_ACTIVITY_BEFORE_WAITING);
+    hw_ping_step_result res = hw_ping_step(&l->ping, now, answered, may_post);
+    if (res.answered_late && l->hung)
+        finish_hang(a, l, now, "ping_answered");
+    if (res.missed)
+        report_found_hang(a, w, l, r, l->ping.posted_ns, res.waited_ns, now);
+    else if (l->hung)
+        l->last_seen_hung_ns = now;
+    if (res.post) {
+        l->ping_seq = r->seq;
+        l->ping_busy = r->busy;
+        if (a->pings_by_post)
+            send_ping(a, l);
+    }
+    l->next_wake_ns = l->ping.next_ns;
+}
+
+/*
+ * The frame gap (frame_gap.h): the program's own ticks when the C library
+ * reports them, else the agent's emulated display link.  A late tick is a
+ * hang that is already over: it is reported and closed at once.
+ */
+static void check_frames(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
+{
+    uint64_t interval = a->opts->frame_interval_ns;
+    l->next_wake_ns = now + interval;
+    uint64_t gap = 0;
+    if (a->opts->frames_from_loop) {
+        const hw_loop_slot *slot = &w->page->slots[l->slot];
+        uint64_t late = atomic_load_explicit(&slot->late_frames, memory_order_acquire);
+        if (late != l->late_frames_seen) {
+            l->late_frames_seen = late;
+            gap = atomic_load_explicit(&slot->late_frame_gap_ns, memory_order_relaxed);
+        }
+        if (!l->warned_no_frames && now > l->watch_start_ns + REGISTRATION_GRACE_NS &&
+            atomic_load_explicit(&slot->frames, memory_order_relaxed) == 0) {
+            l->warned_no_frames = true;
+            if (!a->opts->quiet)
+                fprintf(stderr,
+                        "hangwatch: warning: the frame-gap detector has had no frame from thread %d's loop after 1 s: "
+                        "call hangwatch_loop_frame() from a timer on it (docs/api.md)\n",
+                        (int)l->tid);
+        }
+    } else {
+        gap = hw_frame_gap_look(&l->frames, r, now);
+    }
+    if (gap == 0)
+        return;
+    report_found_hang(a, w, l, r, now - gap, gap, now);
+    /* It ended at the late tick, within one interval before this look. */
+    l->last_seen_hung_ns = now > interval ? now - interval : 0;
+    finish_hang(a, l, now, "returned_to_wait");
+    l->next_wake_ns = monotonic_ns() + interval;
+}
+
 static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
 {
     pid_t tid = l->tid;
-    if (a->opts->semaphore_detector) {
-        /* The seeds' semaphore detector, as it was: every 50 ms. */
+    switch (a->opts->detector_kind) {
+    case HW_DETECTOR_SEMAPHORE: {
+        /* The seeds' semaphore detector, as it was: every 50 ms, and the
+         * ping while the loop waits. */
         bool lag = hw_semaphore_step(&l->semaphore, &r);
-        l->next_wake_ns = now + l->semaphore.interval_ns;
         if (lag) {
             hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r.seq, .busy_start_ns = r.busy_start_ns,
                           .busy_ns = r.busy && now > r.busy_start_ns ? now - r.busy_start_ns : 0};
             write_report(a, w, l, &c);
         }
+        check_ping(a, w, l, &r, now, true);
+        if (now + l->semaphore.interval_ns < l->next_wake_ns)
+            l->next_wake_ns = now + l->semaphore.interval_ns;
         return;
+    }
+    case HW_DETECTOR_PING:
+        check_ping(a, w, l, &r, now, false);
+        return;
+    case HW_DETECTOR_FRAME_GAP:
+        check_frames(a, w, l, &r, now);
+        return;
+    case HW_DETECTOR_RUNLOOP:
+    default:
+        break;
     }
     if (l->hung) {
         if (r.seq == l->hung_seq) {
@@ -1022,7 +1195,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     l->next_wake_ns = now + HANG_END_POLL_NS;
 }
 
-static loop_watch *loop_watch_new(agent *a, unsigned slot, pid_t tid, uint64_t now)
+static loop_watch *loop_watch_new(agent *a, const watched_process *w, unsigned slot, pid_t tid, uint64_t now)
 {
     loop_watch *l = calloc(1, sizeof *l);
     if (!l)
@@ -1038,6 +1211,10 @@ static loop_watch *loop_watch_new(agent *a, unsigned slot, pid_t tid, uint64_t n
     hw_stutter_config_default(&scfg, a->opts->detector.threshold_ns);
     hw_stutter_init(&l->stutter, &scfg, now);
     hw_semaphore_init(&l->semaphore);
+    hw_ping_init(&l->ping, a->opts->detector.threshold_ns, now);
+    hw_frame_gap_init(&l->frames, a->opts->detector.threshold_ns);
+    l->late_frames_seen = atomic_load_explicit(&w->page->slots[slot].late_frames, memory_order_acquire);
+    l->watch_start_ns = now;
     return l;
 }
 
@@ -1078,7 +1255,7 @@ static void refresh_loops(agent *a, watched_process *w, uint64_t now)
             w->loops[i] = NULL;
         }
         if (tid > 0 && (i == 0 || thread_of(w->pid, tid)))
-            w->loops[i] = loop_watch_new(a, i, tid, now);
+            w->loops[i] = loop_watch_new(a, w, i, tid, now);
     }
 }
 
@@ -1194,7 +1371,9 @@ int hw_agent_run(const hw_agent_options *opts)
     a->target_pidfd = -1;
     a->events_fd = -1;
     if (opts->attach_pid > 0 && opts->events_socket && open_events_socket(a, opts->events_socket) != 0)
-        fprintf(stderr, "hangwatch: cannot send events to %s: callbacks are off\n", opts->events_socket);
+        fprintf(stderr, "hangwatch: cannot send events to %s: callbacks are off%s\n", opts->events_socket,
+                opts->pings_by_post ? ", and pings are answered at the loop's next wait" : "");
+    a->pings_by_post = opts->pings_by_post && a->events_fd >= 0;
     if (opts->attach_pid > 0) {
         /* Watch a running program (the C library started us). */
         a->target_pidfd = (int)syscall(SYS_pidfd_open, opts->attach_pid, 0);

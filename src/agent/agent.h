@@ -16,6 +16,17 @@
 #include "../core/detector.h"
 #include "../core/report_limits.h"
 
+/* Which detector decides what is a hang (docs/decisions.md §20-21). */
+typedef enum hw_detector_kind {
+    HW_DETECTOR_RUNLOOP = 0, /* Matrix's busy stretches between waits (the default) */
+    HW_DETECTOR_SEMAPHORE,   /* seeds/002-003: 5 x 50 ms state sampling, ping when waiting */
+    HW_DETECTOR_PING,        /* ANREye: a ping posted to the loop, checked a threshold later */
+    HW_DETECTOR_FRAME_GAP,   /* CADisplayLink: a periodic loop tick that arrives late */
+} hw_detector_kind;
+
+/* The name reports use: "runloop", "semaphore", "ping", "frame_gap". */
+const char *hw_detector_kind_name(hw_detector_kind kind);
+
 typedef struct hw_agent_options {
     hw_detector_config detector;
     const char *report_dir;   /* default "hangwatch-reports" */
@@ -30,7 +41,14 @@ typedef struct hw_agent_options {
     bool no_follow;           /* watch only the started process, not its children */
     bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
     bool stutter;             /* --stutter: report stutter (stutter.h) */
-    bool semaphore_detector;  /* --detector semaphore: the seeds' other detector */
+    hw_detector_kind detector_kind; /* --detector */
+    uint64_t frame_interval_ns; /* frame gap: the tick interval (default 1/60 s) */
+    /* attach mode, from the C library: pings are posted by the program's own
+     * post function (HW_EVENT_PING, answered in the slot) rather than taken
+     * as answered at the loop's next wait; frame ticks come from the
+     * program's hangwatch_loop_frame() rather than being emulated. */
+    bool pings_by_post;
+    bool frames_from_loop;
     /* `hangwatch attach` (started by the C library): watch this running
      * process instead of starting one, on this socket, and write our pid to
      * ready_fd once listening. */

@@ -20,6 +20,7 @@
 
 #include "../agent/agent.h"
 #include "../core/duration.h"
+#include "../core/frame_gap.h"
 #include "../core/hw_version.h"
 #include "show.h"
 
@@ -55,10 +56,17 @@ static const char usage_text[] =
     "                       Matrix; loops: every thread that waits in an event\n"
     "                       loop (threads that wait on locks or condition\n"
     "                       variables for work are not loops)\n"
-    "  --detector NAME      runloop (default): Matrix's busy-stretch detector;\n"
-    "                       semaphore: the seeds' 5 x 50 ms state sampling\n"
-    "                       (for comparison: it reports a long hang every\n"
-    "                       250 ms and measures from its own first look)\n"
+    "  --detector NAME      runloop (default): Matrix's busy-stretch detector.\n"
+    "                       The others are the seeds' alternatives, kept for\n"
+    "                       comparison (docs/comparison.md):\n"
+    "                       semaphore: 5 x 50 ms state sampling (a long hang\n"
+    "                       is reported every 250 ms), with a ping while the\n"
+    "                       loop waits;\n"
+    "                       ping: ANREye's sub-thread ping, one ping per\n"
+    "                       threshold, answered when the loop next waits;\n"
+    "                       frame-gap: a 60 Hz tick the loop runs when it next\n"
+    "                       waits; a late tick is reported after the hang\n"
+    "  --frame-interval DUR the frame-gap tick (default 16.667ms)\n"
     "  --stutter            also report stutter: a loop busy most of 5 s in\n"
     "                       stalls of 250 ms or more, none of them a hang\n"
     "  --no-follow          watch only PROG itself, not the processes it forks\n"
@@ -95,6 +103,26 @@ static int whole_number(const char *text, long min, long max, long *out)
         return -1;
     *out = n;
     return 0;
+}
+
+/* The --detector names; frame_gap is accepted as the reports spell it. */
+static int detector_by_name(const char *text, hw_detector_kind *out)
+{
+    static const struct {
+        const char *name;
+        hw_detector_kind kind;
+    } names[] = {{"runloop", HW_DETECTOR_RUNLOOP},
+                 {"semaphore", HW_DETECTOR_SEMAPHORE},
+                 {"ping", HW_DETECTOR_PING},
+                 {"frame-gap", HW_DETECTOR_FRAME_GAP},
+                 {"frame_gap", HW_DETECTOR_FRAME_GAP}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(text, names[i].name) == 0) {
+            *out = names[i].kind;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 /* One of two words: *second says which.  0, or -1 for anything else. */
@@ -175,6 +203,8 @@ static int cmd_watch(int argc, char **argv, bool attach)
         {"pid", required_argument, NULL, 'P'},         {"socket", required_argument, NULL, 'O'},
         {"ready-fd", required_argument, NULL, 'R'},     {"events-socket", required_argument, NULL, 'V'},
         {"stutter", no_argument, NULL, 'U'},            {"detector", required_argument, NULL, 'D'},
+        {"frame-interval", required_argument, NULL, 'G'}, {"pings-by-post", no_argument, NULL, 'Q'},
+        {"frames-from-loop", no_argument, NULL, 'X'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -213,8 +243,21 @@ static int cmd_watch(int argc, char **argv, bool attach)
             opts.stutter = true;
             break;
         case 'D':
-            if (one_of(optarg, "runloop", "semaphore", &opts.semaphore_detector) != 0)
-                return usage_error("invalid --detector '%s': use runloop or semaphore", optarg);
+            if (detector_by_name(optarg, &opts.detector_kind) != 0)
+                return usage_error("invalid --detector '%s': use runloop, semaphore, ping or frame-gap", optarg);
+            break;
+        case 'G':
+            if (parse_duration_option("--frame-interval", optarg, &opts.frame_interval_ns) != 0)
+                return 2;
+            break;
+        case 'Q':
+        case 'X':
+            if (!attach)
+                return usage_error("%s--pings-by-post and --frames-from-loop belong to hangwatch attach", "");
+            if (c == 'Q')
+                opts.pings_by_post = true;
+            else
+                opts.frames_from_loop = true;
             break;
         case 'F':
             opts.no_follow = true;
@@ -285,6 +328,8 @@ static int cmd_watch(int argc, char **argv, bool attach)
     }
     if (opts.sample_interval_ns == 0)
         opts.sample_interval_ns = 50000000ull;
+    if (opts.frame_interval_ns == 0)
+        opts.frame_interval_ns = HW_FRAME_INTERVAL_DEFAULT_NS;
     if (opts.ring_size == 0) {
         uint64_t n = opts.detector.check_period_ns / opts.sample_interval_ns;
         opts.ring_size = n < 1 ? 1 : n > 10000 ? 10000 : (size_t)n;

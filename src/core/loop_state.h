@@ -50,7 +50,13 @@ typedef struct hw_loop_slot {
     _Atomic uint64_t busy_start_ns; /* monotonic time the busy stretch began */
     _Atomic uint32_t activity;      /* last activity seen (hw_activity) */
     _Atomic int32_t tid;            /* kernel thread id, 0 = slot unused */
-    uint8_t pad_[40];
+    /* Written only by the C library, for the comparison detectors
+     * (ping_detector.h, frame_gap.h); the preloaded observer leaves them 0. */
+    _Atomic uint64_t ping_answered;     /* the newest ping whose posted task ran */
+    _Atomic uint64_t frames;            /* frame ticks seen (hangwatch_loop_frame) */
+    _Atomic uint64_t late_frames;       /* of which came a threshold or more late */
+    _Atomic uint64_t late_frame_gap_ns; /* the newest late tick's gap */
+    uint8_t pad_[8];
 } __attribute__((aligned(64))) hw_loop_slot;
 
 _Static_assert(sizeof(hw_loop_slot) == 64, "one cache line per slot");
