@@ -90,6 +90,7 @@ typedef struct loop_watch {
     bool warned_unseen_wait;
     hw_stutter stutter; /* with --stutter */
     hw_semaphore_detector semaphore; /* with --detector semaphore */
+    uint64_t semaphore_next_ns;      /* its next look (every 50 ms) */
     hw_stutter_verdict last_stutter;
     /* --detector ping (and the semaphore detector's ping while waiting) */
     hw_ping_detector ping;
@@ -1096,6 +1097,16 @@ static void check_frames(agent *a, watched_process *w, loop_watch *l, const hw_l
     l->next_wake_ns = monotonic_ns() + interval;
 }
 
+/* Is stretch `seq` of this loop the process's launch?  Only the preloaded
+ * observer's main thread starts busy at process start (its page says so);
+ * the C library's loops and the other threads' slots start waiting, so
+ * their first stretch is an ordinary one. */
+static bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq)
+{
+    return seq == 1 && l->slot == 0 &&
+           (atomic_load_explicit(&w->page->flags, memory_order_acquire) & HW_PAGE_FLAG_LAUNCHING) != 0;
+}
+
 static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
 {
     pid_t tid = l->tid;
@@ -1103,15 +1114,17 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     case HW_DETECTOR_SEMAPHORE: {
         /* The seeds' semaphore detector, as it was: every 50 ms, and the
          * ping while the loop waits. */
-        bool lag = hw_semaphore_step(&l->semaphore, &r);
-        if (lag) {
-            hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r.seq, .busy_start_ns = r.busy_start_ns,
-                          .busy_ns = r.busy && now > r.busy_start_ns ? now - r.busy_start_ns : 0};
-            write_report(a, w, l, &c);
+        if (now >= l->semaphore_next_ns) {
+            l->semaphore_next_ns = now + l->semaphore.interval_ns;
+            if (hw_semaphore_step(&l->semaphore, &r)) {
+                hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r.seq, .busy_start_ns = r.busy_start_ns,
+                              .busy_ns = r.busy && now > r.busy_start_ns ? now - r.busy_start_ns : 0};
+                write_report(a, w, l, &c);
+            }
         }
         check_ping(a, w, l, &r, now, true);
-        if (now + l->semaphore.interval_ns < l->next_wake_ns)
-            l->next_wake_ns = now + l->semaphore.interval_ns;
+        if (l->semaphore_next_ns < l->next_wake_ns)
+            l->next_wake_ns = l->semaphore_next_ns;
         return;
     }
     case HW_DETECTOR_PING:
@@ -1129,7 +1142,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
             l->last_seen_hung_ns = now;
             if (now >= l->next_capture_ns) {
                 hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r.seq, .busy_start_ns = l->hung_start_ns,
-                              .busy_ns = now - l->hung_start_ns, .launch = r.seq == 1};
+                              .busy_ns = now - l->hung_start_ns, .launch = is_launch(w, l, r.seq)};
                 recheck_hang(a, w, l, &c, now);
             }
             uint64_t end_poll = now + HANG_END_POLL_NS;
@@ -1140,6 +1153,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     }
 
     hw_check c = hw_detector_check(&l->detector, &r, now);
+    c.launch = c.launch && is_launch(w, l, r.seq);
     l->next_wake_ns = l->detector.next_check_ns;
     if (a->opts->stutter && c.verdict != HW_VERDICT_HANG) {
         hw_stutter_verdict v = hw_stutter_observe(&l->stutter, &r, now);

@@ -51,7 +51,10 @@ hw_ping_step_result hw_ping_step(hw_ping_detector *d, uint64_t now_ns, bool answ
             return res;
         }
     }
-    /* Nothing outstanding: the next ping, unless the caller holds it back. */
+    /* Nothing outstanding: the next ping when the sleep is over, unless the
+     * caller holds it back. */
+    if (now_ns < d->next_ns && !res.answered_late)
+        return res; /* looked at early (the caller looks on its own schedule too) */
     if (may_post)
         post(d, now_ns, &res);
     else

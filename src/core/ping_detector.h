@@ -50,7 +50,8 @@ void hw_ping_init(hw_ping_detector *d, uint64_t timeout_ns, uint64_t now_ns);
 /*
  * One look at `now_ns`.  `answered`: has the current ping's task run (ignored
  * when none is outstanding)?  `may_post`: may a new ping be posted now (the
- * semaphore detector pings only a loop that waits)?  Sets d->next_ns.
+ * semaphore detector pings only a loop that waits)?  Sets d->next_ns; a look
+ * before it changes nothing but an answer.
  */
 hw_ping_step_result hw_ping_step(hw_ping_detector *d, uint64_t now_ns, bool answered, bool may_post);
 

@@ -94,6 +94,22 @@ static void test_may_post_holds_the_next_ping_back(void **state)
     assert_int_equal(d.posted_ns, 30 * MS);
 }
 
+/* Looked at more often than the sleep (the semaphore detector looks every
+ * 50 ms): still one ping per threshold. */
+static void test_early_looks_do_not_post(void **state)
+{
+    (void)state;
+    hw_ping_detector d;
+    hw_ping_init(&d, T, 0);
+    unsigned posts = 0;
+    for (uint64_t t = 0; t < 10 * T; t += 50 * MS) {
+        hw_ping_step_result r = hw_ping_step(&d, t, true, true);
+        posts += r.post;
+        assert_false(r.missed);
+    }
+    assert_int_equal(posts, 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +117,7 @@ int main(void)
         cmocka_unit_test(test_a_long_stall_is_one_miss_then_a_late_answer),
         cmocka_unit_test(test_a_stall_pinged_late_is_measured_from_the_post),
         cmocka_unit_test(test_may_post_holds_the_next_ping_back),
+        cmocka_unit_test(test_early_looks_do_not_post),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
