@@ -6,7 +6,8 @@
  * real poll and AFTER_WAITING after it, so the busy stretches hangwatch
  * measures are exactly GLib's own: dispatching sources, between two polls.
  * Nested main loops run through the same poll function and count as the
- * loop's waits, as nested RunLoop runs do in Matrix.
+ * loop's waits, as nested RunLoop runs do in Matrix.  With the frame-gap
+ * detector, attaching also adds the frame tick (a timeout source).
  *
  *     hangwatch_start(NULL);
  *     hangwatch_glib_attach(NULL);   // the default context, on this thread
@@ -34,6 +35,15 @@ hangwatch_loop *hangwatch_glib_attach(GMainContext *context);
 
 /* Restore the context's own poll function and unregister its loop. */
 void hangwatch_glib_detach(void);
+
+/*
+ * A hangwatch_post_fn for GLib, for the ping detectors: posts the task as a
+ * default-priority idle source on `context` (a GMainContext *; NULL: the
+ * default context), like g_main_context_invoke() from another thread.
+ *     cfg.detector = HANGWATCH_DETECTOR_PING;
+ *     cfg.post = hangwatch_glib_post;
+ */
+void hangwatch_glib_post(hangwatch_loop *loop, hangwatch_task_fn task, void *arg, void *context);
 
 #ifdef __cplusplus
 }

@@ -65,6 +65,28 @@ typedef enum hangwatch_check_mode {
     HANGWATCH_CHECK_PERIODIC = 1, /* Matrix: look every check period */
 } hangwatch_check_mode;
 
+/* Which detector decides what is a hang.  RUNLOOP is hangwatch's own and
+ * the one to use; the others are the alternatives the seeds describe, kept
+ * so that they can be compared on the same program (docs/comparison.md). */
+typedef enum hangwatch_detector {
+    HANGWATCH_DETECTOR_RUNLOOP = 0,   /* busy stretches between waits (default) */
+    HANGWATCH_DETECTOR_SEMAPHORE = 1, /* 5 x 50 ms state sampling, a ping while waiting */
+    HANGWATCH_DETECTOR_PING = 2,      /* ANREye: a ping task, checked a threshold later */
+    HANGWATCH_DETECTOR_FRAME_GAP = 3, /* a periodic loop tick that arrives late */
+} hangwatch_detector;
+
+typedef struct hangwatch_loop hangwatch_loop;
+
+typedef void (*hangwatch_task_fn)(void *arg);
+
+/*
+ * The ping detectors' way into a loop: queue task(arg) to run on `loop`'s
+ * thread as ordinary loop work, behind whatever is queued already (as
+ * dispatch_async to the main queue does).  Called on a library thread; it
+ * must not run the task itself.  GLib: hangwatch_glib_post().
+ */
+typedef void (*hangwatch_post_fn)(hangwatch_loop *loop, hangwatch_task_fn task, void *arg, void *post_data);
+
 /* What the agent tells the program (see hangwatch_config's callbacks). */
 typedef enum hangwatch_event_kind {
     HANGWATCH_EVENT_HANG = 1,    /* a loop crossed the threshold (before the capture) */
@@ -100,6 +122,12 @@ typedef struct hangwatch_config {
     int stutter;                 /* nonzero: also report stutter (docs/decisions.md) */
     hangwatch_event_fn on_event; /* NULL: no callbacks (and no library thread) */
     void *user_data;             /* passed to on_event */
+    hangwatch_detector detector; /* RUNLOOP (default) */
+    /* PING and SEMAPHORE: how pings reach a loop.  NULL: a ping counts as
+     * answered when the loop next waits (as for an unmodified program). */
+    hangwatch_post_fn post;
+    void *post_data;             /* passed to post */
+    uint64_t frame_interval_ns;  /* FRAME_GAP: the tick; 0 = 1/60 s */
 } hangwatch_config;
 
 /* Fill `cfg` with the defaults above. */
@@ -117,8 +145,6 @@ int hangwatch_start(const hangwatch_config *cfg);
  * about 2 s).  Safe to call more than once, and without a start. */
 void hangwatch_stop(void);
 
-typedef struct hangwatch_loop hangwatch_loop;
-
 /*
  * Register the calling thread's event loop.  The main thread always gets a
  * loop; other threads get one while slots last (62).  Returns NULL when
@@ -133,6 +159,17 @@ void hangwatch_loop_activity(hangwatch_loop *loop, hangwatch_activity activity);
 
 /* The thread's loop is done (its thread may end).  NULL is accepted. */
 void hangwatch_loop_unregister(hangwatch_loop *loop);
+
+/*
+ * FRAME_GAP: call from a timer on `loop` that fires every
+ * hangwatch_frame_interval_ns(); a call that comes a threshold or more after
+ * the previous one is a hang (reported when it comes, so after the hang).
+ * From the loop's own thread; a few stores, no system call.  NULL accepted.
+ */
+void hangwatch_loop_frame(hangwatch_loop *loop);
+
+/* The frame tick to run, or 0 when the frame-gap detector is not in use. */
+uint64_t hangwatch_frame_interval_ns(void);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,9 @@
  * hangwatch_glib.c - the GLib adapter (include/hangwatch-glib.h): wrap a
  * GMainContext's poll function so that every poll is the loop's wait point.
  * One context at a time; the wrapper is called on the thread that runs the
- * context, the thread that registered the loop.
+ * context, the thread that registered the loop.  For the comparison
+ * detectors it also posts ping tasks as default-priority idle sources and,
+ * with the frame-gap detector, runs the frame tick as a timeout source.
  */
 #include "hangwatch-glib.h"
 
@@ -11,6 +13,7 @@
 static GMainContext *g_context;
 static GPollFunc g_original_poll;
 static hangwatch_loop *g_loop;
+static GSource *g_frame_source;
 
 static gint poll_as_wait_point(GPollFD *fds, guint nfds, gint timeout)
 {
@@ -18,6 +21,37 @@ static gint poll_as_wait_point(GPollFD *fds, guint nfds, gint timeout)
     gint ret = g_original_poll(fds, nfds, timeout);
     hangwatch_loop_activity(g_loop, HANGWATCH_AFTER_WAITING);
     return ret;
+}
+
+static gboolean frame_tick(gpointer loop)
+{
+    hangwatch_loop_frame(loop);
+    return G_SOURCE_CONTINUE;
+}
+
+typedef struct posted_task {
+    hangwatch_task_fn task;
+    void *arg;
+} posted_task;
+
+static gboolean run_posted_task(gpointer data)
+{
+    posted_task *p = data;
+    p->task(p->arg);
+    return G_SOURCE_REMOVE;
+}
+
+HW_API void hangwatch_glib_post(hangwatch_loop *loop, hangwatch_task_fn task, void *arg, void *context)
+{
+    (void)loop;
+    posted_task *p = g_new(posted_task, 1);
+    p->task = task;
+    p->arg = arg;
+    GSource *source = g_idle_source_new();
+    g_source_set_priority(source, G_PRIORITY_DEFAULT);
+    g_source_set_callback(source, run_posted_task, p, g_free);
+    g_source_attach(source, context ? (GMainContext *)context : g_main_context_default());
+    g_source_unref(source);
 }
 
 HW_API hangwatch_loop *hangwatch_glib_attach(GMainContext *context)
@@ -34,6 +68,13 @@ HW_API hangwatch_loop *hangwatch_glib_attach(GMainContext *context)
     g_original_poll = g_main_context_get_poll_func(context);
     hangwatch_loop_activity(loop, HANGWATCH_ENTRY);
     g_main_context_set_poll_func(context, poll_as_wait_point);
+    guint64 frame_ns = hangwatch_frame_interval_ns();
+    if (frame_ns != 0) {
+        guint ms = (guint)((frame_ns + 999999) / 1000000);
+        g_frame_source = g_timeout_source_new(ms ? ms : 1);
+        g_source_set_callback(g_frame_source, frame_tick, loop, NULL);
+        g_source_attach(g_frame_source, context);
+    }
     return loop;
 }
 
@@ -41,6 +82,11 @@ HW_API void hangwatch_glib_detach(void)
 {
     if (g_context == NULL)
         return;
+    if (g_frame_source != NULL) {
+        g_source_destroy(g_frame_source);
+        g_source_unref(g_frame_source);
+        g_frame_source = NULL;
+    }
     g_main_context_set_poll_func(g_context, g_original_poll);
     hangwatch_loop_activity(g_loop, HANGWATCH_EXIT);
     hangwatch_loop_unregister(g_loop);

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "../core/events.h"
+#include "../core/frame_gap.h"
 #include "../core/loop_state.h"
 #include "../core/shared_page.h"
 #include "../core/socket_name.h"
@@ -66,6 +67,8 @@ _Static_assert((int)HANGWATCH_ENTRY == (int)HW_ACTIVITY_ENTRY &&
 
 struct hangwatch_loop {
     hw_loop_slot *slot; /* NULL: not watched */
+    _Atomic uint64_t ping_token; /* the ping posted last (events thread -> loop thread) */
+    uint64_t last_frame_ns;      /* the loop thread's own: its previous frame tick */
 };
 
 static struct {
@@ -82,7 +85,35 @@ static struct {
     pthread_t events_thread;
     hangwatch_event_fn on_event;
     void *user_data;
+    /* the comparison detectors */
+    hangwatch_detector detector;
+    hangwatch_post_fn post;
+    void *post_data;
+    _Atomic uint64_t threshold_ns;      /* read by hangwatch_loop_frame() */
+    _Atomic uint64_t frame_interval_ns; /* 0 unless FRAME_GAP runs */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .events_fd = -1};
+
+static const char *detector_name(hangwatch_detector d)
+{
+    switch (d) {
+    case HANGWATCH_DETECTOR_SEMAPHORE:
+        return "semaphore";
+    case HANGWATCH_DETECTOR_PING:
+        return "ping";
+    case HANGWATCH_DETECTOR_FRAME_GAP:
+        return "frame-gap";
+    case HANGWATCH_DETECTOR_RUNLOOP:
+    default:
+        return "runloop";
+    }
+}
+
+/* Does the agent ask us to post pings (through the program's post function)? */
+static bool posts_pings(const hangwatch_config *cfg)
+{
+    return cfg->post != NULL &&
+           (cfg->detector == HANGWATCH_DETECTOR_PING || cfg->detector == HANGWATCH_DETECTOR_SEMAPHORE);
+}
 
 HW_API void hangwatch_config_init(hangwatch_config *cfg)
 {
@@ -195,11 +226,28 @@ static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char 
         arg(b, "--quiet");
     if (cfg->stutter)
         arg(b, "--stutter");
+    arg(b, "--detector=%s", detector_name(cfg->detector));
+    if (posts_pings(cfg))
+        arg(b, "--pings-by-post");
+    if (cfg->detector == HANGWATCH_DETECTOR_FRAME_GAP) {
+        arg(b, "--frames-from-loop");
+        if (cfg->frame_interval_ns)
+            arg(b, "--frame-interval=%lluns", (unsigned long long)cfg->frame_interval_ns);
+    }
     if (events_socket)
         arg(b, "--events-socket=%s", events_socket);
 }
 
-/* ---- callbacks ---- */
+/* ---- callbacks, and pings ---- */
+
+/* A ping's task, run by the program's loop: the ping is answered. */
+static void answer_ping(void *arg)
+{
+    hangwatch_loop *loop = arg;
+    if (loop->slot != NULL)
+        atomic_store_explicit(&loop->slot->ping_answered,
+                              atomic_load_explicit(&loop->ping_token, memory_order_relaxed), memory_order_release);
+}
 
 static void *events_main(void *arg)
 {
@@ -223,8 +271,13 @@ static void *events_main(void *arg)
             .final_duration_ns = m.final_ns,
             .report_path = m.report_path[0] ? m.report_path : NULL,
         };
-        if (m.kind >= HW_EVENT_HANG && m.kind <= HW_EVENT_HANG_END)
+        if (m.kind >= HW_EVENT_HANG && m.kind <= HW_EVENT_HANG_END && g.on_event)
             g.on_event(&ev, g.user_data);
+        if (m.kind == HW_EVENT_PING && g.post && m.slot < HW_PAGE_SLOTS) {
+            hangwatch_loop *loop = &g.loops[m.slot];
+            atomic_store_explicit(&loop->ping_token, m.token, memory_order_relaxed);
+            g.post(loop, answer_ping, loop, g.post_data);
+        }
     }
 }
 
@@ -360,7 +413,13 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
              rnd[2], rnd[3]);
 
     char events_name[96];
-    if (cfg->on_event) {
+    bool need_events = cfg->on_event != NULL || posts_pings(cfg);
+    g.detector = cfg->detector;
+    g.post = posts_pings(cfg) ? cfg->post : NULL;
+    g.post_data = cfg->post_data;
+    atomic_store(&g.threshold_ns, cfg->threshold_ns ? cfg->threshold_ns : 2000000000ull);
+    atomic_store(&g.frame_interval_ns, 0);
+    if (need_events) {
         int fd = open_events(events_name, sizeof events_name, socket_name);
         if (fd < 0) {
             rc = fd;
@@ -378,7 +437,7 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     }
 
     static argv_builder b; /* under g.lock */
-    build_argv(&b, cfg, path, socket_name, cfg->on_event ? events_name : NULL);
+    build_argv(&b, cfg, path, socket_name, need_events ? events_name : NULL);
     pid_t agent = spawn_agent(b.argv);
     if (agent < 0) {
         close_events();
@@ -399,6 +458,9 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     memset(g.loops, 0, sizeof g.loops);
     if (!g.atfork_installed && pthread_atfork(NULL, NULL, on_fork_child) == 0)
         g.atfork_installed = true;
+    if (cfg->detector == HANGWATCH_DETECTOR_FRAME_GAP)
+        atomic_store(&g.frame_interval_ns,
+                     cfg->frame_interval_ns ? cfg->frame_interval_ns : HW_FRAME_INTERVAL_DEFAULT_NS);
     g.started = true;
 out:
     pthread_mutex_unlock(&g.lock);
@@ -414,6 +476,7 @@ HW_API void hangwatch_stop(void)
             end_agent(g.agent_pid);
         g.agent_pid = 0;
         close_events();
+        atomic_store(&g.frame_interval_ns, 0);
         g.started = false;
     }
     pthread_mutex_unlock(&g.lock);
@@ -461,4 +524,26 @@ HW_API void hangwatch_loop_unregister(hangwatch_loop *loop)
         atomic_store_explicit(&loop->slot->tid, 0, memory_order_release); /* the slot is free again */
     loop->slot = NULL;
     pthread_mutex_unlock(&g.lock);
+}
+
+HW_API void hangwatch_loop_frame(hangwatch_loop *loop)
+{
+    if (loop == NULL || loop->slot == NULL)
+        return;
+    hw_loop_slot *slot = loop->slot;
+    uint64_t gap = hw_frame_tick(&loop->last_frame_ns, hw_coarse_now_ns(),
+                                 atomic_load_explicit(&g.threshold_ns, memory_order_relaxed));
+    /* Only this thread writes these: plain increments, published in order. */
+    atomic_store_explicit(&slot->frames, atomic_load_explicit(&slot->frames, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (gap != 0) {
+        atomic_store_explicit(&slot->late_frame_gap_ns, gap, memory_order_relaxed);
+        atomic_store_explicit(&slot->late_frames, atomic_load_explicit(&slot->late_frames, memory_order_relaxed) + 1,
+                              memory_order_release);
+    }
+}
+
+HW_API uint64_t hangwatch_frame_interval_ns(void)
+{
+    return atomic_load_explicit(&g.frame_interval_ns, memory_order_relaxed);
 }
