@@ -7,6 +7,8 @@
 #                 AddressSanitizer + UndefinedBehaviorSanitizer (clang, whole
 #                 suite), then the plain gcc build (whole suite)
 #   make bench    benchmarks (bench/), results in docs/benchmarks.md
+#   make compare  every detector on every scenario (compare/), table in
+#                 docs/comparison.md (about 12 minutes)
 #   make install  install the CLI, the observer, the library, its header and
 #                 pkg-config file under PREFIX (default /usr/local; DESTDIR
 #                 is honoured)
@@ -20,7 +22,7 @@ JOBS       ?= 2
 CMAKE_ARGS ?=
 PREFIX     ?= /usr/local
 
-.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench install
+.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench compare install
 
 all: build
 
@@ -63,6 +65,10 @@ test: test-tsan test-asan test-plain
 bench: build
 	@scripts/ensure-deps.sh bench
 	@/usr/bin/python3 bench/run.py --build $(BUILD)
+
+compare: build
+	@scripts/ensure-deps.sh compare
+	@/usr/bin/python3 compare/run.py --build $(BUILD)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

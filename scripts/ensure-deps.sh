@@ -3,7 +3,7 @@
 # with are installed.  As root it installs what is missing (apt-get);
 # otherwise it prints the exact command to run and fails.
 #
-#   scripts/ensure-deps.sh [build|test|bench]
+#   scripts/ensure-deps.sh [build|test|bench|compare]
 set -eu
 
 purpose=${1:-build}
@@ -12,7 +12,8 @@ case "$purpose" in
 build) ;;
 test) packages="$packages clang python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema" ;;
-*) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+compare) packages="$packages python3" ;;
+*) echo "usage: $0 [build|test|bench|compare]" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -99,6 +99,40 @@ def case_build_tree_events():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def run_glib_demo(detector):
+    """The build tree's GLib demo under `detector`: (stdout, validated reports)."""
+    work = tempfile.mkdtemp(prefix="hw-api-")
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
+        reports = os.path.join(work, "r")
+        p = subprocess.run([hwtest.binary("hangwatch-glib-demo"), reports, detector], capture_output=True,
+                           text=True, timeout=120, env=env)
+        check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        m = re.search(r"blocked for ([0-9.]+) s", p.stdout)
+        check(m and 2.99 <= float(m.group(1)) <= 3.2, "the callback's 3 s block changed:\n" + p.stdout)
+        paths = sorted(os.path.join(reports, n) for n in os.listdir(reports)) if os.path.isdir(reports) else []
+        return p.stdout, [hwtest.load_report(path) for path in paths]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def case_glib_comparison_detectors():
+    """The GLib adapter's frame tick and post function.  Frame gap: the late tick after the
+    3 s hang is one report, found once the hang is over (the tick's stack, not the
+    culprit).  Ping (posted with hangwatch_glib_post): the pings are answered (an
+    unanswered one would be a report of the idle loop), and the one posted 1.5 s into the
+    3 s hang is answered within its 2 s: the ping misses this hang, as seeds/000 says a
+    ping sent late does."""
+    _, reports = run_glib_demo("frame-gap")
+    check(len(reports) == 1, f"frame gap: one report, got {len(reports)}")
+    h = reports[0]["hangwatch"]
+    check(h["detector"] == "frame_gap" and 3_000_000 <= h["block_duration_us"] <= 3_300_000,
+          f"frame gap: {h['detector']} {h['block_duration_us']} us")
+    check("glib_demo_blocks_for_three_seconds" not in symbols(frames(reports[0])), "the culprit is gone by then")
+    _, reports = run_glib_demo("ping")
+    check(reports == [], "ping: " + str([r["hangwatch"]["block_duration_us"] for r in reports]))
+
+
 def case_api_without_agent():
     """No agent to be found: hangwatch_start fails cleanly and the loop runs unwatched."""
     work = tempfile.mkdtemp(prefix="hw-api-")
@@ -118,6 +152,7 @@ if __name__ == "__main__":
     hwtest.main({
         "installed_api_demo": case_installed_api_demo,
         "installed_glib_demo": case_installed_glib_demo,
+        "glib_comparison_detectors": case_glib_comparison_detectors,
         "api_without_agent": case_api_without_agent,
         "build_tree_events": case_build_tree_events,
     })

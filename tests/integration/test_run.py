@@ -441,6 +441,49 @@ def case_semaphore_detector():
         hwtest.cleanup(r)
 
 
+def case_ping_detector():
+    """ANREye's ping (--detector ping), an unmodified program's ping answered at its next
+    wait: a 4.5 s spin always outlasts a ping posted during it (one per 2 s), and is one
+    report however long the ping waits, closed with the ping's own final duration."""
+    r = hwtest.run(["--detector", "ping", "--"] + scenario("cpuspin", 4.5))
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"expected one report, got {len(r.reports)}\n" + r.describe())
+        h = r.reports[0]["hangwatch"]
+        check(h["detector"] == "ping" and h["check_mode"] == "periodic", f"detector fields {h['detector']}")
+        # the ping's wait, not the stretch: from its post to the look that found it unanswered
+        check(2_000_000 <= h["block_duration_us"] <= 2_500_000, f"block {h['block_duration_us']} us")
+        check(h.get("hang_end") == "ping_answered" and h["final_duration_us"] >= h["block_duration_us"],
+              f"final duration {h.get('final_duration_us')} {h.get('hang_end')}")
+        check("spin_on_cpu" in symbols(frames(r.reports[0]))[:5], "the spin is caught while it lasts")
+        check("left a ping unanswered for" in r.stderr, r.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_frame_gap_detector():
+    """The frame gap (--detector frame-gap): the emulated 60 Hz tick runs only once the
+    3 s spin is over, so the hang is found after it ended, with the tick's stack (the loop
+    back in its wait), never the culprit: the flaw seeds/000 describes."""
+    r = hwtest.run(["--detector", "frame-gap", "--"] + scenario("cpuspin", 3))
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"expected one report, got {len(r.reports)}\n" + r.describe())
+        h = r.reports[0]["hangwatch"]
+        check(h["detector"] == "frame_gap" and h["check_mode"] == "on_arrival", f"detector {h['detector']}")
+        check(3_000_000 <= h["block_duration_us"] <= 3_300_000, f"gap {h['block_duration_us']} us")
+        check(h["final_duration_us"] == h["block_duration_us"] and h["hang_end"] == "returned_to_wait",
+              "the hang is over when it is found")
+        check("spin_on_cpu" not in symbols(frames(r.reports[0])), "the culprit is gone by then")
+    finally:
+        hwtest.cleanup(r)
+    r = hwtest.run(["--detector", "frame-gap", "--"] + scenario("busypoll", 3))
+    try:
+        check(r.returncode == 0 and r.reports == [], "a busy loop that turns over is not late\n" + r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -462,4 +505,6 @@ if __name__ == "__main__":
         "loop_threads": case_loop_threads,
         "stutter": case_stutter,
         "semaphore_detector": case_semaphore_detector,
+        "ping_detector": case_ping_detector,
+        "frame_gap_detector": case_frame_gap_detector,
     })
