@@ -16,7 +16,8 @@ Columns, per run:
   latency     from the start of the first stall to the first detection
   culprit     whether the first report's hung-thread stack holds the
               function that stalled (for the queue, which has no culprit,
-              whether it blames a queued task)
+              whether it blames a queued task); for aba, also which of A and
+              B each report caught, in order
   stall       the stalls' actual length minus the asked length, the worst
               one (sleeps are one relative nanosleep, so a detector that
               disturbed the sleeping thread would show here)
@@ -37,6 +38,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DETECTORS = ["runloop-exact", "runloop-periodic", "runloop-stutter", "semaphore", "ping", "frame-gap"]
+
+# Where the stack of a scenario's stall moves, a letter per phase: the
+# culprit column then also lists the phases the reports caught, in order.
+PHASES = {"aba": {"culprit_blocked_in_a": "A", "culprit_blocked_in_b": "B"}}
 
 # scenario: (what it is, a hang is there to find?, the culprit functions)
 SCENARIOS = {
@@ -108,6 +113,16 @@ def run_one(build, scenario, detector, workdir, timeout=120):
         culprits = SCENARIOS[scenario][2]
         row["culprit"] = any(c in stack for c in culprits) if culprits else None
         row["block_s"] = first["hangwatch"]["block_duration_us"] / 1e6
+    phases = PHASES.get(scenario)
+    if phases:
+        seen = []
+        for r in reports:
+            letter = next((phases[f] for f in hung_stack(r) if f in phases), "?")
+            if seen and seen[-1][0] == letter:
+                seen[-1][1] += 1
+            else:
+                seen.append([letter, 1])
+        row["phases"] = ", ".join(l if n == 1 else "%s×%d" % (l, n) for l, n in seen)
     return row
 
 
@@ -117,6 +132,8 @@ def fmt_row(row):
         culprit = "-"
     else:
         culprit = "yes" if row["culprit"] else "no (%s)" % (row["first_stack"][0] if row["first_stack"] else "?")
+        if row.get("phases"):
+            culprit += " (%s)" % row["phases"]
     change = "%+.1f ms" % row["stall_change_ms"]
     kinds = "" if row["hang_types"] in ([], ["hang"]) else " (%s)" % ", ".join(row["hang_types"])
     return "| %s | %d%s | %s | %s | %s |" % (row["detector"], row["reports"], kinds, lat, culprit, change)

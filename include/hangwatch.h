@@ -119,7 +119,8 @@ typedef struct hangwatch_config {
     const char *agent_path;      /* the hangwatch executable; NULL = $HANGWATCH_AGENT,
                                     else the one installed with this library */
     int quiet;                   /* nonzero: the agent prints nothing per hang */
-    int stutter;                 /* nonzero: also report stutter (docs/decisions.md) */
+    int stutter;                 /* nonzero: also report stutter (docs/decisions.md);
+                                    RUNLOOP detector only */
     hangwatch_event_fn on_event; /* NULL: no callbacks (and no library thread) */
     void *user_data;             /* passed to on_event */
     hangwatch_detector detector; /* RUNLOOP (default) */
@@ -135,8 +136,10 @@ void hangwatch_config_init(hangwatch_config *cfg);
 
 /*
  * Launch the agent and start watching this process.  Returns 0, or a
- * negative errno: -EALREADY if already started, -ENOENT if the agent
- * executable cannot be found, -ETIMEDOUT if it did not come up within 5 s.
+ * negative errno: -EALREADY if already started, -EINVAL for an unknown
+ * detector or stutter with a detector other than RUNLOOP, -ENOENT if the
+ * agent executable cannot be found, -ETIMEDOUT if it did not come up
+ * within 5 s.
  * Call it once, from any thread, before registering loops.
  */
 int hangwatch_start(const hangwatch_config *cfg);

@@ -69,6 +69,7 @@ static const char usage_text[] =
     "  --frame-interval DUR the frame-gap tick (default 16.667ms)\n"
     "  --stutter            also report stutter: a loop busy most of 5 s in\n"
     "                       stalls of 250 ms or more, none of them a hang\n"
+    "                       (runloop detector only)\n"
     "  --no-follow          watch only PROG itself, not the processes it forks\n"
     "                       or executes (followed by default)\n"
     "  --daily-limit N      at most N reports per 24 h in the report directory\n"
@@ -330,6 +331,8 @@ static int cmd_watch(int argc, char **argv, bool attach)
         opts.sample_interval_ns = 50000000ull;
     if (opts.frame_interval_ns == 0)
         opts.frame_interval_ns = HW_FRAME_INTERVAL_DEFAULT_NS;
+    if (opts.stutter && opts.detector_kind != HW_DETECTOR_RUNLOOP)
+        return usage_error("%s--stutter works with the runloop detector only", "");
     if (opts.ring_size == 0) {
         uint64_t n = opts.detector.check_period_ns / opts.sample_interval_ns;
         opts.ring_size = n < 1 ? 1 : n > 10000 ? 10000 : (size_t)n;

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <string.h>
 
 static const char *str_at(json_t *obj, const char *key, const char *fallback)
@@ -61,12 +62,18 @@ int hw_show_file(const char *path, FILE *out)
     json_int_t index = int_at(hung, "report_array_index", 0);
     json_t *thread = json_array_get(threads, (size_t)(index >= 0 ? index : 0));
 
+    const char *type = str_at(apm, "hang_type", "hang");
     fprintf(out, "%s: %s in %s (pid %" JSON_INTEGER_FORMAT ")\n", path,
-            strcmp(str_at(apm, "hang_type", "hang"), "launch_hang") == 0 ? "launch hang" : "hang",
+            strcmp(type, "launch_hang") == 0 ? "launch hang" : strcmp(type, "stutter") == 0 ? "stutter" : "hang",
             str_at(report, "process_name", "?"), int_at(report, "pid", 0));
-    fprintf(out, "  busy %.3f s when detected (threshold %.3f s, %s check)\n",
-            (double)int_at(apm, "block_duration_us", 0) / 1e6, (double)int_at(apm, "runloop_threshold_us", 0) / 1e6,
-            str_at(apm, "check_mode", "?"));
+    /* What the detector measured (report-format.md, block_duration_us). */
+    const char *detector = str_at(apm, "detector", "runloop");
+    bool ping = strcmp(detector, "ping") == 0, frame_gap = strcmp(detector, "frame_gap") == 0;
+    fprintf(out, "  %s %.3f s %s (threshold %.3f s, %s detector, %s check)\n",
+            ping ? "a ping unanswered for" : frame_gap ? "a frame tick" : "busy",
+            (double)int_at(apm, "block_duration_us", 0) / 1e6,
+            frame_gap ? "late, seen after the hang" : "when detected",
+            (double)int_at(apm, "runloop_threshold_us", 0) / 1e6, detector, str_at(apm, "check_mode", "?"));
     json_t *capture = json_object_get(apm, "capture");
     fprintf(out, "  group %s; captured by %s, program stopped for %" JSON_INTEGER_FORMAT " us; report id %s\n",
             str_at(apm, "grouping_key", "?"), str_at(capture, "method", "?"), int_at(capture, "stopped_us", 0),

@@ -399,6 +399,11 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
         rc = -EALREADY;
         goto out;
     }
+    if ((unsigned)cfg->detector > HANGWATCH_DETECTOR_FRAME_GAP ||
+        (cfg->stutter && cfg->detector != HANGWATCH_DETECTOR_RUNLOOP)) {
+        rc = -EINVAL; /* an unknown detector, or stutter without the runloop detector */
+        goto out;
+    }
     static char found[4096]; /* under g.lock */
     const char *path = agent_path(cfg, found, sizeof found);
     if (access(path, X_OK) != 0) {

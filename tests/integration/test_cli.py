@@ -55,6 +55,10 @@ def case_usage_errors():
     expect_usage_error(["run", "--wait-site", "main", "--", "true"], "invalid --wait-site")
     expect_usage_error(["run", "--threads", "all", "--", "true"], "invalid --threads")
     expect_usage_error(["run", "--sample-interval", "fast", "--", "true"], "invalid --sample-interval")
+    expect_usage_error(["run", "--detector", "fps", "--", "true"], "use runloop, semaphore, ping or frame-gap")
+    expect_usage_error(["run", "--detector", "ping", "--stutter", "--", "true"], "runloop detector only")
+    expect_usage_error(["run", "--frame-interval", "60Hz", "--", "true"], "invalid --frame-interval")
+    expect_usage_error(["run", "--pings-by-post", "--", "true"], "belong to hangwatch attach")
 
 
 def case_exit_status():
