@@ -45,7 +45,7 @@ static inline uint64_t hw_frame_tick(uint64_t *last_ns, uint64_t now_ns, uint64_
 /* The agent's emulated display link for a loop it cannot add a timer to. */
 typedef struct hw_frame_gap {
     uint64_t threshold_ns;
-    uint64_t last_tick_ns; /* the last tick that ran */
+    uint64_t last_tick_ns; /* when the last tick ran */
     uint64_t seen_seq;     /* the loop's sequence at the last look */
     bool seen;
 } hw_frame_gap;
@@ -53,9 +53,10 @@ typedef struct hw_frame_gap {
 void hw_frame_gap_init(hw_frame_gap *f, uint64_t threshold_ns);
 
 /*
- * One look, once per frame interval: the due tick runs if the loop waits or
- * has turned over since the last look; returns the late gap it closed
- * (>= threshold), else 0.
+ * One look, once per frame interval: the due tick runs now if the loop
+ * waits; if the loop is busy in a new stretch, it ran when the wait before
+ * that stretch ended; if the loop is still in the same stretch, it waits.
+ * Returns the late gap a tick closed (>= threshold), else 0.
  */
 uint64_t hw_frame_gap_look(hw_frame_gap *f, const hw_loop_reading *r, uint64_t now_ns);
 

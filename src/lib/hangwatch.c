@@ -417,6 +417,13 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     snprintf(socket_name, sizeof socket_name, "@hangwatch-lib-%d-%02x%02x%02x%02x", (int)getpid(), rnd[0], rnd[1],
              rnd[2], rnd[3]);
 
+    /* Fresh loop handles, before the event thread can post a ping to one. */
+    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
+        g.loops[i].slot = NULL;
+        atomic_store_explicit(&g.loops[i].ping_token, 0, memory_order_relaxed);
+        g.loops[i].last_frame_ns = 0;
+    }
+
     char events_name[96];
     bool need_events = cfg->on_event != NULL || posts_pings(cfg);
     g.detector = cfg->detector;
@@ -460,7 +467,6 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     }
     g.page = page;
     g.agent_pid = agent;
-    memset(g.loops, 0, sizeof g.loops);
     if (!g.atfork_installed && pthread_atfork(NULL, NULL, on_fork_child) == 0)
         g.atfork_installed = true;
     if (cfg->detector == HANGWATCH_DETECTOR_FRAME_GAP)

@@ -28,9 +28,9 @@ static void test_tick_gaps(void **state)
     assert_int_equal(last, 117 * MS + 2 * T - 1);
 }
 
-static hw_loop_reading reading(uint64_t seq)
+static hw_loop_reading reading(uint64_t seq, uint64_t busy_start_ns)
 {
-    hw_loop_reading r = {.seq = seq, .busy = (seq & 1) != 0, .activity = 0, .busy_start_ns = 0};
+    hw_loop_reading r = {.seq = seq, .busy = (seq & 1) != 0, .activity = 0, .busy_start_ns = busy_start_ns};
     return r;
 }
 
@@ -48,7 +48,7 @@ static unsigned run_stall(uint64_t start, uint64_t len, uint64_t *first_gap, uin
             seq++; /* the stall begins */
         if (!stalled && (seq & 1) == 1)
             seq++; /* it ended: back in the wait */
-        hw_loop_reading r = reading(seq);
+        hw_loop_reading r = reading(seq, start);
         uint64_t gap = hw_frame_gap_look(&f, &r, now);
         if (gap && late++ == 0) {
             *first_gap = gap;
@@ -82,9 +82,27 @@ static void test_a_busy_loop_that_turns_over_gets_its_ticks(void **state)
     hw_frame_gap_init(&f, T);
     /* busy at every look, but a new stretch each time: never late */
     for (uint64_t i = 0; i < 1000; i++) {
-        hw_loop_reading r = reading(2 * i + 1);
+        hw_loop_reading r = reading(2 * i + 1, i * FRAME - FRAME / 2);
         assert_int_equal(hw_frame_gap_look(&f, &r, i * FRAME), 0);
     }
+}
+
+/* Looked at just after the stall began (busy, new stretch): the tick ran as
+ * the stall began, and the late one measures the whole stall, not less. */
+static void test_a_stall_seen_as_it_begins_is_measured_whole(void **state)
+{
+    (void)state;
+    hw_frame_gap f;
+    hw_frame_gap_init(&f, T);
+    hw_loop_reading idle = reading(2, 0);
+    assert_int_equal(hw_frame_gap_look(&f, &idle, 1000 * MS), 0);
+    hw_loop_reading stall = reading(3, 1010 * MS); /* began 6 ms before the look */
+    assert_int_equal(hw_frame_gap_look(&f, &stall, 1016 * MS), 0);
+    for (uint64_t t = 1016 * MS + FRAME; t < 4010 * MS; t += FRAME)
+        assert_int_equal(hw_frame_gap_look(&f, &stall, t), 0);
+    hw_loop_reading after = reading(4, 0);
+    uint64_t gap = hw_frame_gap_look(&f, &after, 4015 * MS);
+    assert_true(gap >= 3000 * MS && gap <= 3000 * MS + FRAME);
 }
 
 int main(void)
@@ -94,6 +112,7 @@ int main(void)
         cmocka_unit_test(test_a_stall_is_seen_after_it_ends),
         cmocka_unit_test(test_threshold_edges),
         cmocka_unit_test(test_a_busy_loop_that_turns_over_gets_its_ticks),
+        cmocka_unit_test(test_a_stall_seen_as_it_begins_is_measured_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
