@@ -122,7 +122,8 @@ def run_one(build, scenario, detector, workdir, timeout=120):
                 seen[-1][1] += 1
             else:
                 seen.append([letter, 1])
-        row["phases"] = ", ".join(l if n == 1 else "%s×%d" % (l, n) for l, n in seen)
+        if any(l != "?" for l, _ in seen):  # none of A and B: nothing to list
+            row["phases"] = ", ".join(l if n == 1 else "%s×%d" % (l, n) for l, n in seen)
     return row
 
 

@@ -1090,6 +1090,8 @@ static void check_frames(agent *a, watched_process *w, loop_watch *l, const hw_l
     }
     if (gap == 0)
         return;
+    if (gap > now)
+        gap = now; /* the page is the program's: never trust it to make sense */
     report_found_hang(a, w, l, r, now - gap, gap, now);
     /* It ended at the late tick, within one interval before this look. */
     l->last_seen_hung_ns = now > interval ? now - interval : 0;
