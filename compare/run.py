@@ -225,6 +225,9 @@ def main():
             for d in detectors:
                 log("compare: %s under %s" % (s, d))
                 rows.append(run_one(args.build, s, d, work))
+    except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as e:
+        log("compare: %s" % e)
+        return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
