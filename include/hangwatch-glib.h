@@ -39,7 +39,8 @@ void hangwatch_glib_detach(void);
 /*
  * A hangwatch_post_fn for GLib, for the ping detectors: posts the task as a
  * default-priority idle source on `context` (a GMainContext *; NULL: the
- * default context), like g_main_context_invoke() from another thread.
+ * attached context, else the default one), like g_main_context_invoke()
+ * from another thread.
  *     cfg.detector = HANGWATCH_DETECTOR_PING;
  *     cfg.post = hangwatch_glib_post;
  */

@@ -1043,6 +1043,12 @@ static void check_ping(agent *a, watched_process *w, loop_watch *l, const hw_loo
                         ? atomic_load_explicit(&slot->ping_answered, memory_order_acquire) >= l->ping.token
                         : !l->ping_busy || r->seq != l->ping_seq;
     bool may_post = !waiting_only || (!r->busy && r->activity == HW_ACTIVITY_BEFORE_WAITING);
+    /* A C-library loop that has not reported an activity yet, or has
+     * exited, runs no tasks: it is not pinged, and a ping it owes counts as
+     * answered. */
+    bool loop_runs = (r->seq != 0 || r->activity != 0) && r->activity != HW_ACTIVITY_EXIT;
+    answered = answered || !loop_runs;
+    may_post = may_post && loop_runs;
     hw_ping_step_result res = hw_ping_step(&l->ping, now, answered, may_post);
     if (res.answered_late && l->hung)
         finish_hang(a, l, now, "ping_answered");

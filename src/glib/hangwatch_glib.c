@@ -8,12 +8,17 @@
  */
 #include "hangwatch-glib.h"
 
+#include <stdatomic.h>
+
 #define HW_API __attribute__((visibility("default")))
 
 static GMainContext *g_context;
 static GPollFunc g_original_poll;
 static hangwatch_loop *g_loop;
 static GSource *g_frame_source;
+/* Where hangwatch_glib_post sends pings given no context: the attached one
+ * (read on the library's thread, hence atomic). */
+static _Atomic(GMainContext *) g_post_context;
 
 static gint poll_as_wait_point(GPollFD *fds, guint nfds, gint timeout)
 {
@@ -50,7 +55,8 @@ HW_API void hangwatch_glib_post(hangwatch_loop *loop, hangwatch_task_fn task, vo
     GSource *source = g_idle_source_new();
     g_source_set_priority(source, G_PRIORITY_DEFAULT);
     g_source_set_callback(source, run_posted_task, p, g_free);
-    g_source_attach(source, context ? (GMainContext *)context : g_main_context_default());
+    GMainContext *target = context ? (GMainContext *)context : atomic_load(&g_post_context);
+    g_source_attach(source, target ? target : g_main_context_default());
     g_source_unref(source);
 }
 
@@ -68,6 +74,7 @@ HW_API hangwatch_loop *hangwatch_glib_attach(GMainContext *context)
     g_original_poll = g_main_context_get_poll_func(context);
     hangwatch_loop_activity(loop, HANGWATCH_ENTRY);
     g_main_context_set_poll_func(context, poll_as_wait_point);
+    atomic_store(&g_post_context, context);
     guint64 frame_ns = hangwatch_frame_interval_ns();
     if (frame_ns != 0) {
         guint ms = (guint)((frame_ns + 999999) / 1000000);
@@ -88,6 +95,7 @@ HW_API void hangwatch_glib_detach(void)
         g_frame_source = NULL;
     }
     g_main_context_set_poll_func(g_context, g_original_poll);
+    atomic_store(&g_post_context, NULL);
     hangwatch_loop_activity(g_loop, HANGWATCH_EXIT);
     hangwatch_loop_unregister(g_loop);
     g_main_context_unref(g_context);

@@ -86,7 +86,6 @@ static struct {
     hangwatch_event_fn on_event;
     void *user_data;
     /* the comparison detectors */
-    hangwatch_detector detector;
     hangwatch_post_fn post;
     void *post_data;
     _Atomic uint64_t threshold_ns;      /* read by hangwatch_loop_frame() */
@@ -426,7 +425,6 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
 
     char events_name[96];
     bool need_events = cfg->on_event != NULL || posts_pings(cfg);
-    g.detector = cfg->detector;
     g.post = posts_pings(cfg) ? cfg->post : NULL;
     g.post_data = cfg->post_data;
     atomic_store(&g.threshold_ns, cfg->threshold_ns ? cfg->threshold_ns : 2000000000ull);

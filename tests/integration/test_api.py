@@ -133,6 +133,25 @@ def case_glib_comparison_detectors():
     check(reports == [], "ping: " + str([r["hangwatch"]["block_duration_us"] for r in reports]))
 
 
+def case_ping_lifecycle():
+    """Ping detector, C library: 3 s before the loop registers, 2.5 s of loop, 3 s after
+    it unregistered: the loop answered its pings, and nothing is reported, neither the
+    start-up nor the time after the loop, when no posted task can run."""
+    work = tempfile.mkdtemp(prefix="hw-api-")
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
+        reports = os.path.join(work, "r")
+        p = subprocess.run([hwtest.binary("api-ping-lifecycle"), reports], capture_output=True, text=True,
+                           timeout=120, env=env)
+        check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        m = re.search(r"pings: (\d+) answered: (\d+)", p.stdout)
+        check(m and int(m.group(2)) >= 1, "the loop answered a ping:\n" + p.stdout)
+        paths = os.listdir(reports) if os.path.isdir(reports) else []
+        check(paths == [], f"no hang, but reports {paths}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def case_api_without_agent():
     """No agent to be found: hangwatch_start fails cleanly and the loop runs unwatched."""
     work = tempfile.mkdtemp(prefix="hw-api-")
@@ -153,6 +172,7 @@ if __name__ == "__main__":
         "installed_api_demo": case_installed_api_demo,
         "installed_glib_demo": case_installed_glib_demo,
         "glib_comparison_detectors": case_glib_comparison_detectors,
+        "ping_lifecycle": case_ping_lifecycle,
         "api_without_agent": case_api_without_agent,
         "build_tree_events": case_build_tree_events,
     })
