@@ -84,11 +84,12 @@ def run_one(build, scenario, detector, workdir, timeout=120):
                                                                         proc.stderr.strip()))
     with open(results_path) as f:
         results = json.load(f)
-    reports = []
+    files = []
     for path in sorted(glob.glob(os.path.join(reports_dir, "*.json"))):
         with open(path) as f:
-            reports.append(json.load(f))
-    reports.sort(key=lambda r: r["hangwatch"]["detected_at_unix_ms"])
+            files.append((path, json.load(f)))
+    files.sort(key=lambda pr: pr[1]["hangwatch"]["detected_at_unix_ms"])
+    reports = [r for _, r in files]
     stalls = [s for s in results["stalls"] if s["nominal_ms"] > 0]
     first_start = min((s["start_unix_ms"] for s in results["stalls"]), default=None)
     row = {
@@ -102,7 +103,7 @@ def run_one(build, scenario, detector, workdir, timeout=120):
         "first_stack": [],
         "block_s": None,
         "pings_posted": results.get("pings_posted", 0),
-        "reports_dir": reports_dir,
+        "report_files": files,  # (path, report), first detected first
     }
     if reports:
         first = reports[0]

@@ -32,6 +32,15 @@ def build_against(prefix, source, output, package="hangwatch"):
     check(p.returncode == 0, f"building {source} against the installed hangwatch failed:\n{' '.join(cmd)}\n{p.stderr}")
 
 
+def run_library_program(argv, timeout=120, cwd=None):
+    """Run a program that uses the C library as a user would: no HANGWATCH_AGENT (the
+    library finds its own agent) and no preload.  It must exit 0; returns its result."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
 def run_installed_example(example, package, culprit, caller, message, events=False):
     """Install, build `example` only against the installed files, run it, check its one report."""
     prefix = install_prefix()
@@ -43,9 +52,7 @@ def run_installed_example(example, package, culprit, caller, message, events=Fal
         program = os.path.join(work, "example")
         build_against(prefix, source, program, package)
         reports = os.path.join(work, "reports")
-        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
-        p = subprocess.run([program, reports], capture_output=True, text=True, timeout=60, env=env, cwd=work)
-        check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        p = run_library_program([program, reports], timeout=60, cwd=work)
         m = re.search(message + r" ([0-9.]+) s", p.stdout)
         check(m and 2.99 <= float(m.group(1)) <= 3.2, "the callback's 3 s block changed:\n" + p.stdout)
         paths = sorted(os.path.join(reports, n) for n in os.listdir(reports)) if os.path.isdir(reports) else []
@@ -88,10 +95,7 @@ def case_build_tree_events():
     ThreadSanitizer by `make test`): one event of each kind, in order."""
     work = tempfile.mkdtemp(prefix="hw-api-")
     try:
-        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
-        p = subprocess.run([hwtest.binary("hangwatch-api-demo"), os.path.join(work, "r")], capture_output=True,
-                           text=True, timeout=120, env=env)
-        check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        p = run_library_program([hwtest.binary("hangwatch-api-demo"), os.path.join(work, "r")])
         check("ThreadSanitizer" not in p.stderr and "AddressSanitizer" not in p.stderr, p.stderr)
         events = [l.split("event: ")[1].split()[0] for l in p.stdout.splitlines() if "event: " in l]
         check(events == ["thread", "report", "hang"], f"events {events}\n{p.stdout}")
@@ -103,11 +107,8 @@ def run_glib_demo(detector):
     """The build tree's GLib demo under `detector`: (stdout, validated reports)."""
     work = tempfile.mkdtemp(prefix="hw-api-")
     try:
-        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
         reports = os.path.join(work, "r")
-        p = subprocess.run([hwtest.binary("hangwatch-glib-demo"), reports, detector], capture_output=True,
-                           text=True, timeout=120, env=env)
-        check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        p = run_library_program([hwtest.binary("hangwatch-glib-demo"), reports, detector])
         m = re.search(r"blocked for ([0-9.]+) s", p.stdout)
         check(m and 2.99 <= float(m.group(1)) <= 3.2, "the callback's 3 s block changed:\n" + p.stdout)
         paths = sorted(os.path.join(reports, n) for n in os.listdir(reports)) if os.path.isdir(reports) else []
@@ -139,11 +140,8 @@ def case_ping_lifecycle():
     start-up nor the time after the loop, when no posted task can run."""
     work = tempfile.mkdtemp(prefix="hw-api-")
     try:
-        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
         reports = os.path.join(work, "r")
-        p = subprocess.run([hwtest.binary("api-ping-lifecycle"), reports], capture_output=True, text=True,
-                           timeout=120, env=env)
-        check(p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        p = run_library_program([hwtest.binary("api-ping-lifecycle"), reports])
         m = re.search(r"pings: (\d+) answered: (\d+)", p.stdout)
         check(m and int(m.group(2)) >= 1, "the loop answered a ping:\n" + p.stdout)
         paths = os.listdir(reports) if os.path.isdir(reports) else []

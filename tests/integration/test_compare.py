@@ -6,7 +6,6 @@ runs them; every report is validated against the schema).
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -22,10 +21,9 @@ def run_scenario(scenario, detector):
     work = tempfile.mkdtemp(prefix="hw-compare-")
     try:
         row = compare.run_one(BUILD_DIR, scenario, detector, work, timeout=150)
-        reports = [hwtest.load_report(os.path.join(row["reports_dir"], name))
-                   for name in sorted(os.listdir(row["reports_dir"])) if name.endswith(".json")] \
-            if os.path.isdir(row["reports_dir"]) else []
-        return row, reports
+        for path, report in row["report_files"]:
+            hwtest.validate(report, path)
+        return row, [report for _, report in row["report_files"]]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
