@@ -30,6 +30,7 @@ const char *hw_detector_kind_name(hw_detector_kind kind);
 typedef struct hw_agent_options {
     hw_detector_config detector;
     const char *report_dir;   /* default "hangwatch-reports" */
+    struct hw_report_dir *report_dir_handle; /* report_dir, opened and checked by the CLI (report_dir.h) */
     const char *preload_path; /* absolute path of libhangwatch-preload.so */
     char **argv;              /* the program and its arguments */
     bool quiet;               /* no per-hang line on stderr */

@@ -13,6 +13,7 @@
 #ifndef HANGWATCH_SHARED_PAGE_H
 #define HANGWATCH_SHARED_PAGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "loop_state.h"
@@ -38,5 +39,13 @@ typedef struct hw_shared_page {
 } hw_shared_page;
 
 _Static_assert(sizeof(hw_shared_page) == HW_PAGE_SIZE, "the page is one page");
+
+/* The header a page must carry before the agent reads anything else in it:
+ * this layout, made by the process that sent it. */
+static inline bool hw_page_header_is_valid(const hw_shared_page *page, int32_t sender)
+{
+    return page->magic == HW_PAGE_MAGIC && page->version == HW_PAGE_VERSION && page->page_size == HW_PAGE_SIZE &&
+           page->slot_count == HW_PAGE_SLOTS && page->pid == sender;
+}
 
 #endif
