@@ -4,6 +4,7 @@
 #include "page_client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -54,10 +55,11 @@ static int send_registration(const char *socket_name, int memfd)
 
 hw_shared_page *hw_page_publish(const char *socket_name, bool busy_from_now, uint64_t now_ns)
 {
-    int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC);
+    int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (memfd < 0)
         return NULL;
-    if (ftruncate(memfd, HW_PAGE_SIZE) != 0) {
+    if (ftruncate(memfd, HW_PAGE_SIZE) != 0 ||
+        fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
         close(memfd);
         return NULL;
     }

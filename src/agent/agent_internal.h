@@ -1,0 +1,218 @@
+/*
+ * agent_internal.h - the agent's parts and the state they share.
+ *
+ * The agent (`hangwatch run` / `hangwatch attach`) is one process with two
+ * threads:
+ *
+ *   the watch thread (agent.c's loop) does everything that must happen now:
+ *     launch.c          start the program with the observer preloaded;
+ *     registry.c        accept loop pages, only from the watched tree;
+ *     loop_checks.c     look at each loop on its detector's schedule;
+ *     hang_lifecycle.c  a hang's start (the capture: the program is stopped
+ *                       for well under a millisecond), its annealing
+ *                       re-checks and its end;
+ *   the report worker (report_worker.c), at SCHED_IDLE, does everything that
+ *     may happen later: unwinding, symbolizing, writing reports, adding
+ *     final durations.  It never takes the CPU from the watched program, and
+ *     many hangs at once are all captured promptly however slow writing is.
+ *
+ * Reading order for a newcomer: agent.c, launch.c, registry.c,
+ * loop_checks.c, hang_lifecycle.c, report_worker.c.
+ */
+#ifndef HANGWATCH_AGENT_INTERNAL_H
+#define HANGWATCH_AGENT_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "../core/annealing.h"
+#include "../core/detector.h"
+#include "../core/frame_gap.h"
+#include "../core/ping_detector.h"
+#include "../core/point_stack.h"
+#include "../core/semaphore_detector.h"
+#include "../core/shared_page.h"
+#include "../core/stutter.h"
+#include "agent.h"
+#include "capture.h"
+#include "unwind.h"
+
+#define MAX_WATCHED 1024
+#define MAX_FRAMES 256
+#define REGISTRATION_GRACE_NS 1000000000ull
+#define MAX_STRETCH_REPORTS 16
+#define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
+#define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
+
+/* Early sampling of one process's loop thread: a ring per busy stretch. */
+typedef struct sampler {
+    hw_sample_ring ring;
+    hw_sample *samples;
+    size_t *top_repeat;
+    uint64_t seq;            /* the stretch the ring holds, 0 = none */
+    uint64_t next_sample_ns;
+    hw_symbolizer *sym;      /* the watch thread's own, kept for the stretch */
+} sampler;
+
+/* The report worker's record of one hang (report_worker.c). */
+typedef struct hang_record hang_record;
+
+/* One loop thread of a watched process: its slot, detector and hang state. */
+typedef struct loop_watch {
+    unsigned slot;              /* index in the process's page */
+    pid_t tid;                  /* the thread, checked against /proc */
+    hw_detector detector;
+    uint64_t next_wake_ns;
+    /* the stretch currently hung */
+    bool hung;
+    uint64_t hung_seq, hung_start_ns;
+    uint64_t last_seen_hung_ns; /* the last look that found it still hung */
+    uint64_t next_capture_ns;   /* next annealing check; UINT64_MAX while one is decided */
+    hang_record *hang;          /* the worker's record of it */
+    uint64_t recheck_captured_ns; /* when the re-check being decided was captured */
+    uint64_t decisions_seen;      /* re-check decisions taken over */
+    sampler *sampler; /* NULL unless early sampling is on */
+    bool warned_unseen_wait;
+    hw_stutter stutter; /* with --stutter */
+    hw_semaphore_detector semaphore; /* with --detector semaphore */
+    uint64_t semaphore_next_ns;      /* its next look (every 50 ms) */
+    hw_stutter_verdict last_stutter;
+    /* --detector ping (and the semaphore detector's ping while waiting) */
+    hw_ping_detector ping;
+    uint64_t ping_seq;  /* emulated answer: the loop's sequence at the post */
+    bool ping_busy;     /* ... and whether it was busy then */
+    /* --detector frame-gap */
+    hw_frame_gap frames;       /* the emulated display link */
+    uint64_t late_frames_seen; /* the library's late-tick count at the last look */
+    uint64_t watch_start_ns;
+    bool warned_no_frames;
+} loop_watch;
+
+typedef struct watched_process {
+    pid_t pid;
+    int pidfd;                  /* the process itself: readable once it has exited */
+    const hw_shared_page *page; /* read-only view of the process's page */
+    char executable[256];       /* /proc/PID/exe at registration */
+    uint64_t next_wake_ns;      /* earliest of its loops' */
+    loop_watch *loops[HW_PAGE_SLOTS];
+} watched_process;
+
+typedef struct report_worker report_worker;
+
+typedef struct agent {
+    const hw_agent_options *opts;
+    int signal_fd;
+    int registration_fd;
+    char socket_name[64];
+    sigset_t original_mask;
+    struct sigaction original_sigpipe;
+    pid_t child;
+    bool child_done;
+    int child_status;
+    uint64_t started_ns;
+    bool warned_unregistered;
+    bool ever_registered;       /* some process of the tree has registered */
+    pid_t tree_root;            /* processes descending from it may register */
+    watched_process watched[MAX_WATCHED];
+    size_t watched_count;
+    int target_pidfd; /* attach mode: the watched program */
+    int events_fd;    /* attach mode with callbacks: a datagram socket */
+    struct sockaddr_un events_addr;
+    socklen_t events_addr_len;
+    bool done;        /* attach mode: stop now */
+    bool pings_by_post; /* opts->pings_by_post, and the events socket to ask with */
+    report_worker *worker;
+    /* refused registrations (registry.c) */
+    unsigned long refused;
+    bool said_refused;
+    unsigned long unsealed_pages;
+    /* captures the worker had no room for */
+    unsigned long queue_dropped;
+    bool said_queue_dropped;
+} agent;
+
+uint64_t hw_monotonic_ns(void);
+int64_t hw_realtime_ns(void);
+
+/* launch.c */
+int launch_open_signal_fd(agent *a);
+int launch_program(agent *a);
+int launch_exit_code(int status);
+
+/* registry.c */
+int registry_open_socket(agent *a);
+void registry_install_fault_guard(void);
+void registry_drain(agent *a);
+watched_process *registry_find(agent *a, pid_t pid);
+void registry_forget(agent *a, watched_process *w);
+bool registry_page_faulted(const watched_process *w);
+bool registry_in_tree(const agent *a, pid_t pid);
+
+/* loop_checks.c */
+void check_process(agent *a, watched_process *w, uint64_t now);
+size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max);
+void free_loops(agent *a, watched_process *w);
+
+/* hang_lifecycle.c */
+void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c);
+void hang_found(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t start_ns,
+                uint64_t busy_ns);
+void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
+void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch);
+void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c);
+void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, bool killed);
+void capture_thread(agent *a, const watched_process *w, pid_t tid, hw_process_snapshot *snap);
+bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
+void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns, const char *path);
+void send_ping(agent *a, const loop_watch *l);
+int open_events_socket(agent *a, const char *name);
+
+/* report_worker.c */
+
+/* What the watch thread hands the worker for one capture. */
+typedef struct report_request {
+    hw_process_snapshot snap;     /* moved in: the worker frees it */
+    hw_check check;
+    pid_t pid, tid;
+    char executable[256];
+    int64_t detected_unix_ns;
+    bool launch;                  /* a launch hang: held until it proves to be a loop */
+    /* early sampling: the Point Stack chosen from the ring, as addresses */
+    const char *main_thread_state, *main_thread_reason;
+    size_t ps_depth;
+    uint64_t ps_pcs[HW_SAMPLE_MAX_FRAMES];
+    unsigned ps_counts[HW_SAMPLE_MAX_FRAMES];
+    size_t ps_sample_count, ps_ring_capacity, ps_chosen_index, ps_top_repeat;
+    /* a re-check with early sampling: the newest sample's function keys
+     * decide the annealing, not the captured stack */
+    size_t key_count; /* 0: unwind the captured hung thread */
+    uint64_t keys[HW_ANNEAL_MAX_FRAMES];
+    /* stutter reports */
+    hw_stutter_verdict stutter;
+} report_request;
+
+void sampler_fill_request(sampler *s, uint64_t seq, uint64_t sample_interval_ns, report_request *req);
+
+report_worker *worker_start(agent *a);
+/* Drain every job, end the thread, say the totals (reports dropped or not
+ * written) if `say_totals`, and free it. */
+void worker_stop(report_worker *wk, bool say_totals);
+/* A new hang's record (the first report of a hung stretch comes with it). */
+hang_record *worker_new_hang(report_worker *wk, bool launch);
+/* Hand over a report, a re-check (`recheck`: decide by annealing first) or
+ * a one-off report (hang NULL).  The request's snapshot is the worker's
+ * afterwards.  False when the queue is full (the capture is dropped and
+ * counted). */
+bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck);
+/* The hang is over: final durations; a launch's held reports are written
+ * (`keep_launch`) or dropped.  The record is the worker's afterwards. */
+void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
+                          const char *end, bool keep_launch);
+/* The newest re-check decision: how many were taken, and its wait. */
+uint64_t worker_decisions(hang_record *hang, uint64_t *wait_periods);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * launch.c - starting the program to watch: the observer preloaded, the
+ * agent's socket named in its environment, the signals the agent handles
+ * itself blocked (they arrive on a signalfd) and restored for the program.
+ *
+ * A statically linked program cannot take the observer (no dynamic loader,
+ * no LD_PRELOAD): that is said before it starts.  An exec failure comes back
+ * through a close-on-exec pipe, so "cannot run" is known before the agent
+ * starts watching anything.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../core/registration.h"
+#include "agent_internal.h"
+
+int launch_open_signal_fd(agent *a)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    if (sigprocmask(SIG_BLOCK, &set, &a->original_mask) != 0)
+        return -errno;
+    a->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (a->signal_fd < 0)
+        return -errno;
+    /* A closed stderr must not kill the agent (and with it the reports). */
+    struct sigaction ign = {0};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &a->original_sigpipe);
+    return 0;
+}
+
+static char *preload_value(const char *preload_path)
+{
+    const char *existing = getenv("LD_PRELOAD");
+    char *v = NULL;
+    if (existing && *existing) {
+        if (asprintf(&v, "%s:%s", preload_path, existing) < 0)
+            return NULL;
+    } else {
+        v = strdup(preload_path);
+    }
+    return v;
+}
+
+/* The file execvp would run for `name`, or NULL. */
+static char *resolve_program(const char *name)
+{
+    if (strchr(name, '/'))
+        return strdup(name);
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char *copy = strdup(path);
+    char *result = NULL;
+    for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir; dir = strtok_r(NULL, ":", &save)) {
+        char *candidate = NULL;
+        if (asprintf(&candidate, "%s/%s", *dir ? dir : ".", name) < 0)
+            break;
+        if (access(candidate, X_OK) == 0) {
+            result = candidate;
+            break;
+        }
+        free(candidate);
+    }
+    free(copy);
+    return result;
+}
+
+/* A 64-bit ELF executable without a PT_INTERP: no dynamic loader, so no
+ * LD_PRELOAD.  Anything unreadable or not ELF counts as not static (a
+ * script, whose interpreter is dynamic, is the usual case). */
+static bool is_static_executable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    Elf64_Ehdr eh;
+    bool is_static = false;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 256) {
+        is_static = true;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph ||
+                ph.p_type == PT_INTERP) {
+                is_static = false;
+                break;
+            }
+        }
+    }
+    close(fd);
+    return is_static;
+}
+
+/* Fork and exec the program.  Exec failures come back through a pipe. */
+int launch_program(agent *a)
+{
+    char *resolved = resolve_program(a->opts->argv[0]);
+    if (resolved && is_static_executable(resolved) && !a->opts->quiet) {
+        a->warned_unregistered = true; /* said here, more precisely */
+        fprintf(stderr,
+                "hangwatch: warning: %s is statically linked: the observer cannot be preloaded into it, so its "
+                "hangs cannot be seen (see docs/limits.md)\n",
+                resolved);
+    }
+    free(resolved);
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC) != 0)
+        return -errno;
+    char *preload = preload_value(a->opts->preload_path);
+    if (!preload) {
+        close(errpipe[0]);
+        close(errpipe[1]);
+        return -ENOMEM;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        free(preload);
+        close(errpipe[0]);
+        close(errpipe[1]);
+        return -e;
+    }
+    if (pid == 0) {
+        /* The program gets the signal state we were given, not ours. */
+        sigaction(SIGPIPE, &a->original_sigpipe, NULL);
+        sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
+        setenv("LD_PRELOAD", preload, 1);
+        setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
+        if (a->opts->every_wait_is_the_loop)
+            setenv("HANGWATCH_WAIT_SITE", "any", 1);
+        if (a->opts->all_loop_threads)
+            setenv("HANGWATCH_THREADS", "loops", 1);
+        if (a->opts->no_follow) {
+            char self[32];
+            snprintf(self, sizeof self, "%d", (int)getpid());
+            setenv(HW_ENV_ONLY_PID, self, 1);
+        }
+        execvp(a->opts->argv[0], a->opts->argv);
+        int e = errno;
+        ssize_t w = write(errpipe[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    free(preload);
+    close(errpipe[1]);
+    int child_errno = 0;
+    ssize_t n;
+    do
+        n = read(errpipe[0], &child_errno, sizeof child_errno);
+    while (n < 0 && errno == EINTR);
+    close(errpipe[0]);
+    if (n == (ssize_t)sizeof child_errno) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        fprintf(stderr, "hangwatch: cannot run '%s': %s\n", a->opts->argv[0], strerror(child_errno));
+        return -child_errno ? -child_errno : -ENOEXEC;
+    }
+    a->child = pid;
+    return 0;
+}
+
+int launch_exit_code(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}

@@ -1,0 +1,469 @@
+/*
+ * loop_checks.c - looking at each watched loop on its detector's schedule.
+ *
+ * For every loop thread a process's page announces (the main thread; every
+ * loop thread with --threads=loops) this keeps the detector in force: the
+ * runloop detector (Matrix's busy stretches, exact or periodic), or one of
+ * the seeds' alternatives kept for comparison (the semaphore's 50 ms state
+ * samples, ANREye's ping, the frame gap).  It decides *that* something is a
+ * hang and hands it to hang_lifecycle.c; it also takes early sampling's
+ * samples into the loop's ring.
+ *
+ * Everything read from the page is the program's word: a reading that makes
+ * no sense (a start in the future, a thread that is not the process's) is
+ * bounded or ignored, never trusted.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent_internal.h"
+
+static void sampler_free(sampler *s)
+{
+    if (!s)
+        return;
+    if (s->sym)
+        hw_symbolizer_free(s->sym);
+    free(s->samples);
+    free(s->top_repeat);
+    free(s);
+}
+
+static sampler *sampler_new(size_t capacity)
+{
+    sampler *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->samples = calloc(capacity, sizeof *s->samples);
+    s->top_repeat = calloc(capacity, sizeof *s->top_repeat);
+    if (!s->samples || !s->top_repeat) {
+        sampler_free(s);
+        return NULL;
+    }
+    hw_ring_init(&s->ring, s->samples, s->top_repeat, capacity);
+    return s;
+}
+
+
+const char *hw_detector_kind_name(hw_detector_kind kind)
+{
+    switch (kind) {
+    case HW_DETECTOR_SEMAPHORE:
+        return "semaphore";
+    case HW_DETECTOR_PING:
+        return "ping";
+    case HW_DETECTOR_FRAME_GAP:
+        return "frame_gap";
+    case HW_DETECTOR_RUNLOOP:
+    default:
+        return "runloop";
+    }
+}
+
+
+/* ---- early sampling ---- */
+
+/* Take one sample of the loop thread into the ring. */
+static void take_sample(agent *a, watched_process *w, loop_watch *l, uint64_t now)
+{
+    pid_t tid = l->tid;
+    sampler *s = l->sampler;
+    hw_process_snapshot snap;
+    capture_thread(a, w, tid, &snap);
+    if (!s->sym && snap.maps)
+        s->sym = hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, NULL);
+    for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
+        if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
+            continue;
+        hw_backtrace bt = {0};
+        hw_unwind_thread(s->sym, &snap.threads[i], HW_SAMPLE_MAX_FRAMES, &bt);
+        uint64_t pcs[HW_SAMPLE_MAX_FRAMES];
+        size_t n = 0;
+        for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
+            pcs[n] = bt.frames[n].instruction_addr;
+        /* Runs are counted per top *function*: a spin moves its pc. */
+        uint64_t top_key = 0;
+        if (bt.count > 0)
+            top_key = bt.frames[0].symbol_name ? bt.frames[0].symbol_addr : bt.frames[0].instruction_addr;
+        if (n > 0)
+            hw_ring_add(&s->ring, pcs, n, top_key, now);
+        hw_backtrace_free(&bt);
+    }
+    hw_process_snapshot_free(&snap);
+}
+
+/* Sample if one is due for the current busy stretch; returns when the next
+ * one is due (UINT64_MAX while the loop waits: nothing to sample). */
+static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
+{
+    sampler *s = l->sampler;
+    uint64_t interval = a->opts->sample_interval_ns;
+    if (!r->busy) {
+        s->seq = 0;
+        return now + interval; /* look again soon: the next stretch's first sample */
+    }
+    if (s->seq != r->seq) {
+        /* A new stretch: a new ring (an idle stack is the wait call). */
+        hw_ring_clear(&s->ring);
+        if (s->sym) {
+            hw_symbolizer_free(s->sym);
+            s->sym = NULL;
+        }
+        s->seq = r->seq;
+        s->next_sample_ns = r->busy_start_ns + interval;
+    }
+    if (now >= s->next_sample_ns) {
+        take_sample(a, w, l, now);
+        s->next_sample_ns += interval;
+        if (s->next_sample_ns <= now)
+            s->next_sample_ns = now + interval;
+    }
+    return s->next_sample_ns;
+}
+
+/* Function keys of the newest sample, for annealing; 0 if none. */
+size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max)
+{
+    if (!s || s->ring.count == 0 || !s->sym)
+        return 0;
+    const hw_sample *newest = hw_ring_at(&s->ring, s->ring.count - 1);
+    size_t n = 0;
+    for (; n < newest->depth && n < max; n++) {
+        hw_frame f = {0};
+        hw_symbolize_frame(s->sym, newest->pcs[n], n == 0, &f);
+        keys[n] = f.symbol_name ? f.symbol_addr : f.instruction_addr;
+        hw_frame_clear(&f);
+    }
+    return n;
+}
+
+
+/* The state letter of the thread ('R', 'S', 'T', 't', ...), '?' if gone. */
+static char thread_state(pid_t pid, pid_t tid)
+{
+    hw_task_stat st;
+    return hw_task_stat_read(pid, tid, &st) == 0 ? st.state : '?';
+}
+
+
+/* System calls an event loop waits in. */
+static bool is_wait_syscall(long nr)
+{
+    switch (nr) {
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+#ifdef SYS_io_uring_enter
+    case SYS_io_uring_enter:
+#endif
+        return true;
+    default:
+        return false;
+    }
+}
+
+
+/*
+ * The sub-thread ping (ping_detector.h).  A ping is posted by the program's
+ * own post function when the C library was given one (answered when its
+ * task stores the token in the slot); otherwise the loop's next pass
+ * through its wait is the answer, as a task queued on it would run there.
+ * `waiting_only`: post only while the loop waits (the semaphore detector's
+ * ping, seeds/002).
+ */
+static void check_ping(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now,
+                       bool waiting_only)
+{
+    const hw_loop_slot *slot = &w->page->slots[l->slot];
+    bool answered = a->pings_by_post
+                        ? atomic_load_explicit(&slot->ping_answered, memory_order_acquire) >= l->ping.token
+                        : !l->ping_busy || r->seq != l->ping_seq;
+    bool may_post = !waiting_only || (!r->busy && r->activity == HW_ACTIVITY_BEFORE_WAITING);
+    /* A C-library loop that has not reported an activity yet, or has
+     * exited, runs no tasks: it is not pinged, and a ping it owes counts as
+     * answered. */
+    bool loop_runs = (r->seq != 0 || r->activity != 0) && r->activity != HW_ACTIVITY_EXIT;
+    answered = answered || !loop_runs;
+    may_post = may_post && loop_runs;
+    hw_ping_step_result res = hw_ping_step(&l->ping, now, answered, may_post);
+    if (res.answered_late && l->hung)
+        hang_finish(a, l, now, "ping_answered", true);
+    if (res.missed)
+        hang_found(a, w, l, r, l->ping.posted_ns, res.waited_ns);
+    else if (l->hung)
+        l->last_seen_hung_ns = now;
+    if (res.post) {
+        l->ping_seq = r->seq;
+        l->ping_busy = r->busy;
+        if (a->pings_by_post)
+            send_ping(a, l);
+    }
+    l->next_wake_ns = l->ping.next_ns;
+}
+
+/*
+ * The frame gap (frame_gap.h): the program's own ticks when the C library
+ * reports them, else the agent's emulated display link.  A late tick is a
+ * hang that is already over: it is reported and closed at once.
+ */
+static void check_frames(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
+{
+    uint64_t interval = a->opts->frame_interval_ns;
+    l->next_wake_ns = now + interval;
+    uint64_t gap = 0;
+    if (a->opts->frames_from_loop) {
+        const hw_loop_slot *slot = &w->page->slots[l->slot];
+        uint64_t late = atomic_load_explicit(&slot->late_frames, memory_order_acquire);
+        if (late != l->late_frames_seen) {
+            l->late_frames_seen = late;
+            gap = atomic_load_explicit(&slot->late_frame_gap_ns, memory_order_relaxed);
+        }
+        if (!l->warned_no_frames && now > l->watch_start_ns + REGISTRATION_GRACE_NS &&
+            atomic_load_explicit(&slot->frames, memory_order_relaxed) == 0) {
+            l->warned_no_frames = true;
+            if (!a->opts->quiet)
+                fprintf(stderr,
+                        "hangwatch: warning: the frame-gap detector has had no frame from thread %d's loop after 1 s: "
+                        "call hangwatch_loop_frame() from a timer on it (docs/api.md)\n",
+                        (int)l->tid);
+        }
+    } else {
+        gap = hw_frame_gap_look(&l->frames, r, now);
+    }
+    if (gap == 0)
+        return;
+    if (gap > now)
+        gap = now; /* the page is the program's: never trust it to make sense */
+    hang_found(a, w, l, r, now - gap, gap);
+    /* It ended at the late tick, within one interval before this look. */
+    l->last_seen_hung_ns = now > interval ? now - interval : 0;
+    hang_finish(a, l, now, "returned_to_wait", true);
+    l->next_wake_ns = hw_monotonic_ns() + interval;
+}
+
+
+static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
+{
+    pid_t tid = l->tid;
+    switch (a->opts->detector_kind) {
+    case HW_DETECTOR_SEMAPHORE: {
+        /* The seeds' semaphore detector, as it was: every 50 ms, and the
+         * ping while the loop waits. */
+        if (now >= l->semaphore_next_ns) {
+            l->semaphore_next_ns = now + l->semaphore.interval_ns;
+            if (hw_semaphore_step(&l->semaphore, &r)) {
+                hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r.seq, .busy_start_ns = r.busy_start_ns,
+                              .busy_ns = r.busy && now > r.busy_start_ns ? now - r.busy_start_ns : 0};
+                report_without_hang(a, w, l, &c);
+            }
+        }
+        check_ping(a, w, l, &r, now, true);
+        if (l->semaphore_next_ns < l->next_wake_ns)
+            l->next_wake_ns = l->semaphore_next_ns;
+        return;
+    }
+    case HW_DETECTOR_PING:
+        check_ping(a, w, l, &r, now, false);
+        return;
+    case HW_DETECTOR_FRAME_GAP:
+        check_frames(a, w, l, &r, now);
+        return;
+    case HW_DETECTOR_RUNLOOP:
+    default:
+        break;
+    }
+    if (l->hung) {
+        if (r.seq == l->hung_seq) {
+            l->last_seen_hung_ns = now;
+            hang_look_again(a, w, l, &r, now);
+            return;
+        }
+        hang_finish(a, l, now, "returned_to_wait", true);
+    }
+
+    hw_check c = hw_detector_check(&l->detector, &r, now);
+    c.launch = c.launch && is_launch(w, l, r.seq);
+    l->next_wake_ns = l->detector.next_check_ns;
+    if (a->opts->stutter && c.verdict != HW_VERDICT_HANG) {
+        hw_stutter_verdict v = hw_stutter_observe(&l->stutter, &r, now);
+        if (v.stutter && r.busy) {
+            /* Stuck in one of the stalls right now: capture it. */
+            l->last_stutter = v;
+            hw_check sc = c;
+            sc.stutter = true;
+            sc.launch = false;
+            report_without_hang(a, w, l, &sc);
+        }
+        if (now + STUTTER_LOOK_NS < l->next_wake_ns)
+            l->next_wake_ns = now + STUTTER_LOOK_NS;
+    }
+    if (c.verdict != HW_VERDICT_HANG)
+        return;
+
+    /* A stopped process (SIGSTOP, job control, a debugger) is not hung: its
+     * loop cannot run.  Restart its busy clock and look again later. */
+    char state = thread_state(w->pid, tid);
+    /* A process that has never reached a loop and is waiting for a child
+     * (a shell, make, a wrapper script) is supervising, not launching: the
+     * child is watched on its own. */
+    long blocked_in = c.launch ? hw_task_syscall(w->pid, tid) : -1;
+    bool supervising = blocked_in == SYS_wait4 || blocked_in == SYS_waitid;
+    /* Still "launching" but blocked in a wait system call that never went
+     * through glibc's wrappers: a raw syscall() or io_uring loop the
+     * observer cannot see.  Say so instead of reporting a launch hang. */
+    bool unseen_wait = is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
+    if (unseen_wait && !l->warned_unseen_wait) {
+        l->warned_unseen_wait = true; /* also with --quiet: it keeps later launch checks quiet */
+        if (!a->opts->quiet)
+            fprintf(stderr,
+                "hangwatch: warning: pid %d waits in system call %ld without going through glibc's wrappers (a raw "
+                    "syscall() or io_uring loop): its loop cannot be observed and its hangs cannot be seen (see "
+                    "docs/limits.md)\n",
+                    (int)w->pid, blocked_in);
+    }
+    if (state == 'T' || state == 't' || supervising || unseen_wait) {
+        hw_detector_restart_clock(&l->detector, r.seq, now);
+        l->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
+        return;
+    }
+
+    hang_begin(a, w, l, c);
+}
+
+static loop_watch *loop_watch_new(agent *a, const watched_process *w, unsigned slot, pid_t tid, uint64_t now)
+{
+    loop_watch *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->slot = slot;
+    l->tid = tid;
+    hw_detector_init(&l->detector, &a->opts->detector, now);
+    l->next_wake_ns = l->detector.next_check_ns;
+    if (a->opts->early_sampling)
+        l->sampler = sampler_new(a->opts->ring_size);
+    hw_stutter_config scfg;
+    hw_stutter_config_default(&scfg, a->opts->detector.threshold_ns);
+    hw_stutter_init(&l->stutter, &scfg, now);
+    hw_semaphore_init(&l->semaphore);
+    hw_ping_init(&l->ping, a->opts->detector.threshold_ns, now);
+    hw_frame_gap_init(&l->frames, a->opts->detector.threshold_ns);
+    l->late_frames_seen = atomic_load_explicit(&w->page->slots[slot].late_frames, memory_order_acquire);
+    l->watch_start_ns = now;
+    return l;
+}
+
+static void loop_watch_free(loop_watch *l)
+{
+    if (!l)
+        return;
+    sampler_free(l->sampler);
+    free(l);
+}
+
+/* Does thread `tid` belong to process `pid`?  (The page says so; check.) */
+static bool thread_of(pid_t pid, pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d", (int)pid, (int)tid);
+    struct stat st;
+    return tid > 0 && stat(path, &st) == 0;
+}
+
+/* The loop threads the page announces: slot 0 (the main thread) always,
+ * the others with --threads=loops.  A slot whose thread changed starts
+ * afresh. */
+static void refresh_loops(agent *a, watched_process *w, uint64_t now)
+{
+    unsigned slots = a->opts->all_loop_threads ? HW_PAGE_SLOTS : 1;
+    for (unsigned i = 0; i < slots; i++) {
+        pid_t tid = i == 0 ? w->pid : (pid_t)atomic_load_explicit(&w->page->slots[i].tid, memory_order_acquire);
+        loop_watch *l = w->loops[i];
+        if (l && l->tid == tid)
+            continue;
+        if (l) {
+            if (l->hung)
+                hang_finish(a, l, now, "thread_exited", false);
+            loop_watch_free(l);
+            w->loops[i] = NULL;
+        }
+        if (tid > 0 && (i == 0 || thread_of(w->pid, tid)))
+            w->loops[i] = loop_watch_new(a, w, i, tid, now);
+    }
+}
+
+void check_process(agent *a, watched_process *w, uint64_t now)
+{
+    refresh_loops(a, w, now);
+    w->next_wake_ns = UINT64_MAX;
+    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
+        loop_watch *l = w->loops[i];
+        if (!l)
+            continue;
+        if (l->next_wake_ns <= now) {
+            hw_loop_reading r;
+            if (!hw_loop_read(&w->page->slots[i], &r, 8)) {
+                l->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
+            } else {
+                uint64_t sample_at = l->sampler ? sample_if_due(a, w, l, &r, now) : UINT64_MAX;
+                check_loop(a, w, l, r, now);
+                if (sample_at < l->next_wake_ns)
+                    l->next_wake_ns = sample_at;
+            }
+        }
+        if (l->next_wake_ns < w->next_wake_ns)
+            w->next_wake_ns = l->next_wake_ns;
+    }
+    /* New loop threads are found on the next look. */
+    uint64_t rescan = now + hw_detector_poll_interval(&a->opts->detector);
+    if (a->opts->all_loop_threads && rescan < w->next_wake_ns)
+        w->next_wake_ns = rescan;
+}
+
+
+/* Early sampling's Point Stack of stretch `seq`, as addresses, for a report. */
+void sampler_fill_request(sampler *s, uint64_t seq, uint64_t sample_interval_ns, report_request *req)
+{
+    req->main_thread_state = "not_requested";
+    req->main_thread_reason = "disabled";
+    if (!s)
+        return;
+    req->main_thread_state = "empty";
+    req->main_thread_reason = "no_samples";
+    long idx = s->seq == seq ? hw_ring_point_stack(&s->ring) : -1;
+    if (idx < 0)
+        return;
+    const hw_sample *chosen = hw_ring_at(&s->ring, (size_t)idx);
+    hw_ring_repeat_counts(&s->ring, (size_t)idx, req->ps_counts);
+    req->ps_depth = chosen->depth < HW_SAMPLE_MAX_FRAMES ? chosen->depth : HW_SAMPLE_MAX_FRAMES;
+    memcpy(req->ps_pcs, chosen->pcs, req->ps_depth * sizeof req->ps_pcs[0]);
+    req->ps_sample_count = s->ring.count;
+    req->ps_ring_capacity = s->ring.capacity;
+    req->ps_chosen_index = (size_t)idx;
+    req->ps_top_repeat = hw_ring_repeat_at(&s->ring, (size_t)idx);
+    (void)sample_interval_ns;
+    req->main_thread_state = "collected";
+    req->main_thread_reason = "early_sampling";
+}
+
+/* Every loop of a process: its hangs are closed by the caller first. */
+void free_loops(agent *a, watched_process *w)
+{
+    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
+        loop_watch *l = w->loops[i];
+        if (l && l->hung)
+            hang_finish(a, l, hw_monotonic_ns(), "agent_exited", true);
+        loop_watch_free(l);
+        w->loops[i] = NULL;
+    }
+}

@@ -1,0 +1,371 @@
+/*
+ * registry.c - which processes the agent watches, and the only door by
+ * which one gets in: a registration datagram on the agent's socket.
+ *
+ * The socket is abstract, so every local user can send to it, and the agent
+ * may run as root: each datagram is treated as an attack until proven
+ * otherwise (docs/security.md).  A registration is accepted only when
+ *   - it is well formed (hw_registration_parse), with the kernel's
+ *     credentials and, where the kernel has it (Linux 6.5), a pidfd of the
+ *     sender itself (SO_PASSPIDFD);
+ *   - the sender is alive and is the watched program or one of its
+ *     descendants: its parent chain in /proc reaches the tree's root (the
+ *     agent under `run`, since it is the program's parent and subreaper; the
+ *     program itself under `attach`).  The sender's pidfd is checked again
+ *     after that walk, so a sender that died meanwhile (its pid free for
+ *     reuse) is refused too;
+ *   - the page is a sealed memfd (tmpfs, F_SEAL_SHRINK: it can never shrink
+ *     under the agent's mapping) carrying a valid header made by the sender.
+ * Anything else is refused, counted, said once, and never ptraced.
+ *
+ * A page that faults anyway (SIGBUS) must not take the agent down: a guard
+ * replaces the faulting page by a zero page and marks it; the watch loop
+ * then drops that process.  A flood of datagrams cannot starve detection:
+ * at most a few dozen are read per wake-up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../core/registration.h"
+#include "../core/socket_name.h"
+#include "agent_internal.h"
+#include "report.h"
+
+#define MAX_DATAGRAMS_PER_WAKE 64
+#define MAX_TREE_DEPTH 4096
+
+#ifndef F_GET_SEALS
+#define F_GET_SEALS 1034
+#endif
+#ifndef F_SEAL_SHRINK
+#define F_SEAL_SHRINK 0x0002
+#endif
+
+/* ---- the SIGBUS guard ---- */
+
+/* Pages mapped from watched processes, and which of them faulted.  Written
+ * only by the watch thread, read by the handler on the faulting thread
+ * (only the watch thread reads pages). */
+static void *volatile g_guarded[MAX_WATCHED];
+static volatile sig_atomic_t g_faulted[MAX_WATCHED];
+
+static void on_sigbus(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    for (size_t i = 0; i < MAX_WATCHED; i++) {
+        uintptr_t page = (uintptr_t)g_guarded[i];
+        if (page != 0 && addr >= page && addr < page + HW_PAGE_SIZE) {
+            /* A zero page in its place: the read that faulted is retried
+             * and sees an empty page; the watch loop drops the process. */
+            void *p = mmap((void *)page, HW_PAGE_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+            if (p != MAP_FAILED) {
+                g_faulted[i] = 1;
+                return;
+            }
+        }
+    }
+    /* Not one of ours: the default action (a real bug must not be hidden). */
+    signal(sig, SIG_DFL);
+}
+
+void registry_install_fault_guard(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+static void guard_page(const void *page)
+{
+    for (size_t i = 0; i < MAX_WATCHED; i++) {
+        if (g_guarded[i] == NULL) {
+            g_faulted[i] = 0;
+            g_guarded[i] = (void *)page;
+            return;
+        }
+    }
+}
+
+static void unguard_page(const void *page)
+{
+    for (size_t i = 0; i < MAX_WATCHED; i++) {
+        if (g_guarded[i] == page) {
+            g_guarded[i] = NULL;
+            g_faulted[i] = 0;
+        }
+    }
+}
+
+bool registry_page_faulted(const watched_process *w)
+{
+    for (size_t i = 0; i < MAX_WATCHED; i++)
+        if (g_guarded[i] == (const void *)w->page)
+            return g_faulted[i] != 0;
+    return false;
+}
+
+/* ---- the socket ---- */
+
+int registry_open_socket(agent *a)
+{
+    if (a->opts->socket_name) {
+        if (strlen(a->opts->socket_name) < 2 || strlen(a->opts->socket_name) >= sizeof a->socket_name ||
+            a->opts->socket_name[0] != '@')
+            return -EINVAL;
+        snprintf(a->socket_name, sizeof a->socket_name, "%s", a->opts->socket_name);
+    } else {
+        char tmp[37];
+        hw_new_uuid(tmp);
+        snprintf(a->socket_name, sizeof a->socket_name, "@hangwatch-%d-%.8s", (int)getpid(), tmp);
+    }
+
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    /* A pidfd of each sender (Linux 6.5); without it, pidfd_open below. */
+    (void)setsockopt(fd, SOL_SOCKET, SO_PASSPIDFD, &one, sizeof one);
+    struct sockaddr_un addr;
+    socklen_t addr_len;
+    int rc = hw_socket_address(a->socket_name, &addr, &addr_len);
+    if (rc != 0 || bind(fd, (struct sockaddr *)&addr, addr_len) != 0) {
+        int e = rc != 0 ? -rc : errno;
+        close(fd);
+        return -e;
+    }
+    a->registration_fd = fd;
+    return 0;
+}
+
+/* ---- who may register ---- */
+
+bool registry_in_tree(const agent *a, pid_t pid)
+{
+    for (int depth = 0; depth < MAX_TREE_DEPTH && pid > 0; depth++) {
+        if (pid == a->tree_root)
+            return true;
+        if (pid == 1)
+            return false;
+        hw_task_stat st;
+        if (hw_task_stat_read(pid, 0, &st) != 0 || st.ppid == pid)
+            return false;
+        pid = st.ppid;
+    }
+    return false;
+}
+
+/* The pid a pidfd stands for (/proc/self/fdinfo), or -1. */
+static pid_t pidfd_pid(int pidfd)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *line = strstr(buf, "\nPid:");
+    if (line == NULL)
+        return -1;
+    long pid = strtol(line + 5, NULL, 10);
+    return pid > 0 ? (pid_t)pid : -1;
+}
+
+/* Has the process behind `pidfd` exited? */
+static bool pidfd_exited(int pidfd)
+{
+    struct pollfd p = {pidfd, POLLIN, 0};
+    return poll(&p, 1, 0) != 0;
+}
+
+/* A page the agent can read without fear: a sealed tmpfs memfd, big enough. */
+static const char *page_fd_problem(int fd)
+{
+    struct stat st;
+    struct statfs sfs;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return "not a memory file";
+    if (fstatfs(fd, &sfs) != 0 || sfs.f_type != TMPFS_MAGIC)
+        return "not a memory file";
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK))
+        return "not sealed against shrinking";
+    if (st.st_size < (off_t)HW_PAGE_SIZE)
+        return "too small";
+    return NULL;
+}
+
+static void refuse(agent *a, const hw_registration_parsed *m, const char *why)
+{
+    a->refused++;
+    if (a->said_refused || a->opts->quiet)
+        return;
+    a->said_refused = true;
+    if (m->have_cred)
+        fprintf(stderr,
+                "hangwatch: refused a registration from pid %d (uid %u): %s; further refusals are only counted "
+                "(docs/security.md)\n",
+                (int)m->pid, (unsigned)m->uid, why);
+    else
+        fprintf(stderr, "hangwatch: refused a registration: %s; further refusals are only counted\n", why);
+}
+
+watched_process *registry_find(agent *a, pid_t pid)
+{
+    for (size_t i = 0; i < a->watched_count; i++)
+        if (a->watched[i].pid == pid)
+            return &a->watched[i];
+    return NULL;
+}
+
+static void release_process(agent *a, watched_process *w)
+{
+    if (w->pidfd >= 0)
+        close(w->pidfd);
+    w->pidfd = -1;
+    free_loops(a, w);
+    if (w->page) {
+        unguard_page(w->page);
+        munmap((void *)w->page, HW_PAGE_SIZE);
+        w->page = NULL;
+    }
+}
+
+void registry_forget(agent *a, watched_process *w)
+{
+    release_process(a, w);
+    watched_process *last = &a->watched[--a->watched_count];
+    if (w != last)
+        *w = *last;
+    memset(last, 0, sizeof *last); /* its pointers now belong to *w */
+}
+
+/* Check one well-formed registration and watch its sender.  `pidfd` is the
+ * sender's own (SCM_PIDFD), or -1. */
+static void accept_registration(agent *a, const hw_registration_parsed *m)
+{
+    if (getuid() != 0 && m->uid != getuid()) {
+        refuse(a, m, "another user's process");
+        return;
+    }
+    int pidfd = -1;
+    if (m->pidfd >= 0) {
+        if (pidfd_pid(m->pidfd) != m->pid) {
+            refuse(a, m, "its pidfd and credentials disagree (it has exited)");
+            return;
+        }
+        pidfd = fcntl(m->pidfd, F_DUPFD_CLOEXEC, 0);
+    } else {
+        pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0);
+        if (pidfd >= 0)
+            fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+    }
+    if (pidfd < 0) {
+        refuse(a, m, "the sender has exited");
+        return;
+    }
+    const char *why = NULL;
+    if (!registry_in_tree(a, m->pid))
+        why = "not the watched program or one of its descendants";
+    else if (pidfd_exited(pidfd))
+        why = "the sender has exited";
+    else if ((why = page_fd_problem(m->page_fd)) != NULL)
+        a->unsealed_pages++;
+    if (why) {
+        close(pidfd);
+        refuse(a, m, why);
+        return;
+    }
+    const hw_shared_page *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ, MAP_SHARED, m->page_fd, 0);
+    if (page == MAP_FAILED) {
+        close(pidfd);
+        refuse(a, m, "its page cannot be mapped");
+        return;
+    }
+    if (!hw_page_header_is_valid(page, m->pid)) {
+        munmap((void *)page, HW_PAGE_SIZE);
+        close(pidfd);
+        refuse(a, m, "its page is not a hangwatch page of that process");
+        return;
+    }
+    watched_process *w = registry_find(a, m->pid);
+    if (w) {
+        /* Same pid again: the process exec'd a new image.  Start afresh. */
+        finish_process(a, w, hw_monotonic_ns(), "exec", false);
+        release_process(a, w);
+    } else {
+        if (a->watched_count == MAX_WATCHED) {
+            munmap((void *)page, HW_PAGE_SIZE);
+            close(pidfd);
+            refuse(a, m, "the agent already watches as many processes as it can");
+            return;
+        }
+        w = &a->watched[a->watched_count++];
+    }
+    memset(w, 0, sizeof *w);
+    guard_page(page);
+    w->pidfd = pidfd;
+    w->pid = m->pid;
+    w->page = page;
+    a->ever_registered = true;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)m->pid);
+    ssize_t n = readlink(link, w->executable, sizeof w->executable - 1);
+    w->executable[n > 0 ? n : 0] = '\0';
+    w->next_wake_ns = hw_monotonic_ns(); /* look at it (and find its loops) now */
+}
+
+void registry_drain(agent *a)
+{
+    for (int i = 0; i < MAX_DATAGRAMS_PER_WAKE; i++) {
+        hw_registration msg;
+        struct iovec iov = {&msg, sizeof msg};
+        union {
+            char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int)) +
+                     CMSG_SPACE(HW_REGISTRATION_MAX_FDS / 2 * sizeof(int))];
+            struct cmsghdr align;
+        } control;
+        struct msghdr mh = {0};
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = control.buf;
+        mh.msg_controllen = sizeof control.buf;
+        ssize_t n = recvmsg(a->registration_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* EAGAIN: nothing more */
+        }
+        hw_registration_parsed m;
+        int rc = hw_registration_parse(&msg, (size_t)n, mh.msg_flags, mh.msg_control, mh.msg_controllen, &m);
+        if (rc == 0)
+            accept_registration(a, &m);
+        else
+            refuse(a, &m, "a malformed message");
+        for (size_t k = 0; k < m.fd_count; k++)
+            close(m.fds[k]);
+    }
+}
