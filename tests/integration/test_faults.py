@@ -1,0 +1,334 @@
+"""test_faults - the agent under attack and under faults.
+
+hangwatch's agent may run as root; these tests try what a hostile local
+process, or plain bad luck, can do to it (docs/security.md): registrations
+from another user, from a process that is already gone, pages that shrink,
+a full registration queue, twenty hangs at once, the agent killed at any
+moment, the program killed while it is being captured, and processes that
+never reach an event loop."""
+import ctypes
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+
+import hwtest
+from hwtest import check, frames, symbols
+
+SKIP = 77
+
+
+def preload():
+    return os.path.join(os.path.dirname(hwtest.BIN), "lib", "hangwatch", "libhangwatch-preload.so")
+
+
+def start(args, report_dir=None, **popen):
+    """Start `hangwatch run` in the background; returns (process, report dir)."""
+    if report_dir is None:
+        report_dir = tempfile.mkdtemp(prefix="hw-it-")
+        os.rmdir(report_dir)
+    proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir] + args,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    return proc, report_dir
+
+
+def agent_socket(program_pid):
+    with open(f"/proc/{program_pid}/environ", "rb") as f:
+        for item in f.read().split(b"\0"):
+            if item.startswith(b"HANGWATCH_AGENT_SOCKET="):
+                return item.split(b"=", 1)[1].decode()
+    hwtest.fail("the program has no HANGWATCH_AGENT_SOCKET")
+
+
+def reports_in(report_dir):
+    if not os.path.isdir(report_dir):
+        return []
+    return [hwtest.load_report(os.path.join(report_dir, n)) for n in sorted(os.listdir(report_dir))
+            if n.endswith(".json")]
+
+
+def status_fields(pid):
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields
+
+
+def become_subreaper():
+    """Orphans of the agent we kill become our children, so we can reap them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_CHILD_SUBREAPER = 36
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def check_untouched(pid, what):
+    """A process the agent left: running, not traced, no signal pending."""
+    st = status_fields(pid)
+    check(st["State"][0] not in "tT", f"{what}: the program was left stopped ({st['State']})")
+    check(st["TracerPid"] == "0", f"{what}: the program is still traced by {st['TracerPid']}")
+    check(int(st["SigPnd"], 16) == 0 and int(st["ShdPnd"], 16) == 0,
+          f"{what}: a signal is pending for the program (SigPnd {st['SigPnd']}, ShdPnd {st['ShdPnd']})")
+
+
+# ---- who may register ----
+
+def case_foreign_uid_registration():
+    """Another user's process that registers with a root agent, using the
+    project's own observer, is refused, never traced, never reported."""
+    if os.geteuid() != 0:
+        return SKIP
+    nobody = 65534
+    private = tempfile.mkdtemp(prefix="hw-it-lib-")
+    os.chmod(private, 0o755)
+    observer = os.path.join(private, "libhangwatch-preload.so")
+    shutil.copy(preload(), observer)
+    os.chmod(observer, 0o755)
+    proc, report_dir = start(["--", hwtest.binary("hangwatch-demo")])
+    try:
+        program = hwtest.program_of(proc.pid)
+        env = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": observer, "HANGWATCH_AGENT_SOCKET": agent_socket(program)}
+        foreign = subprocess.Popen(["sleep", "3"], env=env, user=nobody, group=nobody)
+        # While it lives (longer than the threshold) nobody traces it.
+        while foreign.poll() is None:
+            try:
+                check(status_fields(foreign.pid)["TracerPid"] == "0", "the foreign process was ptraced")
+            except FileNotFoundError:
+                break
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
+        check(re.search(rf"refused a registration from pid {foreign.pid} \(uid {nobody}\)", err),
+              f"the foreign registration was not refused (or not said):\n{err}")
+        reps = reports_in(report_dir)
+        check([r["report"]["pid"] for r in reps] == [program],
+              f"reports for {[r['report']['pid'] for r in reps]}, expected only the demo's {program}\n{err}")
+    finally:
+        proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def run_hostile(mode):
+    script = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "hostile_registrant.py")
+    return hwtest.run(["--", "/usr/bin/python3", script, mode], timeout=90)
+
+
+def check_survived(r, what):
+    check(r.returncode == 7, f"{what}: the program's exit status 7 did not come out\n" + r.describe())
+    check(len(r.reports) == 1 and r.reports[0]["hangwatch"]["hang_type"] == "hang",
+          f"{what}: the program's later hang was not reported once\n" + r.describe())
+
+
+def case_shrunk_page():
+    """A watched program that shrinks its own page: the page is sealed, so
+    the kernel refuses; one of its children that registers an unsealed page
+    (and then shrinks it) is refused.  The agent keeps running."""
+    r = run_hostile("shrink")
+    try:
+        check("shrink: refused" in r.stdout, "the observer's page could be shrunk\n" + r.describe())
+        check_survived(r, "shrink")
+    finally:
+        hwtest.cleanup(r)
+    r = run_hostile("unsealed")
+    try:
+        check("unsealed: child done" in r.stdout, r.describe())
+        check("not sealed" in r.stderr, "the unsealed page was not refused\n" + r.describe())
+        check_survived(r, "unsealed")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_dead_sender():
+    """A registration read after its sender exited is refused: its pid may
+    already be someone else's."""
+    r = run_hostile("dead")
+    try:
+        m = re.search(r"dead: sender (\d+) gone", r.stdout)
+        check(m, r.describe())
+        check(re.search(rf"refused a registration( from pid {m.group(1)})?", r.stderr),
+              "the dead sender's registration was not refused\n" + r.describe())
+        check_survived(r, "dead")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_full_registration_queue():
+    """With the agent stopped, its queue fills up; processes starting with
+    the observer must not block on it."""
+    proc, report_dir = start(["--", hwtest.binary("loop-scenarios"), "idle", "6"])
+    try:
+        program = hwtest.program_of(proc.pid)
+        env = dict(os.environ, LD_PRELOAD=preload(), HANGWATCH_AGENT_SOCKET=agent_socket(program))
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            took = []
+            for _ in range(16):  # more than the queue holds (net.unix.max_dgram_qlen)
+                t0 = time.monotonic()
+                p = subprocess.run(["true"], env=env, capture_output=True, text=True, timeout=30)
+                took.append(time.monotonic() - t0)
+                check(p.returncode == 0, f"a program with the observer failed: {p.stderr}")
+            check(max(took) < 2.0, f"a program blocked on the full queue: {max(took):.2f} s ({took})")
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
+    finally:
+        proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+# ---- many hangs at once ----
+
+def case_twenty_simultaneous_hangs():
+    """20 children hang 3 s at the same moment: 20 reports, each stack taken
+    promptly (within 50 ms of the moment its block duration names)."""
+    r = hwtest.run(["--", hwtest.binary("many-hangs"), "20", "3"], timeout=120)
+    try:
+        check(r.returncode == 0, r.describe())
+        starts = {int(p): int(ns) for p, ns in re.findall(r"^hang (\d+) (\d+)$", r.stdout, re.M)}
+        check(len(starts) == 20, f"{len(starts)} children hung\n" + r.describe())
+        by_pid = {rep["report"]["pid"]: rep for rep in r.reports}
+        check(sorted(by_pid) == sorted(starts) and len(r.reports) == 20,
+              f"{len(r.reports)} reports for {sorted(by_pid)}, expected one for each of {sorted(starts)}\n"
+              + r.describe())
+        for pid, rep in by_pid.items():
+            apm = rep["hangwatch"]
+            check("block_all_children_at_once" in symbols(frames(rep)), f"pid {pid}: wrong stack")
+            block_ms = apm["block_duration_us"] / 1000
+            taken_ms = apm["detected_at_unix_ms"]
+            named_ms = starts[pid] / 1e6 + block_ms
+            check(abs(taken_ms - named_ms) <= 50,
+                  f"pid {pid}: stack taken at {taken_ms}, {taken_ms - named_ms:+.1f} ms from the moment its "
+                  f"block duration {block_ms:.1f} ms names")
+            check(block_ms <= 2300, f"pid {pid}: captured {block_ms:.0f} ms into its hang (late)")
+    finally:
+        hwtest.cleanup(r)
+
+
+# ---- launch hangs ----
+
+def case_commands_are_not_launch_hangs():
+    """Processes that never reach an event loop have no hang to report."""
+    for script in ("x=$(echo hi | cat); sleep 3; echo done", "sleep 3 & wait; echo done"):
+        r = hwtest.run(["--", "bash", "-c", script], timeout=60)
+        try:
+            check(r.returncode == 0 and "done" in r.stdout, r.describe())
+            check(r.reports == [], f"bash -c '{script}' was reported\n" + r.describe())
+            check("launch hang" not in r.stderr, r.describe())
+        finally:
+            hwtest.cleanup(r)
+
+
+def case_shim_then_loop():
+    """A pyenv-style shim (a shell script that execs Python) whose asyncio
+    program blocks 3 s: exactly one report, for the Python process."""
+    tmp = tempfile.mkdtemp(prefix="hw-it-shim-")
+    shim = os.path.join(tmp, "python-shim")
+    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "asyncio_hang.py")
+    with open(shim, "w") as f:
+        f.write(f'#!/bin/sh\nversion=$(echo 3 | cat)\nexec /usr/bin/python3 "$@"\n')
+    os.chmod(shim, stat.S_IRWXU)
+    r = hwtest.run(["--", shim, program, "blocking"], timeout=60)
+    try:
+        check(r.returncode == 0 and "blocking took 3.0" in r.stdout, r.describe())
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        rep = r.reports[0]
+        check(rep["report"]["process_name"].startswith("python3"), f"reported {rep['report']['process_name']}")
+        check(rep["hangwatch"]["hang_type"] == "hang", rep["hangwatch"]["hang_type"])
+    finally:
+        hwtest.cleanup(r)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---- the agent killed ----
+
+def kill_agent_and_check(extra_args, when, what):
+    """Run the demo (it sleeps 4 s in a callback), SIGKILL the agent `when`
+    it is ready, and check the demo runs on untouched and sleeps its 4 s."""
+    become_subreaper()
+    proc, report_dir = start(extra_args + ["--", hwtest.binary("hangwatch-demo")])
+    try:
+        program = hwtest.program_of(proc.pid)
+        when(program, report_dir)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)  # the kernel detached its tracees before it died
+        check_untouched(program, what)
+        _, status = os.waitpid(program, 0)
+        out = proc.stdout.read()
+        check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"{what}: the demo ended with {status}")
+        m = re.search(r"took ([0-9.]+) s", out)
+        check(m and 3.99 <= float(m.group(1)) <= 4.5, f"{what}: the demo's sleep(4) changed: {out}")
+    finally:
+        proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def case_agent_killed():
+    def when_idle(program, report_dir):
+        hwtest.wait_for(lambda: "S" in status_fields(program)["State"], "the demo to wait")
+
+    def when_hung(program, report_dir):
+        hwtest.wait_for(lambda: reports_in(report_dir), "the hang's report", timeout=30)
+
+    def when_sampling(program, report_dir):
+        # Samples every millisecond: the kill lands in or near a capture.
+        hwtest.wait_for(lambda: os.path.isdir(report_dir) and os.listdir(report_dir), "the hang's report", 30)
+
+    kill_agent_and_check([], when_idle, "idle")
+    kill_agent_and_check([], when_hung, "hung")
+    for attempt in range(3):
+        kill_agent_and_check(["--early-sampling", "--sample-interval", "1ms"], when_sampling,
+                             f"sampling (attempt {attempt + 1})")
+
+
+def case_program_killed_during_capture():
+    """The program dies while it is being sampled and captured: every file
+    left in the report directory is a whole report, no temporary files."""
+    proc, report_dir = start(["--early-sampling", "--sample-interval", "1ms", "--",
+                              hwtest.binary("loop-scenarios"), "churn", "5"])
+    try:
+        program = hwtest.program_of(proc.pid)
+        hwtest.wait_for(lambda: os.path.isdir(report_dir) and os.listdir(report_dir), "the first report", 30)
+        os.kill(program, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 128 + signal.SIGKILL, f"exit {proc.returncode}, expected 137\n{err}")
+        names = os.listdir(report_dir)
+        check(all(n.endswith(".json") and not n.startswith(".") for n in names), f"stray files: {names}")
+        for rep in reports_in(report_dir):
+            check(rep["report"]["pid"] == program, "a report for another process")
+    finally:
+        proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    import sys
+    cases = {
+        "foreign_uid_registration": case_foreign_uid_registration,
+        "shrunk_page": case_shrunk_page,
+        "dead_sender": case_dead_sender,
+        "full_registration_queue": case_full_registration_queue,
+        "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
+        "commands_are_not_launch_hangs": case_commands_are_not_launch_hangs,
+        "shim_then_loop": case_shim_then_loop,
+        "agent_killed": case_agent_killed,
+        "program_killed_during_capture": case_program_killed_during_capture,
+    }
+    if len(sys.argv) == 4 and sys.argv[3] in cases:
+        hwtest.setup(sys.argv[1], sys.argv[2])
+        try:
+            if cases[sys.argv[3]]() == SKIP:
+                print(f"skip {sys.argv[3]}: needs root")
+                sys.exit(SKIP)
+        except AssertionError as e:
+            print(f"FAIL {sys.argv[3]}: {e}", file=sys.stderr)
+            sys.exit(1)
+        print(f"ok {sys.argv[3]}")
+    else:
+        hwtest.main(cases)
