@@ -85,7 +85,7 @@ typedef struct loop_watch {
     uint64_t next_capture_ns;   /* next annealing check */
     hw_annealing anneal;
     unsigned stretch_reports;
-    char *stretch_paths[MAX_STRETCH_REPORTS];
+    char *stretch_paths[MAX_STRETCH_REPORTS]; /* file names in the report directory */
     sampler *sampler; /* NULL unless early sampling is on */
     bool warned_unseen_wait;
     hw_stutter stutter; /* with --stutter */
@@ -728,34 +728,10 @@ static char thread_state(pid_t pid, pid_t tid)
     return hw_task_stat_read(pid, tid, &st) == 0 ? st.state : '?';
 }
 
-/* What the report directory holds: reports of the last 24 h, total bytes. */
-static hw_report_dir_usage report_dir_usage(const char *dir)
-{
-    hw_report_dir_usage u = {0, 0};
-    DIR *d = opendir(dir);
-    if (!d)
-        return u;
-    time_t day_ago = time(NULL) - 24 * 3600;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "hang-", 5) != 0 || len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
-            continue;
-        struct stat st;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        u.bytes += (uint64_t)st.st_size;
-        if (st.st_mtime >= day_ago)
-            u.reports_last_day++;
-    }
-    closedir(d);
-    return u;
-}
-
 /* Matrix's daily limit and the directory cap: may this report be written? */
 static bool report_allowed(agent *a)
 {
-    hw_report_dir_usage u = report_dir_usage(a->opts->report_dir);
+    hw_report_dir_usage u = hw_report_dir_usage_now(a->opts->report_dir_handle);
     uint64_t expected = a->last_report_bytes > 8192 ? a->last_report_bytes : 8192;
     hw_limit_verdict v = hw_report_allowed(&a->opts->limits, &u, expected);
     if (v == HW_LIMIT_OK)
@@ -910,17 +886,19 @@ static void write_report(agent *a, watched_process *w, loop_watch *l, const hw_c
         char stamp[32];
         strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
         snprintf(file_name, sizeof file_name, "hang-%s-%d-%u.json", stamp, (int)w->pid, ++a->report_serial);
-        int wrc = hw_report_write(a->opts->report_dir, file_name, report, &path);
+        int wrc = hw_report_write(a->opts->report_dir_handle, file_name, report);
         if (wrc != 0) {
             snprintf(errbuf, sizeof errbuf, "cannot write to %s: %s", a->opts->report_dir, strerror(-wrc));
             failure = errbuf;
+        } else if (asprintf(&path, "%s/%s", hw_report_dir_path(a->opts->report_dir_handle), file_name) < 0) {
+            path = NULL;
         } else {
-            struct stat st;
-            if (stat(path, &st) == 0)
-                a->last_report_bytes = (uint64_t)st.st_size;
+            uint64_t bytes;
+            if (hw_report_dir_file_size(a->opts->report_dir_handle, file_name, &bytes) == 0)
+                a->last_report_bytes = bytes;
             send_event(a, HW_EVENT_REPORT, tid, c->busy_ns, 0, path);
             if (l->hung && l->stretch_reports < MAX_STRETCH_REPORTS)
-                l->stretch_paths[l->stretch_reports] = strdup(path);
+                l->stretch_paths[l->stretch_reports] = strdup(file_name);
         }
         json_decref(report);
     }
@@ -997,10 +975,11 @@ static void finish_hang(agent *a, loop_watch *l, uint64_t now, const char *end)
     size_t kept = l->stretch_reports < MAX_STRETCH_REPORTS ? l->stretch_reports : MAX_STRETCH_REPORTS;
     for (size_t i = 0; i < kept; i++) {
         if (l->stretch_paths[i]) {
-            int rc = hw_report_add_final_duration(l->stretch_paths[i], final_ns, precision_ns, end);
+            int rc = hw_report_add_final_duration(a->opts->report_dir_handle, l->stretch_paths[i], final_ns,
+                                                  precision_ns, end);
             if (rc != 0 && !a->opts->quiet)
-                fprintf(stderr, "hangwatch: cannot add the final duration to %s: %s\n", l->stretch_paths[i],
-                        strerror(-rc));
+                fprintf(stderr, "hangwatch: cannot add the final duration to %s/%s: %s\n",
+                        hw_report_dir_path(a->opts->report_dir_handle), l->stretch_paths[i], strerror(-rc));
         }
         free(l->stretch_paths[i]);
         l->stretch_paths[i] = NULL;
