@@ -139,26 +139,29 @@ static int create_temp_file(int dir_fd, char name[32])
     return -EEXIST;
 }
 
-/* Why the path could not be opened as a directory, for people. */
-static void explain_open_failure(const char *path, int err, char *why, size_t why_len)
+/* Why the path could not be opened as a directory, for people, and the
+ * errno that says it: ELOOP for a symlink (Linux says ENOTDIR when
+ * O_DIRECTORY meets O_NOFOLLOW), ENOTDIR for anything else not a directory. */
+static int explain_open_failure(const char *path, int err, char *why, size_t why_len)
 {
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (S_ISLNK(st.st_mode)) {
             say_why(why, why_len,
                     "it is a symbolic link, which hangwatch does not follow there; give the directory itself");
-            return;
+            return ELOOP;
         }
         if (S_ISREG(st.st_mode)) {
             say_why(why, why_len, "it is a regular file, not a directory");
-            return;
+            return ENOTDIR;
         }
         if (!S_ISDIR(st.st_mode)) {
             say_why(why, why_len, "it is not a directory");
-            return;
+            return ENOTDIR;
         }
     }
     say_why(why, why_len, "cannot open it: %s", strerror(err));
+    return err;
 }
 
 /* The checks on the opened directory.  0, or -errno with the reason. */
@@ -238,8 +241,7 @@ int hw_report_dir_open(const char *path, hw_report_dir **out, char *why, size_t 
     }
     fd = open(clean, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
-        rc = -errno;
-        explain_open_failure(clean, -rc, why, why_len);
+        rc = -explain_open_failure(clean, errno, why, why_len);
         goto fail;
     }
     uid_t me = geteuid();
