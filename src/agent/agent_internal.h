@@ -130,6 +130,7 @@ typedef struct agent {
     unsigned long refused;
     bool said_refused;
     unsigned long unsealed_pages;
+    unsigned long late_registrations; /* from senders already gone: not watched, not said */
     /* captures the worker had no room for */
     unsigned long queue_dropped;
     bool said_queue_dropped;

@@ -271,10 +271,13 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
         refuse(a, m, "another user's process");
         return;
     }
+    /* A sender that has exited (a short command of the tree, or a forger
+     * whose pid may already be another process's) is not watched.  That is
+     * routine, so it is not said. */
     int pidfd = -1;
     if (m->pidfd >= 0) {
         if (pidfd_pid(m->pidfd) != m->pid) {
-            refuse(a, m, "its pidfd and credentials disagree (it has exited)");
+            a->late_registrations++;
             return;
         }
         pidfd = fcntl(m->pidfd, F_DUPFD_CLOEXEC, 0);
@@ -284,19 +287,23 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
             fcntl(pidfd, F_SETFD, FD_CLOEXEC);
     }
     if (pidfd < 0) {
-        refuse(a, m, "the sender has exited");
+        a->late_registrations++;
         return;
     }
     const char *why = NULL;
     if (!registry_in_tree(a, m->pid))
         why = "not the watched program or one of its descendants";
-    else if (pidfd_exited(pidfd))
-        why = "the sender has exited";
     else if ((why = page_fd_problem(m->page_fd)) != NULL)
         a->unsealed_pages++;
     if (why) {
         close(pidfd);
         refuse(a, m, why);
+        return;
+    }
+    if (pidfd_exited(pidfd)) {
+        /* It died during the checks: what they read may be another's. */
+        close(pidfd);
+        a->late_registrations++;
         return;
     }
     const hw_shared_page *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ, MAP_SHARED, m->page_fd, 0);

@@ -1,6 +1,7 @@
 /*
  * report.c - building the JSON hang report and writing it safely (see
- * report.h and docs/report-format.md).
+ * report.h and docs/report-format.md).  The files themselves are made and
+ * read through the report directory's descriptor (report_dir.h).
  *
  * The hung thread always comes first in crash.threads, so
  * report_array_index 0 is the culprit in every report, as in the seed's.
@@ -10,12 +11,10 @@
 #include "report.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -240,10 +239,17 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     return root;
 }
 
-int hw_report_add_final_duration(const char *path, uint64_t final_ns, uint64_t precision_ns, const char *end)
+int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
+                                 const char *end)
 {
+    char *text = NULL;
+    size_t len = 0;
+    int rc = hw_report_dir_read(d, file_name, &text, &len);
+    if (rc != 0)
+        return rc;
     json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
+    json_t *root = json_loadb(text, len, 0, &err);
+    free(text);
     if (!root)
         return -EINVAL;
     json_t *apm = json_object_get(root, "hangwatch");
@@ -254,119 +260,26 @@ int hw_report_add_final_duration(const char *path, uint64_t final_ns, uint64_t p
     json_object_set_new(apm, "final_duration_us", json_integer(as_int(final_ns / 1000)));
     json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(precision_ns / 1000)));
     json_object_set_new(apm, "hang_end", json_string(end));
-    char *dir = strdup(path);
-    if (!dir) {
-        json_decref(root);
-        return -ENOMEM;
-    }
-    char *slash = strrchr(dir, '/');
-    const char *name = path;
-    if (slash) {
-        *slash = '\0';
-        name = path + (slash - dir) + 1;
-    } else {
-        strcpy(dir, ".");
-    }
-    char *written = NULL;
-    int rc = hw_report_write(dir, name, root, &written);
-    free(written);
-    free(dir);
+    rc = hw_report_write(d, file_name, root);
     json_decref(root);
     return rc;
 }
 
-int hw_make_private_dir(const char *dir)
+int hw_report_write(hw_report_dir *d, const char *file_name, json_t *report)
 {
-    char *copy = strdup(dir);
-    if (!copy)
-        return -ENOMEM;
-    int rc = 0;
-    for (char *p = copy + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char saved = *p;
-            *p = '\0';
-            if (mkdir(copy, 0700) != 0 && errno != EEXIST) {
-                rc = -errno;
-                break;
-            }
-            *p = saved;
-            if (saved == '\0')
-                break;
-        }
-    }
-    free(copy);
-    if (rc == 0) {
-        struct stat st;
-        if (stat(dir, &st) != 0)
-            return -errno;
-        if (!S_ISDIR(st.st_mode))
-            return -ENOTDIR;
-    }
-    return rc;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-int hw_report_write(const char *dir, const char *file_name, json_t *report, char **path_out)
-{
-    int rc = hw_make_private_dir(dir);
-    if (rc != 0)
-        return rc;
     char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!text)
         return -ENOMEM;
-    char *tmp = NULL, *final = NULL;
-    if (asprintf(&tmp, "%s/.%s.tmp", dir, file_name) < 0) {
-        tmp = NULL;
-        rc = -ENOMEM;
-        goto out;
+    size_t len = strlen(text);
+    /* One more byte for the final newline: text ends in its NUL, replaced. */
+    char *with_newline = realloc(text, len + 2);
+    if (!with_newline) {
+        free(text);
+        return -ENOMEM;
     }
-    if (asprintf(&final, "%s/%s", dir, file_name) < 0) {
-        final = NULL;
-        rc = -ENOMEM;
-        goto out;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rc = -errno;
-        goto out;
-    }
-    rc = write_all(fd, text, strlen(text));
-    if (rc == 0)
-        rc = write_all(fd, "\n", 1);
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
-    if (close(fd) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, final) != 0)
-        rc = -errno;
-    if (rc != 0) {
-        unlink(tmp);
-        goto out;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
-    *path_out = final;
-    final = NULL;
-out:
-    free(text);
-    free(tmp);
-    free(final);
+    with_newline[len] = '\n';
+    with_newline[len + 1] = '\0';
+    int rc = hw_report_dir_write(d, file_name, with_newline, len + 1);
+    free(with_newline);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "capture.h"
+#include "report_dir.h"
 #include "unwind.h"
 
 /* Early sampling's representative stack (Matrix's Point Stack). */
@@ -63,23 +64,21 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                         const hw_image *images, size_t image_count, char id[37]);
 
 /*
- * Create `dir` (mode 0700) if needed and write `report` into it as
- * `file_name` atomically: a 0600 temporary file, fsync, rename.  A reader
- * never sees a partial report.  Returns 0 and the new file's path in
- * *path_out (malloc'd), or -errno.
+ * Write `report` into the report directory as `file_name`, atomically
+ * (hw_report_dir_write): a reader never sees a partial report.  0 or -errno
+ * (-ENOSPC when the disk is full).
  */
-int hw_report_write(const char *dir, const char *file_name, json_t *report, char **path_out);
+int hw_report_write(hw_report_dir *d, const char *file_name, json_t *report);
 
 /*
  * Add the stretch's final duration to a report already written (once the
  * hang is over): hangwatch.final_duration_us, its precision, and how it
- * ended ("returned_to_wait", "process_exited", "agent_exited").  Rewritten
- * atomically like the original.  0 or -errno.
+ * ended ("returned_to_wait", "process_exited", "agent_exited").  Read back
+ * and rewritten through the directory's descriptor like the original.
+ * 0 or -errno.
  */
-int hw_report_add_final_duration(const char *path, uint64_t final_ns, uint64_t precision_ns, const char *end);
-
-/* mkdir -p with mode 0700 for every directory it creates.  0 or -errno. */
-int hw_make_private_dir(const char *dir);
+int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
+                                 const char *end);
 
 /* A fresh random (version 4) UUID in upper case, as the seed's ids. */
 void hw_new_uuid(char out[37]);

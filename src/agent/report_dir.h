@@ -16,6 +16,7 @@
 #define HANGWATCH_REPORT_DIR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../core/report_limits.h"
 
@@ -27,9 +28,11 @@ typedef struct hw_report_dir hw_report_dir;
 /*
  * Open `path` as the report directory, creating it (and missing parents)
  * with mode 0700 if needed, and check that it is fit: a directory (not a
- * symlink to one), owned by the agent's user (or root), writable by it and
- * by nobody else.  Returns 0 and the handle, or -errno with a sentence for
- * people in `why` (what is wrong and how to fix it).
+ * symlink to one; symlinks among its parents are followed), owned by the
+ * agent's user (or root), writable by it and by nobody else (no group or
+ * other write bit; ACLs are not looked at).  Returns 0 and the handle, or
+ * -errno with a sentence for people in `why` (what is wrong and how to fix
+ * it), e.g. "it is a regular file, not a directory".
  */
 int hw_report_dir_open(const char *path, hw_report_dir **out, char *why, size_t why_len);
 
@@ -43,9 +46,16 @@ const char *hw_report_dir_path(const hw_report_dir *d);
  * a partial file.  0 or -errno (-ENOSPC when the disk is full). */
 int hw_report_dir_write(hw_report_dir *d, const char *file_name, const char *text, size_t len);
 
-/* Read `file_name` back (a regular file, no symlink, at most
- * HW_REPORT_MAX_BYTES).  0 and a malloc'd NUL-terminated copy, or -errno. */
+/* Read `file_name` back (a regular file owned by the agent's user, no
+ * symlink, at most HW_REPORT_MAX_BYTES).  0 and a malloc'd NUL-terminated
+ * copy (and its length, if `len` is not NULL), or -errno: -ELOOP for a
+ * symlink, -EINVAL for not a regular file, -EPERM for another owner, -EFBIG
+ * past the cap. */
 int hw_report_dir_read(hw_report_dir *d, const char *file_name, char **text, size_t *len);
+
+/* The size of `file_name` (a regular file, not followed if a symlink).
+ * 0 or -errno. */
+int hw_report_dir_file_size(hw_report_dir *d, const char *file_name, uint64_t *bytes);
 
 /* What hangwatch's own reports in it add up to: those of the last 24 h,
  * and their total size. */

@@ -17,9 +17,7 @@
  * counted here; each kind is said once when it first happens and totalled
  * at the end.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -27,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "../core/duration.h"
@@ -36,6 +33,7 @@
 #include "../core/text_escape.h"
 #include "agent_internal.h"
 #include "report.h"
+#include "report_dir.h"
 
 #define MAX_JOBS 256
 #define MAX_QUEUED_BYTES (512ull << 20)
@@ -48,7 +46,7 @@ struct hang_record {
     hw_annealing anneal;
     bool launch;        /* reports are held until the launch's verdict */
     unsigned reports;   /* stretch_report_index of the next report */
-    char *paths[MAX_STRETCH_REPORTS];   /* reports written, for the final duration */
+    char *names[MAX_STRETCH_REPORTS];   /* reports written (file names), for the final duration */
     json_t *held[MAX_STRETCH_REPORTS];  /* a launch's reports, built, not yet written */
     char *held_lines[MAX_STRETCH_REPORTS];
     char held_names[MAX_STRETCH_REPORTS][96];
@@ -300,14 +298,11 @@ static const char *check_mode_name(const hw_agent_options *o)
 
 /* ---- writing ---- */
 
-/* What the report directory holds: reports of the last 24 h, total bytes. */
-static hw_report_dir_usage report_dir_usage(const char *dir);
-
 /* Matrix's daily limit and the directory cap: may this report be written? */
 static bool report_allowed(report_worker *wk)
 {
     const hw_agent_options *o = wk->a->opts;
-    hw_report_dir_usage u = report_dir_usage(o->report_dir);
+    hw_report_dir_usage u = hw_report_dir_usage_now(o->report_dir_handle);
     uint64_t expected = wk->last_report_bytes > 8192 ? wk->last_report_bytes : 8192;
     hw_limit_verdict v = hw_report_allowed(&o->limits, &u, expected);
     if (v == HW_LIMIT_OK)
@@ -343,8 +338,7 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
     gmtime_r(&secs, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     snprintf(file_name, sizeof file_name, "hang-%s-%d-%u.json", stamp, (int)pid, ++wk->report_serial);
-    char *path = NULL;
-    int rc = hw_report_write(a->opts->report_dir, file_name, report, &path);
+    int rc = hw_report_write(a->opts->report_dir_handle, file_name, report);
     if (rc != 0) {
         /* Said once; a full disk stays full: the rest are counted. */
         if (wk->write_failures++ == 0) {
@@ -355,19 +349,22 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
         }
         return;
     }
-    struct stat st;
-    if (stat(path, &st) == 0)
-        wk->last_report_bytes = (uint64_t)st.st_size;
+    uint64_t bytes = 0;
+    if (hw_report_dir_file_size(a->opts->report_dir_handle, file_name, &bytes) == 0)
+        wk->last_report_bytes = bytes;
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", hw_report_dir_path(a->opts->report_dir_handle), file_name) < 0)
+        path = NULL;
     send_event(a, HW_EVENT_REPORT, tid, busy_ns, 0, path);
     if (!a->opts->quiet && line)
-        fprintf(stderr, "%s; report %s\n", line, path);
-    for (size_t i = 0; h && path && i < MAX_STRETCH_REPORTS; i++) {
-        if (!h->paths[i]) {
-            h->paths[i] = path;
-            path = NULL;
+        fprintf(stderr, "%s; report %s\n", line, path ? path : file_name);
+    free(path);
+    for (size_t i = 0; h && i < MAX_STRETCH_REPORTS; i++) {
+        if (!h->names[i]) {
+            h->names[i] = strdup(file_name);
+            break;
         }
     }
-    free(path);
 }
 
 /* ---- the jobs ---- */
@@ -499,7 +496,7 @@ static void set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, 
 static void free_hang(hang_record *h)
 {
     for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++) {
-        free(h->paths[i]);
+        free(h->names[i]);
         json_decref(h->held[i]);
         free(h->held_lines[i]);
     }
@@ -523,12 +520,13 @@ static void do_finish(report_worker *wk, job *j)
         }
     } else {
         for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++) {
-            if (!h->paths[i])
+            if (!h->names[i])
                 continue;
-            int rc = hw_report_add_final_duration(h->paths[i], j->final_ns, j->precision_ns, j->end);
+            int rc = hw_report_add_final_duration(a->opts->report_dir_handle, h->names[i], j->final_ns,
+                                                  j->precision_ns, j->end);
             if (rc != 0 && !a->opts->quiet)
-                fprintf(stderr, "hangwatch: cannot add the final duration to %s: %s\n", h->paths[i],
-                        strerror(-rc));
+                fprintf(stderr, "hangwatch: cannot add the final duration to %s/%s: %s\n",
+                        hw_report_dir_path(a->opts->report_dir_handle), h->names[i], strerror(-rc));
         }
     }
     free_hang(h);
@@ -609,27 +607,4 @@ static void worker_say_totals(report_worker *wk)
     if (wk->write_failures > 0)
         fprintf(stderr, "hangwatch: %lu hang report%s could not be written to %s (%s)\n", wk->write_failures,
                 wk->write_failures == 1 ? "" : "s", o->report_dir, strerror(wk->first_write_error));
-}
-
-static hw_report_dir_usage report_dir_usage(const char *dir)
-{
-    hw_report_dir_usage u = {0, 0};
-    DIR *d = opendir(dir);
-    if (!d)
-        return u;
-    time_t day_ago = time(NULL) - 24 * 3600;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "hang-", 5) != 0 || len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
-            continue;
-        struct stat st;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        u.bytes += (uint64_t)st.st_size;
-        if (st.st_mtime >= day_ago)
-            u.reports_last_day++;
-    }
-    closedir(d);
-    return u;
 }

@@ -4,8 +4,9 @@
  *   hangwatch run [options] -- PROG [ARGS...]   watch PROG, write reports
  *   hangwatch show REPORT.json...               print a report for people
  *
- * Usage errors (an unknown flag, a malformed duration, no program) print a
- * message and exit 2 before anything is started.
+ * Usage errors (an unknown flag, a malformed duration, no program) and an
+ * unusable report directory print a message and exit 2 before anything is
+ * started.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "../agent/agent.h"
+#include "../agent/report_dir.h"
 #include "../core/duration.h"
 #include "../core/frame_gap.h"
 #include "../core/hw_version.h"
@@ -182,6 +184,20 @@ static char *find_preload(void)
     return resolved;
 }
 
+/* Open and check the report directory before anything starts: an unusable
+ * one is an error now, not a silent loss at the first hang.  0, or -1 after
+ * saying why. */
+static int open_report_dir(hw_agent_options *opts)
+{
+    char why[512];
+    int rc = hw_report_dir_open(opts->report_dir, &opts->report_dir_handle, why, sizeof why);
+    if (rc != 0) {
+        fprintf(stderr, "hangwatch: cannot use report directory '%s': %s\n", opts->report_dir, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* `run` starts PROG; `attach` (internal, started by the C library) watches
  * the running process --pid and takes --socket and --ready-fd. */
 static int cmd_watch(int argc, char **argv, bool attach)
@@ -342,8 +358,12 @@ static int cmd_watch(int argc, char **argv, bool attach)
             return usage_error("%sattach needs --pid and --socket (it is started by the hangwatch library)", "");
         if (optind < argc)
             return usage_error("attach takes no program ('%s')", argv[optind]);
+        if (open_report_dir(&opts) != 0)
+            return 2;
         set_clock_slack(&opts.detector);
-        return hw_agent_run(&opts);
+        int code = hw_agent_run(&opts);
+        hw_report_dir_close(opts.report_dir_handle);
+        return code;
     }
     if (optind >= argc)
         return usage_error("%srun needs a program: hangwatch run [OPTIONS] -- PROG [ARGS...]", "");
@@ -364,10 +384,15 @@ static int cmd_watch(int argc, char **argv, bool attach)
         return 2;
     }
     opts.preload_path = preload;
+    if (open_report_dir(&opts) != 0) {
+        free(preload);
+        return 2;
+    }
 
     set_clock_slack(&opts.detector);
 
     int code = hw_agent_run(&opts);
+    hw_report_dir_close(opts.report_dir_handle);
     free(preload);
     return code;
 }

@@ -1,8 +1,9 @@
 /*
  * test_report.c - the report model and its writer: the hung thread comes
  * first and report_array_index finds it, unknown fields are left out, the
- * file appears atomically with private permissions, and a bad directory is
- * an error, not a crash.  If HW_TEST_REPORT_OUT names a directory, the
+ * file appears atomically with private permissions, and the final duration
+ * is added to a written report in place (the directory's own checks are in
+ * test_report_dir.c).  If HW_TEST_REPORT_OUT names a directory, the
  * report is also written there for the schema check that follows this test.
  */
 #include <dirent.h>
@@ -164,6 +165,23 @@ static int count_entries(const char *dir)
     return n;
 }
 
+static void remove_tree(const char *path)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    assert_int_equal(system(cmd), 0);
+}
+
+static hw_report_dir *open_dir_or_fail(const char *path)
+{
+    hw_report_dir *d = NULL;
+    char why[256] = "";
+    int rc = hw_report_dir_open(path, &d, why, sizeof why);
+    if (rc != 0)
+        fail_msg("hw_report_dir_open(%s): %d %s", path, rc, why);
+    return d;
+}
+
 static void test_written_atomically_and_privately(void **state)
 {
     (void)state;
@@ -177,12 +195,13 @@ static void test_written_atomically_and_privately(void **state)
     char id[37];
     json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
     mode_t old = umask(0);
-    char *path = NULL;
-    int rc = hw_report_write(dir, "hang-1.json", r, &path);
+    hw_report_dir *d = open_dir_or_fail(dir);
+    int rc = hw_report_write(d, "hang-1.json", r);
     umask(old);
     assert_int_equal(rc, 0);
-    assert_non_null(path);
 
+    char path[300];
+    snprintf(path, sizeof path, "%s/hang-1.json", dir);
     struct stat st;
     assert_int_equal(stat(dir, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0700);
@@ -197,49 +216,58 @@ static void test_written_atomically_and_privately(void **state)
     json_decref(back);
 
     /* Same name again: the report is replaced whole, never half-written. */
-    free(path);
-    path = NULL;
-    assert_int_equal(hw_report_write(dir, "hang-1.json", r, &path), 0);
+    assert_int_equal(hw_report_write(d, "hang-1.json", r), 0);
     assert_int_equal(count_entries(dir), 1);
 
     const char *out = getenv("HW_TEST_REPORT_OUT");
     if (out && *out) {
-        char *p2 = NULL;
-        assert_int_equal(hw_report_write(out, "unit-report.json", r, &p2), 0);
-        free(p2);
+        hw_report_dir *out_dir = open_dir_or_fail(out);
+        assert_int_equal(hw_report_write(out_dir, "unit-report.json", r), 0);
+        hw_report_dir_close(out_dir);
     }
-    free(path);
+    hw_report_dir_close(d);
     json_decref(r);
     free_fixture(&fx);
-
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    assert_int_equal(system(cmd), 0);
+    remove_tree(base);
 }
 
-static void test_bad_directory_is_an_error(void **state)
+static void test_final_duration_is_added_in_place(void **state)
 {
     (void)state;
     char base[] = "/tmp/hw-report-test-XXXXXX";
     assert_non_null(mkdtemp(base));
-    char file[256];
-    snprintf(file, sizeof file, "%s/plainfile", base);
-    FILE *f = fopen(file, "w");
-    assert_non_null(f);
-    fclose(f);
+    fixture fx;
+    make_fixture(&fx);
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    hw_report_dir *d = open_dir_or_fail(base);
+    assert_int_equal(hw_report_write(d, "hang-2.json", r), 0);
+    assert_int_equal(hw_report_add_final_duration(d, "hang-2.json", 4500000000ull, 250000000ull, "returned_to_wait"),
+                     0);
 
-    json_t *r = json_object();
-    char *path = NULL;
-    char dir[300];
-    snprintf(dir, sizeof dir, "%s/sub", file);
-    assert_int_equal(hw_report_write(dir, "x.json", r, &path), -ENOTDIR);
-    assert_int_equal(hw_report_write(file, "x.json", r, &path), -ENOTDIR);
-    assert_null(path);
+    char path[300];
+    snprintf(path, sizeof path, "%s/hang-2.json", base);
+    json_error_t err;
+    json_t *back = json_load_file(path, 0, &err);
+    assert_non_null(back);
+    json_t *apm = json_object_get(back, "hangwatch");
+    assert_int_equal(json_integer_value(json_object_get(apm, "final_duration_us")), 4500000);
+    assert_int_equal(json_integer_value(json_object_get(apm, "final_duration_precision_us")), 250000);
+    assert_string_equal(json_string_value(json_object_get(apm, "hang_end")), "returned_to_wait");
+    /* Everything else is as written. */
+    assert_string_equal(json_string_value(json_object_get(json_object_get(back, "report"), "id")), id);
+    assert_int_equal(count_entries(base), 1);
+    json_decref(back);
+
+    /* A report that is missing or not JSON is an error, not a crash. */
+    assert_int_equal(hw_report_add_final_duration(d, "hang-missing.json", 1, 1, "returned_to_wait"), -ENOENT);
+    assert_int_equal(hw_report_dir_write(d, "hang-3.json", "{\"report\": ", 11), 0);
+    assert_int_equal(hw_report_add_final_duration(d, "hang-3.json", 1, 1, "returned_to_wait"), -EINVAL);
+
+    hw_report_dir_close(d);
     json_decref(r);
-
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    assert_int_equal(system(cmd), 0);
+    free_fixture(&fx);
+    remove_tree(base);
 }
 
 static void test_uuids_are_v4_and_distinct(void **state)
@@ -260,7 +288,7 @@ int main(void)
         cmocka_unit_test(test_hung_thread_comes_first),
         cmocka_unit_test(test_unknown_fields_are_left_out),
         cmocka_unit_test(test_written_atomically_and_privately),
-        cmocka_unit_test(test_bad_directory_is_an_error),
+        cmocka_unit_test(test_final_duration_is_added_in_place),
         cmocka_unit_test(test_uuids_are_v4_and_distinct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
