@@ -37,11 +37,17 @@ def start(args, report_dir=None, **popen):
 
 
 def agent_socket(program_pid):
-    with open(f"/proc/{program_pid}/environ", "rb") as f:
-        for item in f.read().split(b"\0"):
-            if item.startswith(b"HANGWATCH_AGENT_SOCKET="):
-                return item.split(b"=", 1)[1].decode()
-    hwtest.fail("the program has no HANGWATCH_AGENT_SOCKET")
+    """The agent's socket name, from the program's environment once it has
+    exec'd (before that, /proc shows the agent's own environment)."""
+    found = []
+
+    def look():
+        with open(f"/proc/{program_pid}/environ", "rb") as f:
+            found[:] = [item.split(b"=", 1)[1].decode() for item in f.read().split(b"\0")
+                        if item.startswith(b"HANGWATCH_AGENT_SOCKET=")]
+        return bool(found)
+    hwtest.wait_for(look, "the program's environment to name the agent's socket")
+    return found[0]
 
 
 def reports_in(report_dir):
