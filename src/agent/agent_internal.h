@@ -131,6 +131,7 @@ typedef struct agent {
     bool said_refused;
     unsigned long unsealed_pages;
     unsigned long late_registrations; /* from senders already gone: not watched, not said */
+    bool senders_have_pidfds;         /* SO_PASSPIDFD is on: every sender comes with its pidfd */
     /* captures the worker had no room for */
     unsigned long queue_dropped;
     bool said_queue_dropped;

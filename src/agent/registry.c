@@ -144,7 +144,7 @@ int registry_open_socket(agent *a)
         return -e;
     }
     /* A pidfd of each sender (Linux 6.5); without it, pidfd_open below. */
-    (void)setsockopt(fd, SOL_SOCKET, SO_PASSPIDFD, &one, sizeof one);
+    a->senders_have_pidfds = setsockopt(fd, SOL_SOCKET, SO_PASSPIDFD, &one, sizeof one) == 0;
     struct sockaddr_un addr;
     socklen_t addr_len;
     int rc = hw_socket_address(a->socket_name, &addr, &addr_len);
@@ -281,6 +281,11 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
             return;
         }
         pidfd = fcntl(m->pidfd, F_DUPFD_CLOEXEC, 0);
+    } else if (a->senders_have_pidfds || m->pidfd_failed) {
+        /* The kernel names senders by pidfd, and has none for this one: it
+         * is gone.  Never fall back to its pid number. */
+        a->late_registrations++;
+        return;
     } else {
         pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0);
         if (pidfd >= 0)
@@ -370,6 +375,8 @@ void registry_drain(agent *a)
         int rc = hw_registration_parse(&msg, (size_t)n, mh.msg_flags, mh.msg_control, mh.msg_controllen, &m);
         if (rc == 0)
             accept_registration(a, &m);
+        else if (m.pidfd_failed)
+            a->late_registrations++; /* its sender is gone: nothing to refuse */
         else
             refuse(a, &m, "a malformed message");
         for (size_t k = 0; k < m.fd_count; k++)

@@ -51,11 +51,17 @@ int hw_registration_parse(const void *data, size_t len, int msg_flags, const voi
         } else if (cm.cmsg_level == SOL_SOCKET && cm.cmsg_type == SCM_PIDFD && body_len >= sizeof(int)) {
             int fd;
             memcpy(&fd, body, sizeof fd);
-            keep_fd(out, fd);
-            if (out->pidfd < 0)
+            if (out->pidfd >= 0 || out->pidfd_failed) {
+                malformed = true; /* one sender, one pidfd */
+                if (fd >= 0)
+                    keep_fd(out, fd);
+            } else if (fd >= 0) {
+                keep_fd(out, fd);
                 out->pidfd = fd;
-            else
-                malformed = true;
+            } else {
+                /* The kernel could not make one: it says why instead. */
+                out->pidfd_failed = true;
+            }
         } else if (cm.cmsg_level == SOL_SOCKET && cm.cmsg_type == SCM_CREDENTIALS &&
                    body_len >= sizeof(struct ucred)) {
             struct ucred cred;

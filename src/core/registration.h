@@ -53,6 +53,7 @@ typedef struct hw_registration_parsed {
     uid_t uid;
     gid_t gid;
     int pidfd;                /* SCM_PIDFD: the sender itself, -1 if none */
+    bool pidfd_failed;        /* SCM_PIDFD came with an error instead (the sender is gone) */
     int page_fd;              /* the one SCM_RIGHTS descriptor, -1 if none */
     int fds[HW_REGISTRATION_MAX_FDS]; /* every descriptor that arrived: the caller closes them all */
     size_t fd_count;
