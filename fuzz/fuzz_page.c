@@ -14,10 +14,12 @@
  * The page comes last so that short inputs still carry a script.  Steps:
  *   advance the agent's clock, let the program store any value into any
  *   field of a slot, let the observer record an activity (hw_observe), or
- *   look: hw_page_header_is_valid, then for every slot hw_loop_read and the
- *   reading fed to every detector the agent has (hw_detector_check,
- *   hw_stutter_observe, hw_semaphore_step, hw_ping_step, hw_frame_gap_look),
- *   one detector state per slot, as the agent keeps one per loop.
+ *   look: hw_page_header_is_valid, then for every slot hw_loop_read and,
+ *   for the slots the agent watches (slot 0, and every slot that names a
+ *   thread), the reading fed to every detector the agent has
+ *   (hw_detector_check, hw_stutter_observe, hw_semaphore_step, hw_ping_step,
+ *   hw_frame_gap_look), one detector state per loop, afresh when the slot's
+ *   thread changes, as in the agent.
  * The agent's clock never goes back and stays below 2^63 (it is
  * CLOCK_MONOTONIC); everything in the page is arbitrary, including start
  * times in the future or near UINT64_MAX.
@@ -77,7 +79,10 @@ typedef struct loop {
     hw_semaphore_detector sem;
     hw_ping_detector ping;
     hw_frame_gap frames;
+    bool watched;           /* the agent watches this slot's thread... */
+    int32_t tid;            /* ... this one */
     uint64_t reported_seq;  /* the stretch the detector reported as hung */
+    uint64_t looks;         /* looks at this loop since it was started */
     uint64_t last_lag_look; /* the look of the semaphore's last lag, 0 = none */
     bool ping_missed;       /* the current ping was reported missed */
 } loop;
@@ -87,7 +92,6 @@ typedef struct world {
     hw_stutter_config scfg;
     bool pings_by_post, waiting_only;
     uint64_t now;
-    uint64_t looks;
     loop loops[HW_PAGE_SLOTS];
 } world;
 
@@ -140,14 +144,14 @@ static void check_stutter(world *w, loop *l, const hw_loop_reading *r)
     }
 }
 
-static void check_semaphore(world *w, loop *l, const hw_loop_reading *r)
+static void check_semaphore(loop *l, const hw_loop_reading *r)
 {
     if (hw_semaphore_step(&l->sem, r)) {
         CHECK(r->activity == HW_ACTIVITY_BEFORE_SOURCES || r->activity == HW_ACTIVITY_AFTER_WAITING);
         /* Five silent intervals make a lag; then the count starts again. */
-        CHECK(w->looks >= l->sem.timeouts_needed);
-        CHECK(l->last_lag_look == 0 || w->looks - l->last_lag_look >= l->sem.timeouts_needed);
-        l->last_lag_look = w->looks;
+        CHECK(l->looks > l->sem.timeouts_needed); /* the first look is a signal */
+        CHECK(l->last_lag_look == 0 || l->looks - l->last_lag_look >= l->sem.timeouts_needed);
+        l->last_lag_look = l->looks;
     }
     CHECK(l->sem.timeouts < l->sem.timeouts_needed);
 }
@@ -191,18 +195,40 @@ static void check_frames(world *w, loop *l, const hw_loop_reading *r)
     CHECK(l->frames.last_tick_ns >= before);
 }
 
+/* A loop the agent starts watching now, with fresh detectors. */
+static void start_loop(world *w, loop *l, int32_t tid)
+{
+    memset(l, 0, sizeof *l);
+    l->watched = true;
+    l->tid = tid;
+    hw_detector_init(&l->det, &w->cfg, w->now);
+    hw_stutter_init(&l->stutter, &w->scfg, w->now);
+    hw_semaphore_init(&l->sem);
+    hw_ping_init(&l->ping, w->cfg.threshold_ns, w->now);
+    hw_frame_gap_init(&l->frames, w->cfg.threshold_ns);
+}
+
 static void look(world *w, const hw_shared_page *page, int32_t sender)
 {
     (void)hw_page_header_is_valid(page, sender);
-    w->looks++;
     for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
         hw_loop_reading r;
         CHECK(hw_loop_read(&page->slots[i], &r, 8)); /* nobody writes concurrently here */
         CHECK(r.busy == ((r.seq & 1) != 0));
+        /* As the agent: slot 0 always, another slot while it names a
+         * thread; a slot whose thread changed starts afresh. */
+        int32_t tid = atomic_load(&page->slots[i].tid);
         loop *l = &w->loops[i];
+        if (i != 0 && tid <= 0) {
+            l->watched = false;
+            continue;
+        }
+        if (!l->watched || l->tid != tid)
+            start_loop(w, l, tid);
+        l->looks++;
         check_detector(w, l, &r);
         check_stutter(w, l, &r);
-        check_semaphore(w, l, &r);
+        check_semaphore(l, &r);
         check_ping(w, l, &page->slots[i], &r);
         check_frames(w, l, &r);
     }
@@ -260,14 +286,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     memset(page, 0, sizeof *page);
     memcpy(page, c.p + script_len, page_len < sizeof *page ? page_len : sizeof *page);
     hw_stutter_config_default(&w->scfg, w->cfg.threshold_ns);
-    for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
-        loop *l = &w->loops[i];
-        hw_detector_init(&l->det, &w->cfg, w->now);
-        hw_stutter_init(&l->stutter, &w->scfg, w->now);
-        hw_semaphore_init(&l->sem);
-        hw_ping_init(&l->ping, w->cfg.threshold_ns, w->now);
-        hw_frame_gap_init(&l->frames, w->cfg.threshold_ns);
-    }
 
     look(w, page, sender);
     for (int step = 0; step < MAX_STEPS && script.left > 0; step++) {
