@@ -13,10 +13,10 @@
  * part is the tail of the input, so ASan sees any read past either end.
  *
  * Proves: the parser never reads out of bounds or trips UBSan; it lists at
- * most HW_REGISTRATION_MAX_FDS descriptors, each a value present in the
- * control bytes; an accepted message has credentials with a positive pid,
- * right magic and version, no truncation flag, and its page descriptor
- * (and pidfd, if any) among the descriptors the caller will close.
+ * most HW_REGISTRATION_MAX_FDS descriptors, each non-negative and a value
+ * present in the control bytes; an accepted message has credentials with a
+ * positive pid, right magic and version, no truncation flag, and exactly
+ * its page descriptor (and pidfd, if any) in the list the caller closes.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
     CHECK(rc == 0 || rc == -EBADMSG);
     CHECK(p.fd_count <= HW_REGISTRATION_MAX_FDS);
     for (size_t i = 0; i < p.fd_count; i++)
-        CHECK(!no_control && in_control(control, control_len, p.fds[i]));
+        CHECK(!no_control && p.fds[i] >= 0 && in_control(control, control_len, p.fds[i]));
     if (no_control)
         CHECK(p.fd_count == 0 && p.page_fd == -1 && p.pidfd == -1 && !p.have_cred);
     if (p.page_fd != -1 || p.pidfd != -1)
@@ -91,8 +91,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size)
         hw_registration msg;
         memcpy(&msg, data, sizeof msg);
         CHECK(msg.magic == HW_REGISTRATION_MAGIC && msg.version == HW_PAGE_VERSION);
-        CHECK(in_fds(&p, p.page_fd));
-        CHECK(p.pidfd == -1 || in_fds(&p, p.pidfd));
+        CHECK(p.page_fd >= 0 && in_fds(&p, p.page_fd));
+        CHECK(p.pidfd == -1 || (p.pidfd >= 0 && in_fds(&p, p.pidfd)));
+        CHECK(p.fd_count == (p.pidfd == -1 ? 1u : 2u)); /* nothing else came */
     }
     free(data);
     return 0;
