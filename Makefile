@@ -5,10 +5,17 @@
 #   make demo     build, then run the demo under hangwatch and show its report
 #   make test     build and run every test: ThreadSanitizer (concurrency),
 #                 AddressSanitizer + UndefinedBehaviorSanitizer (clang, whole
-#                 suite), then the plain gcc build (whole suite)
+#                 suite, plus the fuzz targets briefly), then the plain gcc
+#                 build (whole suite)
 #   make bench    benchmarks (bench/), results in docs/benchmarks.md
 #   make compare  every detector on every scenario (compare/), table in
 #                 docs/comparison.md (about 12 minutes)
+#   make fuzz     build the libFuzzer targets (fuzz/, clang, in build-fuzz)
+#                 and run each for FUZZ_SECONDS (default 60); FUZZ_TARGETS
+#                 picks some ("page registration"); new inputs stay in
+#                 build-fuzz/fuzz/new-corpus unless FUZZ_MERGE=1 merges them
+#                 into fuzz/corpus (docs/fuzzing.md).  `make test` runs each
+#                 target over its corpus and for 10 s in the ASan build.
 #   make install  install the CLI, the observer, the library, its header and
 #                 pkg-config file under PREFIX (default /usr/local; DESTDIR
 #                 is honoured)
@@ -21,8 +28,11 @@ BUILD      ?= build
 JOBS       ?= 2
 CMAKE_ARGS ?=
 PREFIX     ?= /usr/local
+FUZZ_SECONDS ?= 60
+FUZZ_MERGE   ?= 0
+FUZZ_TARGETS ?=
 
-.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench compare install
+.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench compare install fuzz
 
 all: build
 
@@ -49,8 +59,10 @@ test-tsan: deps-test
 	@cmake --build $(BUILD)-tsan -j $(JOBS)
 	cd $(BUILD)-tsan && ctest -L concurrency --output-on-failure -j $(JOBS)
 
+# The ASan tree also builds the fuzz targets: their tests (label "fuzz") run
+# each over its committed corpus and fuzz it briefly.
 test-asan: deps-test
-	@cmake -S . -B $(BUILD)-asan -DCMAKE_C_COMPILER=clang -DHANGWATCH_SANITIZE=address >/dev/null
+	@cmake -S . -B $(BUILD)-asan -DCMAKE_C_COMPILER=clang -DHANGWATCH_SANITIZE=address -DHANGWATCH_FUZZ=ON >/dev/null
 	@cmake --build $(BUILD)-asan -j $(JOBS)
 	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS)
 
@@ -70,8 +82,14 @@ compare: build
 	@scripts/ensure-deps.sh compare
 	@/usr/bin/python3 compare/run.py --build $(BUILD)
 
+fuzz:
+	@scripts/ensure-deps.sh fuzz
+	@cmake -S . -B $(BUILD)-fuzz -DCMAKE_C_COMPILER=clang -DHANGWATCH_FUZZ=ON >/dev/null
+	@cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_targets
+	@FUZZ_MERGE=$(FUZZ_MERGE) fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

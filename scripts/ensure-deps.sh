@@ -3,17 +3,22 @@
 # with are installed.  As root it installs what is missing (apt-get);
 # otherwise it prints the exact command to run and fails.
 #
-#   scripts/ensure-deps.sh [build|test|bench|compare]
+#   scripts/ensure-deps.sh [build|test|fuzz|bench|compare]
+#
+# clang's sanitizer and libFuzzer runtimes (libclang_rt.asan, .fuzzer, ...)
+# are in libclang-rt-14-dev, which clang only recommends: it is listed
+# explicitly for the purposes that build with them.
 set -eu
 
 purpose=${1:-build}
 packages="cmake make gcc pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev"
 case "$purpose" in
 build) ;;
-test) packages="$packages clang python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo" ;;
+test) packages="$packages clang libclang-rt-14-dev python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo" ;;
+fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema" ;;
 compare) packages="$packages python3" ;;
-*) echo "usage: $0 [build|test|bench|compare]" >&2; exit 2 ;;
+*) echo "usage: $0 [build|test|fuzz|bench|compare]" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -4,6 +4,8 @@
  */
 #include "detector.h"
 
+#include "saturating.h"
+
 const char *hw_check_mode_name(hw_check_mode mode)
 {
     return mode == HW_CHECK_PERIODIC ? "periodic" : "exact";
@@ -36,14 +38,14 @@ bool hw_is_hung(const hw_detector_config *cfg, const hw_loop_reading *r, uint64_
     uint64_t busy = r->busy ? elapsed(r->busy_start_ns, now_ns) : 0;
     if (busy_ns)
         *busy_ns = busy;
-    return r->busy && busy > cfg->threshold_ns + cfg->clock_slack_ns;
+    return r->busy && busy > hw_add_sat(cfg->threshold_ns, cfg->clock_slack_ns);
 }
 
 void hw_detector_init(hw_detector *d, const hw_detector_config *cfg, uint64_t now_ns)
 {
     d->cfg = *cfg;
     d->reported_seq = 0;
-    d->next_check_ns = now_ns + (cfg->mode == HW_CHECK_PERIODIC ? cfg->check_period_ns : 0);
+    d->next_check_ns = hw_add_sat(now_ns, cfg->mode == HW_CHECK_PERIODIC ? cfg->check_period_ns : 0);
     d->restart_seq = 0;
     d->restart_ns = 0;
 }
@@ -59,8 +61,8 @@ void hw_detector_restart_clock(hw_detector *d, uint64_t seq, uint64_t now_ns)
 static uint64_t next_periodic(const hw_detector *d, uint64_t now_ns)
 {
     /* Keep Matrix's fixed phase; if the agent fell behind, start again. */
-    uint64_t next = d->next_check_ns + d->cfg.check_period_ns;
-    return next > now_ns ? next : now_ns + d->cfg.check_period_ns;
+    uint64_t next = hw_add_sat(d->next_check_ns, d->cfg.check_period_ns);
+    return next > now_ns ? next : hw_add_sat(now_ns, d->cfg.check_period_ns);
 }
 
 hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *reading, uint64_t now_ns)
@@ -70,7 +72,7 @@ hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *reading, uint6
     const hw_loop_reading *r = &adjusted;
     c.seq = r->seq;
 
-    if (r->busy && now_ns > d->next_check_ns + HW_SUSPEND_LATENESS_NS && r->seq != d->reported_seq)
+    if (r->busy && now_ns > hw_add_sat(d->next_check_ns, HW_SUSPEND_LATENESS_NS) && r->seq != d->reported_seq)
         hw_detector_restart_clock(d, r->seq, now_ns);
     if (r->busy && r->seq == d->restart_seq && adjusted.busy_start_ns < d->restart_ns)
         adjusted.busy_start_ns = d->restart_ns;
@@ -105,12 +107,12 @@ hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *reading, uint6
     } else if (c.verdict == HW_VERDICT_BUSY) {
         /* Wake exactly when this stretch would cross the threshold. */
         uint64_t start = r->busy_start_ns <= now_ns ? r->busy_start_ns : now_ns;
-        d->next_check_ns = start + d->cfg.threshold_ns + d->cfg.clock_slack_ns + 1;
+        d->next_check_ns = hw_add_sat(hw_add_sat(start, d->cfg.threshold_ns), hw_add_sat(d->cfg.clock_slack_ns, 1));
     } else if (c.verdict == HW_VERDICT_IDLE) {
-        d->next_check_ns = now_ns + hw_detector_poll_interval(&d->cfg);
+        d->next_check_ns = hw_add_sat(now_ns, hw_detector_poll_interval(&d->cfg));
     } else {
         /* Hung: look again a check period later (to see it end). */
-        d->next_check_ns = now_ns + d->cfg.check_period_ns;
+        d->next_check_ns = hw_add_sat(now_ns, d->cfg.check_period_ns);
     }
     return c;
 }

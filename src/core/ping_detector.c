@@ -1,6 +1,8 @@
 /* ping_detector.c - see ping_detector.h. */
 #include "ping_detector.h"
 
+#include "saturating.h"
+
 #define DEFAULT_ANSWER_POLL_NS 10000000ull /* 10 ms, as the runloop detector's hang-end look */
 
 void hw_ping_init(hw_ping_detector *d, uint64_t timeout_ns, uint64_t now_ns)
@@ -20,14 +22,14 @@ static void post(hw_ping_detector *d, uint64_t now_ns, hw_ping_step_result *res)
     d->posted_ns = now_ns;
     d->outstanding = true;
     d->missed = false;
-    d->next_ns = now_ns + d->timeout_ns;
+    d->next_ns = hw_add_sat(now_ns, d->timeout_ns);
     res->post = true;
 }
 
 hw_ping_step_result hw_ping_step(hw_ping_detector *d, uint64_t now_ns, bool answered, bool may_post)
 {
     hw_ping_step_result res = {0};
-    uint64_t deadline = d->posted_ns + d->timeout_ns;
+    uint64_t deadline = hw_add_sat(d->posted_ns, d->timeout_ns);
     if (d->outstanding) {
         res.waited_ns = now_ns > d->posted_ns ? now_ns - d->posted_ns : 0;
         if (answered) {
@@ -47,7 +49,7 @@ hw_ping_step_result hw_ping_step(hw_ping_detector *d, uint64_t now_ns, bool answ
                 d->missed = true;
                 res.missed = true;
             }
-            d->next_ns = now_ns + d->answer_poll_ns;
+            d->next_ns = hw_add_sat(now_ns, d->answer_poll_ns);
             return res;
         }
     }
@@ -58,6 +60,6 @@ hw_ping_step_result hw_ping_step(hw_ping_detector *d, uint64_t now_ns, bool answ
     if (may_post)
         post(d, now_ns, &res);
     else
-        d->next_ns = now_ns + d->answer_poll_ns;
+        d->next_ns = hw_add_sat(now_ns, d->answer_poll_ns);
     return res;
 }

@@ -14,10 +14,15 @@
 
 #include "shared_page.h"
 
-static void keep_fd(hw_registration_parsed *out, int fd)
+/* List a descriptor for the caller to close.  False when it cannot be kept:
+ * a negative number (the kernel never passes one; -1 is our "none") or a
+ * full list (a well-formed message brings at most two). */
+static bool keep_fd(hw_registration_parsed *out, int fd)
 {
-    if (out->fd_count < HW_REGISTRATION_MAX_FDS)
-        out->fds[out->fd_count++] = fd;
+    if (fd < 0 || out->fd_count >= HW_REGISTRATION_MAX_FDS)
+        return false;
+    out->fds[out->fd_count++] = fd;
+    return true;
 }
 
 int hw_registration_parse(const void *data, size_t len, int msg_flags, const void *control, size_t controllen,
@@ -26,7 +31,7 @@ int hw_registration_parse(const void *data, size_t len, int msg_flags, const voi
     memset(out, 0, sizeof *out);
     out->pidfd = -1;
     out->page_fd = -1;
-    size_t page_fds = 0;
+    size_t page_fds = 0, pidfds = 0;
     bool malformed = false;
 
     const unsigned char *p = control;
@@ -44,23 +49,27 @@ int hw_registration_parse(const void *data, size_t len, int msg_flags, const voi
             for (size_t i = 0; i + sizeof(int) <= body_len; i += sizeof(int)) {
                 int fd;
                 memcpy(&fd, body + i, sizeof fd);
-                keep_fd(out, fd);
-                if (page_fds++ == 0)
+                if (!keep_fd(out, fd))
+                    malformed = true;
+                else if (page_fds++ == 0)
                     out->page_fd = fd;
             }
         } else if (cm.cmsg_level == SOL_SOCKET && cm.cmsg_type == SCM_PIDFD && body_len >= sizeof(int)) {
             int fd;
             memcpy(&fd, body, sizeof fd);
-            if (out->pidfd >= 0 || out->pidfd_failed) {
-                malformed = true; /* one sender, one pidfd */
-                if (fd >= 0)
-                    keep_fd(out, fd);
-            } else if (fd >= 0) {
+            /* Counted, not told by pidfd < 0: a forged negative first pidfd
+             * must not let a second one through.  A negative one is how the
+             * kernel says it could make none (the sender is gone). */
+            if (pidfds++ != 0) {
+                malformed = true;
                 keep_fd(out, fd);
-                out->pidfd = fd;
-            } else {
-                /* The kernel could not make one: it says why instead. */
+            } else if (fd < 0) {
                 out->pidfd_failed = true;
+                malformed = true;
+            } else if (!keep_fd(out, fd)) {
+                malformed = true;
+            } else {
+                out->pidfd = fd;
             }
         } else if (cm.cmsg_level == SOL_SOCKET && cm.cmsg_type == SCM_CREDENTIALS &&
                    body_len >= sizeof(struct ucred)) {

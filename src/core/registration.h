@@ -64,8 +64,10 @@ typedef struct hw_registration_parsed {
  * `controllen` bytes of ancillary data.  Pure (it never looks behind a
  * descriptor).  Returns 0 for a well-formed registration (the struct of the
  * right size, magic and version, credentials, exactly one page descriptor,
- * nothing truncated), else -EBADMSG.  Either way `out->fds` lists every
- * descriptor the message brought, which the caller must close.
+ * at most one pidfd, no negative descriptor, nothing truncated), else
+ * -EBADMSG.  Either way `out->fds` lists every descriptor the message
+ * brought (up to HW_REGISTRATION_MAX_FDS; more makes it malformed), which
+ * the caller must close.
  */
 int hw_registration_parse(const void *data, size_t len, int msg_flags, const void *control, size_t controllen,
                           hw_registration_parsed *out);

@@ -237,6 +237,32 @@ static void test_start_in_the_future_is_not_trusted(void **state)
     assert_int_equal(d.next_check_ns, 12 * S + 1);
 }
 
+/* Found by fuzz_page: the command line takes any duration up to 2^64 - 1 ns,
+ * and threshold + slack or now + threshold used to wrap around, so a
+ * threshold of centuries made every stretch a hang at once and the next
+ * look land in the past.  Deadlines now saturate: centuries mean never. */
+static void test_huge_threshold_and_period_never_wrap(void **state)
+{
+    (void)state;
+    for (int mode = HW_CHECK_EXACT; mode <= HW_CHECK_PERIODIC; mode++) {
+        hw_detector d;
+        hw_detector_config c = config((hw_check_mode)mode);
+        c.threshold_ns = UINT64_MAX - 5;
+        c.check_period_ns = UINT64_MAX - 7;
+        c.clock_slack_ns = 4 * MS;
+        hw_detector_init(&d, &c, 100 * S);
+        assert_true(d.next_check_ns >= 100 * S);
+        hw_loop_reading r = busy_since(3, 1 * S);
+        hw_check k = hw_detector_check(&d, &r, 105 * S); /* on time: no suspend restart */
+        assert_int_equal(k.verdict, HW_VERDICT_BUSY);
+        assert_int_equal(k.busy_ns, 104 * S);
+        assert_true(d.next_check_ns > 105 * S);
+        hw_loop_reading idle = idle_at(4);
+        assert_int_equal(hw_detector_check(&d, &idle, 7200 * S).verdict, HW_VERDICT_IDLE);
+        assert_true(d.next_check_ns > 7200 * S);
+    }
+}
+
 static void test_late_check_restarts_the_clock(void **state)
 {
     (void)state;
@@ -308,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_exact_mode_detects_every_long_stretch_on_time),
         cmocka_unit_test(test_periodic_mode_keeps_matrix_phase),
         cmocka_unit_test(test_start_in_the_future_is_not_trusted),
+        cmocka_unit_test(test_huge_threshold_and_period_never_wrap),
         cmocka_unit_test(test_late_check_restarts_the_clock),
         cmocka_unit_test(test_late_by_less_than_ten_seconds_still_reports),
         cmocka_unit_test(test_restart_clock_for_a_stopped_process),

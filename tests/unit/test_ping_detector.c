@@ -110,6 +110,23 @@ static void test_early_looks_do_not_post(void **state)
     assert_int_equal(posts, 10);
 }
 
+/* Found by fuzz_page: with a timeout near 2^64 ns (--threshold takes it),
+ * posted + timeout wrapped, so every ping was missed at its first look and
+ * the next step was scheduled in the past. */
+static void test_huge_timeout_never_wraps(void **state)
+{
+    (void)state;
+    hw_ping_detector d;
+    hw_ping_init(&d, UINT64_MAX - 3, 50 * MS);
+    hw_ping_step_result r = hw_ping_step(&d, 50 * MS, false, true);
+    assert_true(r.post);
+    assert_true(d.next_ns > 50 * MS);
+    r = hw_ping_step(&d, 100000 * T, false, true);
+    assert_false(r.missed);
+    assert_false(r.post);
+    assert_true(d.next_ns > 100000 * T);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -118,6 +135,7 @@ int main(void)
         cmocka_unit_test(test_a_stall_pinged_late_is_measured_from_the_post),
         cmocka_unit_test(test_may_post_holds_the_next_ping_back),
         cmocka_unit_test(test_early_looks_do_not_post),
+        cmocka_unit_test(test_huge_timeout_never_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

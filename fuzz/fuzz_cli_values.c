@@ -1,0 +1,124 @@
+/*
+ * fuzz_cli_values.c - the parsers of command-line values: hw_parse_duration
+ * (--threshold, --check-period, --sample-interval, --frame-interval) and
+ * hw_parse_size (--max-dir-size).
+ *
+ * Feeds: the input, NUL-terminated in a buffer of exactly its size plus
+ * one (so ASan sees any read past the terminator), to both parsers.
+ *
+ * Proves: no out-of-bounds read, no UBSan report (overflow included); a
+ * parser is deterministic; success leaves a value consistent with the text
+ * (a size is a multiple of its unit; a duration of a whole number of units
+ * is that number times the unit), failure leaves the output untouched and
+ * gives a non-empty reason.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "report_limits.h"
+
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond))                                                                                                   \
+            __builtin_trap();                                                                                          \
+    } while (0)
+
+#define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
+
+/* The whole number at the start of `text`, if it has only digits and then
+ * `suffix`; false when there is none or it does not fit. */
+static bool whole_then(const char *text, const char *suffix, uint64_t *out)
+{
+    uint64_t v = 0;
+    const char *p = text;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (strcmp(p, suffix) != 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void duration(const char *text)
+{
+    uint64_t a = UNTOUCHED, b = UNTOUCHED;
+    const char *why_a = NULL, *why_b = NULL;
+    int ra = hw_parse_duration(text, &a, &why_a);
+    int rb = hw_parse_duration(text, &b, &why_b);
+    CHECK(ra == rb && (ra == 0 || ra == -1));
+    if (ra != 0) {
+        CHECK(a == UNTOUCHED && b == UNTOUCHED);
+        CHECK(why_a != NULL && why_a[0] != '\0' && why_a == why_b);
+        return;
+    }
+    CHECK(a == b);
+    CHECK(text[0] != '-' && text[0] != '\0');
+    static const struct {
+        const char *unit;
+        uint64_t ns;
+    } units[] = {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}, {"m", 60000000000}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        uint64_t whole;
+        if (whole_then(text, units[i].unit, &whole))
+            CHECK(whole <= UINT64_MAX / units[i].ns && a == whole * units[i].ns);
+    }
+    /* What hangwatch prints back (hw_format_duration, exact for every
+     * value) parses to the same duration. */
+    char buf[64];
+    hw_format_duration(a, buf, sizeof buf);
+    uint64_t again = UNTOUCHED;
+    CHECK(hw_parse_duration(buf, &again, NULL) == 0);
+    CHECK(again == a);
+}
+
+static void size(const char *text)
+{
+    uint64_t a = UNTOUCHED, b = UNTOUCHED;
+    const char *why_a = NULL, *why_b = NULL;
+    int ra = hw_parse_size(text, &a, &why_a);
+    int rb = hw_parse_size(text, &b, &why_b);
+    CHECK(ra == rb && (ra == 0 || ra == -1));
+    if (ra != 0) {
+        CHECK(a == UNTOUCHED && b == UNTOUCHED);
+        CHECK(why_a != NULL && why_a[0] != '\0' && why_a == why_b);
+        return;
+    }
+    CHECK(a == b);
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+    } sfx[] = {{"", 1},       {"K", 1024},       {"k", 1024},
+               {"M", 1 << 20}, {"m", 1 << 20},    {"G", 1ull << 30},
+               {"g", 1ull << 30}};
+    bool matched = false;
+    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+        uint64_t whole;
+        if (whole_then(text, sfx[i].suffix, &whole)) {
+            CHECK(whole <= UINT64_MAX / sfx[i].mult && a == whole * sfx[i].mult);
+            matched = true;
+        }
+    }
+    CHECK(matched); /* nothing but digits and one suffix is accepted */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len);
+
+int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
+{
+    char *text = malloc(len + 1);
+    CHECK(text != NULL);
+    memcpy(text, in, len);
+    text[len] = '\0';
+    duration(text);
+    size(text);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""make_corpus.py - writes the seed corpora of the fuzz targets into
+fuzz/corpus/NAME/ (committed; run again after changing it).
+
+The seeds are what the fuzzers start from: well-formed inputs that reach
+deep into the code (a registration the agent accepts, a valid page with busy
+and idle loops and a script of looks, a real report), plus malformed ones
+next to them.  Binary layouts are those of x86_64 Linux: struct cmsghdr is
+{size_t len; int level; int type;} (16 bytes, bodies aligned to 8), struct
+ucred is {pid, uid, gid}.  The input formats are described at the top of
+each fuzz_NAME.c.
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+SOL_SOCKET, SCM_RIGHTS, SCM_CREDENTIALS, SCM_PIDFD = 1, 1, 2, 4
+MSG_TRUNC_BIT, MSG_CTRUNC_BIT, NO_CONTROL_BIT = 1, 2, 4
+REG_MAGIC, PAGE_VERSION = 0x68777265, 1
+PAGE_MAGIC, PAGE_SIZE, PAGE_SLOTS = 0x68616E6777746368, 4096, 63
+NS_MS, NS_S = 1000000, 1000000000
+
+
+def write_corpus(name, seeds):
+    d = os.path.join(HERE, "corpus", name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for fname, data in seeds.items():
+        if isinstance(data, str):
+            data = data.encode()
+        with open(os.path.join(d, fname), "wb") as f:
+            f.write(data)
+
+
+# --- registration: [data length][flag bits][data][control] ----------------
+
+def align8(n):
+    return (n + 7) & ~7
+
+
+def cmsg(level, ctype, body, length=None):
+    """One cmsghdr with its body, padded to the next header."""
+    if length is None:
+        length = 16 + len(body)
+    raw = struct.pack("<Qii", length, level, ctype) + body
+    return raw + b"\0" * (align8(len(raw)) - len(raw))
+
+
+def cred(pid=4242, uid=1000, gid=1000):
+    return cmsg(SOL_SOCKET, SCM_CREDENTIALS, struct.pack("<iII", pid, uid, gid))
+
+
+def rights(*fds):
+    return cmsg(SOL_SOCKET, SCM_RIGHTS, struct.pack("<%di" % len(fds), *fds))
+
+
+def pidfd(fd):
+    return cmsg(SOL_SOCKET, SCM_PIDFD, struct.pack("<i", fd))
+
+
+def reg_msg(magic=REG_MAGIC, version=PAGE_VERSION, pid=4242):
+    return struct.pack("<IIii", magic, version, pid, 0)
+
+
+def reg_input(data, control, flags=0):
+    return bytes([len(data), flags]) + data + control
+
+
+def registration_seeds():
+    ok = reg_msg()
+    return {
+        "ok-cred-rights": reg_input(ok, cred() + rights(7)),
+        "ok-cred-rights-pidfd": reg_input(ok, cred() + rights(7) + pidfd(9)),
+        "ok-pidfd-rights-cred": reg_input(ok, pidfd(9) + rights(7) + cred()),
+        "bad-no-cred": reg_input(ok, rights(7) + pidfd(9)),
+        "bad-no-fd": reg_input(ok, cred() + pidfd(9)),
+        "bad-two-fds": reg_input(ok, cred() + rights(7, 8)),
+        "bad-two-rights": reg_input(ok, cred() + rights(7) + rights(8)),
+        "bad-many-fds": reg_input(ok, cred() + rights(*range(10, 22))),
+        "bad-two-pidfds": reg_input(ok, cred() + rights(7) + pidfd(9) + pidfd(10)),
+        "bad-cmsg-len-too-big": reg_input(ok, cred() + cmsg(SOL_SOCKET, SCM_RIGHTS, struct.pack("<i", 7), 4096)),
+        "bad-cmsg-len-too-small": reg_input(ok, cmsg(SOL_SOCKET, SCM_RIGHTS, b"", 8) + cred() + rights(7)),
+        "bad-short-cred": reg_input(ok, cmsg(SOL_SOCKET, SCM_CREDENTIALS, b"\x01\x02\x03") + rights(7)),
+        "bad-pid-zero": reg_input(ok, cred(pid=0) + rights(7)),
+        "bad-truncated": reg_input(ok, cred() + rights(7), MSG_TRUNC_BIT),
+        "bad-ctruncated": reg_input(ok, cred() + rights(7), MSG_CTRUNC_BIT),
+        "bad-no-control": reg_input(ok, cred() + rights(7), NO_CONTROL_BIT),
+        "bad-magic": reg_input(reg_msg(magic=0x12345678), cred() + rights(7)),
+        "bad-version": reg_input(reg_msg(version=2), cred() + rights(7)),
+        "bad-short-data": reg_input(ok[:12], cred() + rights(7)),
+        "bad-long-data": reg_input(ok + b"\0\0\0\0", cred() + rights(7)),
+        "bad-other-level": reg_input(ok, cmsg(0, SCM_RIGHTS, struct.pack("<i", 7)) + cred()),
+        # fuzz_registration found this: a forged negative pidfd let more through
+        "bad-forged-pidfds": reg_input(ok, cred() + pidfd(-9) + pidfd(10) * 8 + rights(7)),
+        "bad-negative-fd": reg_input(ok, cred() + rights(-1)),
+        "odd-rights-body": reg_input(ok, cred() + cmsg(SOL_SOCKET, SCM_RIGHTS, b"\x07\0\0\0\x08\0")),
+    }
+
+
+# --- page: [settings][script length][script][page bytes] ------------------
+
+ACT = {"entry": 0, "before_timers": 1, "before_sources": 2, "before_waiting": 3, "after_waiting": 4, "exit": 5}
+ACT_VALUE = {"entry": 1, "before_timers": 2, "before_sources": 4, "before_waiting": 32, "after_waiting": 64,
+             "exit": 128}
+FIELD = {"seq": 0, "busy_start_ns": 1, "activity": 2, "tid": 3, "ping_answered": 4, "frames": 5, "late_frames": 6,
+         "late_frame_gap_ns": 7}
+
+
+def settings(threshold=0, period=0, slack=4 * NS_MS, periodic=False, pings_by_post=False, waiting_only=False,
+             pid=4242, now=1000 * NS_S):
+    mode = (1 if periodic else 0) | (2 if pings_by_post else 0) | (4 if waiting_only else 0)
+    return struct.pack("<QQIBiQ", threshold, period, slack, mode, pid, now << 2)
+
+
+def advance(ns):
+    shift = 0
+    while ns >= 1 << 32:
+        ns >>= 1
+        shift += 1
+    return bytes([0 | (shift << 2)]) + struct.pack("<I", ns)
+
+
+def store(slot, field, value):
+    return bytes([1, slot, FIELD[field]]) + struct.pack("<Q", value)
+
+
+def observe(slot, activity):
+    return bytes([2 | (ACT[activity] << 2), slot])
+
+
+LOOK = bytes([3])
+
+
+def slot(seq=0, start=0, activity=0, tid=0):
+    return struct.pack("<QQIiQQQQ8x", seq, start, activity, tid, 0, 0, 0, 0)
+
+
+def page(slots, pid=4242, magic=PAGE_MAGIC, flags=0):
+    header = struct.pack("<QIIiII20x16x", magic, PAGE_VERSION, PAGE_SIZE, pid, PAGE_SLOTS, flags)
+    assert len(header) == 64
+    return header + b"".join(slots)
+
+
+def page_input(sett, script, pg):
+    return sett + struct.pack("<H", len(script)) + script + pg
+
+
+def page_seeds():
+    now = 1000 * NS_S
+    busy_idle = page([slot(3, now - 500 * NS_MS, ACT_VALUE["after_waiting"], 4242),
+                      slot(4, 0, ACT_VALUE["before_waiting"], 4243),
+                      slot(1, now - 3 * NS_S, ACT_VALUE["before_sources"], 4244)], flags=1)
+    looks = (LOOK + advance(300 * NS_MS)) * 4 + LOOK + advance(3 * NS_S) + LOOK
+    # A loop turning over: busy 300 ms, waiting 100 ms, repeatedly (stutter).
+    stutter = b""
+    for _ in range(16):
+        stutter += observe(1, "after_waiting") + LOOK + advance(300 * NS_MS) + LOOK
+        stutter += observe(1, "before_waiting") + advance(100 * NS_MS) + LOOK
+    hang_then_end = (observe(0, "before_waiting") + LOOK + observe(0, "after_waiting") + LOOK +
+                     advance(2500 * NS_MS) + LOOK + advance(1 * NS_S) + LOOK + observe(0, "before_waiting") + LOOK)
+    hostile = (LOOK + store(0, "busy_start_ns", (1 << 64) - 1) + store(0, "seq", 7) + LOOK + advance(1 * NS_S) +
+               LOOK + store(2, "busy_start_ns", now + 3600 * NS_S) + LOOK + store(0, "seq", (1 << 64) - 1) +
+               LOOK + store(1, "ping_answered", (1 << 64) - 1) + store(1, "activity", 0xFFFFFFFF) + LOOK +
+               advance(20 * NS_S) + LOOK)
+    frames = (observe(0, "before_waiting") + LOOK + advance(16 * NS_MS) + LOOK + observe(0, "after_waiting") +
+              advance(400 * NS_MS) + LOOK + observe(0, "before_waiting") + observe(0, "after_waiting") + LOOK)
+    return {
+        "busy-idle-looks": page_input(settings(), looks, busy_idle),
+        "periodic": page_input(settings(periodic=True), looks, busy_idle),
+        "ping-by-post": page_input(settings(pings_by_post=True, threshold=200 * NS_MS), looks + hang_then_end,
+                                   busy_idle),
+        "semaphore-ping": page_input(settings(waiting_only=True, threshold=50 * NS_MS), looks * 2, busy_idle),
+        "stutter": page_input(settings(), stutter, busy_idle),
+        "hang-then-end": page_input(settings(), hang_then_end, busy_idle),
+        "hostile-times": page_input(settings(), hostile, busy_idle),
+        "frame-gap": page_input(settings(threshold=100 * NS_MS), frames, busy_idle),
+        "huge-threshold": page_input(settings(threshold=(1 << 64) - 6, period=(1 << 64) - 8), looks, busy_idle),
+        "bad-header": page_input(settings(), looks, page([slot(3, 0, 64, 1)], magic=0, pid=1)),
+        "empty": b"",
+    }
+
+
+# --- cli values: the text of one option value ---------------------------
+
+def cli_seeds():
+    values = ["2s", "500ms", "1.5s", "250us", "7ns", "1m", "0s", ".25s", "1.123456789s", "16.667ms",
+              "100M", "256M", "1G", "4096", "0", "64k",
+              "--", "-1s", "", "s", ".", "2", "2 s", "2sec", "1e309s", "nan", "inf", "0x10s",
+              "18446744073709551616ns", "18446744073709551615ns", "307445734561825860m", "307445734561825861m",
+              "99999999999999999999.999999999999s", "1.0000000000000000001s", "17179869184G", "17179869183G",
+              "18446744073709551615", "1\x00s", "\xff\xfe5s", "5ms\n"]
+    return {"v%02d" % i: v.encode("latin-1") for i, v in enumerate(values)}
+
+
+# --- escape: raw bytes -----------------------------------------------------
+
+def escape_seeds():
+    return {
+        "ascii": b"hangwatch-demo",
+        "esc": b"\x1b[2J\x1b]0;pwned\x07name",
+        "backslash": b"C:\\path\\x41",
+        "utf8": "Grüße 名前".encode(),
+        "controls": bytes(range(0, 32)) + b"\x7f\x80\xff",
+        "empty": b"",
+    }
+
+
+# --- show: report text ----------------------------------------------------
+
+def report():
+    frame = lambda pc, sym, obj, off, src=None, line=None: dict(
+        {"instruction_addr": pc, "symbol_name": sym, "symbol_addr": pc - 32, "object_name": obj,
+         "object_addr": pc - off, "object_offset": off},
+        **({"source_file": src, "source_line": line} if src else {}))
+    return {
+        "report": {"id": "0C5E7A4B-3F0D-4B8E-9C51-6D2F0A9B1E77", "timestamp": 1796060462, "type": "standard",
+                   "process_name": "hangwatch-demo", "pid": 4242, "version": "hangwatch 0.1.0"},
+        "crash": {"threads": [
+            {"index": 0, "name": "hangwatch-demo", "thread_identifier": 4242, "crashed": True,
+             "current_thread": False, "backtrace": {"skipped": 0, "contents": [
+                 frame(140245160404250, "clock_nanosleep", "libc.so.6", 853274),
+                 frame(93870450250051, "block_main_thread", "hangwatch-demo", 4419, "examples/demo.c", 43)]}},
+            {"index": 1, "name": "worker", "thread_identifier": 4243, "crashed": False, "current_thread": False,
+             "backtrace": {"skipped": 0, "contents": [frame(140245160404100, "futex_wait", "libc.so.6", 853100)]}}]},
+        "binary_images": [{"image_addr": 93870450245632, "image_size": 20480, "load_bias": 93870450245632,
+                           "name": "hangwatch-demo", "build_id": "5b6c"}],
+        "hangwatch": {
+            "module": "hang", "detector": "runloop", "check_mode": "exact", "hang_type": "hang",
+            "block_duration_us": 2004108, "runloop_threshold_us": 2000000,
+            "hung_thread": {"thread_identifier": 4242, "report_array_index": 0},
+            "detected_at_unix_ms": 1796060462513, "grouping_key": "clock_nanosleep<block_main_thread",
+            "capture": {"method": "ptrace", "stopped_us": 160, "max_thread_stopped_us": 150,
+                        "process_exited": False},
+            "final_duration_us": 4001234, "hang_end": "returned_to_wait",
+            "collection": {
+                "scene_threads": {"enumerated_thread_count": 2, "items": [
+                    {"thread_identifier": 4242, "name": "hangwatch-demo", "is_main_thread": True,
+                     "is_hung_thread": True, "status": "captured", "frame_count": 2, "report_array_index": 0},
+                    {"thread_identifier": 4243, "name": "worker", "is_main_thread": False,
+                     "is_hung_thread": False, "status": "captured", "frame_count": 1, "report_array_index": 1}]},
+                "main_thread": {"state": "captured", "sample_count": 20, "point_stack_index": 3,
+                                "top_repeat_count": 4, "backtrace": {"contents": [
+                                    dict(frame(140245160404250, "clock_nanosleep", "libc.so.6", 853274),
+                                         repeat_count=20)]}}}}}
+
+
+def show_seeds():
+    good = report()
+    text = json.dumps(good, indent=1)
+    hostile = json.loads(text)
+    hostile["report"]["process_name"] = "\x1b[2Jevil\\name"
+    hostile["hangwatch"]["hung_thread"]["report_array_index"] = -5
+    hostile["hangwatch"]["collection"]["scene_threads"]["items"][1]["report_array_index"] = 9223372036854775807
+    hostile["crash"]["threads"][0]["backtrace"]["contents"][0]["instruction_addr"] = -1
+    types = json.loads(text)
+    types["hangwatch"]["block_duration_us"] = "2s"
+    types["crash"]["threads"][0]["backtrace"] = [1, 2]
+    types["hangwatch"]["collection"]["scene_threads"]["items"] = {"0": None}
+    return {
+        "report": text,
+        "report-compact": json.dumps(good, separators=(",", ":")),
+        "report-hostile": json.dumps(hostile),
+        "report-wrong-types": json.dumps(types),
+        "truncated": text[: len(text) // 2],
+        "not-a-report": '{"report": 1, "crash": {"threads": {}}}',
+        "array": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        "nul-inside": text[:40] + "\0" + text[40:],
+        "empty": "",
+    }
+
+
+def main():
+    write_corpus("registration", registration_seeds())
+    write_corpus("page", page_seeds())
+    write_corpus("cli_values", cli_seeds())
+    write_corpus("escape", escape_seeds())
+    write_corpus("show", show_seeds())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
