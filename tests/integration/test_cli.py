@@ -42,6 +42,8 @@ def case_usage_errors():
     expect_usage_error(["run", "--threshold", "fast", "--", "true"], "invalid --threshold 'fast'")
     expect_usage_error(["run", "--threshold", "0s", "--", "true"], "greater than zero")
     expect_usage_error(["run", "--check-period", "-1s", "--", "true"], "negative")
+    expect_usage_error(["run", "--threshold", "--", "true"], "not a number")
+    expect_usage_error(["run", "--threshold", "1e309s", "--", "true"], "too large")
     expect_usage_error(["run", "--check-mode", "sometimes", "--", "true"], "invalid --check-mode")
     expect_usage_error(["run", "--bogus", "--", "true"], "unknown option '--bogus'")
     expect_usage_error(["run", "--threshold"], "needs a value")
