@@ -692,6 +692,23 @@ static void wait_released(const session *s)
     }
 }
 
+/* Whether every thread of `pid` but its leader is gone or a zombie: a
+ * process being killed lists its threads for a moment after they died. */
+static bool other_threads_dead(pid_t pid)
+{
+    pid_t *tids;
+    size_t n;
+    int r = list_tids(pid, &tids, &n);
+    if (r != 0)
+        return r == -ENOENT || r == -ESRCH;
+    bool all_dead = true;
+    for (size_t k = 0; k < n && all_dead; k++)
+        if (tids[k] != pid)
+            all_dead = thread_is_dead(pid, tids[k]);
+    free(tids);
+    return all_dead;
+}
+
 /* Give the stack copies their final size (after the resume: realloc may
  * copy) and record the process's end if it has ended. */
 static void finish(session *s)
@@ -732,13 +749,8 @@ static void finish(session *s)
     if (r == 0 && ps.state != 'Z' && ps.state != 'X')
         return;
     if (r == 0) {
-        pid_t *tids;
-        size_t n;
-        if (list_tids(s->pid, &tids, &n) == 0) {
-            free(tids);
-            if (n > 1)
-                return; /* the leader ended early; other threads run on */
-        }
+        if (!other_threads_dead(s->pid))
+            return; /* the leader ended early; other threads run on */
     } else if (r != -ENOENT && r != -ESRCH) {
         return;
     }
@@ -793,8 +805,12 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     pid_t *tids;
     size_t n;
     int r = list_tids(pid, &tids, &n);
+    if (r == -ENOENT || r == -ESRCH) {
+        out->process_exited = true; /* gone, and already reaped by its parent */
+        return -ESRCH;
+    }
     if (r != 0)
-        return r == -ENOENT ? -ESRCH : r;
+        return r;
     out->enumerated_thread_count = n;
     bool target_listed = bsearch(&s.target, tids, n, sizeof *tids, cmp_pid) != NULL;
     for (size_t k = 0; k < n && r == 0; k++)

@@ -94,7 +94,8 @@ void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);
  * could be done at all (-ESRCH: no such process, -EINVAL, -ENOMEM, -EAGAIN).
  * If the process has exited (a zombie) or exits during the capture and we are
  * its parent, its wait status is consumed here: out->process_exited,
- * out->reaped and out->exit_status say so.  x86_64 only.
+ * out->reaped and out->exit_status say so.  A process that is gone entirely
+ * (-ESRCH) has out->process_exited set and no threads.  x86_64 only.
  */
 int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out);
 

@@ -486,9 +486,11 @@ static void test_zombie_child(void **state)
     assert_int_equal(waitpid(pid, NULL, WNOHANG), -1);
     assert_int_equal(errno, ECHILD);
 
-    /* Gone entirely. */
+    /* Gone entirely: no threads, and the snapshot says the process ended. */
     assert_int_equal(hw_capture_process(pid, NULL, &snap), -ESRCH);
     assert_int_equal(snap.thread_count, 0);
+    assert_true(snap.process_exited);
+    assert_false(snap.reaped);
     hw_process_snapshot_free(&snap);
 }
 
