@@ -43,8 +43,13 @@
  *
  * Exits: a thread that is gone (ESRCH, or a zombie: PTRACE_SEIZE gives EPERM
  * for those) or that reports WIFEXITED/WIFSIGNALED is HW_THREAD_EXITED.  When
- * the whole process has ended, its status is recorded and, if we are its
- * parent, consumed (out->reaped).
+ * the whole process has ended (its /proc entry is gone, or its leader is a
+ * zombie with every other thread dead too), out->process_exited says so,
+ * its status is recorded and, if we are its parent, consumed (out->reaped).
+ *
+ * Refusals: a live thread that PTRACE_SEIZE refuses with EPERM is usually
+ * held by another tracer (strace -p, gdb): its TracerPid and that tracer's
+ * comm go into the snapshot, so the report and the agent's line can say who.
  */
 #include "capture.h"
 
@@ -63,6 +68,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "text_escape.h"
 
 #if !defined(__x86_64__)
 #error "capture.c supports x86_64 only (struct user_regs_struct, rsp, the 128-byte red zone)"
@@ -360,6 +367,33 @@ static ssize_t add_thread(session *s, pid_t tid)
     return (ssize_t)i;
 }
 
+/* The thread's TracerPid from /proc/PID/task/TID/status: 0 when it is not
+ * traced, -1 when that cannot be read. */
+static pid_t tracer_of(pid_t pid, pid_t tid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    if (read_small(path, buf, sizeof buf) < 0)
+        return -1;
+    const char *p = strstr(buf, "\nTracerPid:");
+    return p != NULL ? (pid_t)strtol(p + 11, NULL, 10) : -1;
+}
+
+/* A live thread refused us: note who else traces it (the first one seen). */
+static void note_tracer(session *s, pid_t tid)
+{
+    hw_process_snapshot *out = s->out;
+    if (out->tracer_pid > 0)
+        return;
+    pid_t tracer = tracer_of(s->pid, tid);
+    if (tracer <= 0)
+        return;
+    out->tracer_pid = tracer;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)tracer);
+    read_comm(path, out->tracer_name);
+}
+
 static void seize(session *s, size_t i)
 {
     hw_thread_snapshot *th = &s->out->threads[i];
@@ -375,6 +409,8 @@ static void seize(session *s, size_t i)
     }
     th->status = HW_THREAD_DENIED;
     th->error = e;
+    if (e == EPERM)
+        note_tracer(s, th->tid);
 }
 
 static void interrupt(session *s, size_t i)
@@ -676,13 +712,8 @@ static void wait_released(const session *s)
     for (size_t i = 0; i < s->out->thread_count; i++) {
         if (!s->tr[i].seized)
             continue;
-        char path[64], buf[2048];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)s->pid, (int)s->out->threads[i].tid);
         for (;;) {
-            if (read_small(path, buf, sizeof buf) < 0)
-                break;
-            const char *p = strstr(buf, "\nTracerPid:");
-            if (p == NULL || (pid_t)strtol(p + 11, NULL, 10) != s->helper_tid)
+            if (tracer_of(s->pid, s->out->threads[i].tid) != s->helper_tid)
                 break;
             if (now_ns() >= deadline)
                 return;
@@ -853,6 +884,20 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     finish(&s);
     free(s.tr);
     return 0;
+}
+
+const char *hw_capture_denied_reason(const hw_process_snapshot *snap, char *buf, size_t len)
+{
+    if (snap == NULL || snap->tracer_pid <= 0 || buf == NULL || len == 0)
+        return NULL;
+    if (snap->tracer_name[0] == '\0') {
+        snprintf(buf, len, "traced by pid %d", (int)snap->tracer_pid);
+        return buf;
+    }
+    char name[4 * sizeof snap->tracer_name];
+    hw_escape_bytes(snap->tracer_name, strnlen(snap->tracer_name, sizeof snap->tracer_name), name, sizeof name);
+    snprintf(buf, len, "traced by pid %d (%s)", (int)snap->tracer_pid, name);
+    return buf;
 }
 
 void hw_process_snapshot_free(hw_process_snapshot *snap)
