@@ -79,6 +79,7 @@
 #define WAIT_SLICE_NS (5ull * 1000 * 1000)  /* longest single sigtimedwait, see above */
 #define RESCAN_ROUNDS 3                     /* passes looking for threads born during the stop */
 #define RELEASE_WAIT_NS (200ull * 1000 * 1000)
+#define LEADER_EXIT_WAIT_NS (100ull * 1000 * 1000) /* a dying process's leader becoming a zombie */
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 
@@ -740,6 +741,14 @@ static bool other_threads_dead(pid_t pid)
     return all_dead;
 }
 
+static bool every_thread_exited(const hw_process_snapshot *out)
+{
+    for (size_t i = 0; i < out->thread_count; i++)
+        if (out->threads[i].status != HW_THREAD_EXITED)
+            return false;
+    return true;
+}
+
 /* Give the stack copies their final size (after the resume: realloc may
  * copy) and record the process's end if it has ended. */
 static void finish(session *s)
@@ -774,9 +783,19 @@ static void finish(session *s)
 
     if (out->process_exited)
         return;
-    /* Over when the leader is gone or a zombie with no thread left. */
+    /* Over when the leader is gone or a zombie with no thread left.  When
+     * every thread of an all-threads capture had exited, the leader may
+     * still be on its way out (a process being killed): give it a moment. */
     proc_stat ps;
     int r = read_stat(s->pid, 0, &ps);
+    if (r == 0 && ps.state != 'Z' && ps.state != 'X' && s->opts.all_threads && every_thread_exited(out)) {
+        uint64_t deadline = now_ns() + LEADER_EXIT_WAIT_NS;
+        while (r == 0 && ps.state != 'Z' && ps.state != 'X' && now_ns() < deadline) {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+            r = read_stat(s->pid, 0, &ps);
+        }
+    }
     if (r == 0 && ps.state != 'Z' && ps.state != 'X')
         return;
     if (r == 0) {
