@@ -112,6 +112,86 @@ def case_show_bad_input():
         check(p.returncode == 1 and "missing.json" in p.stderr, p.stderr)
 
 
+def hostile_report():
+    """A report whose every string carries terminal control bytes."""
+    bad = "\x1b]0;owned\x07\x1b[2J\r\x9b"
+    frame = {"instruction_addr": 4096, "symbol_name": "sym" + bad, "symbol_addr": 4080, "object_name": "obj" + bad,
+             "object_addr": 0, "object_offset": 4096, "source_file": "file" + bad, "source_line": 7}
+    return {
+        "report": {"id": "id" + bad, "timestamp": 1, "type": "standard", "process_name": "proc" + bad, "pid": 42},
+        "crash": {"threads": [
+            {"index": 0, "name": "hung" + bad, "thread_identifier": 42, "crashed": True, "current_thread": False,
+             "backtrace": {"skipped": 0, "contents": [frame, {"instruction_addr": 1, "object_name": "o" + bad}]},
+             "unwind_error": "unwind" + bad},
+            {"index": 1, "name": "other" + bad, "thread_identifier": 43, "crashed": False, "current_thread": False,
+             "backtrace": {"skipped": 0, "contents": [frame]}}]},
+        "binary_images": [],
+        "hangwatch": {
+            "module": "hang", "detector": "det" + bad, "check_mode": "mode" + bad, "hang_type": "hang",
+            "block_duration_us": 9223372036854775807, "runloop_threshold_us": -1,
+            "hung_thread": {"thread_identifier": 42, "report_array_index": 0}, "detected_at_unix_ms": 1,
+            "capture": {"method": "ptrace" + bad, "stopped_us": 1, "max_thread_stopped_us": 1,
+                        "process_exited": False, "tracer_pid": 1234, "tracer_name": "strace" + bad},
+            "grouping_key": "key" + bad, "stretch_report_index": 0,
+            "final_duration_us": 5, "hang_end": "end" + bad,
+            "collection": {
+                "scene_threads": {"enumerated_thread_count": 2, "items": [
+                    {"thread_identifier": 42, "name": "hung" + bad, "is_main_thread": True, "is_hung_thread": True,
+                     "status": "captured", "frame_count": 2, "report_array_index": 0},
+                    {"thread_identifier": 43, "name": "other" + bad, "is_main_thread": False,
+                     "is_hung_thread": False, "status": "denied" + bad, "error": "error" + bad, "frame_count": 1,
+                     "report_array_index": 1}]},
+                "main_thread": {"state": "collected", "reason": "early_sampling", "sample_count": 3,
+                                "point_stack_index": 9223372036854775807, "top_repeat_count": 9223372036854775807,
+                                "backtrace": {"contents": [dict(frame, repeat_count=2)]}}}},
+    }
+
+
+def no_control_bytes(where, data):
+    """Nothing but printable ASCII and newlines reached the terminal."""
+    for i, b in enumerate(data):
+        check(b == 0x0a or 0x20 <= b < 0x7f, f"{where}: byte 0x{b:02x} at {i} reached the terminal:\n{data!r}")
+
+
+def case_show_escapes_foreign_text():
+    """Every string from a report is printed escaped; a file too large for a
+    report is refused before it is read."""
+    import json
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "hostile.json")
+        with open(path, "w") as f:
+            json.dump(hostile_report(), f)
+        p = subprocess.run([hwtest.binary("hangwatch"), "show", path], capture_output=True, timeout=30)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr!r}")
+        no_control_bytes("stdout", p.stdout)
+        no_control_bytes("stderr", p.stderr)
+        out = p.stdout.decode()
+        for name in ("proc", "id", "key", "sym", "obj", "file", "hung", "other", "unwind", "end", "error",
+                     "det", "mode", "ptrace"):
+            check(name + "\\x1b]0;owned\\x07\\x1b[2J\\x0d\\xc2\\x9b" in out, f"{name} is not shown escaped:\n{out}")
+        check("not captured: traced by pid 1234 (strace\\x1b" in out, out)
+
+        # Control bytes in a file that is not JSON (the parser quotes it) and
+        # in the file's own name.
+        odd = os.path.join(d, "odd\x1b[31m.json")
+        with open(odd, "wb") as f:
+            f.write(b'{"report": \x1b[2J}')
+        p = subprocess.run([hwtest.binary("hangwatch"), "show", odd], capture_output=True, timeout=30)
+        check(p.returncode == 1 and b"not valid JSON" in p.stderr, repr(p.stderr))
+        no_control_bytes("stderr", p.stderr)
+
+        # 200 MB (sparse): refused at once, not read into memory.
+        big = os.path.join(d, "big.json")
+        with open(big, "wb") as f:
+            f.truncate(200 * 1000 * 1000)
+        p = hw("show", big)
+        check(p.returncode == 1, f"exit {p.returncode}: {p.stderr}")
+        check("big.json: too large for a report (200000000 bytes, at most 64 MiB)" in p.stderr, p.stderr)
+        # Something that is not a regular file is capped while it is read.
+        p = hw("show", "/dev/zero")
+        check(p.returncode == 1 and "too large for a report (more than 67108864 bytes" in p.stderr, p.stderr)
+
+
 def case_unwritable_report_dir():
     """A hang with nowhere to write is still announced, and the program is unharmed."""
     with tempfile.TemporaryDirectory() as d:
@@ -170,6 +250,7 @@ if __name__ == "__main__":
         "exit_status": case_exit_status,
         "signals_forwarded": case_signals_forwarded,
         "show_bad_input": case_show_bad_input,
+        "show_escapes_foreign_text": case_show_escapes_foreign_text,
         "unwritable_report_dir": case_unwritable_report_dir,
         "report_limits": case_report_limits,
         "unobservable_programs": case_unobservable_programs,
