@@ -1,6 +1,8 @@
 """test_cli - the command line's contract: help, version, usage errors exit 2
-with a clear message, the program's exit status passes through, and bad
-input to `show` is an error, never a crash."""
+with a clear message, the program's exit status passes through, bad input
+to `show` is an error, never a crash, and nothing from a report reaches the
+terminal unescaped; the observer never blocks a program whose agent cannot
+take its registration."""
 import os
 import re
 import signal
@@ -192,6 +194,49 @@ def case_show_escapes_foreign_text():
         check(p.returncode == 1 and "too large for a report (more than 67108864 bytes" in p.stderr, p.stderr)
 
 
+def case_registration_never_blocks():
+    """An agent whose queue is full (stopped, busy or flooded) never holds a
+    program up in its constructor: the program runs, unwatched, and each
+    process says so once on stderr."""
+    import socket
+    import time
+    preload = os.path.realpath(os.path.join(hwtest.BIN, "..", "lib", "hangwatch", "libhangwatch-preload.so"))
+    check(os.access(preload, os.R_OK), f"{preload} is not built")
+    name = f"hw-test-full-agent-{os.getpid()}"
+    agent = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    agent.bind("\0" + name)  # never read: its queue stays full
+    flood = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    flood.connect("\0" + name)
+    flood.setblocking(False)
+    queued = 0
+    try:
+        while True:
+            flood.send(b"x")
+            queued += 1
+    except BlockingIOError:
+        pass
+    check(queued > 0, "could not fill the stand-in agent's queue")
+    env = dict(os.environ, LD_PRELOAD=preload, HANGWATCH_AGENT_SOCKET="@" + name)
+    try:
+        start = time.monotonic()
+        p = subprocess.run(["sh", "-c", "echo $$; /bin/true; exit 3"], capture_output=True, text=True, env=env,
+                           timeout=60)
+        took = time.monotonic() - start
+    finally:
+        flood.close()
+        agent.close()
+    check(p.returncode == 3, f"exit {p.returncode}: {p.stderr}")
+    # Two processes (sh and the true it executes), each gives up within its
+    # 200 ms; a loaded machine gets ample slack, a blocked one never ends.
+    check(took < 10, f"took {took:.1f} s")
+    lines = p.stderr.splitlines()
+    check(len(lines) == 2 and all("could not register with the agent" in l and l.endswith("it is not watched")
+                                  for l in lines), p.stderr)
+    sh_pid = int(p.stdout.split()[0])
+    check(sum(f"(pid {sh_pid})" in l for l in lines) == 1, f"the shell (pid {sh_pid}) did not say it once:\n{p.stderr}")
+    check("queue stayed full" in lines[0], p.stderr)
+
+
 def case_unwritable_report_dir():
     """A hang with nowhere to write is still announced, and the program is unharmed."""
     with tempfile.TemporaryDirectory() as d:
@@ -251,6 +296,7 @@ if __name__ == "__main__":
         "signals_forwarded": case_signals_forwarded,
         "show_bad_input": case_show_bad_input,
         "show_escapes_foreign_text": case_show_escapes_foreign_text,
+        "registration_never_blocks": case_registration_never_blocks,
         "unwritable_report_dir": case_unwritable_report_dir,
         "report_limits": case_report_limits,
         "unobservable_programs": case_unobservable_programs,
