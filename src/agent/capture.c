@@ -43,8 +43,13 @@
  *
  * Exits: a thread that is gone (ESRCH, or a zombie: PTRACE_SEIZE gives EPERM
  * for those) or that reports WIFEXITED/WIFSIGNALED is HW_THREAD_EXITED.  When
- * the whole process has ended, its status is recorded and, if we are its
- * parent, consumed (out->reaped).
+ * the whole process has ended (its /proc entry is gone, or its leader is a
+ * zombie with every other thread dead too), out->process_exited says so,
+ * its status is recorded and, if we are its parent, consumed (out->reaped).
+ *
+ * Refusals: a live thread that PTRACE_SEIZE refuses with EPERM is usually
+ * held by another tracer (strace -p, gdb): its TracerPid and that tracer's
+ * comm go into the snapshot, so the report and the agent's line can say who.
  */
 #include "capture.h"
 
@@ -64,6 +69,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "text_escape.h"
+
 #if !defined(__x86_64__)
 #error "capture.c supports x86_64 only (struct user_regs_struct, rsp, the 128-byte red zone)"
 #endif
@@ -72,6 +79,7 @@
 #define WAIT_SLICE_NS (5ull * 1000 * 1000)  /* longest single sigtimedwait, see above */
 #define RESCAN_ROUNDS 3                     /* passes looking for threads born during the stop */
 #define RELEASE_WAIT_NS (200ull * 1000 * 1000)
+#define LEADER_EXIT_WAIT_NS (100ull * 1000 * 1000) /* a dying process's leader becoming a zombie */
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 
@@ -360,6 +368,33 @@ static ssize_t add_thread(session *s, pid_t tid)
     return (ssize_t)i;
 }
 
+/* The thread's TracerPid from /proc/PID/task/TID/status: 0 when it is not
+ * traced, -1 when that cannot be read. */
+static pid_t tracer_of(pid_t pid, pid_t tid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    if (read_small(path, buf, sizeof buf) < 0)
+        return -1;
+    const char *p = strstr(buf, "\nTracerPid:");
+    return p != NULL ? (pid_t)strtol(p + 11, NULL, 10) : -1;
+}
+
+/* A live thread refused us: note who else traces it (the first one seen). */
+static void note_tracer(session *s, pid_t tid)
+{
+    hw_process_snapshot *out = s->out;
+    if (out->tracer_pid > 0)
+        return;
+    pid_t tracer = tracer_of(s->pid, tid);
+    if (tracer <= 0)
+        return;
+    out->tracer_pid = tracer;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)tracer);
+    read_comm(path, out->tracer_name);
+}
+
 static void seize(session *s, size_t i)
 {
     hw_thread_snapshot *th = &s->out->threads[i];
@@ -375,6 +410,8 @@ static void seize(session *s, size_t i)
     }
     th->status = HW_THREAD_DENIED;
     th->error = e;
+    if (e == EPERM)
+        note_tracer(s, th->tid);
 }
 
 static void interrupt(session *s, size_t i)
@@ -676,13 +713,8 @@ static void wait_released(const session *s)
     for (size_t i = 0; i < s->out->thread_count; i++) {
         if (!s->tr[i].seized)
             continue;
-        char path[64], buf[2048];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)s->pid, (int)s->out->threads[i].tid);
         for (;;) {
-            if (read_small(path, buf, sizeof buf) < 0)
-                break;
-            const char *p = strstr(buf, "\nTracerPid:");
-            if (p == NULL || (pid_t)strtol(p + 11, NULL, 10) != s->helper_tid)
+            if (tracer_of(s->pid, s->out->threads[i].tid) != s->helper_tid)
                 break;
             if (now_ns() >= deadline)
                 return;
@@ -690,6 +722,31 @@ static void wait_released(const session *s)
             nanosleep(&ts, NULL);
         }
     }
+}
+
+/* Whether every thread of `pid` but its leader is gone or a zombie: a
+ * process being killed lists its threads for a moment after they died. */
+static bool other_threads_dead(pid_t pid)
+{
+    pid_t *tids;
+    size_t n;
+    int r = list_tids(pid, &tids, &n);
+    if (r != 0)
+        return r == -ENOENT || r == -ESRCH;
+    bool all_dead = true;
+    for (size_t k = 0; k < n && all_dead; k++)
+        if (tids[k] != pid)
+            all_dead = thread_is_dead(pid, tids[k]);
+    free(tids);
+    return all_dead;
+}
+
+static bool every_thread_exited(const hw_process_snapshot *out)
+{
+    for (size_t i = 0; i < out->thread_count; i++)
+        if (out->threads[i].status != HW_THREAD_EXITED)
+            return false;
+    return true;
 }
 
 /* Give the stack copies their final size (after the resume: realloc may
@@ -726,19 +783,24 @@ static void finish(session *s)
 
     if (out->process_exited)
         return;
-    /* Over when the leader is gone or a zombie with no thread left. */
+    /* Over when the leader is gone or a zombie with no thread left.  When
+     * every thread of an all-threads capture had exited, the leader may
+     * still be on its way out (a process being killed): give it a moment. */
     proc_stat ps;
     int r = read_stat(s->pid, 0, &ps);
+    if (r == 0 && ps.state != 'Z' && ps.state != 'X' && s->opts.all_threads && every_thread_exited(out)) {
+        uint64_t deadline = now_ns() + LEADER_EXIT_WAIT_NS;
+        while (r == 0 && ps.state != 'Z' && ps.state != 'X' && now_ns() < deadline) {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+            r = read_stat(s->pid, 0, &ps);
+        }
+    }
     if (r == 0 && ps.state != 'Z' && ps.state != 'X')
         return;
     if (r == 0) {
-        pid_t *tids;
-        size_t n;
-        if (list_tids(s->pid, &tids, &n) == 0) {
-            free(tids);
-            if (n > 1)
-                return; /* the leader ended early; other threads run on */
-        }
+        if (!other_threads_dead(s->pid))
+            return; /* the leader ended early; other threads run on */
     } else if (r != -ENOENT && r != -ESRCH) {
         return;
     }
@@ -793,8 +855,12 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     pid_t *tids;
     size_t n;
     int r = list_tids(pid, &tids, &n);
+    if (r == -ENOENT || r == -ESRCH) {
+        out->process_exited = true; /* gone, and already reaped by its parent */
+        return -ESRCH;
+    }
     if (r != 0)
-        return r == -ENOENT ? -ESRCH : r;
+        return r;
     out->enumerated_thread_count = n;
     bool target_listed = bsearch(&s.target, tids, n, sizeof *tids, cmp_pid) != NULL;
     for (size_t k = 0; k < n && r == 0; k++)
@@ -837,6 +903,20 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     finish(&s);
     free(s.tr);
     return 0;
+}
+
+const char *hw_capture_denied_reason(const hw_process_snapshot *snap, char *buf, size_t len)
+{
+    if (snap == NULL || snap->tracer_pid <= 0 || buf == NULL || len == 0)
+        return NULL;
+    if (snap->tracer_name[0] == '\0') {
+        snprintf(buf, len, "traced by pid %d", (int)snap->tracer_pid);
+        return buf;
+    }
+    char name[4 * sizeof snap->tracer_name];
+    hw_escape_bytes(snap->tracer_name, strnlen(snap->tracer_name, sizeof snap->tracer_name), name, sizeof name);
+    snprintf(buf, len, "traced by pid %d (%s)", (int)snap->tracer_pid, name);
+    return buf;
 }
 
 void hw_process_snapshot_free(hw_process_snapshot *snap)

@@ -75,6 +75,8 @@ typedef struct hw_process_snapshot {
     bool process_exited;    /* the process ended (before or during the capture) */
     int exit_status;        /* its wait status when process_exited, -1 if unknown */
     bool reaped;            /* we were its parent and consumed that status: do not wait again */
+    pid_t tracer_pid;       /* another tracer (strace, gdb) held a thread we could not attach, else 0 */
+    char tracer_name[16];   /* that tracer's comm, "" if unknown */
 } hw_process_snapshot;
 
 typedef struct hw_capture_options {
@@ -94,11 +96,19 @@ void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);
  * could be done at all (-ESRCH: no such process, -EINVAL, -ENOMEM, -EAGAIN).
  * If the process has exited (a zombie) or exits during the capture and we are
  * its parent, its wait status is consumed here: out->process_exited,
- * out->reaped and out->exit_status say so.  x86_64 only.
+ * out->reaped and out->exit_status say so.  A process that is gone entirely
+ * (-ESRCH) has out->process_exited set and no threads.  x86_64 only.
  */
 int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out);
 
 void hw_process_snapshot_free(hw_process_snapshot *snap);
+
+/*
+ * Why threads of `snap` could not be captured, when another tracer held
+ * them: "traced by pid 1234 (strace)" (the name escaped, text_escape.h)
+ * written into `buf` (`len` > 0) and returned; NULL when no tracer was seen.
+ */
+const char *hw_capture_denied_reason(const hw_process_snapshot *snap, char *buf, size_t len);
 
 /* What /proc/PID/task/TID/stat says of a thread (tid <= 0: the process). */
 typedef struct hw_task_stat {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "hw_version.h"
+#include "text_escape.h"
 
 static json_int_t as_int(uint64_t v)
 {
@@ -138,6 +139,21 @@ void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
+/* capture.tracer_pid and capture.tracer_name: who held the threads that
+ * could not be captured.  The name is the tracer's comm as it is, or its
+ * escaped form when it is not valid UTF-8 (JSON strings must be). */
+static void add_tracer(json_t *capture, const hw_process_snapshot *snap)
+{
+    json_object_set_new(capture, "tracer_pid", json_integer((json_int_t)snap->tracer_pid));
+    size_t len = strnlen(snap->tracer_name, sizeof snap->tracer_name);
+    json_t *name = json_stringn(snap->tracer_name, len);
+    if (name == NULL) {
+        char escaped[4 * sizeof snap->tracer_name];
+        name = json_string(hw_escape_bytes(snap->tracer_name, len, escaped, sizeof escaped));
+    }
+    json_object_set_new(capture, "tracer_name", name);
+}
+
 /* Order: the target thread first, then the rest in /proc order. */
 static size_t *report_order(const hw_process_snapshot *snap)
 {
@@ -199,6 +215,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     json_t *capture = json_pack("{s:s, s:I, s:I, s:b}", "method", "ptrace", "stopped_us", as_int(snap->stop_wall_ns / 1000),
                                 "max_thread_stopped_us", as_int(stopped_max / 1000), "process_exited",
                                 snap->process_exited);
+    if (capture && snap->tracer_pid > 0)
+        add_tracer(capture, snap);
     json_t *main_thread = json_pack("{s:s, s:s}", "state", info->main_thread_state, "reason", info->main_thread_reason);
     const hw_point_stack *ps = info->point_stack;
     if (main_thread && ps) {

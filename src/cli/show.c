@@ -3,13 +3,54 @@
  * jansson (never trusting it: any field may be missing or of the wrong type)
  * and prints what a person looks at first: what hung, for how long, the hung
  * thread's stack with file:line, then one line per other thread.
+ *
+ * A report is foreign input: names in it come from the watched program, and
+ * anyone may have edited the file.  So every string taken from it is printed
+ * escaped (text_escape.h: no control byte reaches the terminal), numbers are
+ * printed without arithmetic that could overflow, and a file larger than any
+ * report (HW_SHOW_MAX_BYTES) is refused before it is read into memory.
  */
 #include "show.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "text_escape.h"
+
+#define ESCAPE_CHUNK 256 /* input bytes escaped at a time: at most 4 output bytes each */
+
+/* Text from the report, escaped, of any length. */
+static void put_bytes(FILE *out, const char *s, size_t len)
+{
+    char escaped[4 * ESCAPE_CHUNK + 1];
+    for (size_t done = 0; done < len; done += ESCAPE_CHUNK) {
+        size_t n = len - done < ESCAPE_CHUNK ? len - done : ESCAPE_CHUNK;
+        fputs(hw_escape_bytes(s + done, n, escaped, sizeof escaped), out);
+    }
+}
+
+static void put_text(FILE *out, const char *s)
+{
+    put_bytes(out, s, strlen(s));
+}
+
+/* The string at `key`, escaped, or `fallback` (ours, printed as it is). */
+static void put_string_at(FILE *out, json_t *obj, const char *key, const char *fallback)
+{
+    json_t *v = json_object_get(obj, key);
+    if (json_is_string(v))
+        put_bytes(out, json_string_value(v), json_string_length(v));
+    else
+        fputs(fallback, out);
+}
 
 static const char *str_at(json_t *obj, const char *key, const char *fallback)
 {
@@ -23,71 +64,102 @@ static json_int_t int_at(json_t *obj, const char *key, json_int_t fallback)
     return json_is_integer(v) ? json_integer_value(v) : fallback;
 }
 
+/* A 0-based count shown 1-based, without overflowing at the top. */
+static json_int_t one_based(json_int_t v)
+{
+    return v < LLONG_MAX ? v + 1 : v;
+}
+
 static void print_frame(FILE *out, size_t i, json_t *f)
 {
     json_int_t pc = int_at(f, "instruction_addr", 0);
-    const char *sym = str_at(f, "symbol_name", NULL);
-    const char *obj = str_at(f, "object_name", NULL);
-    const char *file = str_at(f, "source_file", NULL);
+    json_t *sym = json_object_get(f, "symbol_name");
+    json_t *obj = json_object_get(f, "object_name");
     fprintf(out, "  #%-2zu 0x%016" PRIx64 "  ", i, (uint64_t)pc);
-    if (sym)
-        fprintf(out, "%s", sym);
-    else if (obj)
-        fprintf(out, "%s+0x%" PRIx64, obj, (uint64_t)int_at(f, "object_offset", 0));
-    else
-        fprintf(out, "??");
-    if (file)
-        fprintf(out, "  at %s:%" JSON_INTEGER_FORMAT, file, int_at(f, "source_line", 0));
-    fprintf(out, "  (%s)\n", obj ? obj : "no object: JIT code or unmapped");
+    if (json_is_string(sym)) {
+        put_string_at(out, f, "symbol_name", "??");
+    } else if (json_is_string(obj)) {
+        put_string_at(out, f, "object_name", "??");
+        fprintf(out, "+0x%" PRIx64, (uint64_t)int_at(f, "object_offset", 0));
+    } else {
+        fputs("??", out);
+    }
+    if (json_is_string(json_object_get(f, "source_file"))) {
+        fputs("  at ", out);
+        put_string_at(out, f, "source_file", "?");
+        fprintf(out, ":%" JSON_INTEGER_FORMAT, int_at(f, "source_line", 0));
+    }
+    fputs("  (", out);
+    put_string_at(out, f, "object_name", "no object: JIT code or unmapped");
+    fputs(")\n", out);
 }
 
-int hw_show_file(const char *path, FILE *out)
+/* "  not captured: traced by pid 1234 (strace)" when another tracer held
+ * the process (report-format.md, capture.tracer_pid). */
+static void print_tracer(FILE *out, json_t *capture)
 {
-    json_error_t err;
-    json_t *root = json_load_file(path, 0, &err);
-    if (!root) {
-        fprintf(stderr, "hangwatch: %s: not valid JSON (line %d: %s)\n", path, err.line, err.text);
-        return 1;
+    json_int_t tracer = int_at(capture, "tracer_pid", 0);
+    if (tracer <= 0)
+        return;
+    fprintf(out, "  not captured: traced by pid %" JSON_INTEGER_FORMAT, tracer);
+    if (json_is_string(json_object_get(capture, "tracer_name"))) {
+        fputs(" (", out);
+        put_string_at(out, capture, "tracer_name", "?");
+        fputc(')', out);
     }
+    fputc('\n', out);
+}
+
+static void print_report(const char *label, json_t *root, FILE *out)
+{
     json_t *report = json_object_get(root, "report");
     json_t *apm = json_object_get(root, "hangwatch");
     json_t *threads = json_object_get(json_object_get(root, "crash"), "threads");
-    if (!json_is_object(report) || !json_is_object(apm) || !json_is_array(threads)) {
-        fprintf(stderr, "hangwatch: %s: not a hangwatch report (no report, crash.threads or hangwatch section)\n",
-                path);
-        json_decref(root);
-        return 1;
-    }
     json_t *hung = json_object_get(apm, "hung_thread");
     json_int_t index = int_at(hung, "report_array_index", 0);
     json_t *thread = json_array_get(threads, (size_t)(index >= 0 ? index : 0));
 
     const char *type = str_at(apm, "hang_type", "hang");
-    fprintf(out, "%s: %s in %s (pid %" JSON_INTEGER_FORMAT ")\n", path,
-            strcmp(type, "launch_hang") == 0 ? "launch hang" : strcmp(type, "stutter") == 0 ? "stutter" : "hang",
-            str_at(report, "process_name", "?"), int_at(report, "pid", 0));
+    put_text(out, label);
+    fprintf(out, ": %s in ",
+            strcmp(type, "launch_hang") == 0 ? "launch hang" : strcmp(type, "stutter") == 0 ? "stutter" : "hang");
+    put_string_at(out, report, "process_name", "?");
+    fprintf(out, " (pid %" JSON_INTEGER_FORMAT ")\n", int_at(report, "pid", 0));
+
     /* What the detector measured (report-format.md, block_duration_us). */
     const char *detector = str_at(apm, "detector", "runloop");
     bool ping = strcmp(detector, "ping") == 0, frame_gap = strcmp(detector, "frame_gap") == 0;
-    fprintf(out, "  %s %.3f s %s (threshold %.3f s, %s detector, %s check)\n",
-            ping ? "a ping unanswered for" : frame_gap ? "a frame tick" : "busy",
+    fprintf(out, "  %s %.3f s %s (threshold %.3f s, ", ping ? "a ping unanswered for" : frame_gap ? "a frame tick" : "busy",
             (double)int_at(apm, "block_duration_us", 0) / 1e6,
             frame_gap ? "late, seen after the hang" : "when detected",
-            (double)int_at(apm, "runloop_threshold_us", 0) / 1e6, detector, str_at(apm, "check_mode", "?"));
+            (double)int_at(apm, "runloop_threshold_us", 0) / 1e6);
+    put_string_at(out, apm, "detector", "runloop");
+    fputs(" detector, ", out);
+    put_string_at(out, apm, "check_mode", "?");
+    fputs(" check)\n", out);
+
     json_t *capture = json_object_get(apm, "capture");
-    fprintf(out, "  group %s; captured by %s, program stopped for %" JSON_INTEGER_FORMAT " us; report id %s\n",
-            str_at(apm, "grouping_key", "?"), str_at(capture, "method", "?"), int_at(capture, "stopped_us", 0),
-            str_at(report, "id", "?"));
+    fputs("  group ", out);
+    put_string_at(out, apm, "grouping_key", "?");
+    fputs("; captured by ", out);
+    put_string_at(out, capture, "method", "?");
+    fprintf(out, ", program stopped for %" JSON_INTEGER_FORMAT " us; report id ", int_at(capture, "stopped_us", 0));
+    put_string_at(out, report, "id", "?");
+    fputc('\n', out);
+    print_tracer(out, capture);
 
     if (json_is_object(thread)) {
         json_t *contents = json_object_get(json_object_get(thread, "backtrace"), "contents");
-        fprintf(out, "\nhung thread %" JSON_INTEGER_FORMAT " (%s), %zu frames:\n", int_at(thread, "thread_identifier", 0),
-                str_at(thread, "name", "?"), json_array_size(contents));
+        fprintf(out, "\nhung thread %" JSON_INTEGER_FORMAT " (", int_at(thread, "thread_identifier", 0));
+        put_string_at(out, thread, "name", "?");
+        fprintf(out, "), %zu frames:\n", json_array_size(contents));
         for (size_t i = 0; i < json_array_size(contents); i++)
             print_frame(out, i, json_array_get(contents, i));
-        const char *unwind_error = str_at(thread, "unwind_error", NULL);
-        if (unwind_error)
-            fprintf(out, "  (unwinding stopped early: %s)\n", unwind_error);
+        if (json_is_string(json_object_get(thread, "unwind_error"))) {
+            fputs("  (unwinding stopped early: ", out);
+            put_string_at(out, thread, "unwind_error", "?");
+            fputs(")\n", out);
+        }
     }
 
     json_t *ms = json_object_get(json_object_get(apm, "collection"), "main_thread");
@@ -95,17 +167,19 @@ int hw_show_file(const char *path, FILE *out)
     if (json_array_size(ps) > 0) {
         fprintf(out, "\nPoint Stack (early sampling: sample %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
                      ", top seen %" JSON_INTEGER_FORMAT " times in a row); repeat counts over the ring:\n",
-                int_at(ms, "point_stack_index", 0) + 1, int_at(ms, "sample_count", 0),
-                int_at(ms, "top_repeat_count", 0) + 1);
+                one_based(int_at(ms, "point_stack_index", 0)), int_at(ms, "sample_count", 0),
+                one_based(int_at(ms, "top_repeat_count", 0)));
         for (size_t i = 0; i < json_array_size(ps); i++) {
             json_t *f = json_array_get(ps, i);
             fprintf(out, "  %3" JSON_INTEGER_FORMAT "x", int_at(f, "repeat_count", 0));
             print_frame(out, i, f);
         }
     }
-    if (json_is_integer(json_object_get(apm, "final_duration_us")))
-        fprintf(out, "\nthe hang lasted %.3f s in all (%s)\n", (double)int_at(apm, "final_duration_us", 0) / 1e6,
-                str_at(apm, "hang_end", "?"));
+    if (json_is_integer(json_object_get(apm, "final_duration_us"))) {
+        fprintf(out, "\nthe hang lasted %.3f s in all (", (double)int_at(apm, "final_duration_us", 0) / 1e6);
+        put_string_at(out, apm, "hang_end", "?");
+        fputs(")\n", out);
+    }
 
     json_t *items = json_object_get(json_object_get(json_object_get(apm, "collection"), "scene_threads"), "items");
     if (json_array_size(items) > 1)
@@ -114,15 +188,140 @@ int hw_show_file(const char *path, FILE *out)
         json_t *item = json_array_get(items, i);
         if (json_is_true(json_object_get(item, "is_hung_thread")))
             continue;
-        json_t *t = json_array_get(threads, (size_t)int_at(item, "report_array_index", 0));
+        json_int_t at = int_at(item, "report_array_index", 0);
+        json_t *t = json_array_get(threads, (size_t)(at >= 0 ? at : 0));
         json_t *contents = json_object_get(json_object_get(t, "backtrace"), "contents");
         json_t *top = json_array_get(contents, 0);
-        fprintf(out, "  %" JSON_INTEGER_FORMAT " (%s) %s, %" JSON_INTEGER_FORMAT " frames%s%s\n",
-                int_at(item, "thread_identifier", 0), str_at(item, "name", "?"), str_at(item, "status", "?"),
-                int_at(item, "frame_count", 0), top ? ", in " : "", top ? str_at(top, "symbol_name", "?") : "");
+        fprintf(out, "  %" JSON_INTEGER_FORMAT " (", int_at(item, "thread_identifier", 0));
+        put_string_at(out, item, "name", "?");
+        fputs(") ", out);
+        put_string_at(out, item, "status", "?");
+        fprintf(out, ", %" JSON_INTEGER_FORMAT " frames", int_at(item, "frame_count", 0));
+        if (json_is_string(json_object_get(item, "error"))) {
+            fputs(" (", out);
+            put_string_at(out, item, "error", "?");
+            fputc(')', out);
+        }
+        if (top) {
+            fputs(", in ", out);
+            put_string_at(out, top, "symbol_name", "?");
+        }
+        fputc('\n', out);
     }
+}
+
+int hw_show_text(const char *label, const char *text, size_t len, FILE *out)
+{
+    if (label == NULL)
+        label = "report";
+    if (len > HW_SHOW_MAX_BYTES) {
+        fputs("hangwatch: ", stderr);
+        put_text(stderr, label);
+        fprintf(stderr, ": too large for a report (%zu bytes, at most %u MiB)\n", len, HW_SHOW_MAX_BYTES >> 20);
+        return 1;
+    }
+    json_error_t err;
+    /* JSON_ALLOW_NUL: a "\u0000" inside a string is shown (escaped), not a
+     * reason to refuse the whole report. */
+    json_t *root = json_loadb(text != NULL ? text : "", text != NULL ? len : 0, JSON_ALLOW_NUL, &err);
+    if (!root) {
+        fputs("hangwatch: ", stderr);
+        put_text(stderr, label);
+        fprintf(stderr, ": not valid JSON (line %d: ", err.line);
+        put_text(stderr, err.text);
+        fputs(")\n", stderr);
+        return 1;
+    }
+    if (!json_is_object(json_object_get(root, "report")) || !json_is_object(json_object_get(root, "hangwatch")) ||
+        !json_is_array(json_object_get(json_object_get(root, "crash"), "threads"))) {
+        fputs("hangwatch: ", stderr);
+        put_text(stderr, label);
+        fputs(": not a hangwatch report (no report, crash.threads or hangwatch section)\n", stderr);
+        json_decref(root);
+        return 1;
+    }
+    print_report(label, root, out);
     json_decref(root);
     return 0;
+}
+
+/* Say why `path` could not be read; returns 1 for hw_show_file. */
+static int read_failed(const char *path, const char *what, int error)
+{
+    fputs("hangwatch: ", stderr);
+    put_text(stderr, path);
+    fprintf(stderr, ": %s: %s\n", what, strerror(error));
+    return 1;
+}
+
+static int too_large(const char *path, const char *amount, unsigned long long bytes)
+{
+    fputs("hangwatch: ", stderr);
+    put_text(stderr, path);
+    fprintf(stderr, ": too large for a report (%s%llu bytes, at most %u MiB)\n", amount, bytes,
+            HW_SHOW_MAX_BYTES >> 20);
+    return 1;
+}
+
+int hw_show_file(const char *path, FILE *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return read_failed(path, "cannot open", errno);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return read_failed(path, "cannot read", e);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return read_failed(path, "cannot read", EISDIR);
+    }
+    if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > HW_SHOW_MAX_BYTES) {
+        close(fd);
+        return too_large(path, "", (unsigned long long)st.st_size);
+    }
+    /* Read at most one byte past the cap: a pipe or a file that grows is
+     * refused the same way, without holding more. */
+    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 65536;
+    char *buf = malloc(cap);
+    size_t got = 0;
+    int rc = 0;
+    while (buf != NULL) {
+        if (got == cap) {
+            if (cap > HW_SHOW_MAX_BYTES)
+                break;
+            size_t bigger_cap = cap * 2 > (size_t)HW_SHOW_MAX_BYTES + 1 ? (size_t)HW_SHOW_MAX_BYTES + 1 : cap * 2;
+            char *bigger = realloc(buf, bigger_cap);
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap = bigger_cap;
+        }
+        ssize_t n = read(fd, buf + got, cap - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = read_failed(path, "cannot read", errno);
+            break;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (buf == NULL && rc == 0)
+        rc = read_failed(path, "cannot read", ENOMEM);
+    else if (rc == 0 && got > HW_SHOW_MAX_BYTES)
+        rc = too_large(path, "more than ", HW_SHOW_MAX_BYTES);
+    else if (rc == 0)
+        rc = hw_show_text(path, buf, got, out);
+    free(buf);
+    return rc;
 }
 
 int hw_show_main(int argc, char **argv)

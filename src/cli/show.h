@@ -2,10 +2,23 @@
 #ifndef HANGWATCH_SHOW_H
 #define HANGWATCH_SHOW_H
 
+#include <stddef.h>
 #include <stdio.h>
 
-/* Print the summary of one parsed report file; 0, or 1 with a message on
- * stderr when the file is not a readable hangwatch report. */
+/* The largest file show reads: far beyond any report hangwatch writes. */
+#define HW_SHOW_MAX_BYTES (64u << 20)
+
+/*
+ * Parse `len` bytes of `text` (any bytes at all: it never crashes on them)
+ * as a report and print its summary to `out`, every string from the report
+ * escaped (text_escape.h).  `label` names it in the output and in messages
+ * (a file name).  0, or 1 with a message on stderr when the text is not a
+ * hangwatch report or is longer than HW_SHOW_MAX_BYTES.
+ */
+int hw_show_text(const char *label, const char *text, size_t len, FILE *out);
+
+/* The same for a file, read with at most HW_SHOW_MAX_BYTES in memory; a
+ * larger one is refused before it is read. */
 int hw_show_file(const char *path, FILE *out);
 
 /* `hangwatch show FILE...`: argv[0] is "show". */

@@ -1,29 +1,71 @@
 /*
  * page_client.c - see page_client.h.
+ *
+ * Registration must never hold the program up: it runs in constructors and
+ * in a child right after fork(), and the agent may be stopped, busy, or
+ * flooded (its datagram queue holds only net.unix.max_dgram_qlen messages).
+ * So the socket is non-blocking and connected to the agent's address, which
+ * lets poll() wait for room in the agent's queue; the whole attempt is
+ * bounded by REGISTRATION_BUDGET_MS, long enough for an agent that is
+ * draining a fork storm, short enough that nobody notices a process that
+ * gives up.  Everything here is a system call on stack buffers: no stdio, no
+ * malloc, async-signal-safe.
  */
 #include "page_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/registration.h"
 #include "../core/socket_name.h"
 
-static int send_registration(const char *socket_name, int memfd)
+#define REGISTRATION_BUDGET_MS 200
+#define PAGE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/* Why a registration failed, for the one line that says so. */
+typedef struct publish_failure {
+    const char *step; /* what was being done */
+    int error;        /* its errno */
+} publish_failure;
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Send the page's descriptor; 0, or -1 with *failure filled in. */
+static int send_registration(const char *socket_name, int memfd, publish_failure *failure)
 {
     struct sockaddr_un addr;
     socklen_t addr_len;
-    if (hw_socket_address(socket_name, &addr, &addr_len) != 0)
+    int rc = hw_socket_address(socket_name, &addr, &addr_len);
+    if (rc != 0) {
+        *failure = (publish_failure){"the agent's socket name is unusable", -rc};
         return -1;
-    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (sock < 0)
+    }
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (sock < 0) {
+        *failure = (publish_failure){"socket", errno};
         return -1;
+    }
+    /* Connected, so that POLLOUT means "the agent's queue has room". */
+    while ((rc = connect(sock, (struct sockaddr *)&addr, addr_len)) != 0 && errno == EINTR)
+        ;
+    if (rc != 0) {
+        *failure = (publish_failure){"no agent at its socket", errno};
+        close(sock);
+        return -1;
+    }
 
     hw_registration msg = {HW_REGISTRATION_MAGIC, HW_PAGE_VERSION, (int32_t)getpid(), 0};
     struct iovec iov = {&msg, sizeof msg};
@@ -33,8 +75,6 @@ static int send_registration(const char *socket_name, int memfd)
     } control;
     memset(&control, 0, sizeof control);
     struct msghdr mh = {0};
-    mh.msg_name = &addr;
-    mh.msg_namelen = addr_len;
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
     mh.msg_control = control.buf;
@@ -45,26 +85,61 @@ static int send_registration(const char *socket_name, int memfd)
     cm->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
 
-    ssize_t sent;
-    do
-        sent = sendmsg(sock, &mh, MSG_NOSIGNAL);
-    while (sent < 0 && errno == EINTR);
+    const int64_t deadline = monotonic_ms() + REGISTRATION_BUDGET_MS;
+    for (;;) {
+        ssize_t sent = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent == (ssize_t)sizeof msg)
+            break;
+        if (sent >= 0) {
+            *failure = (publish_failure){"the agent took part of the message", EMSGSIZE};
+            close(sock);
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            *failure = (publish_failure){"sending to the agent", errno};
+            close(sock);
+            return -1;
+        }
+        int64_t left = deadline - monotonic_ms();
+        if (left <= 0) {
+            *failure = (publish_failure){"the agent's queue stayed full for 200 ms", 0};
+            close(sock);
+            return -1;
+        }
+        struct pollfd p = {.fd = sock, .events = POLLOUT};
+        (void)poll(&p, 1, (int)left); /* room, timeout or EINTR: sendmsg says which */
+    }
     close(sock);
-    return sent == (ssize_t)sizeof msg ? 0 : -1;
+    return 0;
 }
 
-hw_shared_page *hw_page_publish(const char *socket_name, bool busy_from_now, uint64_t now_ns)
+/* Make a sealed, mapped, filled-in page and hand it over.  The page, or NULL
+ * with *failure filled in. */
+static hw_shared_page *publish(const char *socket_name, bool busy_from_now, uint64_t now_ns,
+                               publish_failure *failure)
 {
     int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (memfd < 0)
+    if (memfd < 0) {
+        *failure = (publish_failure){"memfd_create", errno};
         return NULL;
-    if (ftruncate(memfd, HW_PAGE_SIZE) != 0 ||
-        fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    }
+    /* Sealed to its one size before the agent ever maps it: a page that
+     * could shrink would make the agent's reads fault (SIGBUS). */
+    if (ftruncate(memfd, HW_PAGE_SIZE) != 0) {
+        *failure = (publish_failure){"ftruncate", errno};
+        close(memfd);
+        return NULL;
+    }
+    if (fcntl(memfd, F_ADD_SEALS, PAGE_SEALS) != 0) {
+        *failure = (publish_failure){"sealing the page", errno};
         close(memfd);
         return NULL;
     }
     hw_shared_page *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
     if (page == MAP_FAILED) {
+        *failure = (publish_failure){"mmap", errno};
         close(memfd);
         return NULL;
     }
@@ -80,11 +155,103 @@ hw_shared_page *hw_page_publish(const char *socket_name, bool busy_from_now, uin
         hw_observe(main_slot, HW_ACTIVITY_BEFORE_SOURCES, now_ns);
         atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING, memory_order_release);
     }
-    int rc = send_registration(socket_name, memfd);
+    int rc = send_registration(socket_name, memfd, failure);
     close(memfd);
     if (rc != 0) {
         munmap(page, HW_PAGE_SIZE);
         return NULL;
     }
+    return page;
+}
+
+hw_shared_page *hw_page_publish(const char *socket_name, bool busy_from_now, uint64_t now_ns)
+{
+    int saved_errno = errno;
+    publish_failure failure;
+    hw_shared_page *page = publish(socket_name, busy_from_now, now_ns, &failure);
+    errno = saved_errno;
+    return page;
+}
+
+/* ---- the one line on stderr, built without stdio ---- */
+
+typedef struct line_buffer {
+    char text[320];
+    size_t used;
+} line_buffer;
+
+static void append_text(line_buffer *line, const char *s)
+{
+    while (*s != '\0' && line->used < sizeof line->text)
+        line->text[line->used++] = *s++;
+}
+
+static void append_number(line_buffer *line, unsigned long value)
+{
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    while (n > 0 && line->used < sizeof line->text)
+        line->text[line->used++] = digits[--n];
+}
+
+/* A few errno values by name (strerror is not async-signal-safe). */
+static const char *errno_text(int error)
+{
+    switch (error) {
+    case ECONNREFUSED:
+        return "connection refused";
+    case ENOENT:
+        return "no such file";
+    case EACCES:
+    case EPERM:
+        return "permission denied";
+    case EMFILE:
+    case ENFILE:
+        return "too many open files";
+    case ENOMEM:
+        return "out of memory";
+    case ENOBUFS:
+        return "no buffer space";
+    case EINVAL:
+        return "invalid argument";
+    case ENAMETOOLONG:
+        return "name too long";
+    default:
+        return NULL;
+    }
+}
+
+hw_shared_page *hw_page_publish_or_warn(const char *socket_name, bool busy_from_now, uint64_t now_ns)
+{
+    int saved_errno = errno;
+    publish_failure failure;
+    hw_shared_page *page = publish(socket_name, busy_from_now, now_ns, &failure);
+    if (page == NULL) {
+        line_buffer line = {.used = 0};
+        append_text(&line, "hangwatch: this process (pid ");
+        append_number(&line, (unsigned long)getpid());
+        append_text(&line, ") could not register with the agent (");
+        append_text(&line, failure.step);
+        if (failure.error != 0) {
+            append_text(&line, ": ");
+            const char *text = errno_text(failure.error);
+            if (text != NULL) {
+                append_text(&line, text);
+            } else {
+                append_text(&line, "errno ");
+                append_number(&line, (unsigned long)failure.error);
+            }
+        }
+        append_text(&line, "): it is not watched\n");
+        ssize_t written;
+        do
+            written = write(STDERR_FILENO, line.text, line.used);
+        while (written < 0 && errno == EINTR);
+    }
+    errno = saved_errno;
     return page;
 }

@@ -18,7 +18,9 @@
  * (memfd, mmap, telling the agent: page_client.c) happens once, in the
  * constructor, before main(), and again in a forked child, from an
  * async-signal-safe atfork handler.  If anything in the set-up fails, the
- * library stays inert: the program runs exactly as without it.  Wait calls
+ * library stays inert: the program runs exactly as without it, apart from
+ * one line on stderr saying it is not watched.  Registration never blocks
+ * (page_client.c gives a full agent queue 200 ms at most).  Wait calls
  * libc makes internally (getaddrinfo, ...) use libc's private aliases and
  * are not seen.
  *
@@ -247,11 +249,12 @@ static bool g_follow_children;
  * Create this process's page, mark its main thread busy from now on (a
  * launch, or a forked child that has not reached its loop yet), and hand the
  * page to the agent.  Only system calls: safe in a child right after fork().
- * Returns the main thread's slot, or NULL (the process then runs unwatched).
+ * Returns the main thread's slot, or NULL: the process then runs unwatched,
+ * and one line on stderr says so (page_client.h).
  */
 static hw_loop_slot *start_watching(void)
 {
-    hw_shared_page *page = hw_page_publish(g_socket_name, true, hw_coarse_now_ns());
+    hw_shared_page *page = hw_page_publish_or_warn(g_socket_name, true, hw_coarse_now_ns());
     if (page == NULL)
         return NULL;
     g_page = page;

@@ -1,6 +1,8 @@
 """test_cli - the command line's contract: help, version, usage errors exit 2
-with a clear message, the program's exit status passes through, and bad
-input to `show` is an error, never a crash."""
+with a clear message, the program's exit status passes through, bad input
+to `show` is an error, never a crash, and nothing from a report reaches the
+terminal unescaped; the observer never blocks a program whose agent cannot
+take its registration."""
 import os
 import re
 import signal
@@ -42,6 +44,8 @@ def case_usage_errors():
     expect_usage_error(["run", "--threshold", "fast", "--", "true"], "invalid --threshold 'fast'")
     expect_usage_error(["run", "--threshold", "0s", "--", "true"], "greater than zero")
     expect_usage_error(["run", "--check-period", "-1s", "--", "true"], "negative")
+    expect_usage_error(["run", "--threshold", "--", "true"], "not a number")
+    expect_usage_error(["run", "--threshold", "1e309s", "--", "true"], "too large")
     expect_usage_error(["run", "--check-mode", "sometimes", "--", "true"], "invalid --check-mode")
     expect_usage_error(["run", "--bogus", "--", "true"], "unknown option '--bogus'")
     expect_usage_error(["run", "--threshold"], "needs a value")
@@ -110,15 +114,141 @@ def case_show_bad_input():
         check(p.returncode == 1 and "missing.json" in p.stderr, p.stderr)
 
 
+def hostile_report():
+    """A report whose every string carries terminal control bytes."""
+    bad = "\x1b]0;owned\x07\x1b[2J\r\x9b"
+    frame = {"instruction_addr": 4096, "symbol_name": "sym" + bad, "symbol_addr": 4080, "object_name": "obj" + bad,
+             "object_addr": 0, "object_offset": 4096, "source_file": "file" + bad, "source_line": 7}
+    return {
+        "report": {"id": "id" + bad, "timestamp": 1, "type": "standard", "process_name": "proc" + bad, "pid": 42},
+        "crash": {"threads": [
+            {"index": 0, "name": "hung" + bad, "thread_identifier": 42, "crashed": True, "current_thread": False,
+             "backtrace": {"skipped": 0, "contents": [frame, {"instruction_addr": 1, "object_name": "o" + bad}]},
+             "unwind_error": "unwind" + bad},
+            {"index": 1, "name": "other" + bad, "thread_identifier": 43, "crashed": False, "current_thread": False,
+             "backtrace": {"skipped": 0, "contents": [frame]}}]},
+        "binary_images": [],
+        "hangwatch": {
+            "module": "hang", "detector": "det" + bad, "check_mode": "mode" + bad, "hang_type": "hang",
+            "block_duration_us": 9223372036854775807, "runloop_threshold_us": -1,
+            "hung_thread": {"thread_identifier": 42, "report_array_index": 0}, "detected_at_unix_ms": 1,
+            "capture": {"method": "ptrace" + bad, "stopped_us": 1, "max_thread_stopped_us": 1,
+                        "process_exited": False, "tracer_pid": 1234, "tracer_name": "strace" + bad},
+            "grouping_key": "key" + bad, "stretch_report_index": 0,
+            "final_duration_us": 5, "hang_end": "end" + bad,
+            "collection": {
+                "scene_threads": {"enumerated_thread_count": 2, "items": [
+                    {"thread_identifier": 42, "name": "hung" + bad, "is_main_thread": True, "is_hung_thread": True,
+                     "status": "captured", "frame_count": 2, "report_array_index": 0},
+                    {"thread_identifier": 43, "name": "other" + bad, "is_main_thread": False,
+                     "is_hung_thread": False, "status": "denied" + bad, "error": "error" + bad, "frame_count": 1,
+                     "report_array_index": 1}]},
+                "main_thread": {"state": "collected", "reason": "early_sampling", "sample_count": 3,
+                                "point_stack_index": 9223372036854775807, "top_repeat_count": 9223372036854775807,
+                                "backtrace": {"contents": [dict(frame, repeat_count=2)]}}}},
+    }
+
+
+def no_control_bytes(where, data):
+    """Nothing but printable ASCII and newlines reached the terminal."""
+    for i, b in enumerate(data):
+        check(b == 0x0a or 0x20 <= b < 0x7f, f"{where}: byte 0x{b:02x} at {i} reached the terminal:\n{data!r}")
+
+
+def case_show_escapes_foreign_text():
+    """Every string from a report is printed escaped; a file too large for a
+    report is refused before it is read."""
+    import json
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "hostile.json")
+        with open(path, "w") as f:
+            json.dump(hostile_report(), f)
+        p = subprocess.run([hwtest.binary("hangwatch"), "show", path], capture_output=True, timeout=30)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr!r}")
+        no_control_bytes("stdout", p.stdout)
+        no_control_bytes("stderr", p.stderr)
+        out = p.stdout.decode()
+        for name in ("proc", "id", "key", "sym", "obj", "file", "hung", "other", "unwind", "end", "error",
+                     "det", "mode", "ptrace"):
+            check(name + "\\x1b]0;owned\\x07\\x1b[2J\\x0d\\xc2\\x9b" in out, f"{name} is not shown escaped:\n{out}")
+        check("not captured: traced by pid 1234 (strace\\x1b" in out, out)
+
+        # Control bytes in a file that is not JSON (the parser quotes it) and
+        # in the file's own name.
+        odd = os.path.join(d, "odd\x1b[31m.json")
+        with open(odd, "wb") as f:
+            f.write(b'{"report": \x1b[2J}')
+        p = subprocess.run([hwtest.binary("hangwatch"), "show", odd], capture_output=True, timeout=30)
+        check(p.returncode == 1 and b"not valid JSON" in p.stderr, repr(p.stderr))
+        no_control_bytes("stderr", p.stderr)
+
+        # 200 MB (sparse): refused at once, not read into memory.
+        big = os.path.join(d, "big.json")
+        with open(big, "wb") as f:
+            f.truncate(200 * 1000 * 1000)
+        p = hw("show", big)
+        check(p.returncode == 1, f"exit {p.returncode}: {p.stderr}")
+        check("big.json: too large for a report (200000000 bytes, at most 64 MiB)" in p.stderr, p.stderr)
+        # Something that is not a regular file is capped while it is read.
+        p = hw("show", "/dev/zero")
+        check(p.returncode == 1 and "too large for a report (more than 67108864 bytes" in p.stderr, p.stderr)
+
+
+def case_registration_never_blocks():
+    """An agent whose queue is full (stopped, busy or flooded) never holds a
+    program up in its constructor: the program runs, unwatched, and each
+    process says so once on stderr."""
+    import socket
+    import time
+    preload = os.path.realpath(os.path.join(hwtest.BIN, "..", "lib", "hangwatch", "libhangwatch-preload.so"))
+    check(os.access(preload, os.R_OK), f"{preload} is not built")
+    name = f"hw-test-full-agent-{os.getpid()}"
+    agent = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    agent.bind("\0" + name)  # never read: its queue stays full
+    flood = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    flood.connect("\0" + name)
+    flood.setblocking(False)
+    queued = 0
+    try:
+        while True:
+            flood.send(b"x")
+            queued += 1
+    except BlockingIOError:
+        pass
+    check(queued > 0, "could not fill the stand-in agent's queue")
+    env = dict(os.environ, LD_PRELOAD=preload, HANGWATCH_AGENT_SOCKET="@" + name)
+    try:
+        start = time.monotonic()
+        p = subprocess.run(["sh", "-c", "echo $$; /bin/true; exit 3"], capture_output=True, text=True, env=env,
+                           timeout=60)
+        took = time.monotonic() - start
+    finally:
+        flood.close()
+        agent.close()
+    check(p.returncode == 3, f"exit {p.returncode}: {p.stderr}")
+    # Two processes (sh and the true it executes), each gives up within its
+    # 200 ms; a loaded machine gets ample slack, a blocked one never ends.
+    check(took < 10, f"took {took:.1f} s")
+    lines = p.stderr.splitlines()
+    check(len(lines) == 2 and all("could not register with the agent" in l and l.endswith("it is not watched")
+                                  for l in lines), p.stderr)
+    sh_pid = int(p.stdout.split()[0])
+    check(sum(f"(pid {sh_pid})" in l for l in lines) == 1, f"the shell (pid {sh_pid}) did not say it once:\n{p.stderr}")
+    check("queue stayed full" in lines[0], p.stderr)
+
+
 def case_unwritable_report_dir():
-    """A hang with nowhere to write is still announced, and the program is unharmed."""
+    """A report directory that cannot be made is refused before the program
+    starts: exit 2 with the reason (a full disk, found later, is in
+    test_report_dir's full_disk)."""
     with tempfile.TemporaryDirectory() as d:
         blocker = os.path.join(d, "file")
         open(blocker, "w").close()
-        p = hw("run", "--threshold", "500ms", "--report-dir", os.path.join(blocker, "reports"), "--",
-               hwtest.binary("loop-scenarios"), "cpuspin", "1.5", timeout=60)
-        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
-        check("hangwatch: hang in" in p.stderr and "no report: cannot write" in p.stderr, p.stderr)
+        marker = os.path.join(d, "ran")
+        p = hw("run", "--report-dir", os.path.join(blocker, "reports"), "--", "touch", marker, timeout=60)
+        check(p.returncode == 2, f"exit {p.returncode}: {p.stderr}")
+        check("cannot use report directory" in p.stderr, p.stderr)
+        check(not os.path.exists(marker), "the program ran although its reports had nowhere to go")
 
 
 def case_report_limits():
@@ -168,6 +298,8 @@ if __name__ == "__main__":
         "exit_status": case_exit_status,
         "signals_forwarded": case_signals_forwarded,
         "show_bad_input": case_show_bad_input,
+        "show_escapes_foreign_text": case_show_escapes_foreign_text,
+        "registration_never_blocks": case_registration_never_blocks,
         "unwritable_report_dir": case_unwritable_report_dir,
         "report_limits": case_report_limits,
         "unobservable_programs": case_unobservable_programs,

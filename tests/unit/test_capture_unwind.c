@@ -8,8 +8,9 @@
  * images and build-ids, that sleep(2) still lasts two seconds across ten
  * captures, that queued signals are neither lost nor duplicated, that a
  * stopped (SIGSTOP) process stays stopped, that a thread that cannot stop
- * times out and is released, zombies, an exited main thread, the vDSO, and
- * the time a thread is held stopped.
+ * times out and is released, zombies, an exited main thread, the vDSO, the
+ * time a thread is held stopped, a process that is gone (process_exited),
+ * and a process held by another tracer (who it is).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -486,9 +488,11 @@ static void test_zombie_child(void **state)
     assert_int_equal(waitpid(pid, NULL, WNOHANG), -1);
     assert_int_equal(errno, ECHILD);
 
-    /* Gone entirely. */
+    /* Gone entirely: no threads, and the snapshot says the process ended. */
     assert_int_equal(hw_capture_process(pid, NULL, &snap), -ESRCH);
     assert_int_equal(snap.thread_count, 0);
+    assert_true(snap.process_exited);
+    assert_false(snap.reaped);
     hw_process_snapshot_free(&snap);
 }
 
@@ -887,6 +891,58 @@ static void test_leader_exited(void **state)
     reap(t);
 }
 
+/* Another tracer holds the process (as strace -p or gdb would): its threads
+ * are denied, and the snapshot names the tracer, escaped for the agent's
+ * line.  The tracer is a child of ours that forks the target and seizes it
+ * (a parent may trace its child under any Yama setting). */
+static void test_traced_by_another_tracer(void **state)
+{
+    (void)state;
+    static const char tracer_comm[] = "hw\033tracer"; /* an ESC byte, as a hostile name would have */
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid_t tracer = fork();
+    assert_true(tracer >= 0);
+    if (tracer == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_NAME, tracer_comm);
+        pid_t traced = fork();
+        if (traced == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with its tracer */
+            for (;;)
+                pause();
+        }
+        if (traced < 0 || ptrace(PTRACE_SEIZE, traced, NULL, NULL) != 0)
+            _exit(1);
+        if (write(p[1], &traced, sizeof traced) != (ssize_t)sizeof traced)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    pid_t traced = 0;
+    assert_int_equal(read(p[0], &traced, sizeof traced), (ssize_t)sizeof traced);
+    close(p[0]);
+    assert_int_equal(tracer_of(traced, traced), tracer);
+
+    hw_process_snapshot snap;
+    assert_int_equal(hw_capture_process(traced, NULL, &snap), 0);
+    assert_int_equal(snap.thread_count, 1);
+    assert_int_equal(snap.threads[0].status, HW_THREAD_DENIED);
+    assert_int_equal(snap.threads[0].error, EPERM);
+    assert_false(snap.process_exited);
+    assert_int_equal(snap.tracer_pid, tracer);
+    assert_string_equal(snap.tracer_name, tracer_comm);
+    char reason[128], expected[128];
+    snprintf(expected, sizeof expected, "traced by pid %d (hw\\x1btracer)", (int)tracer);
+    assert_ptr_equal(hw_capture_denied_reason(&snap, reason, sizeof reason), reason);
+    assert_string_equal(reason, expected);
+    hw_process_snapshot_free(&snap);
+
+    kill(tracer, SIGKILL);
+    assert_int_equal(waitpid(tracer, NULL, 0), tracer);
+}
+
 static void test_api_edges(void **state)
 {
     (void)state;
@@ -906,11 +962,15 @@ static void test_api_edges(void **state)
     hw_process_snapshot snap;
     assert_int_equal(hw_capture_process(0, &o, &snap), -EINVAL);
     hw_process_snapshot_free(&snap);
-    /* Our own threads cannot be traced by us. */
+    /* Our own threads cannot be traced by us ... */
     assert_int_equal(hw_capture_process(getpid(), NULL, &snap), 0);
     assert_true(snap.thread_count >= 1);
     assert_int_equal(snap.threads[0].status, HW_THREAD_DENIED);
     assert_int_equal(snap.threads[0].error, EPERM);
+    /* ... but not because another tracer holds them. */
+    assert_int_equal(snap.tracer_pid, 0);
+    char reason[64];
+    assert_null(hw_capture_denied_reason(&snap, reason, sizeof reason));
 
     char *error = NULL;
     assert_null(hw_symbolizer_new(getpid(), NULL, 0, &error));
@@ -946,6 +1006,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(test_unwind_stops_at_end_of_copy, teardown),
         cmocka_unit_test_teardown(test_timeout_releases_thread, teardown),
         cmocka_unit_test_teardown(test_leader_exited, teardown),
+        cmocka_unit_test_teardown(test_traced_by_another_tracer, teardown),
         cmocka_unit_test_teardown(test_api_edges, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

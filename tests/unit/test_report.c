@@ -1,10 +1,11 @@
 /*
  * test_report.c - the report model and its writer: the hung thread comes
  * first and report_array_index finds it, unknown fields are left out, the
- * file appears atomically with private permissions, and the final duration
- * is added to a written report in place (the directory's own checks are in
- * test_report_dir.c).  If HW_TEST_REPORT_OUT names a directory, the
- * report is also written there for the schema check that follows this test.
+ * file appears atomically with private permissions, the final duration is
+ * added to a written report in place (the directory's own checks are in
+ * test_report_dir.c), and a tracer that held the process is named.  If
+ * HW_TEST_REPORT_OUT names a directory, the reports are also written there
+ * for the schema check that follows this test.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -270,6 +271,46 @@ static void test_final_duration_is_added_in_place(void **state)
     remove_tree(base);
 }
 
+/* A capture refused because another tracer held the process names it in
+ * hangwatch.capture; without one, neither field is there.  Also written to
+ * HW_TEST_REPORT_OUT for the schema check. */
+static void test_tracer_is_named(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_fixture(&fx);
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    json_t *capture = json_object_get(json_object_get(r, "hangwatch"), "capture");
+    assert_null(json_object_get(capture, "tracer_pid"));
+    assert_null(json_object_get(capture, "tracer_name"));
+    json_decref(r);
+
+    fx.snap.threads[1].status = HW_THREAD_DENIED;
+    fx.snap.threads[1].error = EPERM;
+    fx.snap.tracer_pid = 1234;
+    strcpy(fx.snap.tracer_name, "strace");
+    r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    capture = json_object_get(json_object_get(r, "hangwatch"), "capture");
+    assert_int_equal(json_integer_value(json_object_get(capture, "tracer_pid")), 1234);
+    assert_string_equal(json_string_value(json_object_get(capture, "tracer_name")), "strace");
+    const char *out = getenv("HW_TEST_REPORT_OUT");
+    if (out && *out) {
+        hw_report_dir *out_dir = open_dir_or_fail(out);
+        assert_int_equal(hw_report_write(out_dir, "unit-report-traced.json", r), 0);
+        hw_report_dir_close(out_dir);
+    }
+    json_decref(r);
+
+    /* A comm that is not UTF-8 cannot be a JSON string as it is. */
+    strcpy(fx.snap.tracer_name, "gdb\xff");
+    r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    capture = json_object_get(json_object_get(r, "hangwatch"), "capture");
+    assert_string_equal(json_string_value(json_object_get(capture, "tracer_name")), "gdb\\xff");
+    json_decref(r);
+    free_fixture(&fx);
+}
+
 static void test_uuids_are_v4_and_distinct(void **state)
 {
     (void)state;
@@ -289,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_unknown_fields_are_left_out),
         cmocka_unit_test(test_written_atomically_and_privately),
         cmocka_unit_test(test_final_duration_is_added_in_place),
+        cmocka_unit_test(test_tracer_is_named),
         cmocka_unit_test(test_uuids_are_v4_and_distinct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,287 @@
+/*
+ * test_page_client.c - the monitored side of registration (page_client.c)
+ * against a stand-in agent: a datagram socket this test binds and reads (or
+ * leaves full).  Checks that the page arrives sealed at its one size, that a
+ * full agent queue never blocks the caller (it gives up within its budget
+ * and leaves errno alone), that an agent which drains its queue meanwhile
+ * still gets the page, and that a failure is said in exactly one line.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "page_client.h"
+#include "registration.h"
+#include "shared_page.h"
+#include "socket_name.h"
+
+#define WATCHDOG_SECONDS 20 /* a registration that blocks kills the test instead of hanging it */
+#define BUDGET_LIMIT_MS 1000 /* the client promises 200 ms; allow a loaded machine five times that */
+
+static char agent_name[64];
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A stand-in agent socket under a name unique to this process and test. */
+static int bind_agent(const char *tag)
+{
+    snprintf(agent_name, sizeof agent_name, "@hw-test-page-client-%d-%s", (int)getpid(), tag);
+    struct sockaddr_un addr;
+    socklen_t len = 0;
+    assert_int_equal(hw_socket_address(agent_name, &addr, &len), 0);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&addr, len), 0);
+    return fd;
+}
+
+/* Fill the agent's queue from another socket until the kernel refuses more.
+ * Returns that socket (kept open: its datagrams stay queued). */
+static int fill_queue(void)
+{
+    struct sockaddr_un addr;
+    socklen_t len = 0;
+    assert_int_equal(hw_socket_address(agent_name, &addr, &len), 0);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&addr, len), 0);
+    int queued = 0;
+    for (; queued < 100000; queued++) {
+        if (send(fd, "x", 1, 0) != 1) {
+            assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+            break;
+        }
+    }
+    assert_true(queued > 0);
+    return fd;
+}
+
+/* Receive one datagram; its SCM_RIGHTS descriptor (or -1) and size. */
+static ssize_t receive(int agent, int *fd_out, void *data, size_t size)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {data, size};
+    struct msghdr mh = {0};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control.buf;
+    mh.msg_controllen = sizeof control.buf;
+    ssize_t n = recvmsg(agent, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    *fd_out = -1;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm != NULL; cm = CMSG_NXTHDR(&mh, cm))
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+            memcpy(fd_out, CMSG_DATA(cm), sizeof(int));
+    return n;
+}
+
+/* Read datagrams until one carries a registration; its page descriptor. */
+static int receive_registration(int agent)
+{
+    int64_t deadline = now_ms() + 10000;
+    while (now_ms() < deadline) {
+        hw_registration msg;
+        int fd;
+        ssize_t n = receive(agent, &fd, &msg, sizeof msg);
+        if (n == (ssize_t)sizeof msg && msg.magic == HW_REGISTRATION_MAGIC) {
+            assert_int_equal(msg.pid, getpid());
+            assert_true(fd >= 0);
+            return fd;
+        }
+        if (fd >= 0)
+            close(fd);
+        if (n < 0) {
+            struct pollfd p = {.fd = agent, .events = POLLIN};
+            poll(&p, 1, 100);
+        }
+    }
+    fail_msg("no registration arrived");
+    return -1;
+}
+
+static void test_page_arrives_sealed(void **state)
+{
+    (void)state;
+    int agent = bind_agent("sealed");
+    hw_shared_page *page = hw_page_publish(agent_name, false, 0);
+    assert_non_null(page);
+    int fd = receive_registration(agent);
+
+    int seals = fcntl(fd, F_GET_SEALS);
+    assert_true(seals >= 0);
+    assert_int_equal(seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(st.st_size, HW_PAGE_SIZE);
+    /* What a hostile registrant would do after the agent mapped the page. */
+    errno = 0;
+    assert_int_equal(ftruncate(fd, 0), -1);
+    assert_int_equal(errno, EPERM);
+    errno = 0;
+    assert_int_equal(fcntl(fd, F_ADD_SEALS, 0), -1); /* and the seals cannot be changed */
+    assert_int_equal(errno, EPERM);
+
+    const hw_shared_page *seen = mmap(NULL, HW_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(seen != MAP_FAILED);
+    assert_true(hw_page_header_is_valid(seen, (int32_t)getpid()));
+    munmap((void *)seen, HW_PAGE_SIZE);
+    close(fd);
+    munmap(page, HW_PAGE_SIZE);
+    close(agent);
+}
+
+static void test_full_queue_does_not_block(void **state)
+{
+    (void)state;
+    int agent = bind_agent("full");
+    int filler = fill_queue();
+    alarm(WATCHDOG_SECONDS);
+    errno = EDOM; /* the caller's errno, which must survive */
+    int64_t start = now_ms();
+    hw_shared_page *page = hw_page_publish(agent_name, true, 1);
+    int64_t took = now_ms() - start;
+    alarm(0);
+    assert_int_equal(errno, EDOM);
+    assert_null(page);
+    printf("gave up after %lld ms\n", (long long)took);
+    assert_true(took < BUDGET_LIMIT_MS);
+    close(filler);
+    close(agent);
+}
+
+typedef struct drainer {
+    int agent;
+    int64_t delay_ms;
+    int page_fd; /* the registration's descriptor, once seen */
+} drainer;
+
+/* An agent that comes back to its socket a little later and reads it dry. */
+static void *drain_later(void *arg)
+{
+    drainer *d = arg;
+    struct timespec ts = {0, (long)d->delay_ms * 1000000L}; /* the scenario: an agent busy for a while */
+    nanosleep(&ts, NULL);
+    d->page_fd = receive_registration(d->agent);
+    return NULL;
+}
+
+static void test_draining_agent_gets_the_page(void **state)
+{
+    (void)state;
+    int agent = bind_agent("drain");
+    int filler = fill_queue();
+    drainer d = {agent, 50, -1};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, drain_later, &d), 0);
+    alarm(WATCHDOG_SECONDS);
+    hw_shared_page *page = hw_page_publish(agent_name, false, 0);
+    alarm(0);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_non_null(page);
+    assert_true(d.page_fd >= 0);
+    close(d.page_fd);
+    munmap(page, HW_PAGE_SIZE);
+    close(filler);
+    close(agent);
+}
+
+/* Call hw_page_publish_or_warn with stderr caught; what it printed. */
+static hw_shared_page *publish_catching_stderr(char *out, size_t size)
+{
+    int pipe_fds[2];
+    assert_int_equal(pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK), 0);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(pipe_fds[1], STDERR_FILENO), STDERR_FILENO);
+    alarm(WATCHDOG_SECONDS);
+    errno = ERANGE;
+    hw_shared_page *page = hw_page_publish_or_warn(agent_name, true, 1);
+    int errno_after = errno;
+    alarm(0);
+    assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+    close(saved);
+    close(pipe_fds[1]);
+    ssize_t n = read(pipe_fds[0], out, size - 1);
+    close(pipe_fds[0]);
+    out[n > 0 ? n : 0] = '\0';
+    assert_int_equal(errno_after, ERANGE);
+    return page;
+}
+
+static size_t count_char(const char *s, char c)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == c;
+    return n;
+}
+
+static void test_failure_is_said_once(void **state)
+{
+    (void)state;
+    char said[512], pid_part[64];
+    snprintf(pid_part, sizeof pid_part, "this process (pid %d) could not register", (int)getpid());
+
+    int agent = bind_agent("said");
+    int filler = fill_queue();
+    assert_null(publish_catching_stderr(said, sizeof said));
+    printf("said: %s", said);
+    assert_non_null(strstr(said, pid_part));
+    assert_non_null(strstr(said, "queue stayed full"));
+    assert_non_null(strstr(said, "it is not watched"));
+    assert_int_equal(count_char(said, '\n'), 1);
+    assert_int_equal(said[strlen(said) - 1], '\n');
+    close(filler);
+    close(agent);
+
+    /* Nobody listens under that name any more. */
+    assert_null(publish_catching_stderr(said, sizeof said));
+    printf("said: %s", said);
+    assert_non_null(strstr(said, pid_part));
+    assert_non_null(strstr(said, "no agent at its socket: connection refused"));
+    assert_int_equal(count_char(said, '\n'), 1);
+
+    /* Success says nothing. */
+    agent = bind_agent("quiet");
+    hw_shared_page *page = publish_catching_stderr(said, sizeof said);
+    assert_non_null(page);
+    assert_string_equal(said, "");
+    close(receive_registration(agent));
+    munmap(page, HW_PAGE_SIZE);
+    close(agent);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_page_arrives_sealed),
+        cmocka_unit_test(test_full_queue_does_not_block),
+        cmocka_unit_test(test_draining_agent_gets_the_page),
+        cmocka_unit_test(test_failure_is_said_once),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
