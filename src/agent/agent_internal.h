@@ -71,10 +71,10 @@ typedef struct loop_watch {
     bool hung;
     uint64_t hung_seq, hung_start_ns;
     uint64_t last_seen_hung_ns; /* the last look that found it still hung */
-    uint64_t next_capture_ns;   /* next annealing check; UINT64_MAX while one is decided */
+    uint64_t next_capture_ns;   /* next annealing check */
+    uint64_t wait_previous, wait_current; /* Fibonacci waits, in periods, while the stack stays */
     hang_record *hang;          /* the worker's record of it */
-    uint64_t recheck_captured_ns; /* when the re-check being decided was captured */
-    uint64_t decisions_seen;      /* re-check decisions taken over */
+    uint64_t resets_seen;       /* the worker's "the stack moved" decisions taken over */
     sampler *sampler; /* NULL unless early sampling is on */
     bool warned_unseen_wait;
     hw_stutter stutter; /* with --stutter */
@@ -182,6 +182,7 @@ typedef struct report_request {
     pid_t pid, tid;
     char executable[256];
     int64_t detected_unix_ns;
+    uint64_t captured_ns;         /* monotonic time of the capture */
     bool launch;                  /* a launch hang: held until it proves to be a loop */
     /* early sampling: the Point Stack chosen from the ring, as addresses */
     const char *main_thread_state, *main_thread_reason;
@@ -214,7 +215,8 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
  * (`keep_launch`) or dropped.  The record is the worker's afterwards. */
 void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
                           const char *end, bool keep_launch);
-/* The newest re-check decision: how many were taken, and its wait. */
-uint64_t worker_decisions(hang_record *hang, uint64_t *wait_periods);
+/* How many re-checks the worker found with a moved stack (and reported),
+ * and when the newest of them was captured. */
+uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns);
 
 #endif

@@ -139,6 +139,7 @@ static void capture_for_report(agent *a, const watched_process *w, loop_watch *l
     if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && c->busy_start_ns != 0 && now > c->busy_start_ns)
         req->check.busy_ns = now - c->busy_start_ns;
     req->detected_unix_ns = hw_realtime_ns();
+    req->captured_ns = now;
     hw_capture_options copt;
     hw_capture_options_default(&copt, l->tid);
     int rc = hw_capture_process(w->pid, &copt, &req->snap);
@@ -182,7 +183,8 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     l->hung_seq = c.seq;
     l->hung_start_ns = c.busy_start_ns;
     l->last_seen_hung_ns = now;
-    l->decisions_seen = 0;
+    l->resets_seen = 0;
+    l->wait_previous = l->wait_current = 1;
     /* A launch's reports wait until the process proves to be a loop
      * (docs/decisions.md, "Launch hangs"). */
     l->hang = worker_new_hang(a->worker, c.launch);
@@ -215,18 +217,25 @@ static bool still_hung(const watched_process *w, const loop_watch *l)
     return !hw_loop_read(&w->page->slots[l->slot], &r, 8) || (r.busy && r.seq == l->hung_seq);
 }
 
-/* Matrix's annealing: a hung stretch is looked at again after 1, 2, 3, 5 ...
- * check periods and reported again only if its stack moved.  The capture
- * happens here and now; the worker unwinds it, decides, and tells when to
- * look next (worker_decisions). */
+/*
+ * Matrix's annealing: a hung stretch is looked at again after 1, 2, 3, 5 ...
+ * check periods and reported again only if its stack moved, which resets
+ * the wait to one period.  The capture happens here and now; comparing
+ * stacks needs unwinding, which is the worker's.  So this schedule assumes
+ * the stack stayed, and the worker says when it found one that moved
+ * (worker_resets): the next look is then one period after that capture.
+ * A worker kept from the CPU delays reports, never the looks.
+ */
 static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
     uint64_t period = a->opts->detector.check_period_ns;
+    uint64_t next = l->wait_previous + l->wait_current;
+    l->wait_previous = l->wait_current;
+    l->wait_current = next;
+    l->next_capture_ns = now + next * period;
     report_request *req = calloc(1, sizeof *req);
-    if (!req) {
-        l->next_capture_ns = now + period;
+    if (!req)
         return;
-    }
     hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r->seq, .busy_start_ns = l->hung_start_ns,
                   .busy_ns = now - l->hung_start_ns, .launch = is_launch(w, l, r->seq)};
     /* With early sampling, Matrix decides on the newest sample. */
@@ -237,29 +246,22 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
         /* It ended meanwhile: the next look closes it. */
         hw_process_snapshot_free(&req->snap);
         free(req);
-        l->next_capture_ns = now + period;
         return;
     }
-    if (worker_submit_report(a->worker, l->hang, req, true)) {
-        l->recheck_captured_ns = now;
-        l->next_capture_ns = UINT64_MAX; /* until the worker has decided */
-    } else {
-        hw_process_snapshot_free(&req->snap);
-        a->queue_dropped++;
-        l->next_capture_ns = now + period;
-    }
+    submit(a, l->hang, req, true);
     free(req);
 }
 
 /* A look at a loop that is still in the stretch reported as hung. */
 void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
-    if (l->next_capture_ns == UINT64_MAX && l->hang) {
-        uint64_t wait_periods = 1;
-        uint64_t decided = worker_decisions(l->hang, &wait_periods);
-        if (decided != l->decisions_seen) {
-            l->decisions_seen = decided;
-            l->next_capture_ns = l->recheck_captured_ns + wait_periods * a->opts->detector.check_period_ns;
+    if (l->hang) {
+        uint64_t moved_at = 0;
+        uint64_t resets = worker_resets(l->hang, &moved_at);
+        if (resets != l->resets_seen) {
+            l->resets_seen = resets;
+            l->wait_previous = l->wait_current = 1;
+            l->next_capture_ns = moved_at + a->opts->detector.check_period_ns;
         }
     }
     if (now >= l->next_capture_ns)

@@ -6,7 +6,7 @@
  * bounded FIFO queue.  This thread, at SCHED_IDLE so that it only ever runs
  * on CPU time nobody else wants, does the slow part: DWARF unwinding and
  * symbols (libdwfl, a symbolizer of its own: libdwfl objects are never
- * shared between threads), the annealing decision of a re-check, the JSON,
+ * shared between threads), the annealing comparison of a re-check, the JSON,
  * the report directory's limits, the atomic write, the stderr line, and
  * later the final duration.  Jobs run in order, so a hang's end is applied
  * after its reports exist.
@@ -39,9 +39,9 @@
 #define MAX_QUEUED_BYTES (512ull << 20)
 
 struct hang_record {
-    /* written here, read by the watch thread (worker_decisions) */
-    _Atomic uint64_t decisions;
-    _Atomic uint64_t wait_periods;
+    /* written here, read by the watch thread (worker_resets) */
+    _Atomic uint64_t resets;
+    _Atomic uint64_t reset_captured_ns;
     /* the worker's own */
     hw_annealing anneal;
     bool launch;        /* reports are held until the launch's verdict */
@@ -188,10 +188,10 @@ void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_n
     enqueue(wk, j, false); /* never refused: a hang's end must reach its reports */
 }
 
-uint64_t worker_decisions(hang_record *hang, uint64_t *wait_periods)
+uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns)
 {
-    uint64_t n = atomic_load_explicit(&hang->decisions, memory_order_acquire);
-    *wait_periods = atomic_load_explicit(&hang->wait_periods, memory_order_relaxed);
+    uint64_t n = atomic_load_explicit(&hang->resets, memory_order_acquire);
+    *captured_ns = atomic_load_explicit(&hang->reset_captured_ns, memory_order_relaxed);
     return n;
 }
 
@@ -395,10 +395,12 @@ static void do_report(report_worker *wk, job *j)
         /* Annealing: report again only if the stack moved. */
         size_t n = req->key_count ? req->key_count : function_keys(target_bt, keys, HW_ANNEAL_MAX_FRAMES);
         hw_anneal_decision d = hw_annealing_step(&h->anneal, req->key_count ? req->keys : keys, n);
-        atomic_store_explicit(&h->wait_periods, d.wait_periods, memory_order_relaxed);
-        atomic_fetch_add_explicit(&h->decisions, 1, memory_order_release);
         if (!d.report)
             goto out;
+        /* Moved: the watch thread looks again one period after this
+         * capture (its own schedule assumed the stack stayed). */
+        atomic_store_explicit(&h->reset_captured_ns, req->captured_ns, memory_order_relaxed);
+        atomic_fetch_add_explicit(&h->resets, 1, memory_order_release);
     } else if (h && !h->anneal.have_saved) {
         /* The first report of a hung stretch seeds the comparison. */
         size_t n = function_keys(target_bt, keys, HW_ANNEAL_MAX_FRAMES);
