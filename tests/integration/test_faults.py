@@ -318,6 +318,69 @@ def case_program_killed_during_capture():
         shutil.rmtree(report_dir, ignore_errors=True)
 
 
+
+# ---- what reaches people's terminals ----
+
+ESCAPING_PROGRAM = r"""
+import ctypes, select, time
+libc = ctypes.CDLL(None)
+libc.prctl(15, b"evil\x1b[2J\x07", 0, 0, 0)  # PR_SET_NAME: clear the screen, ring the bell
+select.select([], [], [], 0.2)
+time.sleep(3)
+select.select([], [], [], 0.1)
+"""
+
+
+def case_escape_sequences():
+    """A process named with ESC and BEL bytes: no raw control byte on
+    hangwatch's stderr, nor from `hangwatch show`."""
+    r = hwtest.run(["--", "/usr/bin/python3", "-c", ESCAPING_PROGRAM], timeout=60)
+    try:
+        check(r.returncode == 0 and len(r.reports) == 1, r.describe())
+        check(r.reports[0]["report"]["process_name"].startswith("evil\x1b"), r.describe())
+        check("\x1b" not in r.stderr and "\x07" not in r.stderr, f"raw control bytes on stderr: {r.stderr!r}")
+        check("evil\\x1b[2J\\x07" in r.stderr, f"the name is not shown escaped: {r.stderr!r}")
+        shown = subprocess.run([hwtest.binary("hangwatch"), "show"] + r.report_paths, capture_output=True,
+                               text=True, timeout=30)
+        check(shown.returncode == 0, shown.stderr)
+        check("\x1b" not in shown.stdout and "\x07" not in shown.stdout, f"raw control bytes from show: {shown.stdout!r}")
+        check("evil\\x1b" in shown.stdout, shown.stdout)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_traced_program():
+    """strace holds the program when it hangs: the line, the report and
+    `show` say who holds it; no false warning once it exits."""
+    strace = shutil.which("strace")
+    if strace is None:
+        hwtest.fail("strace is not installed (scripts/ensure-deps.sh test installs it)")
+    proc, report_dir = start(["--", hwtest.binary("hangwatch-demo")])
+    tracer = None
+    try:
+        program = hwtest.program_of(proc.pid)
+        agent_socket(program)  # it has exec'd the demo
+        tracer = subprocess.Popen([strace, "-p", str(program), "-o", "/dev/null"], stderr=subprocess.DEVNULL)
+        hwtest.wait_for(lambda: status_fields(program)["TracerPid"] == str(tracer.pid), "strace to attach")
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
+        check(f"no stack (traced by pid {tracer.pid} (strace))" in err, f"the line does not say who holds it:\n{err}")
+        check("has not registered" not in err, f"a false warning:\n{err}")
+        reps = reports_in(report_dir)
+        check(len(reps) == 1, f"{len(reps)} reports\n{err}")
+        capture = reps[0]["hangwatch"]["capture"]
+        check(capture.get("tracer_pid") == tracer.pid and capture.get("tracer_name") == "strace", str(capture))
+        names = [os.path.join(report_dir, n) for n in os.listdir(report_dir)]
+        shown = subprocess.run([hwtest.binary("hangwatch"), "show"] + names, capture_output=True, text=True,
+                               timeout=30)
+        check(f"traced by pid {tracer.pid} (strace)" in shown.stdout, shown.stdout)
+    finally:
+        if tracer:
+            tracer.kill()
+            tracer.wait()
+        proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
 if __name__ == "__main__":
     import sys
     cases = {
@@ -330,6 +393,8 @@ if __name__ == "__main__":
         "shim_then_loop": case_shim_then_loop,
         "agent_killed": case_agent_killed,
         "program_killed_during_capture": case_program_killed_during_capture,
+        "escape_sequences": case_escape_sequences,
+        "traced_program": case_traced_program,
     }
     if len(sys.argv) == 4 and sys.argv[3] in cases:
         hwtest.setup(sys.argv[1], sys.argv[2])
