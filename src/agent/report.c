@@ -58,6 +58,26 @@ void hw_new_uuid(char out[37])
              b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
+/* A JSON string of text that came from the watched process (names, paths,
+ * symbols): as it is when it is valid UTF-8, as JSON strings must be, else
+ * its escaped form (text_escape.h), so an odd byte in a thread name never
+ * costs the whole report. */
+static json_t *foreign_text(const char *text, size_t max_len)
+{
+    size_t len = strnlen(text, max_len);
+    json_t *s = json_stringn(text, len);
+    if (s != NULL)
+        return s;
+    char *escaped = malloc(4 * len + 1);
+    if (escaped == NULL)
+        return NULL;
+    s = json_string(hw_escape_bytes(text, len, escaped, 4 * len + 1));
+    free(escaped);
+    return s;
+}
+
+#define FOREIGN(text) foreign_text((text), (size_t)-1)
+
 static json_t *frame_json(const hw_frame *f)
 {
     json_t *o = json_object();
@@ -65,16 +85,16 @@ static json_t *frame_json(const hw_frame *f)
         return NULL;
     json_object_set_new(o, "instruction_addr", json_integer(as_int(f->instruction_addr)));
     if (f->symbol_name) {
-        json_object_set_new(o, "symbol_name", json_string(f->symbol_name));
+        json_object_set_new(o, "symbol_name", FOREIGN(f->symbol_name));
         json_object_set_new(o, "symbol_addr", json_integer(as_int(f->symbol_addr)));
     }
     if (f->object_path) {
-        json_object_set_new(o, "object_name", json_string(base_name(f->object_path)));
+        json_object_set_new(o, "object_name", FOREIGN(base_name(f->object_path)));
         json_object_set_new(o, "object_addr", json_integer(as_int(f->object_addr)));
         json_object_set_new(o, "object_offset", json_integer(as_int(f->object_offset)));
     }
     if (f->source_file) {
-        json_object_set_new(o, "source_file", json_string(f->source_file));
+        json_object_set_new(o, "source_file", FOREIGN(f->source_file));
         json_object_set_new(o, "source_line", json_integer(f->source_line));
     }
     return o;
@@ -87,11 +107,11 @@ static json_t *thread_json(const hw_thread_snapshot *t, const hw_backtrace *bt, 
         for (size_t i = 0; i < bt->count; i++)
             json_array_append_new(contents, frame_json(&bt->frames[i]));
     json_t *backtrace = json_pack("{s:o, s:i}", "contents", contents, "skipped", 0);
-    json_t *o = json_pack("{s:o, s:I, s:s, s:I, s:b, s:b}", "backtrace", backtrace, "index", (json_int_t)index,
-                          "name", t->name, "thread_identifier", (json_int_t)t->tid, "crashed", t->is_target,
+    json_t *o = json_pack("{s:o, s:I, s:o, s:I, s:b, s:b}", "backtrace", backtrace, "index", (json_int_t)index,
+                          "name", foreign_text(t->name, sizeof t->name), "thread_identifier", (json_int_t)t->tid, "crashed", t->is_target,
                           "current_thread", 0);
     if (o && bt && bt->error && t->status == HW_THREAD_CAPTURED)
-        json_object_set_new(o, "unwind_error", json_string(bt->error));
+        json_object_set_new(o, "unwind_error", FOREIGN(bt->error));
     return o;
 }
 
@@ -100,8 +120,8 @@ static json_t *images_json(const hw_image *images, size_t count)
     json_t *arr = json_array();
     for (size_t i = 0; i < count; i++) {
         const hw_image *im = &images[i];
-        json_t *o = json_pack("{s:I, s:I, s:I, s:s}", "image_addr", as_int(im->start), "image_size",
-                              as_int(im->end - im->start), "load_bias", as_int(im->bias), "name", im->path);
+        json_t *o = json_pack("{s:I, s:I, s:I, s:o}", "image_addr", as_int(im->start), "image_size",
+                              as_int(im->end - im->start), "load_bias", as_int(im->bias), "name", FOREIGN(im->path));
         if (o && im->build_id)
             json_object_set_new(o, "build_id", json_string(im->build_id));
         json_array_append_new(arr, o);
@@ -140,18 +160,11 @@ void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17
 }
 
 /* capture.tracer_pid and capture.tracer_name: who held the threads that
- * could not be captured.  The name is the tracer's comm as it is, or its
- * escaped form when it is not valid UTF-8 (JSON strings must be). */
+ * could not be captured. */
 static void add_tracer(json_t *capture, const hw_process_snapshot *snap)
 {
     json_object_set_new(capture, "tracer_pid", json_integer((json_int_t)snap->tracer_pid));
-    size_t len = strnlen(snap->tracer_name, sizeof snap->tracer_name);
-    json_t *name = json_stringn(snap->tracer_name, len);
-    if (name == NULL) {
-        char escaped[4 * sizeof snap->tracer_name];
-        name = json_string(hw_escape_bytes(snap->tracer_name, len, escaped, sizeof escaped));
-    }
-    json_object_set_new(capture, "tracer_name", name);
+    json_object_set_new(capture, "tracer_name", foreign_text(snap->tracer_name, sizeof snap->tracer_name));
 }
 
 /* Order: the target thread first, then the rest in /proc order. */
@@ -188,8 +201,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         const hw_backtrace *bt = backtraces ? &backtraces[order[k]] : NULL;
         json_array_append_new(threads, thread_json(t, bt, k));
         size_t frames = (t->status == HW_THREAD_CAPTURED && bt) ? bt->count : 0;
-        json_t *item = json_pack("{s:I, s:s, s:b, s:b, s:s, s:I, s:I}", "thread_identifier", (json_int_t)t->tid,
-                                 "name", t->name, "is_main_thread", t->is_main, "is_hung_thread", t->is_target,
+        json_t *item = json_pack("{s:I, s:o, s:b, s:b, s:s, s:I, s:I}", "thread_identifier", (json_int_t)t->tid,
+                                 "name", foreign_text(t->name, sizeof t->name), "is_main_thread", t->is_main, "is_hung_thread", t->is_target,
                                  "status", hw_thread_status_name(t->status), "frame_count", (json_int_t)frames,
                                  "report_array_index", (json_int_t)k);
         if (item && t->error)
@@ -209,8 +222,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
             stopped_max = snap->threads[i].stopped_ns;
 
     json_t *report =
-        json_pack("{s:s, s:I, s:s, s:s, s:I, s:s}", "id", id, "timestamp", (json_int_t)(info->detected_unix_ns / 1000000000),
-                  "type", "standard", "process_name", snap->process_name, "pid", (json_int_t)snap->pid, "version",
+        json_pack("{s:s, s:I, s:s, s:o, s:I, s:s}", "id", id, "timestamp", (json_int_t)(info->detected_unix_ns / 1000000000),
+                  "type", "standard", "process_name", foreign_text(snap->process_name, sizeof snap->process_name), "pid", (json_int_t)snap->pid, "version",
                   "hangwatch " HW_VERSION_STRING);
     json_t *capture = json_pack("{s:s, s:I, s:I, s:b}", "method", "ptrace", "stopped_us", as_int(snap->stop_wall_ns / 1000),
                                 "max_thread_stopped_us", as_int(stopped_max / 1000), "process_exited",

@@ -323,6 +323,26 @@ static void test_uuids_are_v4_and_distinct(void **state)
     assert_string_not_equal(a, b);
 }
 
+/* Names from the watched process that are not UTF-8 (prctl allows any
+ * bytes) are written escaped: the report is never lost over them. */
+static void test_names_that_are_not_utf8_are_escaped(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_fixture(&fx);
+    strcpy(fx.snap.process_name, "demo\xfe");
+    strcpy(fx.snap.threads[0].name, "work\xff\x1b");
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "report"), "process_name")),
+                        "demo\\xfe");
+    json_t *threads = json_object_get(json_object_get(r, "crash"), "threads");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(threads, 1), "name")), "work\\xff\\x1b");
+    json_decref(r);
+    free_fixture(&fx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_written_atomically_and_privately),
         cmocka_unit_test(test_final_duration_is_added_in_place),
         cmocka_unit_test(test_tracer_is_named),
+        cmocka_unit_test(test_names_that_are_not_utf8_are_escaped),
         cmocka_unit_test(test_uuids_are_v4_and_distinct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
