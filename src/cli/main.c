@@ -44,7 +44,9 @@ static const char usage_text[] =
     "  --check-mode MODE    exact (default): detect when the threshold is\n"
     "                       crossed; periodic: Matrix's fixed check period\n"
     "  --report-dir DIR     where reports go (default ./hangwatch-reports,\n"
-    "                       created with mode 0700)\n"
+    "                       created with mode 0700); checked before PROG\n"
+    "                       starts: a directory owned by you that nobody\n"
+    "                       else can write to\n"
     "  --early-sampling     sample the busy loop thread's stack every sample\n"
     "                       interval into a ring and add Matrix's Point Stack\n"
     "                       (the most telling stack, with repeat counts) to\n"
@@ -82,7 +84,9 @@ static const char usage_text[] =
     "\n"
     "DUR is a number and a unit: ns, us, ms, s or m (500ms, 1.5s, 2s).\n"
     "The exit status is PROG's own (128+N if signal N killed it), or 2 when\n"
-    "hangwatch's arguments are wrong or PROG cannot be started.\n"
+    "hangwatch's arguments are wrong, the report directory is unusable, or\n"
+    "PROG cannot be started.  Only PROG and its descendants are watched;\n"
+    "registrations from other processes are refused (docs/security.md).\n"
     "\n"
     "show prints a report's hung thread, its stack and the other threads.\n";
 
