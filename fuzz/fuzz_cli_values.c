@@ -47,19 +47,32 @@ static bool whole_then(const char *text, const char *suffix, uint64_t *out)
     return true;
 }
 
-static void duration(const char *text)
+typedef int (*value_parser)(const char *text, uint64_t *out, const char **why);
+
+/* Parse `text` twice: both parses agree; a refusal leaves the value
+ * untouched and gives a reason.  True with the value when it parsed. */
+static bool parses_consistently(value_parser parse, const char *text, uint64_t *value)
 {
     uint64_t a = UNTOUCHED, b = UNTOUCHED;
     const char *why_a = NULL, *why_b = NULL;
-    int ra = hw_parse_duration(text, &a, &why_a);
-    int rb = hw_parse_duration(text, &b, &why_b);
+    int ra = parse(text, &a, &why_a);
+    int rb = parse(text, &b, &why_b);
     CHECK(ra == rb && (ra == 0 || ra == -1));
     if (ra != 0) {
         CHECK(a == UNTOUCHED && b == UNTOUCHED);
         CHECK(why_a != NULL && why_a[0] != '\0' && why_a == why_b);
-        return;
+        return false;
     }
     CHECK(a == b);
+    *value = a;
+    return true;
+}
+
+static void duration(const char *text)
+{
+    uint64_t a;
+    if (!parses_consistently(hw_parse_duration, text, &a))
+        return;
     CHECK(text[0] != '-' && text[0] != '\0');
     static const struct {
         const char *unit;
@@ -81,17 +94,9 @@ static void duration(const char *text)
 
 static void size(const char *text)
 {
-    uint64_t a = UNTOUCHED, b = UNTOUCHED;
-    const char *why_a = NULL, *why_b = NULL;
-    int ra = hw_parse_size(text, &a, &why_a);
-    int rb = hw_parse_size(text, &b, &why_b);
-    CHECK(ra == rb && (ra == 0 || ra == -1));
-    if (ra != 0) {
-        CHECK(a == UNTOUCHED && b == UNTOUCHED);
-        CHECK(why_a != NULL && why_a[0] != '\0' && why_a == why_b);
+    uint64_t a;
+    if (!parses_consistently(hw_parse_size, text, &a))
         return;
-    }
-    CHECK(a == b);
     static const struct {
         const char *suffix;
         uint64_t mult;
