@@ -96,6 +96,8 @@ static void process_ended(agent *a, watched_process *w)
 /* A page that faulted (registry.c's guard) is no longer read. */
 static void drop_faulted_pages(agent *a)
 {
+    if (!registry_take_fault_news())
+        return;
     for (size_t i = 0; i < a->watched_count; i++) {
         watched_process *w = &a->watched[i];
         if (!registry_page_faulted(w))

@@ -148,9 +148,12 @@ int launch_exit_code(int status);
 /* registry.c */
 int registry_open_socket(agent *a);
 void registry_install_fault_guard(void);
+void registry_guard_page(const void *page);   /* a mapped page the guard covers */
+void registry_unguard_page(const void *page);
 void registry_drain(agent *a);
 watched_process *registry_find(agent *a, pid_t pid);
 void registry_forget(agent *a, watched_process *w);
+bool registry_take_fault_news(void); /* did a page fault since the last call? */
 bool registry_page_faulted(const watched_process *w);
 bool registry_in_tree(const agent *a, pid_t pid);
 

@@ -59,6 +59,7 @@
  * (only the watch thread reads pages). */
 static void *volatile g_guarded[MAX_WATCHED];
 static volatile sig_atomic_t g_faulted[MAX_WATCHED];
+static volatile sig_atomic_t g_any_faulted; /* some page faulted since the last sweep */
 
 static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
@@ -72,6 +73,7 @@ static void on_sigbus(int sig, siginfo_t *info, void *context)
             void *p = mmap((void *)page, HW_PAGE_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
             if (p != MAP_FAILED) {
                 g_faulted[i] = 1;
+                g_any_faulted = 1;
                 return;
             }
         }
@@ -90,7 +92,7 @@ void registry_install_fault_guard(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
-static void guard_page(const void *page)
+void registry_guard_page(const void *page)
 {
     for (size_t i = 0; i < MAX_WATCHED; i++) {
         if (g_guarded[i] == NULL) {
@@ -101,7 +103,7 @@ static void guard_page(const void *page)
     }
 }
 
-static void unguard_page(const void *page)
+void registry_unguard_page(const void *page)
 {
     for (size_t i = 0; i < MAX_WATCHED; i++) {
         if (g_guarded[i] == page) {
@@ -109,6 +111,13 @@ static void unguard_page(const void *page)
             g_faulted[i] = 0;
         }
     }
+}
+
+bool registry_take_fault_news(void)
+{
+    bool any = g_any_faulted != 0;
+    g_any_faulted = 0;
+    return any;
 }
 
 bool registry_page_faulted(const watched_process *w)
@@ -248,7 +257,7 @@ static void release_process(agent *a, watched_process *w)
     w->pidfd = -1;
     free_loops(a, w);
     if (w->page) {
-        unguard_page(w->page);
+        registry_unguard_page(w->page);
         munmap((void *)w->page, HW_PAGE_SIZE);
         w->page = NULL;
     }
@@ -338,7 +347,7 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
         w = &a->watched[a->watched_count++];
     }
     memset(w, 0, sizeof *w);
-    guard_page(page);
+    registry_guard_page(page);
     w->pidfd = pidfd;
     w->pid = m->pid;
     w->page = page;

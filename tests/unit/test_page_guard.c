@@ -1,0 +1,56 @@
+/*
+ * test_page_guard.c - the agent's last line against a page that shrinks
+ * under its mapping (registry.c): pages are required to be sealed, but if
+ * one faults anyway, the SIGBUS guard puts a zero page in its place, says
+ * which page faulted, and the agent reads on instead of dying.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent_internal.h"
+
+static void test_shrunk_page_reads_as_zeros(void **state)
+{
+    (void)state;
+    registry_install_fault_guard();
+    int fd = memfd_create("guard-test", MFD_CLOEXEC); /* not sealed: it can shrink */
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, HW_PAGE_SIZE), 0);
+    volatile uint64_t *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(page != MAP_FAILED);
+    assert_int_equal(pwrite(fd, "\x2a", 1, 0), 1);
+    assert_int_equal(page[0] & 0xff, 0x2a);
+
+    watched_process w;
+    memset(&w, 0, sizeof w);
+    w.page = (const hw_shared_page *)page;
+    registry_guard_page(w.page);
+    assert_false(registry_take_fault_news());
+    assert_false(registry_page_faulted(&w));
+
+    assert_int_equal(ftruncate(fd, 0), 0); /* the registrant's attack */
+    assert_int_equal(page[0], 0);          /* a SIGBUS without the guard */
+    assert_true(registry_take_fault_news());
+    assert_false(registry_take_fault_news()); /* said once */
+    assert_true(registry_page_faulted(&w));
+
+    registry_unguard_page(w.page);
+    assert_false(registry_page_faulted(&w));
+    munmap((void *)page, HW_PAGE_SIZE);
+    close(fd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shrunk_page_reads_as_zeros),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
