@@ -46,7 +46,7 @@ OBSERVER_BUDGET_NS = 15.0
 STOP_BUDGET_US = 100.0
 EXACT_P99_BUDGET_MS = 10.0
 
-# Sizes, chosen so that the whole run takes under two minutes on 2 cores.
+# Sizes, chosen so that the whole run takes under three minutes on 2 cores.
 SPIN_RUN_PAIRS = 8            # alternating plain / watched processes
 SPIN_RUN_ITERATIONS = 300000  # per process
 SPIN_CHUNK = 5000             # iterations per timed chunk
