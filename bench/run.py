@@ -512,8 +512,9 @@ def bench_lost(b):
     r = {"invalid": invalid, "pair_diff": median(pairs), "pairs": len(pairs)}
     for policy, xs in runs.items():
         lost = [x["lost_ms"] for x in xs]
+        worst = max(xs, key=lambda x: x["lost_ms"])
         r[policy] = {"n": len(xs), "med": median(lost), "p90": pct(lost, 90), "p99": pct(lost, 99),
-                     "min": min(lost), "max": max(lost),
+                     "min": min(lost), "max": max(lost), "worst": worst,
                      "window": median([x["window_ms"] for x in xs]),
                      "stop": median([x["stop_us"] for x in xs]),
                      "background": median([x["background_ms"] for x in xs]),
@@ -688,14 +689,16 @@ def lost_rows(lt, row):
     for policy, x in (("normal", n), ("idle", i)):
         what = ("5 CPU time lost after a capture, report worker at the normal policy, ms" if policy == "normal"
                 else "  report worker at SCHED_IDLE (hangwatch's default), ms")
-        note = (f"p90 {fmt(x['p90'])}, range {fmt(x['min'])}..{fmt(x['max'])}; the worker's CPU time during the "
-                f"hang {fmt(x['worker'])} ms (preempted {fmt(x['preempted'], 0)} times, changed CPU "
-                f"{fmt(x['migrations'], 0)}); the hung thread's gap "
-                f"at the capture (its stop and any wait for a CPU after it) {fmt(x['stop'], 0)} us; background (the same measure before the capture, "
-                f"scaled to the window) {fmt(x['background'])} ms")
+        w = x["worst"]
+        note = (f"p90 {fmt(x['p90'])}, range {fmt(x['min'])}..{fmt(x['max'])} (the worst run's background "
+                f"{fmt(w['background_ms'])} ms, worker {fmt(w['worker_cpu_ms'])} ms); the worker's CPU time during the "
+                f"hang {fmt(x['worker'])} ms ({fmt(x['preempted'], 0)} involuntary switches, "
+                f"{fmt(x['migrations'], 0)} CPU changes); the hung thread's gap at the capture (its stop and "
+                f"any wait for a CPU after it) {fmt(x['stop'], 0)} us; background (the same sum before the "
+                f"capture, scaled to the window) {fmt(x['background'])} ms")
         if policy == "normal":
             note = (f"summed over the program's {x['threads']} spinning threads, {fmt(x['window'], 0)} ms from "
-                    f"the capture's stop on; {note}")
+                    f"the capture's stop on ({fmt(x['threads'] * x['window'], 0)} ms of CPU wanted); {note}")
         else:
             ratio = n["med"] / i["med"] if i["med"] > 0 else float("nan")
             note = (f"normal / SCHED_IDLE x{fmt(ratio, 2)} (medians), per interleaved pair "
