@@ -27,7 +27,10 @@
  * capture's ptrace stop is one short gap in every thread at the same moment;
  * a competing thread shows up as many gaps of about one scheduler slice
  * (a few ms) after it; interrupts and other machine load as gaps too, the
- * same with either worker policy.
+ * same with either worker policy.  Each thread also notes when it finds
+ * itself on another CPU (sched_getcpu), so the driver can tell when two
+ * of the program's threads shared one CPU while another CPU ran something
+ * else.
  *
  * Output, after the hang (the program is back in its loop for a few more
  * turns first, so the agent sees the hang end):
@@ -37,7 +40,9 @@
  *   hang MONO_START_NS COARSE_START_NS END_NS
  *   gap THREAD AT_NS LEN_NS CPU        (one per gap; THREAD 0 is the main thread;
  *                                       CPU is where the thread ran on after it)
- *   overflow THREAD COUNT              (gaps that did not fit, if any)
+ *   cpu THREAD AT_NS CPU               (the thread ran on CPU from AT_NS on; the
+ *                                       first is where it began spinning)
+ *   overflow THREAD COUNT              (gaps or CPU changes that did not fit, if any)
  *   agent PID TID POLICY RUNTIME0_NS RUNTIME1_NS MIGRATIONS0 MIGRATIONS1 PREEMPTED0 PREEMPTED1
  *                                      (one per thread of our parent, the agent,
  *                                       alive at the hang's start and end)
@@ -70,6 +75,7 @@
 
 #define GAP_NS 50000ull
 #define MAX_GAPS 8192
+#define MAX_MOVES 4096
 #define MAX_THREADS 64
 #define LOOP_TURNS_BEFORE 10
 #define LOOP_TURNS_AFTER 3
@@ -80,11 +86,19 @@ typedef struct gap {
     int cpu;
 } gap;
 
+typedef struct move {
+    uint64_t at;
+    int cpu;
+} move;
+
 typedef struct spinner {
     pthread_t thread;
     int count;
     unsigned long overflow;
     gap gaps[MAX_GAPS];
+    int last_cpu;
+    int move_count;
+    move moves[MAX_MOVES];
 } spinner;
 
 /* One of the agent's threads as its /proc/PID/task/TID/sched file shows it,
@@ -199,16 +213,33 @@ __attribute__((noinline)) static void snapshot_agent(int which)
     closedir(d);
 }
 
+/* Where the thread runs now, noted when it changed (sched_getcpu is a
+ * memory read with rseq, a vDSO call otherwise: cheap next to the clock). */
+__attribute__((noinline)) static void note_cpu(spinner *s, uint64_t at, int cpu)
+{
+    s->last_cpu = cpu;
+    if (s->move_count < MAX_MOVES) {
+        s->moves[s->move_count].at = at;
+        s->moves[s->move_count++].cpu = cpu;
+    } else {
+        s->overflow++;
+    }
+}
+
 /* The hung loop thread's spin (thread 0). */
 __attribute__((noinline)) static void spin_in_callback(spinner *s, uint64_t end)
 {
     uint64_t prev = clock_ns(CLOCK_MONOTONIC);
+    s->last_cpu = -1;
     while (prev < end) {
         for (int i = 0; i < 16; i++)
             sink_main = sink_main * 33 + (uint64_t)i;
         uint64_t t = clock_ns(CLOCK_MONOTONIC);
         if (t - prev > GAP_NS)
             note_gap(s, prev, t - prev);
+        int cpu = sched_getcpu();
+        if (cpu != s->last_cpu)
+            note_cpu(s, t, cpu);
         prev = t;
     }
 }
@@ -218,10 +249,14 @@ __attribute__((noinline)) static void spin_in_callback(spinner *s, uint64_t end)
 __attribute__((noinline)) static void spin_beside(spinner *s, uint64_t end)
 {
     uint64_t prev = clock_ns(CLOCK_MONOTONIC);
+    s->last_cpu = -1;
     for (;;) {
         uint64_t t = clock_ns(CLOCK_MONOTONIC);
         if (t - prev > GAP_NS)
             note_gap(s, prev, t - prev);
+        int cpu = sched_getcpu();
+        if (s->last_cpu != cpu)
+            note_cpu(s, t, cpu);
         prev = t;
         if (t >= end)
             break;
@@ -314,6 +349,8 @@ int main(int argc, char **argv)
         for (int g = 0; g < s->count; g++)
             printf("gap %ld %llu %llu %d\n", i, (unsigned long long)s->gaps[g].at,
                    (unsigned long long)s->gaps[g].len, s->gaps[g].cpu);
+        for (int m = 0; m < s->move_count; m++)
+            printf("cpu %ld %llu %d\n", i, (unsigned long long)s->moves[m].at, s->moves[m].cpu);
         if (s->overflow)
             printf("overflow %ld %lu\n", i, s->overflow);
     }

@@ -68,6 +68,8 @@ HANG_IDLE_MIN_MS = 50
 LOST_PAIRS = 8                # runs per worker policy, interleaved (ABBA order)
 LOST_THRESHOLD_MS = 500
 LOST_WINDOW_MS = 500          # lost time counted from the capture's stop on
+LOST_BUSY_WORKER_MS = 10      # a worker that ran more than this during the hang
+LOST_SHARED_MS = 20           # two threads on one CPU for longer than this in the window
 LOST_HANG_MS = 1100           # threshold + window + margin; the first re-check
                               # (threshold + 1 s check period) comes after it
 
@@ -416,16 +418,19 @@ def parse_lost(out):
     lines = out.splitlines()
     if not lines or lines[0] != "observer active":
         sys.exit(f"bench: bench-lost-time says {lines[:1]}: the observer did not register")
-    r = {"gaps": {}, "agent": [], "overflow": 0}
+    r = {"gaps": {}, "cpus": {}, "agent": [], "overflow": 0}
     for line in lines[1:]:
         f = line.split()
         if f[0] == "threads":
             r["threads"] = int(f[1])
             r["gaps"] = {t: [] for t in range(r["threads"])}
+            r["cpus"] = {t: [] for t in range(r["threads"])}
         elif f[0] == "hang":
             r["mono"], r["coarse"], r["end"] = (int(x) for x in f[1:4])
         elif f[0] == "gap":
             r["gaps"][int(f[1])].append((int(f[2]), int(f[3]), int(f[4])))
+        elif f[0] == "cpu":
+            r["cpus"][int(f[1])].append((int(f[2]), int(f[3])))
         elif f[0] == "overflow":
             r["overflow"] += int(f[2])
         elif f[0] == "agent":
@@ -438,6 +443,22 @@ def parse_lost(out):
 def lost_in(gaps, lo, hi):
     """Nanoseconds of the gaps [at, at + len) that fall inside [lo, hi)."""
     return sum(max(0, min(at + ln, hi) - max(at, lo)) for at, ln, _ in gaps)
+
+
+def shared_in(cpus, lo, hi):
+    """Nanoseconds of [lo, hi) during which two of the threads were on one
+    CPU, as far as they saw (each thread's CPU changes, in time order)."""
+    cuts = sorted({lo, hi} | {at for moves in cpus.values() for at, _ in moves if lo < at < hi})
+    shared = 0
+    for a, z in zip(cuts, cuts[1:]):
+        on = []
+        for moves in cpus.values():
+            now = [cpu for at, cpu in moves if at <= a]
+            if now:
+                on.append(now[-1])
+        if len(on) != len(set(on)):
+            shared += z - a
+    return shared
 
 
 def lost_run(b, policy, index):
@@ -477,11 +498,14 @@ def lost_run(b, policy, index):
     # hang, when every thread spins, to 5 ms before the stop), scaled to the
     # window's length: what the machine's other load took anyway.
     b0, b1 = r["mono"] + 50000000, w0 - 5000000
-    background = lost_in(gaps, b0, b1) * (w1 - w0) / (b1 - b0) if b1 > b0 else float("nan")
+    scale = (w1 - w0) / (b1 - b0) if b1 > b0 else float("nan")
+    background = lost_in(gaps, b0, b1) * scale
+    shared_before = shared_in(r["cpus"], b0, b1) * scale
     workers = [a for a in r["agent"] if a["worker"]]
     return {"lost_ms": lost_in(gaps, w0, w1) / 1e6, "window_ms": (w1 - w0) / 1e6,
             "stop_us": ln / 1e3,
             "background_ms": background / 1e6,
+            "shared_ms": shared_in(r["cpus"], w0, w1) / 1e6, "shared_before_ms": shared_before / 1e6,
             "worker_cpu_ms": sum(a["cpu_ns"] for a in workers) / 1e6 if workers else float("nan"),
             "worker_migrations": sum(a["migrations"] for a in workers) if workers else 0,
             "worker_preempted": sum(a["preempted"] for a in workers) if workers else 0,
@@ -518,9 +542,15 @@ def bench_lost(b):
                      "window": median([x["window_ms"] for x in xs]),
                      "stop": median([x["stop_us"] for x in xs]),
                      "background": median([x["background_ms"] for x in xs]),
+                     "shared": median([x["shared_ms"] for x in xs]),
+                     "shared_before": median([x["shared_before_ms"] for x in xs]),
+                     "shared_runs": sum(1 for x in xs if x["shared_ms"] > LOST_SHARED_MS),
                      "worker": median([x["worker_cpu_ms"] for x in xs]),
+                     "worker_p99": pct([x["worker_cpu_ms"] for x in xs], 99),
+                     "shared_p99": pct([x["shared_ms"] for x in xs], 99),
                      "migrations": median([x["worker_migrations"] for x in xs]),
                      "preempted": median([x["worker_preempted"] for x in xs]),
+                     "busy_worker": sum(1 for x in xs if x["worker_cpu_ms"] > LOST_BUSY_WORKER_MS),
                      "overflow": sum(x["overflow"] for x in xs), "threads": xs[0]["threads"]}
     return r
 
@@ -690,12 +720,10 @@ def lost_rows(lt, row):
         what = ("5 CPU time lost after a capture, report worker at the normal policy, ms" if policy == "normal"
                 else "  report worker at SCHED_IDLE (hangwatch's default), ms")
         w = x["worst"]
-        note = (f"p90 {fmt(x['p90'])}, range {fmt(x['min'])}..{fmt(x['max'])} (the worst run's background "
-                f"{fmt(w['background_ms'])} ms, worker {fmt(w['worker_cpu_ms'])} ms); the worker's CPU time during the "
-                f"hang {fmt(x['worker'])} ms ({fmt(x['preempted'], 0)} involuntary switches, "
-                f"{fmt(x['migrations'], 0)} CPU changes); the hung thread's gap at the capture (its stop and "
-                f"any wait for a CPU after it) {fmt(x['stop'], 0)} us; background (the same sum before the "
-                f"capture, scaled to the window) {fmt(x['background'])} ms")
+        note = (f"p90 {fmt(x['p90'])}, range {fmt(x['min'])}..{fmt(x['max'])} (the worst run: worker "
+                f"{fmt(w['worker_cpu_ms'])} ms, two threads on one CPU {fmt(w['shared_ms'])} ms, background "
+                f"{fmt(w['background_ms'])} ms); background (the same sum before the capture, scaled to the "
+                f"window) {fmt(x['background'])} ms")
         if policy == "normal":
             note = (f"summed over the program's {x['threads']} spinning threads, {fmt(x['window'], 0)} ms from "
                     f"the capture's stop on ({fmt(x['threads'] * x['window'], 0)} ms of CPU wanted); {note}")
@@ -704,8 +732,21 @@ def lost_rows(lt, row):
             note = (f"normal / SCHED_IDLE x{fmt(ratio, 2)} (medians), per interleaved pair "
                     f"{lt['pair_diff']:+.1f} ms ({lt['pairs']} pairs); {note}; invalid runs {lt['invalid']}")
         if x["overflow"]:
-            note += f"; {x['overflow']} gaps not recorded (array full)"
+            note += f"; {x['overflow']} gaps or CPU changes not recorded (array full)"
         row(what, f"{x['n']} runs", fmt(x["med"]), fmt(x["p99"]), note)
+
+    def both(key, digits=1):
+        return f"{fmt(n[key], digits)} -> {fmt(i[key], digits)}"
+
+    row("  context: the worker's CPU time during the hang, normal -> SCHED_IDLE, ms", f"{n['n']} / {i['n']} runs",
+        both("worker"), f"{fmt(n['worker_p99'])} -> {fmt(i['worker_p99'])}",
+        f"more than {LOST_BUSY_WORKER_MS} ms in {n['busy_worker']} / {i['busy_worker']} runs; involuntary "
+        f"switches {both('preempted', 0)}, CPU changes {both('migrations', 0)} (medians)")
+    row("  context: two of the program's threads on one CPU in the window, normal -> SCHED_IDLE, ms",
+        f"{n['n']} / {i['n']} runs", both("shared"), f"{fmt(n['shared_p99'])} -> {fmt(i['shared_p99'])}",
+        f"over {LOST_SHARED_MS} ms in {n['shared_runs']} / {i['shared_runs']} runs; before the capture (scaled) "
+        f"{both('shared_before')}; the hung thread's gap at the capture (its stop and any wait for a CPU "
+        f"after it) {both('stop', 0)} us")
 
 
 def write_doc(path, text):
