@@ -39,7 +39,7 @@
  *   threads N
  *   hang MONO_START_NS COARSE_START_NS END_NS
  *   gap THREAD AT_NS LEN_NS CPU        (one per gap; THREAD 0 is the main thread;
- *                                       CPU is where the thread ran on after it)
+ *                                       CPU is where the thread ran after it)
  *   cpu THREAD AT_NS CPU               (the thread ran on CPU from AT_NS on; the
  *                                       first is where it began spinning)
  *   overflow THREAD COUNT              (gaps or CPU changes that did not fit, if any)
@@ -52,13 +52,13 @@
  * in between, from which the report's block_duration_us is measured; so the
  * driver knows, to the microsecond, when the agent detected the hang.
  *
- * The "agent" lines say, from /proc/PID/task/TID/sched, how much CPU each
- * of the agent's threads used between the hang's start and its end, how
- * often it moved between CPUs and how often it was preempted (involuntary
- * switches; read at those two moments, never while
- * spinning): the report worker's share is what the program could lose to
- * it, and where it ran explains when it took the CPU anyway.
+ * The "agent" lines say, from /proc/PID/task/TID/sched read at the hang's
+ * start and end (never while spinning), how much CPU each of the agent's
+ * threads used in between, how often it moved between CPUs and how often
+ * it was preempted (involuntary switches): the report worker's share is
+ * what the program could lose to it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -67,7 +67,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <dirent.h>
 #include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -117,7 +116,9 @@ static agent_thread agent_threads[MAX_AGENT_THREADS];
 static int agent_thread_count;
 static pthread_barrier_t go;
 static _Atomic uint64_t hang_end_ns;
-static volatile uint64_t sink_main, sink_helper;
+/* On separate cache lines: the threads write them all the time. */
+static _Alignas(64) volatile uint64_t sink_main;
+static _Alignas(64) volatile uint64_t sink_helper;
 
 static uint64_t clock_ns(clockid_t id)
 {
