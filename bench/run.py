@@ -545,6 +545,8 @@ def bench_lost(b):
                      "shared": median([x["shared_ms"] for x in xs]),
                      "shared_before": median([x["shared_before_ms"] for x in xs]),
                      "shared_runs": sum(1 for x in xs if x["shared_ms"] > LOST_SHARED_MS),
+                     "busy_shared_runs": sum(1 for x in xs if x["shared_ms"] > LOST_SHARED_MS
+                                             and x["worker_cpu_ms"] > LOST_BUSY_WORKER_MS),
                      "worker": median([x["worker_cpu_ms"] for x in xs]),
                      "worker_p99": pct([x["worker_cpu_ms"] for x in xs], 99),
                      "shared_p99": pct([x["shared_ms"] for x in xs], 99),
@@ -744,7 +746,8 @@ def lost_rows(lt, row):
         f"switches {both('preempted', 0)}, CPU changes {both('migrations', 0)} (medians)")
     row("  context: two of the program's threads on one CPU in the window, normal -> SCHED_IDLE, ms",
         f"{n['n']} / {i['n']} runs", both("shared"), f"{fmt(n['shared_p99'])} -> {fmt(i['shared_p99'])}",
-        f"over {LOST_SHARED_MS} ms in {n['shared_runs']} / {i['shared_runs']} runs; before the capture (scaled) "
+        f"over {LOST_SHARED_MS} ms in {n['shared_runs']} / {i['shared_runs']} runs (of them with the worker over "
+        f"{LOST_BUSY_WORKER_MS} ms: {n['busy_shared_runs']} / {i['busy_shared_runs']}); before the capture (scaled) "
         f"{both('shared_before')}; the hung thread's gap at the capture (its stop and any wait for a CPU "
         f"after it) {both('stop', 0)} us")
 
