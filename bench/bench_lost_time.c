@@ -16,7 +16,7 @@
  * did not get one.
  *
  * The main thread is a poll() loop on a 10 ms timerfd (so the observer sees
- * a loop that waits) and, on its tenth turn, its callback busy-spins for
+ * a loop that waits) and, after ten turns, its callback busy-spins for
  * HANG_MS: a hang.  At the same moment THREADS - 1 more threads (THREADS is
  * the number of online CPUs unless given) start spinning until the same end
  * time, so the program wants every CPU of the machine for the whole hang.
