@@ -6,7 +6,7 @@ same table, with the machine it ran on, into docs/benchmarks.md between the
 hand).  Progress goes to stderr.
 
     /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
-                                  [--parts observer,capture,detection]
+                                  [--parts observer,capture,detection,lost]
 
 What is measured, and why this way, is in docs/benchmarks.md.  In short:
   1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
@@ -15,7 +15,10 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      kernel (the observer's own work);
   2. how long one capture stops a sleeping single-threaded target;
   3. the same stopping every thread of 12- and 200-thread targets;
-  4. how long after the threshold hangs are detected, exact vs periodic.
+  4. how long after the threshold hangs are detected, exact vs periodic;
+  5. how much CPU time a program that wants every CPU loses after a
+     capture, while the report worker works, at the normal policy vs at
+     SCHED_IDLE, as the program itself sees it.
 Every figure is a median / p99 over many samples, never one run.  Standard
 library only, Debian's /usr/bin/python3.
 """
@@ -43,7 +46,7 @@ OBSERVER_BUDGET_NS = 15.0
 STOP_BUDGET_US = 100.0
 EXACT_P99_BUDGET_MS = 10.0
 
-# Sizes, chosen so that the whole run takes under two minutes on 2 cores.
+# Sizes, chosen so that the whole run takes under three minutes on 2 cores.
 SPIN_RUN_PAIRS = 8            # alternating plain / watched processes
 SPIN_RUN_ITERATIONS = 300000  # per process
 SPIN_CHUNK = 5000             # iterations per timed chunk
@@ -62,6 +65,13 @@ HANG_PERIOD_MS = 250
 HANG_LONG = (850, 30)         # long enough for periodic mode to see every one
 HANG_SHORT = (600, 10)        # threshold + 100 ms: periodic mode misses most
 HANG_IDLE_MIN_MS = 50
+LOST_PAIRS = 8                # runs per worker policy, interleaved (ABBA order)
+LOST_THRESHOLD_MS = 500
+LOST_WINDOW_MS = 500          # lost time counted from the capture's stop on
+LOST_BUSY_WORKER_MS = 10      # a worker that ran more than this during the hang
+LOST_SHARED_MS = 20           # two threads on one CPU for longer than this in the window
+LOST_HANG_MS = 1100           # threshold + window + margin; the first re-check
+                              # (threshold + 1 s check period) comes after it
 
 
 def log(msg):
@@ -119,7 +129,8 @@ class Bench:
         for path in (self.hangwatch, self.preload, self.fake,
                      os.path.join(self.bin, "bench-epoll-spin"),
                      os.path.join(self.bin, "bench-capture"),
-                     os.path.join(self.bin, "bench-hang-loop")):
+                     os.path.join(self.bin, "bench-hang-loop"),
+                     os.path.join(self.bin, "bench-lost-time")):
             if not os.path.exists(path):
                 sys.exit(f"bench: {path} is missing: run `make` first")
         shutil.rmtree(self.work, ignore_errors=True)
@@ -401,6 +412,151 @@ def bench_detection(b, mode, seed):
             "seed": seed}
 
 
+# ---- 5. time lost to the report worker ------------------------------------
+
+def parse_lost(out):
+    lines = out.splitlines()
+    if not lines or lines[0] != "observer active":
+        sys.exit(f"bench: bench-lost-time says {lines[:1]}: the observer did not register")
+    r = {"gaps": {}, "cpus": {}, "agent": [], "overflow": 0}
+    for line in lines[1:]:
+        f = line.split()
+        if f[0] == "threads":
+            r["threads"] = int(f[1])
+            r["gaps"] = {t: [] for t in range(r["threads"])}
+            r["cpus"] = {t: [] for t in range(r["threads"])}
+        elif f[0] == "hang":
+            r["mono"], r["coarse"], r["end"] = (int(x) for x in f[1:4])
+        elif f[0] == "gap":
+            r["gaps"][int(f[1])].append((int(f[2]), int(f[3]), int(f[4])))
+        elif f[0] == "cpu":
+            r["cpus"][int(f[1])].append((int(f[2]), int(f[3])))
+        elif f[0] == "overflow":
+            r["overflow"] += int(f[2])
+        elif f[0] == "agent":
+            pid, tid, policy, rt0, rt1, mg0, mg1, pr0, pr1 = (int(x) for x in f[1:])
+            r["agent"].append({"worker": tid != pid, "policy": policy, "cpu_ns": rt1 - rt0,
+                               "migrations": mg1 - mg0, "preempted": pr1 - pr0})
+    return r
+
+
+def lost_in(gaps, lo, hi):
+    """Nanoseconds of the gaps [at, at + len) that fall inside [lo, hi)."""
+    return sum(max(0, min(at + ln, hi) - max(at, lo)) for at, ln, _ in gaps)
+
+
+def shared_in(cpus, lo, hi):
+    """Nanoseconds of [lo, hi) during which two of the threads were on one
+    CPU, as far as they saw (each thread's CPU changes, in time order)."""
+    cuts = sorted({lo, hi} | {at for moves in cpus.values() for at, _ in moves if lo < at < hi})
+    shared = 0
+    for a, z in zip(cuts, cuts[1:]):
+        on = []
+        for moves in cpus.values():
+            now = [cpu for at, cpu in moves if at <= a]
+            if now:
+                on.append(now[-1])
+        if len(on) != len(set(on)):
+            shared += z - a
+    return shared
+
+
+def lost_run(b, policy, index):
+    """One run of bench-lost-time under `hangwatch run`; None if it is
+    invalid (no report, or the capture's stop not found)."""
+    reports = os.path.join(b.work, f"reports-lost-{index:02d}-{policy}")
+    prog = [os.path.join(b.bin, "bench-lost-time"), str(LOST_HANG_MS)]
+    argv = [b.hangwatch, "run", "-q", "--report-dir", reports, "--threshold", f"{LOST_THRESHOLD_MS}ms",
+            *b.no_limits, "--", *prog]
+    p = b.run(argv, {"HANGWATCH_WORKER_POLICY": "normal"} if policy == "normal" else None)
+    r = parse_lost(p.stdout)
+    files = sorted(glob.glob(os.path.join(reports, "*.json")))
+    if not files:
+        log(f"5. run {index} ({policy}): no report was written; the run is invalid")
+        return None
+    with open(files[0]) as f:
+        hw = json.load(f)["hangwatch"]
+    if hw["runloop_threshold_us"] != LOST_THRESHOLD_MS * 1000:
+        sys.exit("bench: a report's runloop_threshold_us is not the threshold we set")
+    detected = r["coarse"] + hw["block_duration_us"] * 1000
+    stopped_ns = hw.get("capture", {}).get("stopped_us", 0) * 1000
+    # The capture's stop: the hung thread's (thread 0's) first gap from the
+    # detection on that lasts at least half the report's stopped_us (as in
+    # part 4; the agent's look that detected the hang is a gap of its own,
+    # just before); the window starts where the first thread's stop began.
+    hung = [g for g in r["gaps"][0] if g[0] >= detected and g[1] >= stopped_ns // 2]
+    if not hung:
+        log(f"5. run {index} ({policy}): the capture's stop is not among the hung thread's gaps; "
+            "the run is invalid")
+        return None
+    at, ln, _ = hung[0]
+    stop = [g for t in r["gaps"] for g in r["gaps"][t] if g[0] < at + ln and g[0] + g[1] > at]
+    w0 = min(g[0] for g in stop)
+    w1 = min(w0 + LOST_WINDOW_MS * 1000000, r["end"])
+    gaps = [g for t in r["gaps"] for g in r["gaps"][t]]
+    # For context, the same measure before the capture (from 50 ms into the
+    # hang, when every thread spins, to 5 ms before the stop), scaled to the
+    # window's length: what the machine's other load took anyway.
+    b0, b1 = r["mono"] + 50000000, w0 - 5000000
+    scale = (w1 - w0) / (b1 - b0) if b1 > b0 else float("nan")
+    background = lost_in(gaps, b0, b1) * scale
+    shared_before = shared_in(r["cpus"], b0, b1) * scale
+    workers = [a for a in r["agent"] if a["worker"]]
+    return {"lost_ms": lost_in(gaps, w0, w1) / 1e6, "window_ms": (w1 - w0) / 1e6,
+            "stop_us": ln / 1e3,
+            "background_ms": background / 1e6,
+            "shared_ms": shared_in(r["cpus"], w0, w1) / 1e6, "shared_before_ms": shared_before / 1e6,
+            "worker_cpu_ms": sum(a["cpu_ns"] for a in workers) / 1e6 if workers else float("nan"),
+            "worker_migrations": sum(a["migrations"] for a in workers) if workers else 0,
+            "worker_preempted": sum(a["preempted"] for a in workers) if workers else 0,
+            "overflow": r["overflow"], "threads": r["threads"]}
+
+
+def bench_lost(b):
+    log(f"5. lost CPU time after a capture: {LOST_PAIRS} runs with the report worker at the normal "
+        f"policy interleaved with {LOST_PAIRS} at SCHED_IDLE, {LOST_HANG_MS} ms hangs on every CPU, "
+        f"threshold {LOST_THRESHOLD_MS} ms (about {LOST_PAIRS * 2 * (LOST_HANG_MS + 400) // 1000} s)")
+    runs = {"normal": [], "idle": []}
+    pairs = []
+    invalid = 0
+    for i in range(LOST_PAIRS):
+        order = ("normal", "idle") if i % 2 == 0 else ("idle", "normal")
+        got = {}
+        for policy in order:
+            x = lost_run(b, policy, i)
+            if x is None:
+                invalid += 1
+                continue
+            runs[policy].append(x)
+            got[policy] = x
+        if len(got) == 2:
+            pairs.append(got["normal"]["lost_ms"] - got["idle"]["lost_ms"])
+    if min(len(v) for v in runs.values()) < LOST_PAIRS // 2:
+        sys.exit(f"bench: part 5 had {invalid} invalid runs of {2 * LOST_PAIRS}")
+    r = {"invalid": invalid, "pair_diff": median(pairs), "pairs": len(pairs)}
+    for policy, xs in runs.items():
+        lost = [x["lost_ms"] for x in xs]
+        worst = max(xs, key=lambda x: x["lost_ms"])
+        r[policy] = {"n": len(xs), "med": median(lost), "p90": pct(lost, 90), "p99": pct(lost, 99),
+                     "min": min(lost), "max": max(lost), "worst": worst,
+                     "window": median([x["window_ms"] for x in xs]),
+                     "stop": median([x["stop_us"] for x in xs]),
+                     "background": median([x["background_ms"] for x in xs]),
+                     "shared": median([x["shared_ms"] for x in xs]),
+                     "shared_before": median([x["shared_before_ms"] for x in xs]),
+                     "shared_runs": sum(1 for x in xs if x["shared_ms"] > LOST_SHARED_MS),
+                     "busy_shared_runs": sum(1 for x in xs if x["shared_ms"] > LOST_SHARED_MS
+                                             and x["worker_cpu_ms"] > LOST_BUSY_WORKER_MS),
+                     "worker": median([x["worker_cpu_ms"] for x in xs]),
+                     "worker_p99": pct([x["worker_cpu_ms"] for x in xs], 99),
+                     "shared_p99": pct([x["shared_ms"] for x in xs], 99),
+                     "migrations": median([x["worker_migrations"] for x in xs]),
+                     "preempted": median([x["worker_preempted"] for x in xs]),
+                     "busy_worker": sum(1 for x in xs if x["worker_cpu_ms"] > LOST_BUSY_WORKER_MS),
+                     "overflow": sum(x["overflow"] for x in xs), "threads": xs[0]["threads"]}
+    return r
+
+
 # ---- the table ------------------------------------------------------------
 
 def clock_res_ms():
@@ -458,11 +614,12 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d):
+def table(o, c, d, lt=None):
     rows = []
     o = o or {}
     c = c or {}
     d = d or {}
+    lt = lt or {}
 
     def row(measure, n, med, p99, comparison, budget="", result=""):
         rows.append((measure, n, med, p99, comparison, budget, result))
@@ -473,6 +630,8 @@ def table(o, c, d):
         capture_rows(c, row)
     if d:
         detection_rows(d, row)
+    if lt:
+        lost_rows(lt, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -557,6 +716,42 @@ def detection_rows(d, row):
         f"({fmt(2 * clock_res_ms(), 0)} ms)")
 
 
+def lost_rows(lt, row):
+    n, i = lt["normal"], lt["idle"]
+    for policy, x in (("normal", n), ("idle", i)):
+        what = ("5 CPU time lost after a capture, report worker at the normal policy, ms" if policy == "normal"
+                else "  report worker at SCHED_IDLE (hangwatch's default), ms")
+        w = x["worst"]
+        note = (f"p90 {fmt(x['p90'])}, range {fmt(x['min'])}..{fmt(x['max'])} (the worst run: worker "
+                f"{fmt(w['worker_cpu_ms'])} ms, two threads on one CPU {fmt(w['shared_ms'])} ms, background "
+                f"{fmt(w['background_ms'])} ms); background (the same sum before the capture, scaled to the "
+                f"window) {fmt(x['background'])} ms")
+        if policy == "normal":
+            note = (f"summed over the program's {x['threads']} spinning threads, {fmt(x['window'], 0)} ms from "
+                    f"the capture's stop on ({fmt(x['threads'] * x['window'], 0)} ms of CPU wanted); {note}")
+        else:
+            ratio = n["med"] / i["med"] if i["med"] > 0 else float("nan")
+            note = (f"normal / SCHED_IDLE x{fmt(ratio, 2)} (medians), per interleaved pair "
+                    f"{lt['pair_diff']:+.1f} ms ({lt['pairs']} pairs); {note}; invalid runs {lt['invalid']}")
+        if x["overflow"]:
+            note += f"; {x['overflow']} gaps or CPU changes not recorded (array full)"
+        row(what, f"{x['n']} runs", fmt(x["med"]), fmt(x["p99"]), note)
+
+    def both(key, digits=1):
+        return f"{fmt(n[key], digits)} -> {fmt(i[key], digits)}"
+
+    row("  context: the worker's CPU time during the hang, normal -> SCHED_IDLE, ms", f"{n['n']} / {i['n']} runs",
+        both("worker"), f"{fmt(n['worker_p99'])} -> {fmt(i['worker_p99'])}",
+        f"more than {LOST_BUSY_WORKER_MS} ms in {n['busy_worker']} / {i['busy_worker']} runs; involuntary "
+        f"switches {both('preempted', 0)}, CPU changes {both('migrations', 0)} (medians)")
+    row("  context: two of the program's threads on one CPU in the window, normal -> SCHED_IDLE, ms",
+        f"{n['n']} / {i['n']} runs", both("shared"), f"{fmt(n['shared_p99'])} -> {fmt(i['shared_p99'])}",
+        f"over {LOST_SHARED_MS} ms in {n['shared_runs']} / {i['shared_runs']} runs (of them with the worker over "
+        f"{LOST_BUSY_WORKER_MS} ms: {n['busy_shared_runs']} / {i['busy_shared_runs']}); before the capture (scaled) "
+        f"{both('shared_before')}; the hung thread's gap at the capture (its stop and any wait for a CPU "
+        f"after it) {both('stop', 0)} us")
+
+
 def write_doc(path, text):
     begin, end = "<!-- bench-results:begin -->", "<!-- bench-results:end -->"
     try:
@@ -581,12 +776,13 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
-    ap.add_argument("--parts", default="observer,capture,detection",
+    ap.add_argument("--parts", default="observer,capture,detection,lost",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    if not parts <= {"observer", "capture", "detection"}:
-        sys.exit("bench: --parts takes observer, capture, detection")
+    all_parts = {"observer", "capture", "detection", "lost"}
+    if not parts <= all_parts:
+        sys.exit("bench: --parts takes observer, capture, detection, lost")
     if shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
 
@@ -600,15 +796,19 @@ def main():
     d = None
     if "detection" in parts:
         d = {mode: bench_detection(b, mode, rng.randrange(1, 2**31)) for mode in ("exact", "periodic")}
+    lt = bench_lost(b) if "lost" in parts else None
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
     if d:
         text += (f"  Detection: threshold {HANG_THRESHOLD_MS} ms, check period {HANG_PERIOD_MS} ms, "
                  f"hang-schedule seeds exact {d['exact']['seed']}, periodic {d['periodic']['seed']}.")
-    text += "\n\n" + table(o, c, d)
+    if lt:
+        text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
+                 f"window {LOST_WINDOW_MS} ms.")
+    text += "\n\n" + table(o, c, d, lt)
     print(text)
-    if not args.no_doc and len(parts) == 3:
+    if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)
 
 
