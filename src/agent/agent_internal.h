@@ -13,8 +13,9 @@
  *                       re-checks and its end;
  *   the report worker (report_worker.c), at SCHED_IDLE, does everything that
  *     may happen later: unwinding, symbolizing, writing reports, adding
- *     final durations.  It never takes the CPU from the watched program, and
- *     many hangs at once are all captured promptly however slow writing is.
+ *     final durations.  Any runnable thread of the watched program preempts
+ *     it (docs/benchmarks.md measures what is left), and many hangs at once
+ *     are all captured promptly however slow writing is.
  *
  * Reading order for a newcomer: agent.c, launch.c, registry.c,
  * loop_checks.c, hang_lifecycle.c, report_worker.c.

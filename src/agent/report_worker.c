@@ -3,8 +3,8 @@
  *
  * The watch thread captures (registers and stack copies of every thread,
  * taken while the hang is going on) and hands each capture over through a
- * bounded FIFO queue.  This thread, at SCHED_IDLE so that it only ever runs
- * on CPU time nobody else wants, does the slow part: DWARF unwinding and
+ * bounded FIFO queue.  This thread, at SCHED_IDLE so that any runnable
+ * thread of the program preempts it, does the slow part: DWARF unwinding and
  * symbols (libdwfl, a symbolizer of its own: libdwfl objects are never
  * shared between threads), the annealing comparison of a re-check, the JSON,
  * the report directory's limits, the atomic write, the stderr line, and
