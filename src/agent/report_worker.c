@@ -343,12 +343,15 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
     snprintf(file_name, sizeof file_name, "hang-%s-%d-%u.json", stamp, (int)pid, ++wk->report_serial);
     int rc = hw_report_write(a->opts->report_dir_handle, file_name, report);
     if (rc != 0) {
-        /* Said once; a full disk stays full: the rest are counted. */
+        /* The reason is said once (a full disk stays full) and the
+         * failures counted; later hangs still get their line. */
         if (wk->write_failures++ == 0) {
             wk->first_write_error = -rc;
             if (!a->opts->quiet)
                 fprintf(stderr, "%s; no report: cannot write to %s: %s (further failures are counted)\n",
                         line ? line : "hangwatch: hang", a->opts->report_dir, strerror(-rc));
+        } else if (!a->opts->quiet && line) {
+            fprintf(stderr, "%s; no report (not written, as said above)\n", line);
         }
         return;
     }

@@ -11,6 +11,7 @@ cases that need another user's files or a mount run as root only and exit
 import errno
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,13 +138,17 @@ def case_full_disk():
         skip(f"cannot mount a tmpfs: {m.stderr.strip()}")
     try:
         fill(mount_point)
-        p = hw("run", "--report-dir", mount_point, *QUICK_HANG, "--", "sh", "-c",
-               f"{hwtest.binary('loop-scenarios')} cpuspin 1.5 && exit 7")
+        # A hang whose stack moves from A to B to C and back: four reports
+        # that the full disk cannot take.
+        p = hw("run", "--report-dir", mount_point, "--threshold", "300ms", "--check-period", "250ms", "--", "sh",
+               "-c", f"{hwtest.binary('loop-scenarios')} abca 0.6 && exit 7")
         check(p.returncode == 7, f"exit {p.returncode}, expected the program's 7\n{p.stderr}")
-        check("cpuspin done" in p.stdout, f"the program did not finish its work\n{p.stdout}\n{p.stderr}")
-        check("hangwatch: hang in" in p.stderr, f"the hang was not announced\n{p.stderr}")
-        full_lines = [line for line in p.stderr.splitlines() if "No space left" in line or "full" in line]
-        check(len(full_lines) >= 1, f"stderr does not say the disk is full:\n{p.stderr}")
+        check("abca done" in p.stdout, f"the program did not finish its work\n{p.stdout}\n{p.stderr}")
+        check(p.stderr.count("hangwatch: hang in") >= 2, f"the hang's reports were not announced\n{p.stderr}")
+        check(p.stderr.count("No space left") == 2,
+              f"the full disk must be said once, and once in the count at the end:\n{p.stderr}")
+        counted = re.search(r"(\d+) hang reports? could not be written", p.stderr)
+        check(counted and int(counted.group(1)) >= 2, f"the failures were not counted:\n{p.stderr}")
         check(sorted(os.listdir(mount_point)) == ["filler"],
               f"a report or a temporary file was left: {os.listdir(mount_point)}")
     finally:
