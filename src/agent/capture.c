@@ -682,6 +682,11 @@ static void *session_main(void *arg)
         }
     }
     size_t n = s->out->thread_count;
+    /* Where each thread runs, read before the stop so that it costs the
+     * program nothing (a /proc read each: only for a few threads). */
+    int *cpus = s->opts.all_threads && n <= 64 ? calloc(n ? n : 1, sizeof *cpus) : NULL;
+    for (size_t i = 0; cpus && i < n; i++)
+        cpus[i] = last_cpu(s->out->pid, s->out->threads[i].tid);
     for (size_t i = 0; i < n; i++)
         seize(s, i);
     for (size_t i = 0; i < n; i++)
@@ -693,9 +698,20 @@ static void *session_main(void *arg)
         rescan(s);
     for (size_t i = 0; i < s->out->thread_count; i++)
         capture_one(s, i);
+    /* Release last the threads that ran on the helper's own CPU: each
+     * thread then finds its CPU free when it is woken, instead of being
+     * woken onto another thread's CPU, where two of the program's threads
+     * would share one CPU while the report worker takes the other
+     * (docs/benchmarks.md, "Report worker"). */
     bool all_detached = true;
+    int helper_cpu = cpus ? sched_getcpu() : -1;
     for (size_t i = 0; i < s->out->thread_count; i++)
-        all_detached &= detach(s, i);
+        if (helper_cpu < 0 || i >= n || cpus[i] != helper_cpu)
+            all_detached &= detach(s, i);
+    for (size_t i = 0; helper_cpu >= 0 && i < n; i++)
+        if (cpus[i] == helper_cpu)
+            all_detached &= detach(s, i);
+    free(cpus);
     if (!all_detached)
         reap_dying(s);
     return NULL;
