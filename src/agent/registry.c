@@ -272,8 +272,8 @@ void registry_forget(agent *a, watched_process *w)
     memset(last, 0, sizeof *last); /* its pointers now belong to *w */
 }
 
-/* Check one well-formed registration and watch its sender.  `pidfd` is the
- * sender's own (SCM_PIDFD), or -1. */
+/* Check one well-formed registration (its sender, its place in the tree,
+ * its page) and watch its sender. */
 static void accept_registration(agent *a, const hw_registration_parsed *m)
 {
     if (getuid() != 0 && m->uid != getuid()) {
