@@ -72,6 +72,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "observer_active.h"
+
 #define GAP_NS 50000ull
 #define MAX_GAPS 8192
 #define MAX_MOVES 4096
@@ -125,19 +127,6 @@ static uint64_t clock_ns(clockid_t id)
     struct timespec ts;
     clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int observer_active(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (f == NULL)
-        return 0;
-    char line[512];
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f) != NULL)
-        found = strstr(line, "hangwatch-loop") != NULL;
-    fclose(f);
-    return found;
 }
 
 __attribute__((noinline)) static void note_gap(spinner *s, uint64_t at, uint64_t len)
