@@ -171,9 +171,11 @@ static void watch(agent *a)
             break;
         drop_faulted_pages(a);
 
-        for (size_t i = 0; i < a->watched_count && !a->child_done; i++)
-            if (a->watched[i].next_wake_ns <= hw_monotonic_ns())
-                check_process(a, &a->watched[i], hw_monotonic_ns());
+        for (size_t i = 0; i < a->watched_count && !a->child_done; i++) {
+            uint64_t t = hw_monotonic_ns(); /* checks take time: each its own now */
+            if (a->watched[i].next_wake_ns <= t)
+                check_process(a, &a->watched[i], t);
+        }
         now = hw_monotonic_ns();
         if (!a->warned_unregistered && !a->ever_registered && now >= a->started_ns + REGISTRATION_GRACE_NS) {
             a->warned_unregistered = true;

@@ -130,8 +130,6 @@ typedef struct agent {
     /* refused registrations (registry.c) */
     unsigned long refused;
     bool said_refused;
-    unsigned long unsealed_pages;
-    unsigned long late_registrations; /* from senders already gone: not watched, not said */
     bool senders_have_pidfds;         /* SO_PASSPIDFD is on: every sender comes with its pidfd */
     /* captures the worker had no room for */
     unsigned long queue_dropped;
@@ -156,7 +154,6 @@ watched_process *registry_find(agent *a, pid_t pid);
 void registry_forget(agent *a, watched_process *w);
 bool registry_take_fault_news(void); /* did a page fault since the last call? */
 bool registry_page_faulted(const watched_process *w);
-bool registry_in_tree(const agent *a, pid_t pid);
 
 /* loop_checks.c */
 void check_process(agent *a, watched_process *w, uint64_t now);
@@ -187,7 +184,6 @@ typedef struct report_request {
     char executable[256];
     int64_t detected_unix_ns;
     uint64_t captured_ns;         /* monotonic time of the capture */
-    bool launch;                  /* a launch hang: held until it proves to be a loop */
     /* early sampling: the Point Stack chosen from the ring, as addresses */
     const char *main_thread_state, *main_thread_reason;
     size_t ps_depth;
@@ -202,14 +198,14 @@ typedef struct report_request {
     hw_stutter_verdict stutter;
 } report_request;
 
-void sampler_fill_request(sampler *s, uint64_t seq, uint64_t sample_interval_ns, report_request *req);
+void sampler_fill_request(sampler *s, uint64_t seq, report_request *req);
 
 report_worker *worker_start(agent *a);
 /* Drain every job, end the thread, say the totals (reports dropped or not
  * written) if `say_totals`, and free it. */
 void worker_stop(report_worker *wk, bool say_totals);
 /* A new hang's record (the first report of a hung stretch comes with it). */
-hang_record *worker_new_hang(report_worker *wk, bool launch);
+hang_record *worker_new_hang(bool launch);
 /* Hand over a report, a re-check (`recheck`: decide by annealing first) or
  * a one-off report (hang NULL).  The request's snapshot is the worker's
  * afterwards.  False when the queue is full (the capture is dropped and

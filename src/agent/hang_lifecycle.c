@@ -134,7 +134,7 @@ static void capture_for_report(agent *a, const watched_process *w, loop_watch *l
     req->tid = l->tid;
     snprintf(req->executable, sizeof req->executable, "%s", w->executable);
     req->stutter = l->last_stutter;
-    sampler_fill_request(l->sampler, c->seq, a->opts->sample_interval_ns, req);
+    sampler_fill_request(l->sampler, c->seq, req);
     uint64_t now = hw_monotonic_ns();
     if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && c->busy_start_ns != 0 && now > c->busy_start_ns)
         req->check.busy_ns = now - c->busy_start_ns;
@@ -187,7 +187,7 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     l->wait_previous = l->wait_current = 1;
     /* A launch's reports wait until the process proves to be a loop
      * (docs/decisions.md, "Launch hangs"). */
-    l->hang = worker_new_hang(a->worker, c.launch);
+    l->hang = worker_new_hang(c.launch);
     send_event(a, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
     report_request *req = calloc(1, sizeof *req);
     if (req) {

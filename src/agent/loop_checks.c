@@ -432,7 +432,7 @@ void check_process(agent *a, watched_process *w, uint64_t now)
 
 
 /* Early sampling's Point Stack of stretch `seq`, as addresses, for a report. */
-void sampler_fill_request(sampler *s, uint64_t seq, uint64_t sample_interval_ns, report_request *req)
+void sampler_fill_request(sampler *s, uint64_t seq, report_request *req)
 {
     req->main_thread_state = "not_requested";
     req->main_thread_reason = "disabled";
@@ -451,7 +451,6 @@ void sampler_fill_request(sampler *s, uint64_t seq, uint64_t sample_interval_ns,
     req->ps_ring_capacity = s->ring.capacity;
     req->ps_chosen_index = (size_t)idx;
     req->ps_top_repeat = hw_ring_repeat_at(&s->ring, (size_t)idx);
-    (void)sample_interval_ns;
     req->main_thread_state = "collected";
     req->main_thread_reason = "early_sampling";
 }

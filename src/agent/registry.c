@@ -168,7 +168,8 @@ int registry_open_socket(agent *a)
 
 /* ---- who may register ---- */
 
-bool registry_in_tree(const agent *a, pid_t pid)
+/* Is `pid` the tree's root or one of its descendants? */
+static bool registry_in_tree(const agent *a, pid_t pid)
 {
     for (int depth = 0; depth < MAX_TREE_DEPTH && pid > 0; depth++) {
         if (pid == a->tree_root)
@@ -208,6 +209,18 @@ static bool pidfd_exited(int pidfd)
 {
     struct pollfd p = {pidfd, POLLIN, 0};
     return poll(&p, 1, 0) != 0;
+}
+
+/* The sender's own pidfd (close-on-exec), or -1 when it has exited. */
+static int sender_pidfd(const agent *a, const hw_registration_parsed *m)
+{
+    if (m->pidfd >= 0)
+        return pidfd_pid(m->pidfd) == m->pid ? fcntl(m->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+    /* The kernel names senders by pidfd and had none for this one: it is
+     * gone.  Never fall back to its pid number then. */
+    if (a->senders_have_pidfds || m->pidfd_failed)
+        return -1;
+    return (int)syscall(SYS_pidfd_open, m->pid, 0); /* older kernels */
 }
 
 /* A page the agent can read without fear: a sealed tmpfs memfd, big enough. */
@@ -283,32 +296,14 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
     /* A sender that has exited (a short command of the tree, or a forger
      * whose pid may already be another process's) is not watched.  That is
      * routine, so it is not said. */
-    int pidfd = -1;
-    if (m->pidfd >= 0) {
-        if (pidfd_pid(m->pidfd) != m->pid) {
-            a->late_registrations++;
-            return;
-        }
-        pidfd = fcntl(m->pidfd, F_DUPFD_CLOEXEC, 0);
-    } else if (a->senders_have_pidfds || m->pidfd_failed) {
-        /* The kernel names senders by pidfd, and has none for this one: it
-         * is gone.  Never fall back to its pid number. */
-        a->late_registrations++;
+    int pidfd = sender_pidfd(a, m);
+    if (pidfd < 0)
         return;
-    } else {
-        pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0);
-        if (pidfd >= 0)
-            fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-    }
-    if (pidfd < 0) {
-        a->late_registrations++;
-        return;
-    }
     const char *why = NULL;
     if (!registry_in_tree(a, m->pid))
         why = "not the watched program or one of its descendants";
-    else if ((why = page_fd_problem(m->page_fd)) != NULL)
-        a->unsealed_pages++;
+    else
+        why = page_fd_problem(m->page_fd);
     if (why) {
         close(pidfd);
         refuse(a, m, why);
@@ -317,7 +312,6 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
     if (pidfd_exited(pidfd)) {
         /* It died during the checks: what they read may be another's. */
         close(pidfd);
-        a->late_registrations++;
         return;
     }
     const hw_shared_page *page = mmap(NULL, HW_PAGE_SIZE, PROT_READ, MAP_SHARED, m->page_fd, 0);
@@ -384,9 +378,7 @@ void registry_drain(agent *a)
         int rc = hw_registration_parse(&msg, (size_t)n, mh.msg_flags, mh.msg_control, mh.msg_controllen, &m);
         if (rc == 0)
             accept_registration(a, &m);
-        else if (m.pidfd_failed)
-            a->late_registrations++; /* its sender is gone: nothing to refuse */
-        else
+        else if (!m.pidfd_failed) /* else its sender is gone: nothing to refuse */
             refuse(a, &m, "a malformed message");
         for (size_t k = 0; k < m.fd_count; k++)
             close(m.fds[k]);

@@ -71,7 +71,6 @@ typedef struct job {
 struct report_worker {
     agent *a;
     pthread_t thread;
-    bool running;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     job *head, *tail;
@@ -137,9 +136,8 @@ static job *dequeue(report_worker *wk)
 
 /* ---- the watch thread's side ---- */
 
-hang_record *worker_new_hang(report_worker *wk, bool launch)
+hang_record *worker_new_hang(bool launch)
 {
-    (void)wk;
     hang_record *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
@@ -580,7 +578,6 @@ report_worker *worker_start(agent *a)
         free(wk);
         return NULL;
     }
-    wk->running = true;
     return wk;
 }
 
