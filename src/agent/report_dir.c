@@ -29,6 +29,8 @@
  */
 #include "report_dir.h"
 
+#include "random_bytes.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +40,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,25 +98,7 @@ static void random_hex(char *out, size_t digits)
     size_t need = (digits + 1) / 2;
     if (need > sizeof bytes)
         need = sizeof bytes;
-    size_t got = 0;
-    while (got < need) {
-        ssize_t n = getrandom(bytes + got, need - got, GRND_NONBLOCK);
-        if (n > 0) {
-            got += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        /* No entropy yet (early boot): the name only has to be unlikely to
-         * exist, O_EXCL does the rest, and nobody else can write here. */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 44);
-        for (; got < need; got++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            bytes[got] = (unsigned char)(x >> 56);
-        }
-    }
+    hw_random_bytes(bytes, need);
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < digits; i++)
         out[i] = hex[(bytes[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
