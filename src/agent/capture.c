@@ -53,9 +53,7 @@
  */
 #include "capture.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -117,191 +115,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- /proc helpers -------------------------------------------------------- */
-
-/* Read a small file into buf (NUL-terminated).  Bytes read, or -errno. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t got = 0;
-    while (got + 1 < size) {
-        ssize_t n = read(fd, buf + got, size - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            close(fd);
-            return -e;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    buf[got] = '\0';
-    return (ssize_t)got;
-}
-
-/* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated, or
- * NULL when it could not be read or was empty. */
-static char *read_whole(const char *path, size_t *len)
-{
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 16384, got = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        if (cap - got < 4096) {
-            char *bigger = realloc(buf, cap * 2);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        ssize_t n = read(fd, buf + got, cap - got - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    if (buf == NULL || got == 0) {
-        free(buf);
-        return NULL;
-    }
-    buf[got] = '\0';
-    *len = got;
-    return buf;
-}
-
-static void read_comm(const char *path, char name[16])
-{
-    char buf[64];
-    name[0] = '\0';
-    if (read_small(path, buf, sizeof buf) <= 0)
-        return;
-    size_t n = strcspn(buf, "\n");
-    if (n > 15)
-        n = 15;
-    memcpy(name, buf, n);
-    name[n] = '\0';
-}
-
-typedef hw_task_stat proc_stat;
-
-/* Parse /proc/PID/task/TID/stat (or /proc/PID/stat when tid <= 0). */
-static int read_stat(pid_t pid, pid_t tid, proc_stat *ps)
-{
-    char path[64], buf[1024];
-    if (tid > 0)
-        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    else
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    ssize_t n = read_small(path, buf, sizeof buf);
-    if (n < 0)
-        return (int)n;
-    char *p = strrchr(buf, ')'); /* comm may contain spaces and parentheses */
-    if (p == NULL)
-        return -EINVAL;
-    ps->state = 0;
-    ps->ppid = 0;
-    ps->exit_code = -1;
-    ps->processor = -1;
-    /* Fields after the comm, numbered as in proc(5): 3 = state, 4 = ppid,
-     * 39 = processor, 52 = exit_code. */
-    int field = 3;
-    char *save = NULL;
-    for (char *tok = strtok_r(p + 1, " \n", &save); tok != NULL; tok = strtok_r(NULL, " \n", &save), field++) {
-        if (field == 3)
-            ps->state = tok[0];
-        else if (field == 4)
-            ps->ppid = (pid_t)strtol(tok, NULL, 10);
-        else if (field == 39)
-            ps->processor = (int)strtol(tok, NULL, 10);
-        else if (field == 52)
-            ps->exit_code = (int)strtol(tok, NULL, 10);
-    }
-    return ps->state != 0 ? 0 : -EINVAL;
-}
-
-int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out)
-{
-    return read_stat(pid, tid, out);
-}
-
-long hw_task_syscall(pid_t pid, pid_t tid)
-{
-    char path[64], buf[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-    ssize_t n = read_small(path, buf, sizeof buf);
-    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
-        return -1; /* "running", or unreadable */
-    return strtol(buf, NULL, 10);
-}
-
-/* A thread is over when its /proc entry is gone or it is a zombie. */
-static bool thread_is_dead(pid_t pid, pid_t tid)
-{
-    proc_stat ps;
-    int r = read_stat(pid, tid, &ps);
-    if (r == -ENOENT || r == -ESRCH)
-        return true;
-    return r == 0 && (ps.state == 'Z' || ps.state == 'X');
-}
-
-static int cmp_pid(const void *a, const void *b)
-{
-    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The tids in /proc/PID/task, sorted.  0 or -errno. */
-static int list_tids(pid_t pid, pid_t **tids, size_t *count)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    *tids = NULL;
-    *count = 0;
-    DIR *dir = opendir(path);
-    if (dir == NULL)
-        return -errno;
-    pid_t *v = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
-        char *end;
-        long t = strtol(de->d_name, &end, 10);
-        if (end == de->d_name || *end != '\0' || t <= 0)
-            continue;
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            pid_t *bigger = realloc(v, ncap * sizeof *v);
-            if (bigger == NULL) {
-                free(v);
-                closedir(dir);
-                return -ENOMEM;
-            }
-            v = bigger;
-            cap = ncap;
-        }
-        v[n++] = (pid_t)t;
-    }
-    closedir(dir);
-    if (n > 1)
-        qsort(v, n, sizeof *v, cmp_pid);
-    *tids = v;
-    *count = n;
-    return 0;
-}
-
 /* ---- the ptrace session ------------------------------------------------- */
 
 typedef struct tracee {
@@ -355,7 +168,7 @@ static ssize_t add_thread(session *s, pid_t tid)
     th->status = HW_THREAD_EXITED; /* until it is captured */
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)s->pid, (int)tid);
-    read_comm(path, th->name);
+    hw_proc_read_comm(path, th->name);
     size_t want = th->is_target ? s->opts.target_stack_bytes : s->opts.other_stack_bytes;
     if (want > 0) {
         th->stack = malloc(want);
@@ -368,31 +181,19 @@ static ssize_t add_thread(session *s, pid_t tid)
     return (ssize_t)i;
 }
 
-/* The thread's TracerPid from /proc/PID/task/TID/status: 0 when it is not
- * traced, -1 when that cannot be read. */
-static pid_t tracer_of(pid_t pid, pid_t tid)
-{
-    char path[64], buf[2048];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
-    if (read_small(path, buf, sizeof buf) < 0)
-        return -1;
-    const char *p = strstr(buf, "\nTracerPid:");
-    return p != NULL ? (pid_t)strtol(p + 11, NULL, 10) : -1;
-}
-
 /* A live thread refused us: note who else traces it (the first one seen). */
 static void note_tracer(session *s, pid_t tid)
 {
     hw_process_snapshot *out = s->out;
     if (out->tracer_pid > 0)
         return;
-    pid_t tracer = tracer_of(s->pid, tid);
+    pid_t tracer = hw_task_tracer(s->pid, tid);
     if (tracer <= 0)
         return;
     out->tracer_pid = tracer;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", (int)tracer);
-    read_comm(path, out->tracer_name);
+    hw_proc_read_comm(path, out->tracer_name);
 }
 
 static void seize(session *s, size_t i)
@@ -404,7 +205,7 @@ static void seize(session *s, size_t i)
     }
     int e = errno;
     /* A zombie cannot be attached either (EPERM): tell it from a refusal. */
-    if (e == ESRCH || thread_is_dead(s->pid, th->tid)) {
+    if (e == ESRCH || hw_task_is_dead(s->pid, th->tid)) {
         th->status = HW_THREAD_EXITED;
         return;
     }
@@ -525,7 +326,7 @@ static void await_stop(session *s, size_t i, uint64_t deadline)
     int e = r == 0 ? ETIMEDOUT : errno;
     if (probe_stopped(s, i))
         return;
-    if (e == ECHILD || thread_is_dead(s->pid, th->tid)) {
+    if (e == ECHILD || hw_task_is_dead(s->pid, th->tid)) {
         th->status = HW_THREAD_EXITED;
         return;
     }
@@ -634,7 +435,7 @@ static void rescan(session *s)
     for (int round = 0; round < RESCAN_ROUNDS; round++) {
         pid_t *tids;
         size_t n;
-        if (list_tids(s->pid, &tids, &n) != 0)
+        if (hw_task_list(s->pid, &tids, &n) != 0)
             return;
         size_t before = s->out->thread_count;
         for (size_t k = 0; k < n; k++) {
@@ -658,13 +459,6 @@ static void rescan(session *s)
     }
 }
 
-/* The CPU thread `tid` of `pid` last ran on, or -1. */
-static int last_cpu(pid_t pid, pid_t tid)
-{
-    proc_stat ps;
-    return read_stat(pid, tid, &ps) == 0 ? ps.processor : -1;
-}
-
 static void *session_main(void *arg)
 {
     session *s = arg;
@@ -673,7 +467,7 @@ static void *session_main(void *arg)
      * on: the stop and the wake-up of this helper stay on one CPU's run
      * queue instead of crossing CPUs twice (docs/benchmarks.md). */
     if (!s->opts.all_threads) {
-        int cpu = last_cpu(s->out->pid, s->target);
+        int cpu = hw_task_last_cpu(s->out->pid, s->target);
         if (cpu >= 0 && cpu < CPU_SETSIZE) {
             cpu_set_t set;
             CPU_ZERO(&set);
@@ -686,7 +480,7 @@ static void *session_main(void *arg)
      * program nothing (a /proc read each: only for a few threads). */
     int *cpus = s->opts.all_threads && n <= 64 ? calloc(n ? n : 1, sizeof *cpus) : NULL;
     for (size_t i = 0; cpus && i < n; i++)
-        cpus[i] = last_cpu(s->out->pid, s->out->threads[i].tid);
+        cpus[i] = hw_task_last_cpu(s->out->pid, s->out->threads[i].tid);
     for (size_t i = 0; i < n; i++)
         seize(s, i);
     for (size_t i = 0; i < n; i++)
@@ -730,7 +524,7 @@ static void wait_released(const session *s)
         if (!s->tr[i].seized)
             continue;
         for (;;) {
-            if (tracer_of(s->pid, s->out->threads[i].tid) != s->helper_tid)
+            if (hw_task_tracer(s->pid, s->out->threads[i].tid) != s->helper_tid)
                 break;
             if (now_ns() >= deadline)
                 return;
@@ -746,13 +540,13 @@ static bool other_threads_dead(pid_t pid)
 {
     pid_t *tids;
     size_t n;
-    int r = list_tids(pid, &tids, &n);
+    int r = hw_task_list(pid, &tids, &n);
     if (r != 0)
         return r == -ENOENT || r == -ESRCH;
     bool all_dead = true;
     for (size_t k = 0; k < n && all_dead; k++)
         if (tids[k] != pid)
-            all_dead = thread_is_dead(pid, tids[k]);
+            all_dead = hw_task_is_dead(pid, tids[k]);
     free(tids);
     return all_dead;
 }
@@ -788,13 +582,13 @@ static void finish(session *s)
 
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/maps", (int)s->pid);
-    out->maps = read_whole(path, &out->maps_len);
+    out->maps = hw_proc_read_whole(path, &out->maps_len);
     /* A leader that called pthread_exit has no mm: ask a live thread. */
     for (size_t i = 0; out->maps == NULL && i < out->thread_count; i++) {
         if (out->threads[i].status != HW_THREAD_CAPTURED)
             continue;
         snprintf(path, sizeof path, "/proc/%d/task/%d/maps", (int)s->pid, (int)out->threads[i].tid);
-        out->maps = read_whole(path, &out->maps_len);
+        out->maps = hw_proc_read_whole(path, &out->maps_len);
     }
 
     if (out->process_exited)
@@ -802,14 +596,14 @@ static void finish(session *s)
     /* Over when the leader is gone or a zombie with no thread left.  When
      * every thread of an all-threads capture had exited, the leader may
      * still be on its way out (a process being killed): give it a moment. */
-    proc_stat ps;
-    int r = read_stat(s->pid, 0, &ps);
+    hw_task_stat ps;
+    int r = hw_task_stat_read(s->pid, 0, &ps);
     if (r == 0 && ps.state != 'Z' && ps.state != 'X' && s->opts.all_threads && every_thread_exited(out)) {
         uint64_t deadline = now_ns() + LEADER_EXIT_WAIT_NS;
         while (r == 0 && ps.state != 'Z' && ps.state != 'X' && now_ns() < deadline) {
             struct timespec ts = {0, 1000 * 1000};
             nanosleep(&ts, NULL);
-            r = read_stat(s->pid, 0, &ps);
+            r = hw_task_stat_read(s->pid, 0, &ps);
         }
     }
     if (r == 0 && ps.state != 'Z' && ps.state != 'X')
@@ -863,14 +657,14 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
 
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-    read_comm(path, out->process_name);
-    proc_stat ps;
-    if (read_stat(pid, 0, &ps) == 0)
+    hw_proc_read_comm(path, out->process_name);
+    hw_task_stat ps;
+    if (hw_task_stat_read(pid, 0, &ps) == 0)
         s.is_parent = ps.ppid == getpid();
 
     pid_t *tids;
     size_t n;
-    int r = list_tids(pid, &tids, &n);
+    int r = hw_task_list(pid, &tids, &n);
     if (r == -ENOENT || r == -ESRCH) {
         out->process_exited = true; /* gone, and already reaped by its parent */
         return -ESRCH;
@@ -878,7 +672,7 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     if (r != 0)
         return r;
     out->enumerated_thread_count = n;
-    bool target_listed = bsearch(&s.target, tids, n, sizeof *tids, cmp_pid) != NULL;
+    bool target_listed = bsearch(&s.target, tids, n, sizeof *tids, hw_pid_compare) != NULL;
     for (size_t k = 0; k < n && r == 0; k++)
         if (s.opts.all_threads || tids[k] == s.target)
             r = add_thread(&s, tids[k]) < 0 ? -ENOMEM : 0;

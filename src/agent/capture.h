@@ -38,6 +38,8 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "proc_task.h"
+
 typedef enum hw_thread_status {
     HW_THREAD_CAPTURED = 0, /* registers and stack copied */
     HW_THREAD_EXITED,       /* the thread ended before or during the capture */
@@ -109,20 +111,5 @@ void hw_process_snapshot_free(hw_process_snapshot *snap);
  * written into `buf` (`len` > 0) and returned; NULL when no tracer was seen.
  */
 const char *hw_capture_denied_reason(const hw_process_snapshot *snap, char *buf, size_t len);
-
-/* What /proc/PID/task/TID/stat says of a thread (tid <= 0: the process). */
-typedef struct hw_task_stat {
-    char state;    /* R, S, D, T (stopped), t (traced), Z, X, ... */
-    pid_t ppid;
-    int processor; /* CPU it last ran on, -1 if unknown */
-    int exit_code; /* wait status of a dead task, -1 if absent */
-} hw_task_stat;
-
-/* 0, or -errno (-ENOENT when the thread is gone). */
-int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out);
-
-/* The system call the thread is blocked in (/proc/.../syscall), or -1 when
- * it is running or that cannot be read. */
-long hw_task_syscall(pid_t pid, pid_t tid);
 
 #endif

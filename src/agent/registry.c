@@ -184,26 +184,6 @@ static bool registry_in_tree(const agent *a, pid_t pid)
     return false;
 }
 
-/* The pid a pidfd stands for (/proc/self/fdinfo), or -1. */
-static pid_t pidfd_pid(int pidfd)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    const char *line = strstr(buf, "\nPid:");
-    if (line == NULL)
-        return -1;
-    long pid = strtol(line + 5, NULL, 10);
-    return pid > 0 ? (pid_t)pid : -1;
-}
-
 /* Has the process behind `pidfd` exited? */
 static bool pidfd_exited(int pidfd)
 {
@@ -215,7 +195,7 @@ static bool pidfd_exited(int pidfd)
 static int sender_pidfd(const agent *a, const hw_registration_parsed *m)
 {
     if (m->pidfd >= 0)
-        return pidfd_pid(m->pidfd) == m->pid ? fcntl(m->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+        return hw_pidfd_pid(m->pidfd) == m->pid ? fcntl(m->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
     /* The kernel names senders by pidfd and had none for this one: it is
      * gone.  Never fall back to its pid number then. */
     if (a->senders_have_pidfds || m->pidfd_failed)

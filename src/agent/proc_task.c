@@ -1,0 +1,231 @@
+/*
+ * proc_task.c - what /proc says of a process and its threads, for the
+ * capture and the agent: small files read whole, a thread's state, parent,
+ * CPU and exit code, the system call it is blocked in, its tracer, the
+ * list of a process's threads, and the pid behind a pidfd.  Every reader
+ * takes the file as the kernel wrote it at that moment: a thread may be
+ * gone by the next read, and callers treat an error as "gone".
+ */
+#include "proc_task.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Read a small file into buf (NUL-terminated).  Bytes read, or -errno. */
+ssize_t hw_proc_read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t got = 0;
+    while (got + 1 < size) {
+        ssize_t n = read(fd, buf + got, size - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return (ssize_t)got;
+}
+
+/* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated, or
+ * NULL when it could not be read or was empty. */
+char *hw_proc_read_whole(const char *path, size_t *len)
+{
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 16384, got = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (cap - got < 4096) {
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + got, cap - got - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (buf == NULL || got == 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+void hw_proc_read_comm(const char *path, char name[16])
+{
+    char buf[64];
+    name[0] = '\0';
+    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+        return;
+    size_t n = strcspn(buf, "\n");
+    if (n > 15)
+        n = 15;
+    memcpy(name, buf, n);
+    name[n] = '\0';
+}
+
+int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
+{
+    char path[64], buf[1024];
+    if (tid > 0)
+        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    else
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    ssize_t n = hw_proc_read_small(path, buf, sizeof buf);
+    if (n < 0)
+        return (int)n;
+    char *p = strrchr(buf, ')'); /* comm may contain spaces and parentheses */
+    if (p == NULL)
+        return -EINVAL;
+    ps->state = 0;
+    ps->ppid = 0;
+    ps->exit_code = -1;
+    ps->processor = -1;
+    /* Fields after the comm, numbered as in proc(5): 3 = state, 4 = ppid,
+     * 39 = processor, 52 = exit_code. */
+    int field = 3;
+    char *save = NULL;
+    for (char *tok = strtok_r(p + 1, " \n", &save); tok != NULL; tok = strtok_r(NULL, " \n", &save), field++) {
+        if (field == 3)
+            ps->state = tok[0];
+        else if (field == 4)
+            ps->ppid = (pid_t)strtol(tok, NULL, 10);
+        else if (field == 39)
+            ps->processor = (int)strtol(tok, NULL, 10);
+        else if (field == 52)
+            ps->exit_code = (int)strtol(tok, NULL, 10);
+    }
+    return ps->state != 0 ? 0 : -EINVAL;
+}
+
+long hw_task_syscall(pid_t pid, pid_t tid)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+    ssize_t n = hw_proc_read_small(path, buf, sizeof buf);
+    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+        return -1; /* "running", or unreadable */
+    return strtol(buf, NULL, 10);
+}
+
+/* A thread is over when its /proc entry is gone or it is a zombie. */
+bool hw_task_is_dead(pid_t pid, pid_t tid)
+{
+    hw_task_stat ps;
+    int r = hw_task_stat_read(pid, tid, &ps);
+    if (r == -ENOENT || r == -ESRCH)
+        return true;
+    return r == 0 && (ps.state == 'Z' || ps.state == 'X');
+}
+
+int hw_pid_compare(const void *a, const void *b)
+{
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The tids in /proc/PID/task, sorted.  0 or -errno. */
+int hw_task_list(pid_t pid, pid_t **tids, size_t *count)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    *tids = NULL;
+    *count = 0;
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return -errno;
+    pid_t *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        char *end;
+        long t = strtol(de->d_name, &end, 10);
+        if (end == de->d_name || *end != '\0' || t <= 0)
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            pid_t *bigger = realloc(v, ncap * sizeof *v);
+            if (bigger == NULL) {
+                free(v);
+                closedir(dir);
+                return -ENOMEM;
+            }
+            v = bigger;
+            cap = ncap;
+        }
+        v[n++] = (pid_t)t;
+    }
+    closedir(dir);
+    if (n > 1)
+        qsort(v, n, sizeof *v, hw_pid_compare);
+    *tids = v;
+    *count = n;
+    return 0;
+}
+
+/* The thread's TracerPid from /proc/PID/task/TID/status: 0 when it is not
+ * traced, -1 when that cannot be read. */
+pid_t hw_task_tracer(pid_t pid, pid_t tid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    if (hw_proc_read_small(path, buf, sizeof buf) < 0)
+        return -1;
+    const char *p = strstr(buf, "\nTracerPid:");
+    return p != NULL ? (pid_t)strtol(p + 11, NULL, 10) : -1;
+}
+
+/* The CPU thread `tid` of `pid` last ran on, or -1. */
+int hw_task_last_cpu(pid_t pid, pid_t tid)
+{
+    hw_task_stat ps;
+    return hw_task_stat_read(pid, tid, &ps) == 0 ? ps.processor : -1;
+}
+
+/* The pid a pidfd stands for (/proc/self/fdinfo), or -1. */
+pid_t hw_pidfd_pid(int pidfd)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *line = strstr(buf, "\nPid:");
+    if (line == NULL)
+        return -1;
+    long pid = strtol(line + 5, NULL, 10);
+    return pid > 0 ? (pid_t)pid : -1;
+}

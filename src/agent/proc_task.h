@@ -1,0 +1,53 @@
+/*
+ * proc_task.h - reading /proc for a process and its threads (proc_task.c).
+ */
+#ifndef HANGWATCH_PROC_TASK_H
+#define HANGWATCH_PROC_TASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Read a small file into buf (NUL-terminated).  Bytes read, or -errno. */
+ssize_t hw_proc_read_small(const char *path, char *buf, size_t size);
+
+/* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated,
+ * or NULL when it could not be read or was empty. */
+char *hw_proc_read_whole(const char *path, size_t *len);
+
+/* A comm file's name (at most 15 bytes), "" when unreadable. */
+void hw_proc_read_comm(const char *path, char name[16]);
+
+/* What /proc/PID/task/TID/stat says of a thread (tid <= 0: the process). */
+typedef struct hw_task_stat {
+    char state;    /* R, S, D, T (stopped), t (traced), Z, X, ... */
+    pid_t ppid;
+    int processor; /* CPU it last ran on, -1 if unknown */
+    int exit_code; /* wait status of a dead task, -1 if absent */
+} hw_task_stat;
+
+/* 0, or -errno (-ENOENT when the thread is gone). */
+int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out);
+
+/* The system call the thread is blocked in (/proc/.../syscall), or -1 when
+ * it is running or that cannot be read. */
+long hw_task_syscall(pid_t pid, pid_t tid);
+
+/* A thread is over when its /proc entry is gone or it is a zombie. */
+bool hw_task_is_dead(pid_t pid, pid_t tid);
+
+/* The tids in /proc/PID/task, sorted (hw_pid_compare).  0 or -errno. */
+int hw_task_list(pid_t pid, pid_t **tids, size_t *count);
+int hw_pid_compare(const void *a, const void *b);
+
+/* The thread's TracerPid: 0 when it is not traced, -1 when unreadable. */
+pid_t hw_task_tracer(pid_t pid, pid_t tid);
+
+/* The CPU the thread last ran on, or -1. */
+int hw_task_last_cpu(pid_t pid, pid_t tid);
+
+/* The pid a pidfd stands for (/proc/self/fdinfo), or -1 (also once the
+ * process is reaped). */
+pid_t hw_pidfd_pid(int pidfd);
+
+#endif
