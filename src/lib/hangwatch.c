@@ -540,7 +540,13 @@ HW_API void hangwatch_loop_frame(hangwatch_loop *loop)
     if (loop == NULL || loop->slot == NULL)
         return;
     hw_loop_slot *slot = loop->slot;
-    uint64_t gap = hw_frame_tick(&loop->last_frame_ns, hw_coarse_now_ns(),
+    /* The precise clock (vDSO, no system call): a tick runs 60 times a
+     * second, not on every loop turn, and a gap stamped with the coarse
+     * clock can come out up to one tick short of the stall it spans. */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t gap = hw_frame_tick(&loop->last_frame_ns, now_ns,
                                  atomic_load_explicit(&g.threshold_ns, memory_order_relaxed));
     /* Only this thread writes these: plain increments, published in order. */
     atomic_store_explicit(&slot->frames, atomic_load_explicit(&slot->frames, memory_order_relaxed) + 1,
