@@ -40,6 +40,7 @@
 #include "../core/stutter.h"
 #include "agent.h"
 #include "capture.h"
+#include "python_frames.h"
 #include "unwind.h"
 
 #define MAX_WATCHED 1024
@@ -47,6 +48,7 @@
 #define REGISTRATION_GRACE_NS 1000000000ull
 #define MAX_STRETCH_REPORTS 16
 #define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
+#define PYTHON_LOOK_AGAIN_NS 10000000000ull /* no Python interpreter found: look again after 10 s */
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
 
 /* Early sampling of one process's loop thread: a ring per busy stretch. */
@@ -98,6 +100,10 @@ typedef struct watched_process {
     int pidfd;                  /* the process itself: readable once it has exited */
     const hw_shared_page *page; /* read-only view of the process's page */
     char executable[256];       /* /proc/PID/exe at registration */
+    hw_python_target python;    /* its Python interpreter, if it runs one */
+    hw_python_namer *python_namer; /* names of its Python code, kept (watch thread only) */
+    uint64_t python_next_look_ns; /* when to look for one (again), 0 = at the first capture */
+    bool python_looked;
     uint64_t next_wake_ns;      /* earliest of its loops' */
     loop_watch *loops[HW_PAGE_SLOTS];
 } watched_process;
@@ -168,7 +174,7 @@ void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_
 void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch);
 void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c);
 void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, bool killed);
-void capture_thread(agent *a, const watched_process *w, pid_t tid, hw_process_snapshot *snap);
+void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
 bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
 void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns, const char *path);
 void send_ping(agent *a, const loop_watch *l);
@@ -179,6 +185,9 @@ int open_events_socket(agent *a, const char *name);
 /* What the watch thread hands the worker for one capture. */
 typedef struct report_request {
     hw_process_snapshot snap;     /* moved in: the worker frees it */
+    hw_python_target python;      /* the process's interpreter */
+    hw_python_names *py_names;    /* each captured thread's Python frames, named right after the
+                                     capture (snap.thread_count entries), or NULL */
     hw_check check;
     pid_t pid, tid;
     char executable[256];
@@ -189,6 +198,7 @@ typedef struct report_request {
     size_t ps_depth;
     uint64_t ps_pcs[HW_SAMPLE_MAX_FRAMES];
     unsigned ps_counts[HW_SAMPLE_MAX_FRAMES];
+    hw_frame *ps_named;           /* ps_depth entries: the Point Stack's Python frames named, or NULL */
     size_t ps_sample_count, ps_ring_capacity, ps_chosen_index, ps_top_repeat;
     /* a re-check with early sampling: the newest sample's function keys
      * decide the annealing, not the captured stack */
@@ -198,7 +208,11 @@ typedef struct report_request {
     hw_stutter_verdict stutter;
 } report_request;
 
-void sampler_fill_request(sampler *s, uint64_t seq, report_request *req);
+void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_request *req);
+/* Free what a request holds (its snapshot, its named frames). */
+void report_request_release(report_request *req);
+/* The process's namer of Python code (created on first use), or NULL. */
+hw_python_namer *python_namer(watched_process *w);
 
 report_worker *worker_start(agent *a);
 /* Drain every job, end the thread, say the totals (reports dropped or not

@@ -177,6 +177,15 @@ static ssize_t add_thread(session *s, pid_t tid)
             t->stack_cap = want;
         }
     }
+    if (s->opts.interp_frames > 0) {
+        th->interp.frames = calloc(s->opts.interp_frames, sizeof *th->interp.frames);
+        th->interp.capacity = s->opts.interp_frames;
+        if (th->interp.frames == NULL) {
+            free(th->stack);
+            th->stack = NULL;
+            return -ENOMEM;
+        }
+    }
     out->thread_count++;
     return (ssize_t)i;
 }
@@ -492,6 +501,10 @@ static void *session_main(void *arg)
         rescan(s);
     for (size_t i = 0; i < s->out->thread_count; i++)
         capture_one(s, i);
+    /* What an interpreter keeps that changes as it runs (its frame chain)
+     * is read now, while nothing moves. */
+    if (s->opts.while_stopped != NULL && s->opts.interp_frames > 0)
+        s->opts.while_stopped(s->opts.while_stopped_ctx, s->out);
     /* Release last the threads that ran on the helper's own CPU: each
      * thread then finds its CPU free when it is woken, instead of being
      * woken onto another thread's CPU, where two of the program's threads
@@ -733,8 +746,10 @@ void hw_process_snapshot_free(hw_process_snapshot *snap)
 {
     if (snap == NULL)
         return;
-    for (size_t i = 0; i < snap->thread_count; i++)
+    for (size_t i = 0; i < snap->thread_count; i++) {
         free(snap->threads[i].stack);
+        free(snap->threads[i].interp.frames);
+    }
     free(snap->threads);
     free(snap->maps);
     memset(snap, 0, sizeof *snap);

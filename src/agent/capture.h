@@ -49,6 +49,26 @@ typedef enum hw_thread_status {
 
 const char *hw_thread_status_name(hw_thread_status status);
 
+/* One frame of an interpreter (CPython), as read while the thread was
+ * stopped: only the parts that change as it runs (python_frames.h names the
+ * code object after the resume). */
+typedef struct hw_interp_frame {
+    uint64_t frame_addr; /* the interpreter's frame record */
+    uint64_t code_addr;  /* its code object */
+    uint64_t instr_addr; /* the instruction it is at */
+    bool is_entry;       /* the outermost frame of one native evaluation call */
+    uint8_t owner;       /* who owns the frame record (a thread's stack, a generator...) */
+} hw_interp_frame;
+
+/* A thread's interpreter frames, innermost first. */
+typedef struct hw_interp_stack {
+    hw_interp_frame *frames; /* room for `capacity` frames, allocated before the stop */
+    unsigned capacity, count;
+    bool present;            /* the thread has an interpreter thread state */
+    bool truncated;          /* more frames than room */
+    const char *error;       /* static text: why the walk stopped early, else NULL */
+} hw_interp_stack;
+
 typedef struct hw_thread_snapshot {
     pid_t tid;
     char name[16];          /* /proc/PID/task/TID/comm */
@@ -63,9 +83,12 @@ typedef struct hw_thread_snapshot {
     uint64_t stopped_ns;    /* how long this thread was held stopped (interrupt to resume) */
     bool group_stopped;     /* it was in a job-control stop (SIGSTOP...) and was left in it */
     int injected_signal;    /* a signal caught in delivery and handed back at resume, else 0 */
+    hw_interp_stack interp; /* filled by the capture's while_stopped reader, if any */
 } hw_thread_snapshot;
 
-typedef struct hw_process_snapshot {
+typedef struct hw_process_snapshot hw_process_snapshot;
+
+struct hw_process_snapshot {
     pid_t pid;
     char process_name[16];  /* comm of the main thread */
     hw_thread_snapshot *threads;
@@ -79,7 +102,7 @@ typedef struct hw_process_snapshot {
     bool reaped;            /* we were its parent and consumed that status: do not wait again */
     pid_t tracer_pid;       /* another tracer (strace, gdb) held a thread we could not attach, else 0 */
     char tracer_name[16];   /* that tracer's comm, "" if unknown */
-} hw_process_snapshot;
+};
 
 typedef struct hw_capture_options {
     pid_t target_tid;          /* the hung thread (gets the larger stack copy) */
@@ -87,6 +110,13 @@ typedef struct hw_capture_options {
     size_t target_stack_bytes; /* bytes to copy from the target's stack pointer */
     size_t other_stack_bytes;  /* bytes to copy for every other thread */
     int stop_timeout_ms;       /* give up on a thread that does not stop (<= 0: 500) */
+    /* Reading an interpreter's frames (python_frames.h): room for this many
+     * frames per thread is allocated before the stop, and while_stopped is
+     * called in the ptrace session once every thread's registers and stack
+     * are copied, before any is resumed.  0 / NULL: nothing is read. */
+    unsigned interp_frames;
+    void (*while_stopped)(void *ctx, hw_process_snapshot *snap);
+    void *while_stopped_ctx;
 } hw_capture_options;
 
 void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);

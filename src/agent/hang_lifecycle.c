@@ -99,11 +99,49 @@ static void note_child_exit(agent *a, const watched_process *w, const hw_process
     }
 }
 
+/* Python's frames are read in the same stop as the registers
+ * (python_frames.h), so the interpreter is looked for before the first
+ * capture; while there is none, again every PYTHON_LOOK_AGAIN_NS (a program
+ * may load libpython late).  Only processes with a module named *python*
+ * cost more than reading their maps. */
+static void look_for_python(watched_process *w)
+{
+    uint64_t now = hw_monotonic_ns();
+    if (w->python.found || (w->python_looked && now < w->python_next_look_ns))
+        return;
+    w->python_looked = true;
+    w->python_next_look_ns = now + PYTHON_LOOK_AGAIN_NS;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
+    size_t len = 0;
+    char *maps = hw_proc_read_whole(path, &len);
+    hw_python_find(w->pid, maps, len, &w->python);
+    free(maps);
+}
+
+hw_python_namer *python_namer(watched_process *w)
+{
+    if (w->python_namer == NULL && w->python.layout != NULL)
+        w->python_namer = hw_python_namer_new(&w->python, w->pid);
+    return w->python_namer;
+}
+
+static void capture_options(watched_process *w, pid_t tid, hw_capture_options *copt)
+{
+    hw_capture_options_default(copt, tid);
+    look_for_python(w);
+    if (w->python.layout != NULL) {
+        copt->interp_frames = HW_PY_MAX_FRAMES;
+        copt->while_stopped = hw_python_read_stacks;
+        copt->while_stopped_ctx = &w->python;
+    }
+}
+
 /* Stop only thread `tid` of the process (a sample, an annealing check). */
-void capture_thread(agent *a, const watched_process *w, pid_t tid, hw_process_snapshot *snap)
+void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap)
 {
     hw_capture_options copt;
-    hw_capture_options_default(&copt, tid);
+    capture_options(w, tid, &copt);
     copt.all_threads = false;
     hw_capture_process(w->pid, &copt, snap);
     note_child_exit(a, w, snap);
@@ -126,23 +164,26 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq)
  * far, and the capture of every thread, taken now.  The busy time is
  * measured right before the stop, so the report's block duration is the
  * moment its stacks show (the frame gap's gap is over by then and stays). */
-static void capture_for_report(agent *a, const watched_process *w, loop_watch *l, const hw_check *c,
+static void capture_for_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
                                report_request *req)
 {
+    hw_capture_options copt;
+    capture_options(w, l->tid, &copt);
+    req->python = w->python;
     req->check = *c;
     req->pid = w->pid;
     req->tid = l->tid;
     snprintf(req->executable, sizeof req->executable, "%s", w->executable);
     req->stutter = l->last_stutter;
-    sampler_fill_request(l->sampler, c->seq, req);
+    sampler_fill_request(l->sampler, w, c->seq, req);
     uint64_t now = hw_monotonic_ns();
     if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && c->busy_start_ns != 0 && now > c->busy_start_ns)
         req->check.busy_ns = now - c->busy_start_ns;
     req->detected_unix_ns = hw_realtime_ns();
     req->captured_ns = now;
-    hw_capture_options copt;
-    hw_capture_options_default(&copt, l->tid);
     int rc = hw_capture_process(w->pid, &copt, &req->snap);
+    /* Names of the Python code now, while the process most likely lives. */
+    req->py_names = hw_python_name_threads(python_namer(w), &req->snap, false);
     if (rc < 0 && req->snap.process_name[0] == '\0')
         snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
     note_child_exit(a, w, &req->snap);
@@ -152,7 +193,7 @@ static void submit(agent *a, hang_record *hang, report_request *req, bool rechec
 {
     if (worker_submit_report(a->worker, hang, req, recheck))
         return;
-    hw_process_snapshot_free(&req->snap);
+    report_request_release(req);
     a->queue_dropped++;
     if (!a->said_queue_dropped && !a->opts->quiet) {
         a->said_queue_dropped = true;
@@ -244,7 +285,7 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
     capture_for_report(a, w, l, &c, req);
     if (req->snap.process_exited || !still_hung(w, l)) {
         /* It ended meanwhile: the next look closes it. */
-        hw_process_snapshot_free(&req->snap);
+        report_request_release(req);
         free(req);
         return;
     }

@@ -82,14 +82,25 @@ static void take_sample(agent *a, watched_process *w, loop_watch *l, uint64_t no
             continue;
         hw_backtrace bt = {0};
         hw_unwind_thread(s->sym, &snap.threads[i], HW_SAMPLE_MAX_FRAMES, &bt);
+        hw_python_names *names = hw_python_name_threads(python_namer(w), &snap, true);
+        if (names)
+            hw_python_merge(&names[i], &bt);
+        hw_python_names_free(names, snap.thread_count);
         uint64_t pcs[HW_SAMPLE_MAX_FRAMES];
         size_t n = 0;
         for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
-            pcs[n] = bt.frames[n].instruction_addr;
-        /* Runs are counted per top *function*: a spin moves its pc. */
+            pcs[n] = bt.frames[n].runtime_key ? bt.frames[n].runtime_key : bt.frames[n].instruction_addr;
+        /* Runs are counted per top *function*: a spin moves its pc.  In a
+         * program that runs Python, the innermost Python function is the
+         * top: the interpreter's own C frames change at every sample. */
         uint64_t top_key = 0;
         if (bt.count > 0)
-            top_key = bt.frames[0].symbol_name ? bt.frames[0].symbol_addr : bt.frames[0].instruction_addr;
+            top_key = hw_frame_function_key(&bt.frames[0]);
+        for (size_t k = 0; k < bt.count; k++)
+            if (bt.frames[k].language != HW_LANG_NATIVE) {
+                top_key = hw_frame_function_key(&bt.frames[k]);
+                break;
+            }
         if (n > 0)
             hw_ring_add(&s->ring, pcs, n, top_key, now);
         hw_backtrace_free(&bt);
@@ -114,6 +125,7 @@ static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const
             hw_symbolizer_free(s->sym);
             s->sym = NULL;
         }
+
         s->seq = r->seq;
         s->next_sample_ns = r->busy_start_ns + interval;
     }
@@ -135,8 +147,11 @@ size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max)
     size_t n = 0;
     for (; n < newest->depth && n < max; n++) {
         hw_frame f = {0};
-        hw_symbolize_frame(s->sym, newest->pcs[n], n == 0, &f);
-        keys[n] = f.symbol_name ? f.symbol_addr : f.instruction_addr;
+        if (hw_python_key_is_python(newest->pcs[n]))
+            f.runtime_key = newest->pcs[n];
+        else
+            hw_symbolize_frame(s->sym, newest->pcs[n], n == 0, &f);
+        keys[n] = hw_frame_function_key(&f);
         hw_frame_clear(&f);
     }
     return n;
@@ -432,7 +447,7 @@ void check_process(agent *a, watched_process *w, uint64_t now)
 
 
 /* Early sampling's Point Stack of stretch `seq`, as addresses, for a report. */
-void sampler_fill_request(sampler *s, uint64_t seq, report_request *req)
+void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_request *req)
 {
     req->main_thread_state = "not_requested";
     req->main_thread_reason = "disabled";
@@ -451,6 +466,15 @@ void sampler_fill_request(sampler *s, uint64_t seq, report_request *req)
     req->ps_ring_capacity = s->ring.capacity;
     req->ps_chosen_index = (size_t)idx;
     req->ps_top_repeat = hw_ring_repeat_at(&s->ring, (size_t)idx);
+    /* Its Python frames are named now, while the process most likely lives. */
+    hw_python_namer *namer = python_namer(w);
+    for (size_t i = 0; namer && i < req->ps_depth; i++) {
+        if (!hw_python_key_is_python(req->ps_pcs[i]))
+            continue;
+        if (!req->ps_named && !(req->ps_named = calloc(req->ps_depth, sizeof *req->ps_named)))
+            break;
+        hw_python_frame_from_key(namer, req->ps_pcs[i], &req->ps_named[i]);
+    }
     req->main_thread_state = "collected";
     req->main_thread_reason = "early_sampling";
 }

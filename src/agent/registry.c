@@ -249,6 +249,8 @@ static void release_process(agent *a, watched_process *w)
         close(w->pidfd);
     w->pidfd = -1;
     free_loops(a, w);
+    hw_python_namer_free(w->python_namer);
+    w->python_namer = NULL;
     if (w->page) {
         registry_unguard_page(w->page);
         munmap((void *)w->page, HW_PAGE_SIZE);

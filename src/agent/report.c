@@ -68,9 +68,12 @@ static json_t *frame_json(const hw_frame *f)
     if (!o)
         return NULL;
     json_object_set_new(o, "instruction_addr", json_integer(as_int(f->instruction_addr)));
+    if (f->language != HW_LANG_NATIVE)
+        json_object_set_new(o, "language", json_string(hw_frame_language_name(f->language)));
     if (f->symbol_name) {
         json_object_set_new(o, "symbol_name", FOREIGN(f->symbol_name));
-        json_object_set_new(o, "symbol_addr", json_integer(as_int(f->symbol_addr)));
+        if (f->language != HW_LANG_PYTHON)
+            json_object_set_new(o, "symbol_addr", json_integer(as_int(f->symbol_addr)));
     }
     if (f->object_path) {
         json_object_set_new(o, "object_name", FOREIGN(base_name(f->object_path)));
@@ -96,6 +99,8 @@ static json_t *thread_json(const hw_thread_snapshot *t, const hw_backtrace *bt, 
                           "current_thread", 0);
     if (o && bt && bt->error && t->status == HW_THREAD_CAPTURED)
         json_object_set_new(o, "unwind_error", FOREIGN(bt->error));
+    if (o && bt && bt->runtime_error && t->status == HW_THREAD_CAPTURED)
+        json_object_set_new(o, "runtime_frames_error", FOREIGN(bt->runtime_error));
     return o;
 }
 
@@ -113,12 +118,40 @@ static json_t *images_json(const hw_image *images, size_t count)
     return arr;
 }
 
+static uint64_t fnv1a(uint64_t h, const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17])
 {
+    uint64_t h = 1469598103934665603ull;
+    /* A program that runs Python or JavaScript: its hang site is the user's
+     * code, so the key is made of up to 8 of those frames ("file!function",
+     * the file's base name so that installs in other places agree) and of
+     * nothing native, whose frames are the interpreter's. */
+    size_t runtime = 0;
+    for (size_t i = 0; bt && i < bt->count && runtime < 8; i++) {
+        const hw_frame *f = &bt->frames[i];
+        if (f->language == HW_LANG_NATIVE)
+            continue;
+        char part[512];
+        snprintf(part, sizeof part, "%s:%s!%s|", hw_frame_language_name(f->language),
+                 f->source_file ? base_name(f->source_file) : "?", f->symbol_name ? f->symbol_name : "?");
+        h = fnv1a(h, part);
+        runtime++;
+    }
+    if (runtime > 0) {
+        snprintf(out, 17, "%016llx", (unsigned long long)h);
+        return;
+    }
     /* FNV-1a over "object!function" of up to 8 frames, starting at the
      * innermost frame in the program's own executable (its code is the hang
      * site; what it called, a libc sleep or a spin's helpers, varies). */
-    uint64_t h = 1469598103934665603ull;
     size_t first = 0;
     if (bt && executable)
         for (size_t i = 0; i < bt->count; i++)
@@ -135,10 +168,7 @@ void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17
             snprintf(part, sizeof part, "%s+0x%llx|", base_name(f->object_path), (unsigned long long)f->object_offset);
         else
             snprintf(part, sizeof part, "?|");
-        for (const char *p = part; *p; p++) {
-            h ^= (unsigned char)*p;
-            h *= 1099511628211ull;
-        }
+        h = fnv1a(h, part);
     }
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }

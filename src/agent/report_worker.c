@@ -166,7 +166,22 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
         return false;
     }
     memset(&req->snap, 0, sizeof req->snap); /* the worker's now */
+    req->py_names = NULL;
+    req->ps_named = NULL;
     return true;
+}
+
+void report_request_release(report_request *req)
+{
+    if (!req)
+        return;
+    hw_python_names_free(req->py_names, req->snap.thread_count);
+    req->py_names = NULL;
+    for (size_t i = 0; req->ps_named && i < req->ps_depth; i++)
+        hw_frame_clear(&req->ps_named[i]);
+    free(req->ps_named);
+    req->ps_named = NULL;
+    hw_process_snapshot_free(&req->snap);
 }
 
 void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
@@ -197,7 +212,16 @@ uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns)
 
 static const char *frame_label(const hw_frame *f, char *buf, size_t len)
 {
-    char raw[160];
+    char raw[320];
+    if (f->language != HW_LANG_NATIVE && f->symbol_name && f->source_file) {
+        /* the user's code: "handle_request (app.py:5)" */
+        const char *base = strrchr(f->source_file, '/');
+        if (f->source_line > 0)
+            snprintf(raw, sizeof raw, "%s (%s:%d)", f->symbol_name, base ? base + 1 : f->source_file, f->source_line);
+        else
+            snprintf(raw, sizeof raw, "%s (%s)", f->symbol_name, base ? base + 1 : f->source_file);
+        return hw_escape_text(raw, buf, len);
+    }
     if (f->symbol_name)
         return hw_escape_text(f->symbol_name, buf, len);
     if (f->object_path) {
@@ -214,8 +238,7 @@ static size_t function_keys(const hw_backtrace *bt, uint64_t *keys, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; bt && i < bt->count && n < max; i++) {
-        const hw_frame *f = &bt->frames[i];
-        keys[n++] = f->symbol_name ? f->symbol_addr : f->instruction_addr;
+        keys[n++] = hw_frame_function_key(&bt->frames[i]);
     }
     return n;
 }
@@ -250,15 +273,24 @@ static char *hang_line(const agent *a, const report_request *req, const hw_backt
     char busy[32], thr[32];
     hw_format_duration(c->busy_ns / 1000000 * 1000000, busy, sizeof busy);
     hw_format_duration(a->opts->detector.threshold_ns, thr, sizeof thr);
+    /* The innermost five frames; in a program that runs Python or
+     * JavaScript, the innermost frame and then the user's functions (the
+     * interpreter's own frames between them say nothing to its user). */
+    bool runtime = false;
+    for (size_t i = 0; bt && i < bt->count; i++)
+        runtime |= bt->frames[i].language != HW_LANG_NATIVE;
     char frames[768] = "";
-    size_t used = 0;
-    for (size_t i = 0; bt && i < bt->count && i < 5; i++) {
-        char tmp[160];
-        int n = snprintf(frames + used, sizeof frames - used, "%s%s", i ? " < " : "",
+    size_t used = 0, shown = 0;
+    for (size_t i = 0; bt && i < bt->count && shown < 5; i++) {
+        if (runtime && i > 0 && bt->frames[i].language == HW_LANG_NATIVE)
+            continue;
+        char tmp[200];
+        int n = snprintf(frames + used, sizeof frames - used, "%s%s", shown ? " < " : "",
                          frame_label(&bt->frames[i], tmp, sizeof tmp));
         if (n < 0 || (size_t)n >= sizeof frames - used)
             break;
         used += (size_t)n;
+        shown++;
     }
     char no_stack[160] = "";
     if (!used)
@@ -373,6 +405,19 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
 
 /* ---- the jobs ---- */
 
+/* Unwind a captured thread and put its interpreter's frames among the
+ * native ones (python_frames.h); an interpreter whose frames are not read
+ * is said in the hung thread's backtrace. */
+static void unwind_with_runtime(hw_symbolizer *sym, const report_request *req, size_t i, hw_backtrace *bt)
+{
+    const hw_thread_snapshot *t = &req->snap.threads[i];
+    hw_unwind_thread(sym, t, MAX_FRAMES, bt);
+    if (req->py_names != NULL)
+        hw_python_merge(&req->py_names[i], bt);
+    else if (req->python.found && req->python.why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
+        bt->runtime_error = strdup(req->python.why_not);
+}
+
 static void do_report(report_worker *wk, job *j)
 {
     agent *a = wk->a;
@@ -387,7 +432,7 @@ static void do_report(report_worker *wk, job *j)
         if (snap->threads[i].is_target)
             target = i;
     if (bts && sym && target != SIZE_MAX && snap->threads[target].status == HW_THREAD_CAPTURED) {
-        hw_unwind_thread(sym, &snap->threads[target], MAX_FRAMES, &bts[target]);
+        unwind_with_runtime(sym, req, target, &bts[target]);
         target_bt = &bts[target];
     }
 
@@ -410,7 +455,7 @@ static void do_report(report_worker *wk, job *j)
 
     for (size_t i = 0; bts && sym && i < snap->thread_count; i++)
         if (i != target && snap->threads[i].status == HW_THREAD_CAPTURED)
-            hw_unwind_thread(sym, &snap->threads[i], MAX_FRAMES, &bts[i]);
+            unwind_with_runtime(sym, req, i, &bts[i]);
     const hw_image *images = NULL;
     size_t image_count = sym ? hw_symbolizer_images(sym, &images) : 0;
 
@@ -418,8 +463,17 @@ static void do_report(report_worker *wk, job *j)
     hw_point_stack ps = {0};
     hw_frame ps_frames[HW_SAMPLE_MAX_FRAMES];
     if (req->ps_depth && sym) {
-        for (size_t i = 0; i < req->ps_depth; i++)
-            hw_symbolize_frame(sym, req->ps_pcs[i], i == 0, &ps_frames[i]);
+        for (size_t i = 0; i < req->ps_depth; i++) {
+            /* Python frames were named when the request was made. */
+            const hw_frame *named = req->ps_named ? &req->ps_named[i] : NULL;
+            if (named && named->language != HW_LANG_NATIVE && named->symbol_name) {
+                ps_frames[i] = *named;
+                ps_frames[i].symbol_name = strdup(named->symbol_name);
+                ps_frames[i].source_file = named->source_file ? strdup(named->source_file) : NULL;
+            } else {
+                hw_symbolize_frame(sym, req->ps_pcs[i], i == 0, &ps_frames[i]);
+            }
+        }
         ps = (hw_point_stack){.frames = ps_frames,
                               .repeat_counts = req->ps_counts,
                               .frame_count = req->ps_depth,
@@ -556,7 +610,7 @@ static void *worker_main(void *arg)
             do_finish(wk, j);
         } else {
             do_report(wk, j);
-            hw_process_snapshot_free(&j->req->snap);
+            report_request_release(j->req);
             free(j->req);
         }
         free(j);

@@ -697,6 +697,19 @@ int hw_symbolize_frame(hw_symbolizer *sym, uint64_t pc, bool is_activation, hw_f
     return 0;
 }
 
+const char *hw_frame_language_name(hw_frame_language language)
+{
+    switch (language) {
+    case HW_LANG_PYTHON:
+        return "python";
+    case HW_LANG_JAVASCRIPT:
+        return "javascript";
+    case HW_LANG_NATIVE:
+    default:
+        return "native";
+    }
+}
+
 void hw_frame_clear(hw_frame *f)
 {
     free(f->symbol_name);
@@ -713,6 +726,7 @@ void hw_backtrace_free(hw_backtrace *bt)
         hw_frame_clear(&bt->frames[i]);
     free(bt->frames);
     free(bt->error);
+    free(bt->runtime_error);
     memset(bt, 0, sizeof *bt);
 }
 
@@ -796,4 +810,68 @@ size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images)
     if (images != NULL)
         *images = sym->images;
     return sym->image_count;
+}
+
+/* ---- symbols by name ---------------------------------------------------- */
+
+typedef struct symbol_search {
+    bool (*wanted)(const char *path);
+    const char *const *names;
+    uint64_t *addrs;
+    size_t count, found;
+    char *module;
+} symbol_search;
+
+static int search_module_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)userdata;
+    (void)start;
+    symbol_search *s = arg;
+    if (name == NULL || !s->wanted(name))
+        return DWARF_CB_OK;
+    int n = dwfl_module_getsymtab(mod);
+    if (n <= 0)
+        return DWARF_CB_OK;
+    size_t found = 0;
+    for (size_t i = 0; i < s->count; i++)
+        s->addrs[i] = 0;
+    for (int i = 1; i < n && found < s->count; i++) {
+        GElf_Sym gsym;
+        GElf_Addr addr;
+        const char *sname = dwfl_module_getsym_info(mod, i, &gsym, &addr, NULL, NULL, NULL);
+        if (sname == NULL || gsym.st_shndx == SHN_UNDEF)
+            continue;
+        for (size_t k = 0; k < s->count; k++)
+            if (s->addrs[k] == 0 && strcmp(sname, s->names[k]) == 0) {
+                s->addrs[k] = addr;
+                found++;
+            }
+    }
+    if (s->addrs[0] == 0)
+        return DWARF_CB_OK;
+    s->found = found;
+    s->module = dup_or_null(name);
+    return DWARF_CB_ABORT;
+}
+
+size_t hw_symbolizer_find_symbols(hw_symbolizer *sym, bool (*wanted)(const char *path), const char *const *names,
+                                  uint64_t *addrs, size_t count, char **module)
+{
+    if (module != NULL)
+        *module = NULL;
+    for (size_t i = 0; i < count; i++)
+        addrs[i] = 0;
+    if (sym == NULL || wanted == NULL || count == 0)
+        return 0;
+    symbol_search s = {.wanted = wanted, .names = names, .addrs = addrs, .count = count};
+    (void)dwfl_getmodules(sym->dwfl, search_module_cb, &s, 0);
+    (void)dwfl_errno();
+    if (s.found == 0)
+        for (size_t i = 0; i < count; i++)
+            addrs[i] = 0;
+    if (module != NULL)
+        *module = s.module;
+    else
+        free(s.module);
+    return s.found;
 }

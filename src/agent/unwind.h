@@ -19,8 +19,20 @@
 
 #include "capture.h"
 
+/* What ran a frame: native code, or an interpreter's or JIT's function
+ * (python_frames.h, perf_map.h), named from the runtime's own records. */
+typedef enum hw_frame_language {
+    HW_LANG_NATIVE = 0,
+    HW_LANG_PYTHON,
+    HW_LANG_JAVASCRIPT,
+} hw_frame_language;
+
+/* "native", "python", "javascript": the report's frame.language. */
+const char *hw_frame_language_name(hw_frame_language language);
+
 typedef struct hw_frame {
-    uint64_t instruction_addr; /* pc as unwound (a return address for callers) */
+    uint64_t instruction_addr; /* pc as unwound (a return address for callers); for a Python
+                                  frame, the address of its current bytecode instruction */
     bool is_activation;        /* the innermost frame (or a signal frame) */
     char *symbol_name;         /* as in the symbol table, without "@VERSION" (C++ names are
                                   not demangled), NULL if unknown */
@@ -31,6 +43,8 @@ typedef struct hw_frame {
                                   pc - 1 for a caller frame) - bias, as addr2line wants it */
     char *source_file;         /* NULL without debug info */
     int source_line;           /* 0 without debug info */
+    hw_frame_language language;
+    uint64_t runtime_key;      /* a runtime frame's identity for samples (python_frames.h), else 0 */
 } hw_frame;
 
 typedef struct hw_backtrace {
@@ -38,6 +52,7 @@ typedef struct hw_backtrace {
     size_t count;
     size_t skipped; /* frames walked beyond max_frames and dropped (counted up to a limit) */
     char *error;    /* why the unwind stopped early, NULL if it ended normally */
+    char *runtime_error; /* why an interpreter's frames are missing or partial, else NULL */
 } hw_backtrace;
 
 typedef struct hw_image {
@@ -70,6 +85,14 @@ int hw_symbolize_frame(hw_symbolizer *sym, uint64_t pc, bool is_activation, hw_f
 
 /* Free a frame's strings and zero it. */
 void hw_frame_clear(hw_frame *f);
+
+/* Look up symbols by name in the modules whose path `wanted` accepts, one
+ * module at a time in address order, stopping at the first module that has
+ * names[0]: addrs[i] gets each name's absolute address there (0 if absent)
+ * and *module (malloc'd, may be NULL) that module's path.  Returns how many
+ * names were found in that module (0: names[0] is nowhere). */
+size_t hw_symbolizer_find_symbols(hw_symbolizer *sym, bool (*wanted)(const char *path), const char *const *names,
+                                  uint64_t *addrs, size_t count, char **module);
 
 /* The ELF images the symbolizer knows (mapped files that are not ELF are
  * left out), in address order (valid until hw_symbolizer_free). */

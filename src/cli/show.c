@@ -70,8 +70,32 @@ static json_int_t one_based(json_int_t v)
     return v < LLONG_MAX ? v + 1 : v;
 }
 
+/* A frame of the user's Python or JavaScript code (report-format.md,
+ * frame.language): marked "py" or "js" where native frames show their
+ * address, with its function and file:line. */
+static bool print_runtime_frame(FILE *out, size_t i, json_t *f)
+{
+    const char *language = str_at(f, "language", "native");
+    const char *mark = strcmp(language, "python") == 0 ? "py" : strcmp(language, "javascript") == 0 ? "js" : NULL;
+    if (mark == NULL)
+        return false;
+    fprintf(out, "  #%-2zu %-18s  ", i, mark);
+    put_string_at(out, f, "symbol_name", "??");
+    if (json_is_string(json_object_get(f, "source_file"))) {
+        fputs("  at ", out);
+        put_string_at(out, f, "source_file", "?");
+        json_int_t line = int_at(f, "source_line", 0);
+        if (line > 0)
+            fprintf(out, ":%" JSON_INTEGER_FORMAT, line);
+    }
+    fputc('\n', out);
+    return true;
+}
+
 static void print_frame(FILE *out, size_t i, json_t *f)
 {
+    if (print_runtime_frame(out, i, f))
+        return;
     json_int_t pc = int_at(f, "instruction_addr", 0);
     json_t *sym = json_object_get(f, "symbol_name");
     json_t *obj = json_object_get(f, "object_name");
@@ -158,6 +182,11 @@ static void print_report(const char *label, json_t *root, FILE *out)
         if (json_is_string(json_object_get(thread, "unwind_error"))) {
             fputs("  (unwinding stopped early: ", out);
             put_string_at(out, thread, "unwind_error", "?");
+            fputs(")\n", out);
+        }
+        if (json_is_string(json_object_get(thread, "runtime_frames_error"))) {
+            fputs("  (interpreter frames: ", out);
+            put_string_at(out, thread, "runtime_frames_error", "?");
             fputs(")\n", out);
         }
     }
