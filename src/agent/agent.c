@@ -283,6 +283,7 @@ int hw_agent_run(const hw_agent_options *opts)
     /* Every capture becomes its report before we go. */
     worker_stop(a->worker, true);
     a->worker = NULL;
+    js_maps_remove(a); /* after the last report that could name JavaScript */
     if (a->queue_dropped > 0 && !opts->quiet)
         fprintf(stderr, "hangwatch: %lu capture%s dropped because the report writer was behind\n",
                 a->queue_dropped, a->queue_dropped == 1 ? " was" : "s were");

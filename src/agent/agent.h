@@ -40,6 +40,7 @@ typedef struct hw_agent_options {
     hw_report_limits limits;  /* daily limit and directory cap */
     bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */
     bool no_follow;           /* watch only the started process, not its children */
+    bool no_js_frames;        /* leave NODE_OPTIONS alone (js_maps.c) */
     bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
     bool stutter;             /* --stutter: report stutter (stutter.h) */
     hw_detector_kind detector_kind; /* --detector */

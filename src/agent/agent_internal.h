@@ -137,6 +137,13 @@ typedef struct agent {
     unsigned long refused;
     bool said_refused;
     bool senders_have_pidfds;         /* SO_PASSPIDFD is on: every sender comes with its pidfd */
+    /* node processes whose perf maps hangwatch caused (js_maps.c) */
+    bool js_maps_ours;
+    struct node_process {
+        pid_t pid;
+        uid_t uid;
+    } *nodes;
+    size_t node_count, node_cap;
     /* captures the worker had no room for */
     unsigned long queue_dropped;
     bool said_queue_dropped;
@@ -209,6 +216,13 @@ typedef struct report_request {
 } report_request;
 
 void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_request *req);
+/* js_maps.c: NODE_OPTIONS with V8's perf map flags added (malloc'd; *ours
+ * tells whether the flags are hangwatch's), a watched process that may be
+ * node, and removing the maps hangwatch caused once their processes are gone. */
+char *js_node_options(const char *existing, bool *ours);
+void js_maps_note_process(agent *a, pid_t pid, const char *executable);
+void js_maps_remove(agent *a);
+
 /* Free what a request holds (its snapshot, its named frames). */
 void report_request_release(report_request *req);
 /* The process's namer of Python code (created on first use), or NULL. */

@@ -127,9 +127,18 @@ int launch_program(agent *a)
         close(errpipe[1]);
         return -ENOMEM;
     }
+    /* node names its JavaScript functions for us (js_maps.c). */
+    char *node_options = NULL;
+    if (!a->opts->no_js_frames && !(node_options = js_node_options(getenv("NODE_OPTIONS"), &a->js_maps_ours))) {
+        free(preload);
+        close(errpipe[0]);
+        close(errpipe[1]);
+        return -ENOMEM;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
+        free(node_options);
         free(preload);
         close(errpipe[0]);
         close(errpipe[1]);
@@ -141,6 +150,8 @@ int launch_program(agent *a)
         sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
         setenv("LD_PRELOAD", preload, 1);
         setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
+        if (node_options)
+            setenv("NODE_OPTIONS", node_options, 1);
         if (a->opts->every_wait_is_the_loop)
             setenv("HANGWATCH_WAIT_SITE", "any", 1);
         if (a->opts->all_loop_threads)
@@ -157,6 +168,7 @@ int launch_program(agent *a)
         _exit(127);
     }
     free(preload);
+    free(node_options);
     close(errpipe[1]);
     int child_errno = 0;
     ssize_t n;

@@ -76,6 +76,10 @@ static const char usage_text[] =
     "                       (runloop detector only)\n"
     "  --no-follow          watch only PROG itself, not the processes it forks\n"
     "                       or executes (followed by default)\n"
+    "  --no-js-frames       do not add V8's perf map flags to NODE_OPTIONS\n"
+    "                       (by default node writes /tmp/perf-PID.map, which\n"
+    "                       names JavaScript functions in reports; hangwatch\n"
+    "                       removes the maps it caused when it ends)\n"
     "  --daily-limit N      at most N reports per 24 h in the report directory\n"
     "                       (default 100, as Matrix; 0 = no limit)\n"
     "  --max-dir-size SIZE  stop writing reports when the directory would\n"
@@ -225,7 +229,7 @@ static int cmd_watch(int argc, char **argv, bool attach)
         {"ready-fd", required_argument, NULL, 'R'},     {"events-socket", required_argument, NULL, 'V'},
         {"stutter", no_argument, NULL, 'U'},            {"detector", required_argument, NULL, 'D'},
         {"frame-interval", required_argument, NULL, 'G'}, {"pings-by-post", no_argument, NULL, 'Q'},
-        {"frames-from-loop", no_argument, NULL, 'X'},
+        {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -282,6 +286,9 @@ static int cmd_watch(int argc, char **argv, bool attach)
             break;
         case 'F':
             opts.no_follow = true;
+            break;
+        case 'J':
+            opts.no_js_frames = true;
             break;
         case 'P':
         case 'R': {
