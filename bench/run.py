@@ -6,7 +6,7 @@ same table, with the machine it ran on, into docs/benchmarks.md between the
 hand).  Progress goes to stderr.
 
     /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
-                                  [--parts observer,capture,detection,lost]
+                                  [--parts observer,capture,detection,lost,node]
 
 What is measured, and why this way, is in docs/benchmarks.md.  In short:
   1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
@@ -18,7 +18,10 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
   4. how long after the threshold hangs are detected, exact vs periodic;
   5. how much CPU time a program that wants every CPU loses after a
      capture, while the report worker works, at the normal policy vs at
-     SCHED_IDLE, as the program itself sees it.
+     SCHED_IDLE, as the program itself sees it;
+  6. what the node flags that name JavaScript frames cost node: start-up
+     and a compile-heavy workload, with and without them (node_flags.py,
+     which also runs alone; skipped when there is no node).
 Every figure is a median / p99 over many samples, never one run.  Standard
 library only, Debian's /usr/bin/python3.
 """
@@ -40,6 +43,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import node_flags  # noqa: E402 (part 6, next to this file)
 
 # Budgets (docs/benchmarks.md says where each comes from).
 OBSERVER_BUDGET_NS = 15.0
@@ -614,7 +619,7 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d, lt=None):
+def table(o, c, d, lt=None, nf=None):
     rows = []
     o = o or {}
     c = c or {}
@@ -632,6 +637,8 @@ def table(o, c, d, lt=None):
         detection_rows(d, row)
     if lt:
         lost_rows(lt, row)
+    if nf:
+        node_flags.rows(nf, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -776,20 +783,20 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
-    ap.add_argument("--parts", default="observer,capture,detection,lost",
+    ap.add_argument("--parts", default="observer,capture,detection,lost,node",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    all_parts = {"observer", "capture", "detection", "lost"}
+    all_parts = {"observer", "capture", "detection", "lost", "node"}
     if not parts <= all_parts:
-        sys.exit("bench: --parts takes observer, capture, detection, lost")
-    if shutil.which("valgrind") is None:
+        sys.exit("bench: --parts takes observer, capture, detection, lost, node")
+    if "observer" in parts and shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
 
     started = time.monotonic()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     host = machine()
-    b = Bench(args.build)
+    b = Bench(args.build) if parts - {"node"} else None
     o = bench_observer(b) if "observer" in parts else None
     c = bench_capture(b) if "capture" in parts else None
     rng = random.Random()
@@ -797,6 +804,13 @@ def main():
     if "detection" in parts:
         d = {mode: bench_detection(b, mode, rng.randrange(1, 2**31)) for mode in ("exact", "periodic")}
     lt = bench_lost(b) if "lost" in parts else None
+    nf = None
+    if "node" in parts:
+        node = shutil.which("node")
+        if node:
+            nf = node_flags.measure(node)
+        else:
+            log("6. no node on the PATH: part 6 skipped (apt-get install nodejs)")
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
@@ -806,7 +820,7 @@ def main():
     if lt:
         text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
                  f"window {LOST_WINDOW_MS} ms.")
-    text += "\n\n" + table(o, c, d, lt)
+    text += "\n\n" + table(o, c, d, lt, nf)
     print(text)
     if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)
