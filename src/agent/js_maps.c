@@ -26,8 +26,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
-
-#define NODE_PERF_FLAGS "--perf-basic-prof-only-functions --interpreted-frames-native-stack"
+#include "perf_map_file.h"
 #define MAX_NODE_PROCESSES 4096
 
 char *js_node_options(const char *existing, bool *ours)
@@ -40,14 +39,14 @@ char *js_node_options(const char *existing, bool *ours)
     *ours = true;
     char *value = NULL;
     if (existing == NULL || existing[0] == '\0')
-        return strdup(NODE_PERF_FLAGS);
-    if (asprintf(&value, "%s %s", existing, NODE_PERF_FLAGS) < 0)
+        return strdup(HW_PERF_MAP_NODE_FLAGS);
+    if (asprintf(&value, "%s %s", existing, HW_PERF_MAP_NODE_FLAGS) < 0)
         return NULL;
     return value;
 }
 
 /* node, nodejs, node20, node-v20...: the names node's binary goes by. */
-static bool is_node(const char *executable)
+bool js_is_node(const char *executable)
 {
     const char *slash = strrchr(executable, '/');
     const char *base = slash ? slash + 1 : executable;
@@ -60,7 +59,7 @@ static bool is_node(const char *executable)
 
 void js_maps_note_process(agent *a, pid_t pid, const char *executable)
 {
-    if (!a->js_maps_ours || !is_node(executable) || a->node_count >= MAX_NODE_PROCESSES)
+    if (!a->js_maps_ours || !js_is_node(executable) || a->node_count >= MAX_NODE_PROCESSES)
         return;
     char path[64];
     struct stat st;

@@ -32,6 +32,7 @@
 #include "../core/report_limits.h"
 #include "../core/text_escape.h"
 #include "agent_internal.h"
+#include "perf_map_file.h"
 #include "report.h"
 #include "report_dir.h"
 
@@ -416,6 +417,19 @@ static void unwind_with_runtime(hw_symbolizer *sym, const report_request *req, s
         hw_python_merge(&req->py_names[i], bt);
     else if (req->python.found && req->python.why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
         bt->runtime_error = strdup(req->python.why_not);
+    /* A node whose JIT frames have no names: say how to get them. */
+    int js_errno = hw_symbolizer_js_map_errno(sym);
+    if (t->is_target && bt->runtime_error == NULL && js_errno != 0 && js_is_node(req->executable)) {
+        bool unnamed_jit = false;
+        for (size_t k = 0; k < bt->count; k++)
+            unnamed_jit |= bt->frames[k].object_path == NULL && bt->frames[k].symbol_name == NULL;
+        if (unnamed_jit &&
+            asprintf(&bt->runtime_error,
+                     "JavaScript frames are not named: %s; start node with NODE_OPTIONS=\"%s\" "
+                     "(hangwatch run adds it unless --no-js-frames)",
+                     js_errno == ENOENT ? "node wrote no perf map" : strerror(js_errno), HW_PERF_MAP_NODE_FLAGS) < 0)
+            bt->runtime_error = NULL;
+    }
 }
 
 static void do_report(report_worker *wk, job *j)

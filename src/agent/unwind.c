@@ -31,6 +31,8 @@
  */
 #include "unwind.h"
 
+#include "perf_map_file.h"
+
 #include <dwarf.h>
 #include <elf.h>
 #include <elfutils/libdw.h>
@@ -42,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -66,6 +69,7 @@ typedef struct resolved {
     uint64_t object_offset;
     char *source_file;
     int source_line;
+    hw_frame_language language;
 } resolved;
 
 struct hw_symbolizer {
@@ -91,6 +95,10 @@ struct hw_symbolizer {
         uint64_t start, end;
     } * backed;
     size_t backed_count;
+    /* node's perf map, read at the first address in anonymous memory */
+    bool js_map_tried;
+    hw_perf_map *js_map;
+    int js_map_errno; /* why it could not be read, 0 if it was */
 };
 
 /* Remember which ranges of the maps text are file-backed (or the vDSO). */
@@ -389,6 +397,7 @@ void hw_symbolizer_free(hw_symbolizer *sym)
     free(sym->vdso);
     free(sym->attach_error);
     free(sym->backed);
+    hw_perf_map_free(sym->js_map);
     free(sym);
 }
 
@@ -454,10 +463,40 @@ static void line_without_aranges(Dwfl_Module *mod, uint64_t addr, resolved *e)
     }
 }
 
+/* Anonymous memory is JIT code: named from node's perf map when it has
+ * one (perf_map_file.h), else left without a name. */
+static void lookup_jit(hw_symbolizer *sym, uint64_t addr, resolved *e)
+{
+    if (!sym->js_map_tried) {
+        sym->js_map_tried = true;
+        char path[64];
+        struct stat st;
+        snprintf(path, sizeof path, "/proc/%d", (int)sym->pid);
+        if (stat(path, &st) != 0) {
+            sym->js_map_errno = errno;
+            return;
+        }
+        sym->js_map = hw_perf_map_load(sym->pid, st.st_uid, NULL);
+        sym->js_map_errno = sym->js_map ? 0 : errno;
+    }
+    hw_js_symbol js;
+    if (sym->js_map == NULL || !hw_perf_map_lookup(sym->js_map, addr, &js))
+        return;
+    e->language = HW_LANG_JAVASCRIPT;
+    e->symbol_name = dup_or_null(js.function);
+    e->symbol_addr = js.start;
+    if (js.source_file != NULL) {
+        e->source_file = dup_or_null(js.source_file);
+        e->source_line = js.source_line;
+    }
+}
+
 static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
 {
-    if (!address_is_backed(sym, addr))
-        return; /* anonymous memory: JIT code, no object to name */
+    if (!address_is_backed(sym, addr)) {
+        lookup_jit(sym, addr, e);
+        return;
+    }
     Dwfl_Module *mod = dwfl_addrmodule(sym->dwfl, addr);
     if (mod == NULL)
         return;
@@ -562,6 +601,7 @@ static bool fill_frame(hw_symbolizer *sym, hw_frame *f, uint64_t pc, bool activa
     f->object_addr = e->object_addr;
     f->object_offset = e->object_offset;
     f->source_line = e->source_line;
+    f->language = e->language;
     f->symbol_name = dup_or_null(e->symbol_name);
     f->object_path = dup_or_null(e->object_path);
     f->source_file = dup_or_null(e->source_file);
@@ -810,6 +850,11 @@ size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images)
     if (images != NULL)
         *images = sym->images;
     return sym->image_count;
+}
+
+int hw_symbolizer_js_map_errno(const hw_symbolizer *sym)
+{
+    return sym != NULL && sym->js_map_tried ? sym->js_map_errno : 0;
 }
 
 /* ---- symbols by name ---------------------------------------------------- */

@@ -94,6 +94,11 @@ void hw_frame_clear(hw_frame *f);
 size_t hw_symbolizer_find_symbols(hw_symbolizer *sym, bool (*wanted)(const char *path), const char *const *names,
                                   uint64_t *addrs, size_t count, char **module);
 
+/* Why node's perf map could not be read when an address in anonymous
+ * memory (JIT code) was looked up: ENOENT when there is none (node was
+ * started without the flags), another errno, or 0 (read, or never needed). */
+int hw_symbolizer_js_map_errno(const hw_symbolizer *sym);
+
 /* The ELF images the symbolizer knows (mapped files that are not ELF are
  * left out), in address order (valid until hw_symbolizer_free). */
 size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images);

@@ -266,6 +266,83 @@ def case_py_corrupt_code():
         hwtest.cleanup(r)
 
 
+def node():
+    path = shutil.which("node") or shutil.which("nodejs")
+    if path is None:
+        print("SKIP: node is not installed (scripts/ensure-deps.sh test installs it)")
+        sys.exit(SKIP)
+    return path
+
+
+def run_node(options=(), env=None):
+    r = hwtest.run(list(options) + ["--", node(), program("node_frames.js")], env=env)
+    check(r.returncode == 0 and "rendered some cells" in r.stdout, r.describe())
+    r.node_pid = int(re.search(r"^pid (\d+)$", r.stdout, re.M).group(1))
+    r.node_options = re.search(r"^NODE_OPTIONS=(.*)$", r.stdout, re.M).group(1)
+    return r
+
+
+def perf_map(pid):
+    return f"/tmp/perf-{pid}.map"
+
+
+def case_node_named():
+    """A timer callback spinning in renderHugeTable(): named with its file and line; the map is gone after."""
+    r = run_node()
+    try:
+        at = lines(r)
+        frames = hung_frames(one_hang_report(r))
+        i = find(frames, "renderHugeTable", "javascript")
+        check(i >= 0, "renderHugeTable is not in the hung stack:\n" + describe(frames))
+        f = frames[i]
+        check(f["source_file"].endswith("node_frames.js") and f["source_line"] == at["renderHugeTable"],
+              f"wrong place for renderHugeTable: {f}")
+        check(find(frames, "onRenderTimer", "javascript") > i, "its caller is not below it:\n" + describe(frames))
+        check(any(fr.get("symbol_name", "").startswith("uv_run") for fr in frames[i:]),
+              "libuv's loop is not below the JavaScript frames:\n" + describe(frames))
+        check(f"renderHugeTable (node_frames.js:{at['renderHugeTable']})" in r.stderr,
+              "the stderr line does not name renderHugeTable:\n" + r.stderr)
+        check("--perf-basic-prof-only-functions" in r.node_options, f"NODE_OPTIONS was {r.node_options!r}")
+        check(not os.path.exists(perf_map(r.node_pid)), f"{perf_map(r.node_pid)} was left behind")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_node_without_flags():
+    """--no-js-frames: NODE_OPTIONS untouched, no map, and the report says how to get names."""
+    r = run_node(["--no-js-frames"], env={"NODE_OPTIONS": "--max-old-space-size=200"})
+    try:
+        check(r.node_options == "--max-old-space-size=200", f"NODE_OPTIONS was changed: {r.node_options!r}")
+        check(not os.path.exists(perf_map(r.node_pid)), "a perf map was written")
+        report = one_hang_report(r)
+        hung = report["crash"]["threads"][report["hangwatch"]["hung_thread"]["report_array_index"]]
+        check(find(hung["backtrace"]["contents"], "renderHugeTable", "javascript") < 0, "named without a map?")
+        check("--perf-basic-prof-only-functions" in hung.get("runtime_frames_error", ""),
+              f"the report does not say how to enable names: {hung.get('runtime_frames_error')}")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_node_keeps_user_options():
+    """The user's NODE_OPTIONS are kept; a map the user asked for is the user's and stays."""
+    r = run_node(env={"NODE_OPTIONS": "--max-old-space-size=200"})
+    try:
+        check(r.node_options.startswith("--max-old-space-size=200 ") and "--perf-basic-prof-only-functions" in
+              r.node_options, f"NODE_OPTIONS: {r.node_options!r}")
+    finally:
+        hwtest.cleanup(r)
+    r = run_node(env={"NODE_OPTIONS": "--perf-basic-prof"})
+    try:
+        check(r.node_options == "--perf-basic-prof", f"NODE_OPTIONS: {r.node_options!r}")
+        check(os.path.exists(perf_map(r.node_pid)), "the user's own perf map was removed")
+        frames = hung_frames(one_hang_report(r))
+        check(find(frames, "renderHugeTable", "javascript") >= 0, "not named from the user's map")
+    finally:
+        if os.path.exists(perf_map(r.node_pid)):
+            os.unlink(perf_map(r.node_pid))
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "py_sleep_debian": case_py_sleep_debian,
@@ -278,4 +355,7 @@ if __name__ == "__main__":
         "py_corrupt_loop": case_py_corrupt_loop,
         "py_corrupt_garbage": case_py_corrupt_garbage,
         "py_corrupt_code": case_py_corrupt_code,
+        "node_named": case_node_named,
+        "node_without_flags": case_node_without_flags,
+        "node_keeps_user_options": case_node_keeps_user_options,
     })
