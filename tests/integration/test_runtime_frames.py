@@ -331,9 +331,9 @@ def case_node_keeps_user_options():
               r.node_options, f"NODE_OPTIONS: {r.node_options!r}")
     finally:
         hwtest.cleanup(r)
-    r = run_node(env={"NODE_OPTIONS": "--perf-basic-prof"})
+    r = run_node(env={"NODE_OPTIONS": "--perf-basic-prof-only-functions"})
     try:
-        check(r.node_options == "--perf-basic-prof", f"NODE_OPTIONS: {r.node_options!r}")
+        check(r.node_options == "--perf-basic-prof-only-functions", f"NODE_OPTIONS: {r.node_options!r}")
         check(os.path.exists(perf_map(r.node_pid)), "the user's own perf map was removed")
         frames = hung_frames(one_hang_report(r))
         check(find(frames, "renderHugeTable", "javascript") >= 0, "not named from the user's map")
