@@ -6,7 +6,7 @@ same table, with the machine it ran on, into docs/benchmarks.md between the
 hand).  Progress goes to stderr.
 
     /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
-                                  [--parts observer,capture,detection,lost,node]
+                                  [--parts observer,capture,detection,lost,node,python]
 
 What is measured, and why this way, is in docs/benchmarks.md.  In short:
   1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
@@ -21,7 +21,10 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      SCHED_IDLE, as the program itself sees it;
   6. what the node flags that name JavaScript frames cost node: start-up
      and a compile-heavy workload, with and without them (node_flags.py,
-     which also runs alone; skipped when there is no node).
+     which also runs alone; skipped when there is no node);
+  7. what reading Python's frame chains adds to a capture's stop, per
+     thread stopped: all-thread captures of a sleeping Python process,
+     alternately with and without the reader.
 Every figure is a median / p99 over many samples, never one run.  Standard
 library only, Debian's /usr/bin/python3.
 """
@@ -49,6 +52,7 @@ import node_flags  # noqa: E402 (part 6, next to this file)
 # Budgets (docs/benchmarks.md says where each comes from).
 OBSERVER_BUDGET_NS = 15.0
 STOP_BUDGET_US = 100.0
+PYTHON_PER_THREAD_BUDGET_US = 200.0
 EXACT_P99_BUDGET_MS = 10.0
 
 # Sizes, chosen so that the whole run takes under three minutes on 2 cores.
@@ -75,6 +79,8 @@ LOST_THRESHOLD_MS = 500
 LOST_WINDOW_MS = 500          # lost time counted from the capture's stop on
 LOST_BUSY_WORKER_MS = 10      # a worker that ran more than this during the hang
 LOST_SHARED_MS = 20           # two threads on one CPU for longer than this in the window
+PYTHON_DEPTH = 30             # Python calls below each sleeping thread's sleep
+PYTHON_CAPTURES = ((1, 150), (8, 80))  # (threads, captures of each kind)
 LOST_HANG_MS = 1100           # threshold + window + margin; the first re-check
                               # (threshold + 1 s check period) comes after it
 
@@ -309,6 +315,38 @@ def bench_capture(b):
                       "max_med": median(mx), "max_p99": pct(mx, 99),
                       "call_med": median(call), "call_p99": pct(call, 99)}
     return r
+
+
+# ---- 7. Python frames in the stop ----------------------------------------
+
+def bench_python(b):
+    """Per thread stopped: median over alternating pairs of (with - without) / threads."""
+    r = {}
+    tool = os.path.join(b.bin, "bench-python-capture")
+    for threads, count in PYTHON_CAPTURES:
+        log(f"7. {count} pairs of all-thread captures of a {threads}-thread Python process, {PYTHON_DEPTH} calls "
+            f"deep, with and without reading its frames")
+        out = b.run([tool, "/usr/bin/python3", str(threads), str(PYTHON_DEPTH), str(count)]).stdout
+        rows = [line.split() for line in out.splitlines() if line.startswith("capture ")]
+        python = [int(x[2]) / 1000.0 for x in rows if x[1] == "python"]
+        plain = [int(x[2]) / 1000.0 for x in rows if x[1] == "plain"]
+        pairs = [(int(a[2]) - int(p[2])) / 1000.0 / threads for a, p in zip(rows[0::2], rows[1::2])
+                 if a[1] == "python" and p[1] == "plain"]
+        frames = [int(x[4]) for x in rows if x[1] == "python"]
+        r[threads] = {"n": len(pairs), "python": median(python), "plain": median(plain),
+                      "per_thread": median(pairs), "per_thread_p99": pct(pairs, 99),
+                      "frames": median(frames)}
+    return r
+
+
+def python_rows(py, row):
+    for threads, _ in PYTHON_CAPTURES:
+        x = py[threads]
+        row(f"7 Python frames read in the stop, {threads}-thread process, us per thread stopped",
+            f"{x['n']} pairs", fmt(x["per_thread"]), fmt(x["per_thread_p99"]),
+            f"stop {fmt(x['plain'])} -> {fmt(x['python'])} us (medians); {fmt(x['frames'], 0)} Python frames "
+            f"read per capture", f"median <= {PYTHON_PER_THREAD_BUDGET_US:.0f} us",
+            verdict(x["per_thread"] <= PYTHON_PER_THREAD_BUDGET_US))
 
 
 # ---- 4. detection latency -------------------------------------------------
@@ -619,7 +657,7 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d, lt=None, nf=None):
+def table(o, c, d, lt=None, nf=None, py=None):
     rows = []
     o = o or {}
     c = c or {}
@@ -639,6 +677,8 @@ def table(o, c, d, lt=None, nf=None):
         lost_rows(lt, row)
     if nf:
         node_flags.rows(nf, row)
+    if py:
+        python_rows(py, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -783,13 +823,13 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
-    ap.add_argument("--parts", default="observer,capture,detection,lost,node",
+    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    all_parts = {"observer", "capture", "detection", "lost", "node"}
+    all_parts = {"observer", "capture", "detection", "lost", "node", "python"}
     if not parts <= all_parts:
-        sys.exit("bench: --parts takes observer, capture, detection, lost, node")
+        sys.exit("bench: --parts takes observer, capture, detection, lost, node, python")
     if "observer" in parts and shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
 
@@ -811,6 +851,7 @@ def main():
             nf = node_flags.measure(node)
         else:
             log("6. no node on the PATH: part 6 skipped (apt-get install nodejs)")
+    py = bench_python(b) if "python" in parts else None
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
@@ -820,7 +861,7 @@ def main():
     if lt:
         text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
                  f"window {LOST_WINDOW_MS} ms.")
-    text += "\n\n" + table(o, c, d, lt, nf)
+    text += "\n\n" + table(o, c, d, lt, nf, py)
     print(text)
     if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)
