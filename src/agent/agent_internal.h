@@ -182,6 +182,7 @@ void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool ke
 void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c);
 void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, bool killed);
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
+void look_for_python(watched_process *w);
 bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
 void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns, const char *path);
 void send_ping(agent *a, const loop_watch *l);

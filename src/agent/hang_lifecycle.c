@@ -100,11 +100,13 @@ static void note_child_exit(agent *a, const watched_process *w, const hw_process
 }
 
 /* Python's frames are read in the same stop as the registers
- * (python_frames.h), so the interpreter is looked for before the first
- * capture; while there is none, again every PYTHON_LOOK_AGAIN_NS (a program
- * may load libpython late).  Only processes with a module named *python*
- * cost more than reading their maps. */
-static void look_for_python(watched_process *w)
+ * (python_frames.h), so the interpreter is looked for when the process
+ * registers (its interpreter binary or libpython is mapped by then), not in
+ * a hang's path: that costs up to about 10 ms with a cold file cache.
+ * While there is none, again before a capture every PYTHON_LOOK_AGAIN_NS (a
+ * program may load libpython late).  Only processes with a module named
+ * *python* cost more than reading their maps. */
+void look_for_python(watched_process *w)
 {
     uint64_t now = hw_monotonic_ns();
     if (w->python.found || (w->python_looked && now < w->python_next_look_ns))

@@ -333,6 +333,7 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
     ssize_t n = readlink(link, w->executable, sizeof w->executable - 1);
     w->executable[n > 0 ? n : 0] = '\0';
     js_maps_note_process(a, w->pid, w->executable);
+    look_for_python(w);
     w->next_wake_ns = hw_monotonic_ns(); /* look at it (and find its loops) now */
 }
 
