@@ -266,6 +266,22 @@ def case_py_corrupt_code():
         hwtest.cleanup(r)
 
 
+def case_py_unsupported_version():
+    """An interpreter of a version whose frames are not read: the native report says why."""
+    r = hwtest.run(["--", hwtest.binary("python3.12-standin")])
+    try:
+        check(r.returncode == 0 and "python_standin: done" in r.stdout, r.describe())
+        report = one_hang_report(r)
+        hung = report["crash"]["threads"][report["hangwatch"]["hung_thread"]["report_array_index"]]
+        frames = hung["backtrace"]["contents"]
+        check(any(f.get("symbol_name") == "standin_blocking_callback" for f in frames),
+              "the native stack is missing:\n" + describe(frames))
+        check(hung.get("runtime_frames_error", "").startswith("Python 3.12.1: its frames are not read"),
+              f"reason: {hung.get('runtime_frames_error')}")
+    finally:
+        hwtest.cleanup(r)
+
+
 def node():
     path = shutil.which("node") or shutil.which("nodejs")
     if path is None:
@@ -355,6 +371,7 @@ if __name__ == "__main__":
         "py_corrupt_loop": case_py_corrupt_loop,
         "py_corrupt_garbage": case_py_corrupt_garbage,
         "py_corrupt_code": case_py_corrupt_code,
+        "py_unsupported_version": case_py_unsupported_version,
         "node_named": case_node_named,
         "node_without_flags": case_node_without_flags,
         "node_keeps_user_options": case_node_keeps_user_options,
