@@ -23,7 +23,7 @@
 #define MAX_NAME_CHARS 1024
 #define MAX_LINETABLE_BYTES (256u * 1024)
 #define MAX_STRUCT_READ 512u /* the most bytes read at once from a thread state or frame */
-#define MAX_CACHED_CODES 65536
+#define MAX_CACHED_CODES 4096 /* per process; a full table starts again empty */
 #define EVAL_FUNCTION "_PyEval_EvalFrameDefault"
 
 /* Sample keys: bit 63 (never set in a user-space address), the code object
@@ -452,8 +452,14 @@ static const code_info *code_at(hw_python_namer *n, uint64_t addr)
     unsigned char buf[MAX_STRUCT_READ];
     bool readable = read_code_head(n, addr, buf);
     code_info *c;
-    if (n->used * 2 >= n->cap && !grow(n)) {
-        c = &n->scratch;
+    if (n->used * 2 >= n->cap && !grow(n) && n->used >= MAX_CACHED_CODES) {
+        /* Full: forget everything (bounded memory), keep going. */
+        for (size_t i = 0; i < n->cap; i++)
+            code_info_clear(&n->slots[i]);
+        n->used = 0;
+    }
+    if (n->used * 2 >= n->cap) {
+        c = &n->scratch; /* no memory for a table */
         code_info_clear(c);
     } else {
         size_t j = slot_of(addr, n->cap);
