@@ -235,6 +235,25 @@ static void print_report(const char *label, json_t *root, FILE *out)
             fputs(", in ", out);
             put_string_at(out, top, "symbol_name", "?");
         }
+        /* and the innermost frame of the user's Python or JavaScript code */
+        for (size_t k = 0; k < json_array_size(contents); k++) {
+            json_t *f = json_array_get(contents, k);
+            const char *language = str_at(f, "language", "native");
+            bool py = strcmp(language, "python") == 0, js = strcmp(language, "javascript") == 0;
+            if (!py && !js)
+                continue;
+            if (f != top) {
+                fputs(py ? ", py " : ", js ", out);
+                put_string_at(out, f, "symbol_name", "?");
+            }
+            if (json_is_string(json_object_get(f, "source_file"))) {
+                fputs(" at ", out);
+                put_string_at(out, f, "source_file", "?");
+                if (int_at(f, "source_line", 0) > 0)
+                    fprintf(out, ":%" JSON_INTEGER_FORMAT, int_at(f, "source_line", 0));
+            }
+            break;
+        }
         fputc('\n', out);
     }
 }

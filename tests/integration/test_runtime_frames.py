@@ -167,6 +167,9 @@ def case_py_threads():
             check(f["source_line"] == at[marker], f"{name} at line {f['source_line']}, not {at[marker]}")
             check(find(t["backtrace"]["contents"], "Thread.run") >= 0, f"{name}'s thread has no Thread.run")
         check(find(hung_frames(report), "handle_request_synchronously") >= 0, "the hung thread lost its frames")
+        shown = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
+        others = [line for line in shown.stdout.split("other threads:")[-1].splitlines() if ", py " in line]
+        check(len(others) >= 3, "show's other-thread lines do not name their Python frames:\n" + shown.stdout)
     finally:
         hwtest.cleanup(r)
 
