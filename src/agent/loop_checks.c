@@ -125,7 +125,6 @@ static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const
             hw_symbolizer_free(s->sym);
             s->sym = NULL;
         }
-
         s->seq = r->seq;
         s->next_sample_ns = r->busy_start_ns + interval;
     }

@@ -343,6 +343,66 @@ static void test_names_that_are_not_utf8_are_escaped(void **state)
     free_fixture(&fx);
 }
 
+static hw_frame python_frame(const char *function, const char *file, int line)
+{
+    hw_frame f = make_frame(0x7f0000001000u + (uint64_t)line, function, NULL, file, line);
+    f.symbol_addr = 0;
+    f.language = HW_LANG_PYTHON;
+    return f;
+}
+
+/* With Python frames, the grouping key is theirs alone: the interpreter's
+ * native frames, their addresses and the install path do not split a
+ * group; another function does.  Frames are written with "language" and,
+ * for Python, without symbol_addr. */
+static void test_runtime_frames_group_and_are_marked(void **state)
+{
+    (void)state;
+    hw_frame a[] = {make_frame(0x401000, "clock_nanosleep", "/lib/libc.so.6", NULL, 0),
+                    make_frame(0x5d64b4, NULL, "/usr/bin/python3.11", NULL, 0),
+                    python_frame("handle_request", "/srv/v1/app.py", 5),
+                    make_frame(0x52b9e0, "_PyEval_EvalFrameDefault", "/usr/bin/python3.11", NULL, 0)};
+    hw_frame b[] = {make_frame(0x402000, "clock_nanosleep", "/lib/libc.so.6", NULL, 0),
+                    python_frame("handle_request", "/opt/v2/app.py", 5),
+                    make_frame(0x7f0000052b9e0, "_PyEval_EvalFrameDefault", "/opt/lib/libpython3.11.so", NULL, 0)};
+    hw_frame c[] = {make_frame(0x401000, "clock_nanosleep", "/lib/libc.so.6", NULL, 0),
+                    python_frame("handle_other_request", "/srv/v1/app.py", 9)};
+    hw_backtrace ba = {.frames = a, .count = 4}, bb = {.frames = b, .count = 3}, bc = {.frames = c, .count = 2};
+    char ka[17], kb[17], kc[17];
+    hw_grouping_key(&ba, "/usr/bin/python3.11", ka);
+    hw_grouping_key(&bb, "/opt/bin/python3.11", kb);
+    hw_grouping_key(&bc, "/usr/bin/python3.11", kc);
+    assert_string_equal(ka, kb);
+    assert_string_not_equal(ka, kc);
+
+    fixture fx;
+    make_fixture(&fx);
+    hw_backtrace_free(&fx.bts[1]);
+    fx.bts[1] = ba;
+    fx.bts[1].runtime_error = strdup("the frame chain loops");
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    assert_non_null(r);
+    json_t *hung = json_array_get(json_object_get(json_object_get(r, "crash"), "threads"), 0);
+    json_t *py = json_array_get(json_object_get(json_object_get(hung, "backtrace"), "contents"), 2);
+    assert_string_equal(json_string_value(json_object_get(py, "language")), "python");
+    assert_string_equal(json_string_value(json_object_get(py, "symbol_name")), "handle_request");
+    assert_null(json_object_get(py, "symbol_addr"));
+    json_t *native = json_array_get(json_object_get(json_object_get(hung, "backtrace"), "contents"), 0);
+    assert_null(json_object_get(native, "language"));
+    assert_string_equal(json_string_value(json_object_get(hung, "runtime_frames_error")), "the frame chain loops");
+    json_decref(r);
+    fx.bts[1].frames = NULL; /* a[] is freed below */
+    fx.bts[1].count = 0;
+    free_fixture(&fx);
+    for (size_t i = 0; i < 4; i++)
+        hw_frame_clear(&a[i]);
+    for (size_t i = 0; i < 3; i++)
+        hw_frame_clear(&b[i]);
+    for (size_t i = 0; i < 2; i++)
+        hw_frame_clear(&c[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_tracer_is_named),
         cmocka_unit_test(test_names_that_are_not_utf8_are_escaped),
         cmocka_unit_test(test_uuids_are_v4_and_distinct),
+        cmocka_unit_test(test_runtime_frames_group_and_are_marked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
