@@ -71,8 +71,8 @@ static void handle_signals(agent *a)
             continue; /* reaped below */
         /* Signals from the terminal reach the program by themselves (same
          * process group); pass on only those a process sent to us. */
-        if (a->opts->attach_pid > 0) {
-            a->done = true; /* attach mode: any termination signal ends us */
+        if (a->opts->attach_pid > 0 || a->watch_mode) {
+            a->done = true; /* nothing of ours to pass it to: any termination signal ends us */
             continue;
         }
         bool from_process = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE || si.ssi_code == SI_TKILL;
@@ -111,6 +111,43 @@ static void drop_faulted_pages(agent *a)
     }
 }
 
+/* `hangwatch watch -p PID...`: each process through a page of the kernel
+ * observer.  0, or -errno after saying why. */
+static int start_kernel_watches(agent *a)
+{
+    const hw_agent_options *opts = a->opts;
+    char why[512];
+    a->watch_mode = true;
+    a->warned_unregistered = true; /* nothing of ours is to register */
+    a->tree_root = 0;              /* and no registration is accepted */
+    int rc = hw_kobs_open(&a->kobs, why, sizeof why);
+    if (rc != 0) {
+        fprintf(stderr, "hangwatch: %s\n", why);
+        return rc;
+    }
+    for (size_t i = 0; i < opts->watch_pid_count; i++) {
+        pid_t pid = opts->watch_pids[i];
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+            int e = errno;
+            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid,
+                    e == ESRCH ? "no such process" : strerror(e));
+            return -e;
+        }
+        const hw_shared_page *page =
+            hw_kobs_watch(a->kobs, pid, opts->every_wait_is_the_loop, HW_KOBS_START_AS_FOUND, why, sizeof why);
+        if (page == NULL || !registry_add_kernel_watch(a, pid, pidfd, page)) {
+            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid,
+                    page ? "the agent already watches as many processes as it can" : why);
+            if (page)
+                hw_kobs_forget(a->kobs, page);
+            close(pidfd);
+            return -ENOSPC;
+        }
+    }
+    return 0;
+}
+
 static void watch(agent *a)
 {
     const hw_agent_options *opts = a->opts;
@@ -122,9 +159,14 @@ static void watch(agent *a)
         free(fd_pid);
         return;
     }
+    uint64_t deadline = opts->duration_ns ? a->started_ns + opts->duration_ns : UINT64_MAX;
     while (!a->child_done && !a->done) {
         uint64_t now = hw_monotonic_ns();
+        if (a->watch_mode && (a->watched_count == 0 || now >= deadline))
+            break; /* `watch`: every process has ended, or the time is up */
         uint64_t next = now + 60ull * 1000000000ull;
+        if (deadline < next)
+            next = deadline;
         for (size_t i = 0; i < a->watched_count; i++)
             if (a->watched[i].next_wake_ns < next)
                 next = a->watched[i].next_wake_ns;
@@ -175,6 +217,8 @@ static void watch(agent *a)
             uint64_t t = hw_monotonic_ns(); /* checks take time: each its own now */
             if (a->watched[i].next_wake_ns <= t)
                 check_process(a, &a->watched[i], t);
+            if (a->watched[i].wants_kernel)
+                registry_switch_to_kernel(a, &a->watched[i]);
         }
         now = hw_monotonic_ns();
         if (!a->warned_unregistered && !a->ever_registered && now >= a->started_ns + REGISTRATION_GRACE_NS) {
@@ -235,6 +279,8 @@ int hw_agent_run(const hw_agent_options *opts)
             close(opts->ready_fd);
         }
         rc = a->target_pidfd >= 0 ? 0 : -errno;
+    } else if (opts->watch_pid_count > 0) {
+        rc = start_kernel_watches(a);
     } else {
         /* The program and its descendants may register: we are their
          * ancestor.  Orphaned descendants (a daemon's workers) are
@@ -249,8 +295,13 @@ int hw_agent_run(const hw_agent_options *opts)
     if (rc != 0) {
         if (opts->attach_pid > 0)
             fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)opts->attach_pid, strerror(-rc));
+        else if (a->watch_mode)
+            ; /* said by start_kernel_watches */
         else if (rc != -ENOENT && rc != -EACCES && rc != -ENOEXEC && rc != -ENOTDIR && rc != -EISDIR)
             fprintf(stderr, "hangwatch: cannot start '%s': %s\n", opts->argv[0], strerror(-rc));
+        while (a->watched_count > 0)
+            registry_forget(a, &a->watched[0]);
+        hw_kobs_close(a->kobs);
         worker_stop(a->worker, false);
         close(a->signal_fd);
         close(a->registration_fd);
@@ -271,7 +322,7 @@ int hw_agent_run(const hw_agent_options *opts)
             break;
         }
     }
-    int code = opts->attach_pid > 0 ? 0 : a->child_done ? launch_exit_code(a->child_status) : 1;
+    int code = opts->attach_pid > 0 || a->watch_mode ? 0 : a->child_done ? launch_exit_code(a->child_status) : 1;
     bool child_killed = a->child_done && WIFSIGNALED(a->child_status);
     while (a->watched_count > 0) {
         watched_process *w = &a->watched[0];
@@ -284,6 +335,7 @@ int hw_agent_run(const hw_agent_options *opts)
     worker_stop(a->worker, true);
     a->worker = NULL;
     js_maps_remove(a); /* after the last report that could name JavaScript */
+    hw_kobs_close(a->kobs);
     if (a->queue_dropped > 0 && !opts->quiet)
         fprintf(stderr, "hangwatch: %lu capture%s dropped because the report writer was behind\n",
                 a->queue_dropped, a->queue_dropped == 1 ? " was" : "s were");

@@ -27,6 +27,13 @@ typedef enum hw_detector_kind {
 /* The name reports use: "runloop", "semaphore", "ping", "frame_gap". */
 const char *hw_detector_kind_name(hw_detector_kind kind);
 
+/* Which observer `hangwatch run` uses (--observer). */
+typedef enum hw_observer_kind {
+    HW_OBSERVER_AUTO = 0, /* the preload; the kernel observer for static programs and raw-syscall waits */
+    HW_OBSERVER_PRELOAD,
+    HW_OBSERVER_KERNEL,
+} hw_observer_kind;
+
 typedef struct hw_agent_options {
     hw_detector_config detector;
     const char *report_dir;   /* default "hangwatch-reports" */
@@ -41,6 +48,7 @@ typedef struct hw_agent_options {
     bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */
     bool no_follow;           /* watch only the started process, not its children */
     bool no_js_frames;        /* leave NODE_OPTIONS alone (js_maps.c) */
+    hw_observer_kind observer; /* --observer */
     bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
     bool stutter;             /* --stutter: report stutter (stutter.h) */
     hw_detector_kind detector_kind; /* --detector */
@@ -58,6 +66,12 @@ typedef struct hw_agent_options {
     const char *socket_name;
     int ready_fd;
     const char *events_socket; /* attach mode: where to send hw_event_msg, or NULL */
+    /* `hangwatch watch`: watch these running processes through the kernel
+     * observer (kernel_observer.h) until they end, a termination signal
+     * arrives, or duration_ns (0: no limit) has passed. */
+    const pid_t *watch_pids;
+    size_t watch_pid_count;
+    uint64_t duration_ns;
 } hw_agent_options;
 
 /*

@@ -40,6 +40,7 @@
 #include "../core/stutter.h"
 #include "agent.h"
 #include "capture.h"
+#include "kernel_observer.h"
 #include "python_frames.h"
 #include "unwind.h"
 
@@ -104,6 +105,8 @@ typedef struct watched_process {
     hw_python_namer *python_namer; /* names of its Python code, kept (watch thread only) */
     uint64_t python_next_look_ns; /* when to look for one (again), 0 = at the first capture */
     bool python_looked;
+    bool wants_kernel;          /* seen waiting through raw system calls: move it to the kernel observer */
+    bool kernel_refused;        /* that was tried and could not be done */
     uint64_t next_wake_ns;      /* earliest of its loops' */
     loop_watch *loops[HW_PAGE_SLOTS];
 } watched_process;
@@ -133,6 +136,8 @@ typedef struct agent {
     bool done;        /* attach mode: stop now */
     bool pings_by_post; /* opts->pings_by_post, and the events socket to ask with */
     report_worker *worker;
+    hw_kernel_observer *kobs; /* the kernel observer, when some process is watched through it */
+    bool watch_mode;          /* `hangwatch watch`: running processes, no program of ours */
     /* refused registrations (registry.c) */
     unsigned long refused;
     bool said_refused;
@@ -165,6 +170,13 @@ void registry_unguard_page(const void *page);
 void registry_drain(agent *a);
 watched_process *registry_find(agent *a, pid_t pid);
 void registry_forget(agent *a, watched_process *w);
+/* Watch `pid` through a page of the kernel observer (`pidfd` is its own,
+ * the watched process's afterwards).  False when the table is full. */
+bool registry_add_kernel_watch(agent *a, pid_t pid, int pidfd, const hw_shared_page *page);
+/* Watch `w` through the kernel observer from now on, instead of its
+ * preloaded observer's page, which missed its waits (raw system calls,
+ * io_uring); says what happened. */
+void registry_switch_to_kernel(agent *a, watched_process *w);
 bool registry_take_fault_news(void); /* did a page fault since the last call? */
 bool registry_page_faulted(const watched_process *w);
 

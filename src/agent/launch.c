@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,49 +107,105 @@ static bool is_static_executable(const char *path)
     return is_static;
 }
 
-/* Fork and exec the program.  Exec failures come back through a pipe. */
-int launch_program(agent *a)
+/* Does the program get the kernel observer (kernel_observer.h) instead of
+ * the preload?  With --observer kernel, or for a static executable with
+ * --observer auto when the kernel observer can be loaded.  -errno when
+ * --observer kernel cannot be had (said). */
+static int choose_kernel_observer(agent *a, bool *use_kernel)
 {
-    char *resolved = resolve_program(a->opts->argv[0]);
-    if (resolved && is_static_executable(resolved) && !a->opts->quiet) {
+    const hw_agent_options *o = a->opts;
+    char *resolved = resolve_program(o->argv[0]);
+    bool is_static = resolved && is_static_executable(resolved);
+    *use_kernel = o->observer == HW_OBSERVER_KERNEL || (o->observer == HW_OBSERVER_AUTO && is_static);
+    char why[512] = "";
+    int rc = 0;
+    if (*use_kernel && a->kobs == NULL && (rc = hw_kobs_open(&a->kobs, why, sizeof why)) != 0) {
+        *use_kernel = false;
+        if (o->observer == HW_OBSERVER_KERNEL) {
+            fprintf(stderr, "hangwatch: %s\n", why);
+            free(resolved);
+            return rc;
+        }
+    }
+    if (is_static && !*use_kernel && !o->quiet) {
         a->warned_unregistered = true; /* said here, more precisely */
         fprintf(stderr,
                 "hangwatch: warning: %s is statically linked: the observer cannot be preloaded into it, so its "
-                "hangs cannot be seen (see docs/limits.md)\n",
-                resolved);
+                "hangs cannot be seen%s%s (see docs/limits.md)\n",
+                resolved, why[0] ? "; the kernel observer could not be used: " : "", why);
     }
     free(resolved);
-    int errpipe[2];
-    if (pipe2(errpipe, O_CLOEXEC) != 0)
-        return -errno;
-    char *preload = preload_value(a->opts->preload_path);
-    if (!preload) {
-        close(errpipe[0]);
-        close(errpipe[1]);
-        return -ENOMEM;
+    return 0;
+}
+
+/* The program, stopped before its exec, is watched through the kernel
+ * observer from its first instruction: its slot is busy from the start,
+ * as the preloaded observer's is (a launch). */
+static void watch_launched_through_kernel(agent *a, pid_t pid)
+{
+    char why[512];
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    const hw_shared_page *page =
+        pidfd >= 0 ? hw_kobs_watch(a->kobs, pid, a->opts->every_wait_is_the_loop, HW_KOBS_START_LAUNCHING, why,
+                                   sizeof why)
+                   : NULL;
+    if (page != NULL && registry_add_kernel_watch(a, pid, pidfd, page)) {
+        a->warned_unregistered = true; /* it never registers: nothing to warn about */
+        return;
     }
-    /* node names its JavaScript functions for us (js_maps.c). */
-    char *node_options = NULL;
-    if (!a->opts->no_js_frames && !(node_options = js_node_options(getenv("NODE_OPTIONS"), &a->js_maps_ours))) {
-        free(preload);
-        close(errpipe[0]);
-        close(errpipe[1]);
-        return -ENOMEM;
+    if (page != NULL)
+        hw_kobs_forget(a->kobs, page);
+    if (pidfd >= 0)
+        close(pidfd);
+    fprintf(stderr, "hangwatch: warning: the program cannot be watched through the kernel observer: %s\n",
+            page ? "too many processes" : pidfd < 0 ? strerror(errno) : why);
+}
+
+/* Fork and exec the program.  Exec failures come back through a pipe. */
+int launch_program(agent *a)
+{
+    bool use_kernel = false;
+    int rc = choose_kernel_observer(a, &use_kernel);
+    if (rc != 0)
+        return rc;
+    int gopipe[2] = {-1, -1}; /* the child execs once the kernel observer watches it */
+    int errpipe[2] = {-1, -1};
+    char *preload = NULL, *node_options = NULL;
+    pid_t pid = -1;
+    if ((use_kernel && pipe2(gopipe, O_CLOEXEC) != 0) || pipe2(errpipe, O_CLOEXEC) != 0) {
+        rc = -errno;
+    } else if ((preload = preload_value(a->opts->preload_path)) == NULL) {
+        rc = -ENOMEM;
+    } else if (!a->opts->no_js_frames &&
+               !(node_options = js_node_options(getenv("NODE_OPTIONS"), &a->js_maps_ours))) {
+        /* node names its JavaScript functions for us (js_maps.c) */
+        rc = -ENOMEM;
+    } else if ((pid = fork()) < 0) {
+        rc = -errno;
     }
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
+    if (rc != 0) {
         free(node_options);
         free(preload);
-        close(errpipe[0]);
-        close(errpipe[1]);
-        return -e;
+        for (int i = 0; i < 2; i++) {
+            if (gopipe[i] >= 0)
+                close(gopipe[i]);
+            if (errpipe[i] >= 0)
+                close(errpipe[i]);
+        }
+        return rc;
     }
     if (pid == 0) {
         /* The program gets the signal state we were given, not ours. */
         sigaction(SIGPIPE, &a->original_sigpipe, NULL);
         sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
-        setenv("LD_PRELOAD", preload, 1);
+        if (use_kernel) {
+            char go;
+            close(gopipe[1]);
+            while (read(gopipe[0], &go, 1) < 0 && errno == EINTR)
+                ;
+        } else {
+            setenv("LD_PRELOAD", preload, 1);
+        }
         setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
         if (node_options)
             setenv("NODE_OPTIONS", node_options, 1);
@@ -170,6 +227,11 @@ int launch_program(agent *a)
     free(preload);
     free(node_options);
     close(errpipe[1]);
+    if (use_kernel) {
+        close(gopipe[0]);
+        watch_launched_through_kernel(a, pid);
+        close(gopipe[1]); /* go: the child execs now */
+    }
     int child_errno = 0;
     ssize_t n;
     do

@@ -165,27 +165,6 @@ static char thread_state(pid_t pid, pid_t tid)
 }
 
 
-/* System calls an event loop waits in. */
-static bool is_wait_syscall(long nr)
-{
-    switch (nr) {
-    case SYS_poll:
-    case SYS_ppoll:
-    case SYS_select:
-    case SYS_pselect6:
-    case SYS_epoll_wait:
-    case SYS_epoll_pwait:
-#ifdef SYS_epoll_pwait2
-    case SYS_epoll_pwait2:
-#endif
-#ifdef SYS_io_uring_enter
-    case SYS_io_uring_enter:
-#endif
-        return true;
-    default:
-        return false;
-    }
-}
 
 
 /*
@@ -336,10 +315,12 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     /* Still "launching" but blocked in a wait system call that never went
      * through glibc's wrappers: a raw syscall() or io_uring loop the
      * observer cannot see.  Say so instead of reporting a launch hang. */
-    bool unseen_wait = is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
+    bool unseen_wait = hw_is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
     if (unseen_wait && !l->warned_unseen_wait) {
         l->warned_unseen_wait = true; /* also with --quiet: it keeps later launch checks quiet */
-        if (!a->opts->quiet)
+        if (a->opts->observer == HW_OBSERVER_AUTO && !w->kernel_refused && !hw_kobs_owns(a->kobs, w->page))
+            w->wants_kernel = true; /* the agent moves it to the kernel observer (registry.c) */
+        else if (!a->opts->quiet)
             fprintf(stderr,
                 "hangwatch: warning: pid %d waits in system call %ld without going through glibc's wrappers (a raw "
                     "syscall() or io_uring loop): its loop cannot be observed and its hangs cannot be seen (see "

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Read a small file into buf (NUL-terminated).  Bytes read, or -errno. */
@@ -228,4 +229,25 @@ pid_t hw_pidfd_pid(int pidfd)
         return -1;
     long pid = strtol(line + 5, NULL, 10);
     return pid > 0 ? (pid_t)pid : -1;
+}
+
+bool hw_is_wait_syscall(long nr)
+{
+    switch (nr) {
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+#ifdef SYS_io_uring_enter
+    case SYS_io_uring_enter:
+#endif
+        return true;
+    default:
+        return false;
+    }
 }

@@ -33,6 +33,10 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out);
  * it is running or that cannot be read. */
 long hw_task_syscall(pid_t pid, pid_t tid);
 
+/* Is system call `nr` one an event loop waits in (epoll_wait, poll,
+ * select, io_uring_enter and their variants)? */
+bool hw_is_wait_syscall(long nr);
+
 /* A thread is over when its /proc entry is gone or it is a zombie. */
 bool hw_task_is_dead(pid_t pid, pid_t tid);
 

@@ -251,7 +251,10 @@ static void release_process(agent *a, watched_process *w)
     free_loops(a, w);
     hw_python_namer_free(w->python_namer);
     w->python_namer = NULL;
-    if (w->page) {
+    if (w->page && hw_kobs_owns(a->kobs, w->page)) {
+        hw_kobs_forget(a->kobs, w->page); /* the kernel observer's: not ours to unmap */
+        w->page = NULL;
+    } else if (w->page) {
         registry_unguard_page(w->page);
         munmap((void *)w->page, HW_PAGE_SIZE);
         w->page = NULL;
@@ -265,6 +268,23 @@ void registry_forget(agent *a, watched_process *w)
     if (w != last)
         *w = *last;
     memset(last, 0, sizeof *last); /* its pointers now belong to *w */
+}
+
+/* Watch process `pid` through `page` from now on. */
+static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, const hw_shared_page *page)
+{
+    memset(w, 0, sizeof *w);
+    w->pidfd = pidfd;
+    w->pid = pid;
+    w->page = page;
+    a->ever_registered = true;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, w->executable, sizeof w->executable - 1);
+    w->executable[n > 0 ? n : 0] = '\0';
+    js_maps_note_process(a, w->pid, w->executable);
+    look_for_python(w);
+    w->next_wake_ns = hw_monotonic_ns(); /* look at it (and find its loops) now */
 }
 
 /* Check one well-formed registration (its sender, its place in the tree,
@@ -322,19 +342,46 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
         }
         w = &a->watched[a->watched_count++];
     }
-    memset(w, 0, sizeof *w);
     registry_guard_page(page);
-    w->pidfd = pidfd;
-    w->pid = m->pid;
+    start_watching(a, w, m->pid, pidfd, page);
+}
+
+void registry_switch_to_kernel(agent *a, watched_process *w)
+{
+    w->wants_kernel = false;
+    char why[512] = "";
+    const hw_shared_page *page = NULL;
+    if (a->kobs != NULL || hw_kobs_open(&a->kobs, why, sizeof why) == 0)
+        page = hw_kobs_watch(a->kobs, w->pid, a->opts->every_wait_is_the_loop, HW_KOBS_START_AS_FOUND, why,
+                             sizeof why);
+    if (page == NULL) {
+        w->kernel_refused = true;
+        if (!a->opts->quiet)
+            fprintf(stderr,
+                    "hangwatch: warning: pid %d waits without going through glibc's wrappers (a raw syscall() or "
+                    "io_uring loop): its loop cannot be observed and its hangs cannot be seen; the kernel observer "
+                    "could not be used: %s (see docs/limits.md)\n",
+                    (int)w->pid, why);
+        return;
+    }
+    free_loops(a, w);
+    registry_unguard_page(w->page);
+    munmap((void *)w->page, HW_PAGE_SIZE);
     w->page = page;
-    a->ever_registered = true;
-    char link[64];
-    snprintf(link, sizeof link, "/proc/%d/exe", (int)m->pid);
-    ssize_t n = readlink(link, w->executable, sizeof w->executable - 1);
-    w->executable[n > 0 ? n : 0] = '\0';
-    js_maps_note_process(a, w->pid, w->executable);
-    look_for_python(w);
-    w->next_wake_ns = hw_monotonic_ns(); /* look at it (and find its loops) now */
+    w->next_wake_ns = hw_monotonic_ns();
+    if (!a->opts->quiet)
+        fprintf(stderr,
+                "hangwatch: pid %d waits without going through glibc's wrappers (a raw syscall() or io_uring "
+                "loop): it is watched through the kernel observer from now on\n",
+                (int)w->pid);
+}
+
+bool registry_add_kernel_watch(agent *a, pid_t pid, int pidfd, const hw_shared_page *page)
+{
+    if (a->watched_count == MAX_WATCHED)
+        return false;
+    start_watching(a, &a->watched[a->watched_count++], pid, pidfd, page);
+    return true;
 }
 
 void registry_drain(agent *a)

@@ -28,6 +28,7 @@
 
 static const char usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
+    "       hangwatch watch -p PID [-p PID...] [--duration DUR] [OPTIONS]\n"
     "       hangwatch show REPORT.json...\n"
     "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
     "       hangwatch --help | --version\n"
@@ -76,6 +77,13 @@ static const char usage_text[] =
     "                       (runloop detector only)\n"
     "  --no-follow          watch only PROG itself, not the processes it forks\n"
     "                       or executes (followed by default)\n"
+    "  --observer WHICH     auto (default): the preloaded observer, and the\n"
+    "                       kernel observer for a statically linked PROG or a\n"
+    "                       process found waiting through raw system calls or\n"
+    "                       io_uring (when it can be loaded: root, or CAP_BPF\n"
+    "                       and CAP_PERFMON); preload: only the preloaded one;\n"
+    "                       kernel: only the kernel observer, for PROG itself\n"
+    "                       (its children are not followed)\n"
     "  --no-js-frames       do not add V8's perf map flags to NODE_OPTIONS\n"
     "                       (by default node writes /tmp/perf-PID.map, which\n"
     "                       names JavaScript functions in reports; hangwatch\n"
@@ -92,7 +100,16 @@ static const char usage_text[] =
     "PROG cannot be started.  Only PROG and its descendants are watched;\n"
     "registrations from other processes are refused (docs/security.md).\n"
     "\n"
-    "show prints a report's hung thread, its stack and the other threads.\n";
+    "show prints a report's hung thread, its stack and the other threads.\n"
+    "\n"
+    "watch watches processes that are already running, through a kernel\n"
+    "observer (eBPF at the wait system calls; needs root, or CAP_BPF,\n"
+    "CAP_PERFMON and CAP_SYS_PTRACE), until they exit, Ctrl-C or --duration;\n"
+    "it takes run's detection and report options (not --no-follow or\n"
+    "--no-js-frames) and -p PID (repeatable, at most 64).  The processes are\n"
+    "left exactly as they were: nothing is loaded into them, and they are\n"
+    "stopped only for the moment of a capture.  --duration DUR stops after\n"
+    "DUR.  The exit status is 0, or 2 when a process cannot be watched.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -206,10 +223,19 @@ static int open_report_dir(hw_agent_options *opts)
     return 0;
 }
 
+/* The most processes one `hangwatch watch` takes (-p, repeated). */
+#define MAX_WATCH_PIDS 64
+
+typedef enum cli_mode { MODE_RUN, MODE_ATTACH, MODE_WATCH } cli_mode;
+
 /* `run` starts PROG; `attach` (internal, started by the C library) watches
- * the running process --pid and takes --socket and --ready-fd. */
-static int cmd_watch(int argc, char **argv, bool attach)
+ * the running process --pid and takes --socket and --ready-fd; `watch`
+ * watches running processes (-p PID...) through the kernel observer. */
+static int cmd_watch(int argc, char **argv, cli_mode mode)
 {
+    bool attach = mode == MODE_ATTACH;
+    pid_t watch_pids[MAX_WATCH_PIDS];
+    size_t watch_pid_count = 0;
     hw_agent_options opts = {0};
     opts.ready_fd = -1;
     hw_detector_config_default(&opts.detector);
@@ -218,7 +244,7 @@ static int cmd_watch(int argc, char **argv, bool attach)
     opts.limits.max_dir_bytes = 256ull << 20;
 
     static const struct option longopts[] = {
-        {"threshold", required_argument, NULL, 't'}, {"check-period", required_argument, NULL, 'p'},
+        {"threshold", required_argument, NULL, 't'}, {"check-period", required_argument, NULL, 'C'},
         {"check-mode", required_argument, NULL, 'm'}, {"report-dir", required_argument, NULL, 'd'},
         {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
         {"early-sampling", no_argument, NULL, 'e'},  {"sample-interval", required_argument, NULL, 'i'},
@@ -230,19 +256,20 @@ static int cmd_watch(int argc, char **argv, bool attach)
         {"stutter", no_argument, NULL, 'U'},            {"detector", required_argument, NULL, 'D'},
         {"frame-interval", required_argument, NULL, 'G'}, {"pings-by-post", no_argument, NULL, 'Q'},
         {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
+        {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
     opterr = 0;
     int c;
     /* '+': stop at the first non-option, PROG's own flags are PROG's. */
-    while ((c = getopt_long(argc, argv, "+:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, mode == MODE_WATCH ? "+:qhp:" : "+:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (parse_duration_option("--threshold", optarg, &opts.detector.threshold_ns) != 0)
                 return 2;
             break;
-        case 'p':
+        case 'C':
             if (parse_duration_option("--check-period", optarg, &opts.detector.check_period_ns) != 0)
                 return 2;
             break;
@@ -290,8 +317,36 @@ static int cmd_watch(int argc, char **argv, bool attach)
         case 'J':
             opts.no_js_frames = true;
             break;
+        case 'B':
+            if (mode != MODE_RUN)
+                return usage_error("%s--observer belongs to hangwatch run", "");
+            if (strcmp(optarg, "auto") == 0)
+                opts.observer = HW_OBSERVER_AUTO;
+            else if (strcmp(optarg, "preload") == 0)
+                opts.observer = HW_OBSERVER_PRELOAD;
+            else if (strcmp(optarg, "kernel") == 0)
+                opts.observer = HW_OBSERVER_KERNEL;
+            else
+                return usage_error("invalid --observer '%s': use auto, preload or kernel", optarg);
+            break;
+        case 'Z':
+            if (mode != MODE_WATCH)
+                return usage_error("%s--duration belongs to hangwatch watch", "");
+            if (parse_duration_option("--duration", optarg, &opts.duration_ns) != 0)
+                return 2;
+            break;
+        case 'p':
         case 'P':
         case 'R': {
+            if (mode == MODE_WATCH && c != 'R') {
+                long n;
+                if (whole_number(optarg, 1, INT32_MAX, &n) != 0)
+                    return usage_error("invalid -p '%s': a process id (a whole number above 0)", optarg);
+                if (watch_pid_count == MAX_WATCH_PIDS)
+                    return usage_error("%stoo many -p: at most 64 processes", "");
+                watch_pids[watch_pid_count++] = (pid_t)n;
+                break;
+            }
             long n;
             if (!attach || whole_number(optarg, c == 'P' ? 1 : 0, INT32_MAX, &n) != 0)
                 return usage_error("invalid or misplaced option value '%s'", optarg);
@@ -364,6 +419,20 @@ static int cmd_watch(int argc, char **argv, bool attach)
         uint64_t n = opts.detector.check_period_ns / opts.sample_interval_ns;
         opts.ring_size = n < 1 ? 1 : n > 10000 ? 10000 : (size_t)n;
     }
+    if (mode == MODE_WATCH) {
+        if (watch_pid_count == 0)
+            return usage_error("%swatch needs a process: hangwatch watch -p PID [-p PID...] [OPTIONS]", "");
+        if (optind < argc)
+            return usage_error("watch takes no program ('%s'): use hangwatch run to start one", argv[optind]);
+        opts.watch_pids = watch_pids;
+        opts.watch_pid_count = watch_pid_count;
+        if (open_report_dir(&opts) != 0)
+            return 2;
+        set_clock_slack(&opts.detector);
+        int code = hw_agent_run(&opts);
+        hw_report_dir_close(opts.report_dir_handle);
+        return code;
+    }
     if (attach) {
         if (opts.attach_pid <= 0 || opts.socket_name == NULL)
             return usage_error("%sattach needs --pid and --socket (it is started by the hangwatch library)", "");
@@ -411,7 +480,7 @@ static int cmd_watch(int argc, char **argv, bool attach)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%sa command is needed: run or show", "");
+        return usage_error("%sa command is needed: run, watch or show", "");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage_text, stdout);
@@ -422,10 +491,12 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "run") == 0)
-        return cmd_watch(argc - 1, argv + 1, false);
+        return cmd_watch(argc - 1, argv + 1, MODE_RUN);
     if (strcmp(cmd, "attach") == 0)
-        return cmd_watch(argc - 1, argv + 1, true);
+        return cmd_watch(argc - 1, argv + 1, MODE_ATTACH);
+    if (strcmp(cmd, "watch") == 0)
+        return cmd_watch(argc - 1, argv + 1, MODE_WATCH);
     if (strcmp(cmd, "show") == 0)
         return hw_show_main(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (use run or show)", cmd);
+    return usage_error("unknown command '%s' (use run, watch or show)", cmd);
 }

@@ -280,11 +280,14 @@ def case_report_limits():
 def case_unobservable_programs():
     """What the interposer cannot see is said on stderr, not silently ignored."""
     with tempfile.TemporaryDirectory() as d:
-        p = hw("run", "--report-dir", os.path.join(d, "r"), "--", hwtest.binary("loop-scenarios-static"), "cpuspin",
+        # --observer preload: what the preloaded observer alone cannot see
+        p = hw("run", "--observer", "preload", "--report-dir", os.path.join(d, "r"), "--",
+               hwtest.binary("loop-scenarios-static"), "cpuspin",
                "2.5", timeout=60)
         check(p.returncode == 0, p.stderr)
         check("is statically linked" in p.stderr and "docs/limits.md" in p.stderr, p.stderr)
-        p = hw("run", "--report-dir", os.path.join(d, "r2"), "--", hwtest.binary("raw-syscall-loop"), "5", timeout=60)
+        p = hw("run", "--observer", "preload", "--report-dir", os.path.join(d, "r2"), "--",
+               hwtest.binary("raw-syscall-loop"), "5", timeout=60)
         check(p.returncode == 0, p.stderr)
         check("without going through glibc's wrappers" in p.stderr, p.stderr)
         check("launch hang" not in p.stderr, "a raw-syscall wait was reported as a launch hang\n" + p.stderr)

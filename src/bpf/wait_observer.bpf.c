@@ -1,0 +1,199 @@
+/*
+ * wait_observer.bpf.c - the kernel-side loop observer: the same loop state
+ * the preloaded observer keeps (src/core/loop_state.h), kept by the kernel
+ * at the entry and exit of the wait system calls, for programs the preload
+ * cannot see into (already running, statically linked, waiting through raw
+ * system calls or io_uring).  Loaded by src/agent/kernel_observer.c.
+ *
+ * Attach points: the per-system-call tracepoints of the wait calls
+ * (syscalls:sys_enter_epoll_wait, ...), so a process that is not watched
+ * pays only on its own wait calls, and there one hash lookup of its thread
+ * id; nothing runs on other system calls.
+ *
+ * State: `pages` holds one 4 KiB page per watched process in the layout of
+ * hw_shared_page, memory-mapped by the agent, which reads it exactly as it
+ * reads a preloaded observer's page; `threads` maps each watched thread to
+ * its page and slot and keeps its wait-point rule state
+ * (src/core/wait_point.h: the shallowest repeated (return site, stack
+ * pointer) is the loop's own wait; a deeper wait is work).  The user stack
+ * pointer and the return site are the thread's user registers at the
+ * system call's entry.
+ *
+ * Writes follow loop_state.h's protocol: the busy start is stored before
+ * the odd sequence number; both are volatile stores, which the compiler
+ * keeps in order, and x86-64 keeps stores in order.
+ *
+ * Restarts: a wait interrupted by a stop (a capture's PTRACE_INTERRUPT, a
+ * signal with SA_RESTART) exits with an internal restart code and is
+ * entered again, or continued as restart_syscall: such an exit is not an
+ * end of waiting, and restart_syscall's exit is watched too.
+ */
+#include <linux/bpf.h>
+#include <linux/types.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "wait_observer.h"
+
+/* The user registers at system call entry (CO-RE: offsets from the
+ * running kernel's BTF). */
+struct pt_regs {
+    unsigned long sp;
+    unsigned long ip;
+} __attribute__((preserve_access_index));
+
+struct task_struct;
+
+/* The per-system-call tracepoints' records (tracefs format files). */
+struct sys_enter_record {
+    unsigned long long common;
+    long nr;
+    unsigned long args[6];
+};
+
+struct sys_exit_record {
+    unsigned long long common;
+    long nr;
+    long ret;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, HW_KOBS_MAX_PAGES);
+    __type(key, __u32);
+    __type(value, struct hw_kobs_page);
+} pages SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, HW_KOBS_MAX_THREADS);
+    __type(key, __u32);
+    __type(value, struct hw_kobs_thread);
+} threads SEC(".maps");
+
+#define ERESTARTSYS 512
+#define ERESTART_RESTARTBLOCK 516
+#define IORING_ENTER_GETEVENTS 1u
+
+static __always_inline struct hw_kobs_slot *slot_of(const struct hw_kobs_thread *t)
+{
+    __u32 page = t->page, slot = t->slot;
+    struct hw_kobs_page *p = bpf_map_lookup_elem(&pages, &page);
+    if (!p || slot >= HW_KOBS_SLOTS - 1)
+        return 0;
+    return &p->slots[slot];
+}
+
+/* wait_point.h's rule, on the kernel's copy of the thread's state. */
+static __always_inline int is_loop_wait(struct hw_kobs_thread *t, __u64 site, __u64 sp)
+{
+    if (t->every_wait)
+        return 1;
+    if (sp == t->loop_sp && site == t->loop_site)
+        return 1;
+    if (sp < t->loop_sp)
+        return 0;
+    for (int i = 0; i < HW_KOBS_WAIT_CANDIDATES; i++) {
+        if (t->seen_site[i] == site && t->seen_sp[i] == sp) {
+            t->loop_sp = sp;
+            t->loop_site = site;
+            return 1;
+        }
+    }
+    __u32 k = t->next_seen % HW_KOBS_WAIT_CANDIDATES;
+    if (k < HW_KOBS_WAIT_CANDIDATES) {
+        t->seen_site[k] = site;
+        t->seen_sp[k] = sp;
+    }
+    t->next_seen++;
+    return 1;
+}
+
+static __always_inline int wait_begins(int waits)
+{
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct hw_kobs_thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t || !waits)
+        return 0;
+    if (t->in_loop_wait)
+        return 0; /* a restarted wait: still the same wait */
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+    __u64 sp = BPF_CORE_READ(regs, sp), site = BPF_CORE_READ(regs, ip);
+    if (!is_loop_wait(t, site, sp))
+        return 0;
+    t->in_loop_wait = 1;
+    struct hw_kobs_slot *s = slot_of(t);
+    if (!s)
+        return 0;
+    __u64 seq = *(volatile __u64 *)&s->seq;
+    *(volatile __u32 *)&s->activity = HW_KOBS_BEFORE_WAITING;
+    if (seq & 1)
+        *(volatile __u64 *)&s->seq = seq + 1;
+    return 0;
+}
+
+static __always_inline int wait_ends(long ret)
+{
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct hw_kobs_thread *t = bpf_map_lookup_elem(&threads, &tid);
+    if (!t || !t->in_loop_wait)
+        return 0;
+    if (ret <= -ERESTARTSYS && ret >= -ERESTART_RESTARTBLOCK)
+        return 0; /* to be restarted: still waiting */
+    t->in_loop_wait = 0;
+    struct hw_kobs_slot *s = slot_of(t);
+    if (!s)
+        return 0;
+    __u64 seq = *(volatile __u64 *)&s->seq;
+    if (!(seq & 1)) {
+        *(volatile __u64 *)&s->busy_start_ns = bpf_ktime_get_ns();
+        *(volatile __u64 *)&s->seq = seq + 1;
+    }
+    *(volatile __u32 *)&s->activity = HW_KOBS_AFTER_WAITING;
+    return 0;
+}
+
+#define WAIT_CALL(name)                                                                                                \
+    SEC("tracepoint/syscalls/sys_enter_" #name)                                                                        \
+    int enter_##name(struct sys_enter_record *ctx)                                                                     \
+    {                                                                                                                  \
+        (void)ctx;                                                                                                     \
+        return wait_begins(1);                                                                                         \
+    }                                                                                                                  \
+    SEC("tracepoint/syscalls/sys_exit_" #name)                                                                         \
+    int exit_##name(struct sys_exit_record *ctx)                                                                       \
+    {                                                                                                                  \
+        return wait_ends(ctx->ret);                                                                                    \
+    }
+
+WAIT_CALL(epoll_wait)
+WAIT_CALL(epoll_pwait)
+WAIT_CALL(epoll_pwait2)
+WAIT_CALL(poll)
+WAIT_CALL(ppoll)
+WAIT_CALL(select)
+WAIT_CALL(pselect6)
+
+/* io_uring_enter(fd, to_submit, min_complete, flags, ...) waits only when
+ * asked for completions. */
+SEC("tracepoint/syscalls/sys_enter_io_uring_enter")
+int enter_io_uring_enter(struct sys_enter_record *ctx)
+{
+    return wait_begins((ctx->args[3] & IORING_ENTER_GETEVENTS) && (unsigned int)ctx->args[2] > 0);
+}
+
+SEC("tracepoint/syscalls/sys_exit_io_uring_enter")
+int exit_io_uring_enter(struct sys_exit_record *ctx)
+{
+    return wait_ends(ctx->ret);
+}
+
+/* A wait continued after a stop (poll's and select's timeouts) ends here. */
+SEC("tracepoint/syscalls/sys_exit_restart_syscall")
+int exit_restart_syscall(struct sys_exit_record *ctx)
+{
+    return wait_ends(ctx->ret);
+}
+
+char LICENSE[] SEC("license") = "GPL";

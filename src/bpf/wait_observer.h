@@ -1,0 +1,43 @@
+/*
+ * wait_observer.h - what the kernel observer (wait_observer.bpf.c) and the
+ * agent (src/agent/kernel_observer.c) share: the layout of its pages, which
+ * is hw_shared_page's (src/core/shared_page.h; kernel_observer.c checks the
+ * two agree at compile time), and its per-thread record.  Plain types only:
+ * this header is compiled for the BPF target too.
+ */
+#ifndef HANGWATCH_WAIT_OBSERVER_H
+#define HANGWATCH_WAIT_OBSERVER_H
+
+#define HW_KOBS_MAX_PAGES 64        /* processes watched at once */
+#define HW_KOBS_MAX_THREADS 4096    /* threads watched at once */
+#define HW_KOBS_SLOTS 64            /* slots per page (63 used, as HW_PAGE_SLOTS) */
+#define HW_KOBS_WAIT_CANDIDATES 4   /* as HW_WAIT_POINT_CANDIDATES */
+#define HW_KOBS_BEFORE_WAITING 32u  /* HW_ACTIVITY_BEFORE_WAITING */
+#define HW_KOBS_AFTER_WAITING 64u   /* HW_ACTIVITY_AFTER_WAITING */
+
+struct hw_kobs_slot {
+    unsigned long long seq;
+    unsigned long long busy_start_ns;
+    unsigned int activity;
+    int tid;
+    unsigned long long unused[5];
+};
+
+struct hw_kobs_page {
+    unsigned char header[64];
+    struct hw_kobs_slot slots[HW_KOBS_SLOTS - 1];
+};
+
+struct hw_kobs_thread {
+    unsigned int page;
+    unsigned int slot;
+    unsigned int every_wait;   /* --wait-site any */
+    unsigned int in_loop_wait; /* inside the loop's own wait call */
+    unsigned long long loop_sp, loop_site;
+    unsigned long long seen_sp[HW_KOBS_WAIT_CANDIDATES];
+    unsigned long long seen_site[HW_KOBS_WAIT_CANDIDATES];
+    unsigned int next_seen;
+    unsigned int pad;
+};
+
+#endif

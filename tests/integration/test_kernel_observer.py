@@ -1,0 +1,229 @@
+"""The kernel observer: `hangwatch watch -p PID` on running processes, and
+`hangwatch run` on programs the preloaded observer cannot see (static,
+raw syscall()).  Tried as an operator would, as root.
+
+The cases exit 77 (skipped) only where the kernel observer cannot exist:
+not root, or a kernel without BTF.  Where it can, a failure is a failure.
+Usage: test_kernel_observer.py BIN_DIR SOURCE_DIR CASE
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import hwtest
+from hwtest import check, wait_for
+
+SKIP = 77
+
+
+def need_kernel_observer():
+    if os.geteuid() != 0:
+        print("SKIP: the kernel observer needs root (or CAP_BPF and CAP_PERFMON)")
+        sys.exit(SKIP)
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        print("SKIP: this kernel has no BTF")
+        sys.exit(SKIP)
+
+
+class Target:
+    """A kernel-loop program started on its own, not under hangwatch."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([hwtest.binary("kernel-loop"), *args], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        check(line.startswith("ready "), f"the target did not start: {line!r}")
+        self.pid = self.proc.pid
+
+    def finish(self, timeout=30):
+        out, _ = self.proc.communicate(timeout=timeout)
+        return out
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def watch(pids, *options, timeout=60):
+    report_dir = tempfile.mkdtemp(prefix="hw-it-")
+    os.rmdir(report_dir)
+    args = [hwtest.binary("hangwatch"), "watch", "--report-dir", report_dir, *options]
+    for pid in pids:
+        args += ["-p", str(pid)]
+    return report_dir, subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_watch(report_dir, proc, timeout=60):
+    out, err = proc.communicate(timeout=timeout)
+    return hwtest.Run(proc.returncode, out, err, report_dir, 0)
+
+
+def status_of(pid):
+    """State letter, TracerPid and pending signals of a live process."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields["State"][0], int(fields["TracerPid"]), int(fields["SigPnd"], 16), int(fields["ShdPnd"], 16)
+
+
+def check_untouched(pid):
+    state, tracer, pending, shared = status_of(pid)
+    check(state in "SR", f"pid {pid} is left in state {state}")
+    check(tracer == 0, f"pid {pid} is still traced by {tracer}")
+    check(pending == 0 and shared == 0, f"pid {pid} has signals pending: {pending:x} {shared:x}")
+
+
+def hung_symbols(report):
+    threads = report["crash"]["threads"]
+    hung = threads[report["hangwatch"]["hung_thread"]["report_array_index"]]
+    return [f.get("symbol_name", "?") for f in hung["backtrace"]["contents"]]
+
+
+def slept(out):
+    m = re.search(r"^slept (\d+\.\d+)$", out, re.M)
+    check(m is not None, f"the target did not say how long it slept: {out!r}")
+    return float(m.group(1))
+
+
+def case_watch_running_program():
+    """A loop started on its own, watched a second later, hangs 3 s: one report, its sleep undisturbed."""
+    need_kernel_observer()
+    target = Target("hang", "2.5")
+    try:
+        started = time.monotonic()
+        wait_for(lambda: time.monotonic() - started >= 1.0, "a second of the program running on its own")
+        report_dir, proc = watch([target.pid])
+        out = target.finish()
+        r = finish_watch(report_dir, proc, timeout=30)
+        check(r.returncode == 0, "watch did not exit 0 after the program ended\n" + r.describe())
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        check("render_report_synchronously" in hung_symbols(r.reports[0]), "the culprit is not named\n" + r.describe())
+        check("render_report_synchronously" in r.stderr, "the stderr line does not name the culprit\n" + r.stderr)
+        took = slept(out)
+        check(2.99 <= took <= 3.05, f"the program's sleep(3) took {took:.3f} s while watched")
+    finally:
+        target.kill()
+
+
+def case_watch_leaves_no_trace():
+    """watch ends (duration, SIGKILL mid-hang): the program is not stopped, not traced, no signal pending."""
+    need_kernel_observer()
+    target = Target("idle", "60")
+    try:
+        report_dir, proc = watch([target.pid], "--duration", "1500ms")
+        r = finish_watch(report_dir, proc)
+        check(r.returncode == 0 and r.reports == [], "--duration run\n" + r.describe())
+        check_untouched(target.pid)
+    finally:
+        target.kill()
+    # SIGKILL while it samples a hung loop every millisecond
+    target = Target("hang", "0.5")
+    try:
+        report_dir, proc = watch([target.pid], "--early-sampling", "--sample-interval", "1ms", "--threshold", "1s")
+        wait_for(lambda: os.path.isdir(report_dir) and any(n.endswith(".json") for n in os.listdir(report_dir)),
+                 "the hang's report")
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(report_dir, ignore_errors=True)
+        wait_for(lambda: status_of(target.pid)[1] == 0, "the target to be released")
+        check_untouched(target.pid)
+        out = target.finish()
+        check(2.99 <= slept(out) <= 3.05, f"the sleep was disturbed: {out!r}")
+    finally:
+        target.kill()
+
+
+def case_watch_idle_and_spin():
+    """An idle loop for 8 s and a loop spinning on epoll_wait(..., 0) for 5 s: no report."""
+    need_kernel_observer()
+    for mode, secs in (("idle", "8"), ("spin", "5")):
+        target = Target(mode, secs)
+        try:
+            report_dir, proc = watch([target.pid])
+            target.finish()
+            r = finish_watch(report_dir, proc)
+            check(r.returncode == 0, f"{mode}\n" + r.describe())
+            check(r.reports == [], f"a {mode} loop was reported\n" + r.describe())
+        finally:
+            target.kill()
+
+
+def case_run_static_program():
+    """A statically linked epoll loop under run: its hang is reported with the culprit's name."""
+    need_kernel_observer()
+    r = hwtest.run(["--", hwtest.binary("kernel-loop-static"), "hang", "1"])
+    try:
+        check(r.returncode == 0, r.describe())
+        check("statically linked" not in r.stderr, "still warned\n" + r.stderr)
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+        check(2.99 <= slept(r.stdout) <= 3.05, r.stdout)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_run_raw_syscall_program():
+    """A loop waiting through syscall(SYS_epoll_wait): moved to the kernel observer, its hang reported."""
+    need_kernel_observer()
+    r = hwtest.run(["--", hwtest.binary("kernel-loop"), "raw", "3"])
+    try:
+        check(r.returncode == 0, r.describe())
+        check("watched through the kernel observer" in r.stderr, r.stderr)
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+    finally:
+        hwtest.cleanup(r)
+    r = hwtest.run(["--observer", "kernel", "--", hwtest.binary("kernel-loop"), "raw", "1"])
+    try:
+        check(r.returncode == 0 and len(r.reports) == 1, "--observer kernel\n" + r.describe())
+        check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_watch_errors():
+    """Bad input and missing rights: exit 2 and one sentence."""
+    hw = hwtest.binary("hangwatch")
+
+    def run(args, user=None):
+        cmd = [hw, *args]
+        if user is not None:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all"] + cmd
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+    for args, needle in ((["watch"], "needs a process"), (["watch", "-p", "abc"], "invalid -p"),
+                         (["watch", "-p", "0"], "invalid -p"), (["watch", "-p", "1", "--duration", "x"], "--duration"),
+                         (["watch", "-p", "1", "--", "ls"], "takes no program"),
+                         (["run", "--observer", "magic", "--", "true"], "--observer")):
+        p = run(args)
+        check(p.returncode == 2 and needle in p.stderr, f"{args}: exit {p.returncode}\n{p.stderr}")
+    if os.geteuid() == 0:
+        pid = 4194000
+        while os.path.exists(f"/proc/{pid}"):
+            pid -= 1
+        p = run(["watch", "-p", str(pid), "--report-dir", tempfile.mkdtemp(prefix="hw-it-") + "/r"])
+        check(p.returncode == 2 and "no such process" in p.stderr, p.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o777)
+            p = run(["watch", "-p", "1", "--report-dir", os.path.join(d, "r")], user=65534)
+            lines = p.stderr.strip().splitlines()
+            check(p.returncode == 2, f"exit {p.returncode}\n{p.stderr}")
+            check(len(lines) == 1 and "CAP_BPF" in lines[0] and "sudo" in lines[0], p.stderr)
+
+
+if __name__ == "__main__":
+    hwtest.main({
+        "watch_running_program": case_watch_running_program,
+        "watch_leaves_no_trace": case_watch_leaves_no_trace,
+        "watch_idle_and_spin": case_watch_idle_and_spin,
+        "run_static_program": case_run_static_program,
+        "run_raw_syscall_program": case_run_raw_syscall_program,
+        "watch_errors": case_watch_errors,
+    })

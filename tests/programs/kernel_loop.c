@@ -1,0 +1,84 @@
+/*
+ * kernel_loop.c - event loops for the kernel observer's tests (hangwatch
+ * watch, run --observer kernel): built dynamically and statically.
+ *
+ *   kernel_loop hang DELAY   turn every 100 ms; after DELAY seconds a
+ *                            callback sleeps 3 s (a hang), then 0.5 s more
+ *   kernel_loop raw DELAY    the same, waiting through syscall(SYS_epoll_wait)
+ *   kernel_loop idle SECS    turn every 100 ms for SECS seconds
+ *   kernel_loop spin SECS    epoll_wait(..., 0) in a tight loop for SECS seconds
+ *
+ * Prints "ready PID" first and, for a hang, "slept S" with the sleep's own
+ * measured length (the program's view of whether it was disturbed), and
+ * "done" at the end.  Function bodies differ, so -O2 cannot fold them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void render_report_synchronously(void)
+{
+    double start = now_seconds();
+    sleep(3);
+    printf("slept %.3f\n", now_seconds() - start);
+    fflush(stdout);
+}
+
+__attribute__((noinline)) static int wait_for_events(int ep, int timeout_ms, int raw)
+{
+    struct epoll_event ev;
+    if (raw)
+        return (int)syscall(SYS_epoll_wait, ep, &ev, 1, timeout_ms);
+    return epoll_wait(ep, &ev, 1, timeout_ms);
+}
+
+static int run_loop(double seconds, double hang_at, int raw, int timeout_ms)
+{
+    int ep = epoll_create1(0);
+    double start = now_seconds();
+    int hung = 0;
+    unsigned long turns = 0;
+    while (now_seconds() - start < seconds) {
+        wait_for_events(ep, timeout_ms, raw);
+        turns++;
+        if (!hung && hang_at >= 0 && now_seconds() - start >= hang_at) {
+            hung = 1;
+            render_report_synchronously();
+            seconds = now_seconds() - start + 0.5;
+        }
+    }
+    printf("done after %lu turns\n", turns);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: kernel_loop hang|raw|idle|spin SECONDS\n");
+        return 2;
+    }
+    double secs = atof(argv[2]);
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    if (strcmp(argv[1], "hang") == 0)
+        return run_loop(secs + 100, secs, 0, 100);
+    if (strcmp(argv[1], "raw") == 0)
+        return run_loop(secs + 100, secs, 1, 100);
+    if (strcmp(argv[1], "idle") == 0)
+        return run_loop(secs, -1, 0, 100);
+    if (strcmp(argv[1], "spin") == 0)
+        return run_loop(secs, -1, 0, 0);
+    fprintf(stderr, "unknown mode %s\n", argv[1]);
+    return 2;
+}
