@@ -6,7 +6,7 @@
  * stores on return) is therefore as large a share of the turn as it can ever
  * be.  bench/run.py runs it plain and under `hangwatch run` and compares.
  *
- *   bench-epoll-spin ITERATIONS CHUNK [ab | touch PAGES]
+ *   bench-epoll-spin ITERATIONS CHUNK [ab | touch PAGES | stamped]
  *
  * Prints "observer active|inert" (active = the observer's shared page, the
  * memfd "hangwatch-loop", is mapped: it registered with an agent), then, if
@@ -27,6 +27,12 @@
  * here, cancels.  Without the preload both halves call the same function:
  * the pairs' spread is then the method's noise floor.
  *
+ * "stamped" adds to each chunk line the CLOCK_MONOTONIC time (ns) its chunk
+ * ended, so a driver can tell which chunks ran while something outside the
+ * program was switched on (the kernel observer: bench/kernel_observer.py);
+ * "stamped-getppid" does the same with getppid() calls instead of
+ * epoll_wait, a system call no observer looks at.
+ *
  * "touch PAGES" prices one thing the observer cannot avoid: memory it touches
  * that the bare loop does not.  Pairs are "pair NS_LIBC NS_LIBC_TOUCH", where
  * the second half calls libc's epoll_wait and then reads one byte from each
@@ -42,6 +48,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,9 +102,12 @@ static double timed_chunk(epoll_wait_fn fn, int ep, long n, long *ready, int pag
 int main(int argc, char **argv)
 {
     int ab = argc == 4 && strcmp(argv[3], "ab") == 0;
+    int getppid_calls = argc == 4 && strcmp(argv[3], "stamped-getppid") == 0;
+    int stamped = (argc == 4 && strcmp(argv[3], "stamped") == 0) || getppid_calls;
     int touch = argc == 5 && strcmp(argv[3], "touch") == 0 ? atoi(argv[4]) : 0;
-    if (argc != 3 && !ab && !(touch > 0 && touch <= MAX_TOUCH_PAGES)) {
-        fprintf(stderr, "usage: %s ITERATIONS CHUNK [ab | touch PAGES(1-%d)]\n", argv[0], MAX_TOUCH_PAGES);
+    if (argc != 3 && !ab && !stamped && !(touch > 0 && touch <= MAX_TOUCH_PAGES)) {
+        fprintf(stderr, "usage: %s ITERATIONS CHUNK [ab | touch PAGES(1-%d) | stamped]\n", argv[0],
+                MAX_TOUCH_PAGES);
         return 2;
     }
     long iterations = strtol(argv[1], NULL, 10);
@@ -156,7 +166,19 @@ int main(int argc, char **argv)
     } else {
         for (long done = 0; done < iterations; done += chunk) {
             long n = iterations - done < chunk ? iterations - done : chunk;
-            printf("chunk %.3f\n", timed_chunk(NULL, ep, n, &ready, 0));
+            double ns;
+            if (getppid_calls) {
+                double t0 = now_ns();
+                for (long i = 0; i < n; i++)
+                    touch_sink += (unsigned long)syscall(SYS_getppid);
+                ns = (now_ns() - t0) / (double)n;
+            } else {
+                ns = timed_chunk(NULL, ep, n, &ready, 0);
+            }
+            if (stamped)
+                printf("chunk %.3f %.0f\n", ns, now_ns());
+            else
+                printf("chunk %.3f\n", ns);
         }
     }
     if (ready != 0) {

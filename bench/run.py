@@ -6,7 +6,7 @@ same table, with the machine it ran on, into docs/benchmarks.md between the
 hand).  Progress goes to stderr.
 
     /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
-                                  [--parts observer,capture,detection,lost,node,python]
+                                  [--parts observer,capture,detection,lost,node,python,kernel]
 
 What is measured, and why this way, is in docs/benchmarks.md.  In short:
   1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
@@ -24,7 +24,9 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      which also runs alone; skipped when there is no node);
   7. what reading Python's frame chains adds to a capture's stop, per
      thread stopped: all-thread captures of a sleeping Python process,
-     alternately with and without the reader.
+     alternately with and without the reader;
+  8. what the kernel observer costs per system call, to the process it
+     watches and to one it does not (kernel_observer.py, also runs alone).
 Every figure is a median / p99 over many samples, never one run.  Standard
 library only, Debian's /usr/bin/python3.
 """
@@ -47,6 +49,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_observer  # noqa: E402 (part 8, next to this file)
 import node_flags  # noqa: E402 (part 6, next to this file)
 
 # Budgets (docs/benchmarks.md says where each comes from).
@@ -657,7 +660,7 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d, lt=None, nf=None, py=None):
+def table(o, c, d, lt=None, nf=None, py=None, ko=None):
     rows = []
     o = o or {}
     c = c or {}
@@ -679,6 +682,8 @@ def table(o, c, d, lt=None, nf=None, py=None):
         node_flags.rows(nf, row)
     if py:
         python_rows(py, row)
+    if ko:
+        kernel_observer.rows(ko, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -823,13 +828,13 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
-    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python",
+    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    all_parts = {"observer", "capture", "detection", "lost", "node", "python"}
+    all_parts = {"observer", "capture", "detection", "lost", "node", "python", "kernel"}
     if not parts <= all_parts:
-        sys.exit("bench: --parts takes observer, capture, detection, lost, node, python")
+        sys.exit("bench: --parts takes observer, capture, detection, lost, node, python, kernel")
     if "observer" in parts and shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
 
@@ -852,6 +857,10 @@ def main():
         else:
             log("6. no node on the PATH: part 6 skipped (apt-get install nodejs)")
     py = bench_python(b) if "python" in parts else None
+    ko = None
+    if "kernel" in parts:
+        log("8. the kernel observer switched on and off around a spinning epoll_wait(..., 0) and getppid() loop")
+        ko = kernel_observer.measure(b.bin, b.env)
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
@@ -861,7 +870,7 @@ def main():
     if lt:
         text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
                  f"window {LOST_WINDOW_MS} ms.")
-    text += "\n\n" + table(o, c, d, lt, nf, py)
+    text += "\n\n" + table(o, c, d, lt, nf, py, ko)
     print(text)
     if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)

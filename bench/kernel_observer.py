@@ -1,0 +1,125 @@
+"""bench/kernel_observer.py - part 8 of `make bench`: what the kernel
+observer (src/bpf/wait_observer.bpf.c) costs a program per wait call, when
+it watches that program and when it watches another one.
+
+A bench-epoll-spin process calls epoll_wait(ep, ev, 8, 0) in a loop and
+stamps every chunk of calls with the time it ended.  While it runs,
+`hangwatch watch` is switched on and off PHASES times (on: one second, off:
+one second): watching the spinner itself ("watched"), or an idle loop next
+to it ("another process watched": what everybody else on the machine pays).
+Chunks within SETTLE_S of a switch are left out; the figure is the median
+over on/off phase pairs of (median on - median off), in ns per call, with
+the range over the pairs.  Runs alone too:
+
+    /usr/bin/python3 bench/kernel_observer.py BUILD_DIR
+"""
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PHASES = 4
+PHASE_S = 1.0
+SETTLE_S = 0.25
+CHUNK = 20000
+
+
+def _spinner(bin_dir, mode):
+    iterations = 400_000_000  # far more than needed: it is killed at the end
+    return subprocess.Popen([os.path.join(bin_dir, "bench-epoll-spin"), str(iterations), str(CHUNK), mode],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def _phases(bin_dir, target_pid, env):
+    """Switch `hangwatch watch -p target_pid` on and off; the on windows."""
+    windows = []
+    for _ in range(PHASES):
+        time.sleep(PHASE_S)  # an off phase: the driver paces the phases, nothing is waited for
+        reports = tempfile.mkdtemp(prefix="hw-bench-")
+        os.rmdir(reports)
+        on = time.monotonic_ns()
+        watch = subprocess.Popen([os.path.join(bin_dir, "hangwatch"), "watch", "-q", "--report-dir", reports,
+                                  "-p", str(target_pid)], env=env, stderr=subprocess.PIPE, text=True)
+        time.sleep(PHASE_S)
+        watch.send_signal(signal.SIGINT)
+        _, err = watch.communicate(timeout=30)
+        off = time.monotonic_ns()
+        if watch.returncode != 0:
+            sys.exit(f"bench: hangwatch watch failed ({watch.returncode}): {err}")
+        windows.append((on, off))
+        subprocess.run(["rm", "-rf", reports])
+    time.sleep(PHASE_S)
+    return windows
+
+
+def _cost(chunks, windows):
+    settle = int(SETTLE_S * 1e9)
+    diffs = []
+    for k, (on, off) in enumerate(windows):
+        before_start = windows[k - 1][1] if k else on - int(2 * PHASE_S * 1e9)
+        during = [ns for ns, t in chunks if on + settle <= t <= off - settle]
+        before = [ns for ns, t in chunks if before_start + settle <= t <= on - settle]
+        if during and before:
+            diffs.append(statistics.median(during) - statistics.median(before))
+    return diffs
+
+
+def measure(bin_dir, env=None):
+    env = env or dict(os.environ)
+    out = {}
+    for what in ("watched", "other", "other_getppid"):
+        spin = _spinner(bin_dir, "stamped-getppid" if what == "other_getppid" else "stamped")
+        other = None
+        try:
+            first = spin.stdout.readline()
+            if not first.startswith("observer"):
+                sys.exit(f"bench: bench-epoll-spin did not start: {first!r}")
+            if what != "watched":
+                other = subprocess.Popen([os.path.join(bin_dir, "kernel-loop"), "idle", "600"],
+                                         stdout=subprocess.DEVNULL)
+            windows = _phases(bin_dir, spin.pid if what == "watched" else other.pid, env)
+        finally:
+            spin.kill()
+            text, _ = spin.communicate()
+            if other:
+                other.kill()
+                other.wait()
+        chunks = []
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[0] == "chunk":
+                chunks.append((float(f[1]), int(float(f[2]))))
+        diffs = _cost(chunks, windows)
+        if not diffs:
+            sys.exit("bench: part 8 has no chunks to compare")
+        base = [ns for ns, _ in chunks]
+        out[what] = {"n": len(diffs), "med": statistics.median(diffs), "min": min(diffs), "max": max(diffs),
+                     "base": statistics.median(base)}
+    return out
+
+
+def rows(k, row):
+    w, o, g = k["watched"], k["other"], k["other_getppid"]
+    row("8 kernel observer: `epoll_wait(ep, ev, 8, 0)` watched through it, ns added per call",
+        f"{w['n']} on/off pairs", f"{w['med']:+.1f}", "",
+        f"range over the pairs {w['min']:+.1f}..{w['max']:+.1f}; the call itself about {w['base']:.0f} ns; "
+        f"part 1 gives the preloaded observer's")
+    row("  another process watched: epoll_wait of a process that is not, ns added per call", f"{o['n']} on/off pairs",
+        f"{o['med']:+.1f}", "", f"range over the pairs {o['min']:+.1f}..{o['max']:+.1f}; the call itself about "
+        f"{o['base']:.0f} ns", "nothing measurable", "missed" if o["med"] > 5 else "met")
+    row("  another process watched: getppid() of a process that is not, ns added per call", f"{g['n']} on/off pairs",
+        f"{g['med']:+.1f}", "", f"range over the pairs {g['min']:+.1f}..{g['max']:+.1f}; the call itself about "
+        f"{g['base']:.0f} ns: enabled system-call tracepoints send every system call of the machine through the "
+        "kernel's traced path (docs/benchmarks.md, part 8)", "nothing measurable", "missed" if g["med"] > 5 else "met")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    k = measure(os.path.join(sys.argv[1], "bin"))
+    lines = []
+    rows(k, lambda *r: lines.append(" | ".join(r)))
+    print("\n".join(lines))
