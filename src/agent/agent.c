@@ -135,7 +135,7 @@ static int start_kernel_watches(agent *a)
             return -e;
         }
         const hw_shared_page *page =
-            hw_kobs_watch(a->kobs, pid, opts->every_wait_is_the_loop, HW_KOBS_START_AS_FOUND, why, sizeof why);
+            hw_kobs_watch(a->kobs, pid, opts->every_wait_is_the_loop, opts->all_loop_threads, HW_KOBS_START_AS_FOUND, why, sizeof why);
         if (page == NULL || !registry_add_kernel_watch(a, pid, pidfd, page)) {
             fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid,
                     page ? "the agent already watches as many processes as it can" : why);

@@ -39,6 +39,7 @@ _Static_assert(offsetof(struct hw_kobs_slot, busy_start_ns) == offsetof(hw_loop_
 _Static_assert(offsetof(struct hw_kobs_slot, activity) == offsetof(hw_loop_slot, activity), "activity");
 _Static_assert(offsetof(struct hw_kobs_slot, tid) == offsetof(hw_loop_slot, tid), "tid");
 _Static_assert(HW_KOBS_SLOTS - 1 == HW_PAGE_SLOTS, "slot count");
+_Static_assert(offsetof(struct hw_kobs_page, next_slot) == offsetof(hw_shared_page, reserved_), "next_slot");
 _Static_assert(HW_KOBS_BEFORE_WAITING == HW_ACTIVITY_BEFORE_WAITING, "activity values");
 _Static_assert(HW_KOBS_AFTER_WAITING == HW_ACTIVITY_AFTER_WAITING, "activity values");
 
@@ -161,8 +162,8 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, hw_kobs_start start, char *why,
-                                    size_t len)
+const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, bool loop_threads,
+                                    hw_kobs_start start, char *why, size_t len)
 {
     unsigned index = 0;
     while (index < HW_KOBS_MAX_PAGES && k->used[index])
@@ -178,6 +179,7 @@ const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every
     page->page_size = HW_PAGE_SIZE;
     page->pid = pid;
     page->slot_count = HW_PAGE_SLOTS;
+    page->reserved_[0] = 1; /* next_slot: slot 0 is the main thread's */
     struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
     hw_loop_slot *slot = &page->slots[0];
     if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid)) {
@@ -198,6 +200,13 @@ const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every
         memset(page, 0, sizeof *page);
         return NULL;
     }
+    struct hw_kobs_process proc = {.page = index, .loop_threads = loop_threads, .every_wait = every_wait};
+    if (bpf_map__update_elem(k->skel->maps.processes, &tid, sizeof tid, &proc, sizeof proc, BPF_ANY) != 0) {
+        say(why, len, 0, "the kernel observer cannot watch pid %d: %s", (int)pid, strerror(errno));
+        bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
+        memset(page, 0, sizeof *page);
+        return NULL;
+    }
     k->used[index] = true;
     return page;
 }
@@ -213,6 +222,8 @@ void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page)
     if (!hw_kobs_owns(k, page))
         return;
     size_t index = (size_t)((const char *)page - (const char *)k->pages) / HW_PAGE_SIZE;
+    __u32 pid = (__u32)page->pid;
+    bpf_map__delete_elem(k->skel->maps.processes, &pid, sizeof pid, BPF_ANY);
     for (unsigned s = 0; s < HW_PAGE_SLOTS; s++) {
         __u32 tid = (__u32)atomic_load_explicit(&page->slots[s].tid, memory_order_relaxed);
         if (tid != 0)

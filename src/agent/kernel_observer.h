@@ -35,11 +35,12 @@ typedef enum hw_kobs_start {
     HW_KOBS_START_LAUNCHING, /* busy since process start (a program about to be started) */
 } hw_kobs_start;
 
-/* Watch process `pid`'s main thread (slot 0).  `every_wait`: --wait-site
- * any.  Returns its page (valid until hw_kobs_forget or hw_kobs_close), or
+/* Watch process `pid`'s main thread (slot 0) and, with `loop_threads`
+ * (--threads loops), every other thread of it that makes a wait call.
+ * `every_wait`: --wait-site any.  Returns its page (valid until hw_kobs_forget or hw_kobs_close), or
  * NULL with a sentence in `why` (all pages in use, no memory). */
-const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, hw_kobs_start start, char *why,
-                                    size_t len);
+const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, bool loop_threads,
+                                    hw_kobs_start start, char *why, size_t len);
 
 /* Stop watching the process that has `page`. */
 void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page);

@@ -352,7 +352,7 @@ void registry_switch_to_kernel(agent *a, watched_process *w)
     char why[512] = "";
     const hw_shared_page *page = NULL;
     if (a->kobs != NULL || hw_kobs_open(&a->kobs, why, sizeof why) == 0)
-        page = hw_kobs_watch(a->kobs, w->pid, a->opts->every_wait_is_the_loop, HW_KOBS_START_AS_FOUND, why,
+        page = hw_kobs_watch(a->kobs, w->pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads, HW_KOBS_START_AS_FOUND, why,
                              sizeof why);
     if (page == NULL) {
         w->kernel_refused = true;

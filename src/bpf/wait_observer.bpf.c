@@ -12,7 +12,9 @@
  *
  * State: `pages` holds one 4 KiB page per watched process in the layout of
  * hw_shared_page, memory-mapped by the agent, which reads it exactly as it
- * reads a preloaded observer's page; `threads` maps each watched thread to
+ * reads a preloaded observer's page; `processes` says which processes are
+ * watched (with --threads loops, each of their threads gets a slot at its
+ * first wait call); `threads` maps each watched thread to
  * its page and slot and keeps its wait-point rule state
  * (src/core/wait_point.h: the shallowest repeated (return site, stack
  * pointer) is the loop's own wait; a deeper wait is work).  The user stack
@@ -72,6 +74,13 @@ struct {
     __type(value, struct hw_kobs_thread);
 } threads SEC(".maps");
 
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, HW_KOBS_MAX_PAGES);
+    __type(key, __u32);
+    __type(value, struct hw_kobs_process);
+} processes SEC(".maps");
+
 #define ERESTARTSYS 512
 #define ERESTART_RESTARTBLOCK 516
 #define IORING_ENTER_GETEVENTS 1u
@@ -110,11 +119,37 @@ static __always_inline int is_loop_wait(struct hw_kobs_thread *t, __u64 site, __
     return 1;
 }
 
+/* --threads loops: a thread of a watched process that makes a wait call
+ * gets the page's next free slot (the main thread has slot 0). */
+static __always_inline struct hw_kobs_thread *adopt_thread(__u32 tid)
+{
+    __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+    struct hw_kobs_process *proc = bpf_map_lookup_elem(&processes, &tgid);
+    if (!proc || !proc->loop_threads)
+        return 0;
+    __u32 page = proc->page;
+    struct hw_kobs_page *p = bpf_map_lookup_elem(&pages, &page);
+    if (!p)
+        return 0;
+    __u32 slot = __sync_fetch_and_add(&p->next_slot, 1);
+    if (slot == 0 || slot >= HW_KOBS_SLOTS - 1)
+        return 0; /* full: not watched */
+    struct hw_kobs_thread t = {.page = page, .slot = slot, .every_wait = proc->every_wait};
+    if (bpf_map_update_elem(&threads, &tid, &t, BPF_NOEXIST) != 0)
+        return 0;
+    *(volatile int *)&p->slots[slot].tid = (int)tid;
+    return bpf_map_lookup_elem(&threads, &tid);
+}
+
 static __always_inline int wait_begins(int waits)
 {
+    if (!waits)
+        return 0;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct hw_kobs_thread *t = bpf_map_lookup_elem(&threads, &tid);
-    if (!t || !waits)
+    if (!t)
+        t = adopt_thread(tid);
+    if (!t)
         return 0;
     if (t->in_loop_wait)
         return 0; /* a restarted wait: still the same wait */

@@ -24,8 +24,18 @@ struct hw_kobs_slot {
 };
 
 struct hw_kobs_page {
-    unsigned char header[64];
+    unsigned char header[28];
+    unsigned int next_slot; /* hw_shared_page.reserved_[0]: the next free slot (--threads loops) */
+    unsigned char header_rest[32];
     struct hw_kobs_slot slots[HW_KOBS_SLOTS - 1];
+};
+
+/* A watched process, for its threads that are not watched yet. */
+struct hw_kobs_process {
+    unsigned int page;
+    unsigned int loop_threads; /* --threads loops: a thread's first wait call gives it a slot */
+    unsigned int every_wait;
+    unsigned int pad;
 };
 
 struct hw_kobs_thread {

@@ -155,6 +155,32 @@ def case_watch_idle_and_spin():
             target.kill()
 
 
+def case_watch_loop_threads():
+    """--threads loops: a loop thread that is not the main one hangs: reported on that thread."""
+    need_kernel_observer()
+    target = Target("thread", "1.5")
+    try:
+        report_dir, proc = watch([target.pid], "--threads", "loops")
+        out = target.finish()
+        r = finish_watch(report_dir, proc)
+        check(r.returncode == 0 and len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        hung = r.reports[0]["hangwatch"]["hung_thread"]["thread_identifier"]
+        check(hung != target.pid, "the hang was put on the main thread")
+        check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+        check(2.99 <= slept(out) <= 3.05, out)
+    finally:
+        target.kill()
+    # without --threads loops that thread is not watched
+    target = Target("thread", "1.5")
+    try:
+        report_dir, proc = watch([target.pid])
+        target.finish()
+        r = finish_watch(report_dir, proc)
+        check(r.returncode == 0 and r.reports == [], "a non-main thread was watched by default\n" + r.describe())
+    finally:
+        target.kill()
+
+
 def case_run_static_program():
     """A statically linked epoll loop under run: its hang is reported with the culprit's name."""
     need_kernel_observer()
@@ -223,6 +249,7 @@ if __name__ == "__main__":
         "watch_running_program": case_watch_running_program,
         "watch_leaves_no_trace": case_watch_leaves_no_trace,
         "watch_idle_and_spin": case_watch_idle_and_spin,
+        "watch_loop_threads": case_watch_loop_threads,
         "run_static_program": case_run_static_program,
         "run_raw_syscall_program": case_run_raw_syscall_program,
         "watch_errors": case_watch_errors,

@@ -7,11 +7,14 @@
  *   kernel_loop raw DELAY    the same, waiting through syscall(SYS_epoll_wait)
  *   kernel_loop idle SECS    turn every 100 ms for SECS seconds
  *   kernel_loop spin SECS    epoll_wait(..., 0) in a tight loop for SECS seconds
+ *   kernel_loop thread DELAY a second thread runs the hanging loop of "hang";
+ *                            the main thread turns idly until it is done
  *
  * Prints "ready PID" first and, for a hang, "slept S" with the sleep's own
  * measured length (the program's view of whether it was disturbed), and
  * "done" at the end.  Function bodies differ, so -O2 cannot fold them.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +65,28 @@ static int run_loop(double seconds, double hang_at, int raw, int timeout_ms)
     return 0;
 }
 
+static double thread_hang_at;
+
+static void *loop_thread(void *arg)
+{
+    (void)arg;
+    run_loop(thread_hang_at + 100, thread_hang_at, 0, 100);
+    return NULL;
+}
+
+static int main_waits_for_loop_thread(double hang_at)
+{
+    thread_hang_at = hang_at;
+    pthread_t t;
+    if (pthread_create(&t, NULL, loop_thread, NULL) != 0)
+        return 1;
+    int ep = epoll_create1(0);
+    struct epoll_event ev;
+    while (pthread_tryjoin_np(t, NULL) != 0)
+        epoll_wait(ep, &ev, 1, 100);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -79,6 +104,8 @@ int main(int argc, char **argv)
         return run_loop(secs, -1, 0, 100);
     if (strcmp(argv[1], "spin") == 0)
         return run_loop(secs, -1, 0, 0);
+    if (strcmp(argv[1], "thread") == 0)
+        return main_waits_for_loop_thread(secs);
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
 }
