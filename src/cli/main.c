@@ -3,6 +3,7 @@
  *
  *   hangwatch run [options] -- PROG [ARGS...]   watch PROG, write reports
  *   hangwatch show REPORT.json...               print a report for people
+ *   hangwatch stack PID [--json FILE]           every thread's stack, now
  *
  * Usage errors (an unknown flag, a malformed duration, no program) and an
  * unusable report directory print a message and exit 2 before anything is
@@ -25,10 +26,12 @@
 #include "../core/frame_gap.h"
 #include "../core/hw_version.h"
 #include "show.h"
+#include "stack.h"
 
 static const char usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
     "       hangwatch show REPORT.json...\n"
+    "       hangwatch stack PID [--json FILE]\n"
     "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
     "       hangwatch --help | --version\n"
     "\n"
@@ -92,7 +95,12 @@ static const char usage_text[] =
     "PROG cannot be started.  Only PROG and its descendants are watched;\n"
     "registrations from other processes are refused (docs/security.md).\n"
     "\n"
-    "show prints a report's hung thread, its stack and the other threads.\n";
+    "show prints a report's hung thread, its stack and the other threads.\n"
+    "\n"
+    "stack prints the stack of every thread of the running process PID, taken\n"
+    "the same way (its sleeps and waits go on undisturbed); --json FILE also\n"
+    "writes it as a report (hang_type \"snapshot\").  It needs the right to\n"
+    "ptrace PID: the same user, or root / CAP_SYS_PTRACE; it exits 2 without.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -411,7 +419,7 @@ static int cmd_watch(int argc, char **argv, bool attach)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%sa command is needed: run or show", "");
+        return usage_error("%sa command is needed: run, show or stack", "");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage_text, stdout);
@@ -427,5 +435,7 @@ int main(int argc, char **argv)
         return cmd_watch(argc - 1, argv + 1, true);
     if (strcmp(cmd, "show") == 0)
         return hw_show_main(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (use run or show)", cmd);
+    if (strcmp(cmd, "stack") == 0)
+        return hw_stack_main(argc - 1, argv + 1);
+    return usage_error("unknown command '%s' (use run, show or stack)", cmd);
 }
