@@ -31,9 +31,9 @@ typedef struct hw_point_stack {
 } hw_point_stack;
 
 typedef struct hw_hang_info {
-    const char *detector;          /* "runloop" */
-    const char *check_mode;        /* "exact" | "periodic" */
-    const char *hang_type;         /* "hang" | "launch_hang" */
+    const char *detector;          /* "runloop" ...; "none" for a snapshot (hangwatch stack) */
+    const char *check_mode;        /* "exact" | "periodic" ...; "on_demand" for a snapshot */
+    const char *hang_type;         /* "hang" | "launch_hang" | "stutter" | "snapshot" */
     pid_t hung_tid;
     uint64_t block_duration_ns;    /* busy time when the hang was detected */
     uint64_t threshold_ns;

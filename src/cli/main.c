@@ -3,6 +3,8 @@
  *
  *   hangwatch run [options] -- PROG [ARGS...]   watch PROG, write reports
  *   hangwatch show REPORT.json...               print a report for people
+ *   hangwatch watch -p PID... [options]         watch running processes (kernel observer)
+ *   hangwatch stack PID [--json FILE]           every thread's stack, now
  *
  * Usage errors (an unknown flag, a malformed duration, no program) and an
  * unusable report directory print a message and exit 2 before anything is
@@ -25,11 +27,13 @@
 #include "../core/frame_gap.h"
 #include "../core/hw_version.h"
 #include "show.h"
+#include "stack.h"
 
 static const char usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
     "       hangwatch watch -p PID [-p PID...] [--duration DUR] [OPTIONS]\n"
     "       hangwatch show REPORT.json...\n"
+    "       hangwatch stack PID [--json FILE]\n"
     "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
     "       hangwatch --help | --version\n"
     "\n"
@@ -109,7 +113,12 @@ static const char usage_text[] =
     "--no-js-frames) and -p PID (repeatable, at most 64).  The processes are\n"
     "left exactly as they were: nothing is loaded into them, and they are\n"
     "stopped only for the moment of a capture.  --duration DUR stops after\n"
-    "DUR.  The exit status is 0, or 2 when a process cannot be watched.\n";
+    "DUR.  The exit status is 0, or 2 when a process cannot be watched.\n"
+    "\n"
+    "stack prints the stack of every thread of the running process PID, taken\n"
+    "the same way (its sleeps and waits go on undisturbed); --json FILE also\n"
+    "writes it as a report (hang_type \"snapshot\").  It needs the right to\n"
+    "ptrace PID: the same user, or root / CAP_SYS_PTRACE; it exits 2 without.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -480,7 +489,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%sa command is needed: run, watch or show", "");
+        return usage_error("%sa command is needed: run, watch, show or stack", "");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage_text, stdout);
@@ -498,5 +507,7 @@ int main(int argc, char **argv)
         return cmd_watch(argc - 1, argv + 1, MODE_WATCH);
     if (strcmp(cmd, "show") == 0)
         return hw_show_main(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (use run, watch or show)", cmd);
+    if (strcmp(cmd, "stack") == 0)
+        return hw_stack_main(argc - 1, argv + 1);
+    return usage_error("unknown command '%s' (use run, watch, show or stack)", cmd);
 }

@@ -2,7 +2,10 @@
  * show.c - the human summary of a report.  It reads the JSON back with
  * jansson (never trusting it: any field may be missing or of the wrong type)
  * and prints what a person looks at first: what hung, for how long, the hung
- * thread's stack with file:line, then one line per other thread.
+ * thread's stack with file:line, then one line per other thread.  A
+ * snapshot (`hangwatch stack`, hang_type "snapshot") is printed as the stack
+ * of a process, and `stack` asks for every thread's whole stack
+ * (HW_SHOW_EVERY_STACK).
  *
  * A report is foreign input: names in it come from the watched program, and
  * anyone may have edited the file.  So every string taken from it is printed
@@ -134,33 +137,135 @@ static void print_tracer(FILE *out, json_t *capture)
     fputc('\n', out);
 }
 
-static void print_report(const char *label, json_t *root, FILE *out)
+/* The scene item (collection.scene_threads.items[]) of the thread at
+ * crash.threads[index], or NULL. */
+static json_t *item_of(json_t *items, size_t index)
+{
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *item = json_array_get(items, i);
+        json_int_t at = int_at(item, "report_array_index", -1);
+        if (at >= 0 && (uint64_t)at == (uint64_t)index)
+            return item;
+    }
+    return NULL;
+}
+
+/* One thread's whole stack under a heading: "WHAT 4242 (name), 9 frames:"
+ * and its frames, or why it has none when its scene item (may be NULL)
+ * says it was not captured. */
+static void print_stack(FILE *out, const char *what, json_t *thread, json_t *item)
+{
+    json_t *contents = json_object_get(json_object_get(thread, "backtrace"), "contents");
+    fprintf(out, "\n%s %" JSON_INTEGER_FORMAT " (", what, int_at(thread, "thread_identifier", 0));
+    put_string_at(out, thread, "name", "?");
+    json_t *status = json_object_get(item, "status");
+    if (json_is_string(status) && strcmp(json_string_value(status), "captured") != 0) {
+        fputs("), not captured: ", out);
+        put_string_at(out, item, "status", "?");
+        if (json_is_string(json_object_get(item, "error"))) {
+            fputs(" (", out);
+            put_string_at(out, item, "error", "?");
+            fputc(')', out);
+        }
+        fputc('\n', out);
+        return;
+    }
+    fprintf(out, "), %zu frames:\n", json_array_size(contents));
+    for (size_t i = 0; i < json_array_size(contents); i++)
+        print_frame(out, i, json_array_get(contents, i));
+    if (json_is_string(json_object_get(thread, "unwind_error"))) {
+        fputs("  (unwinding stopped early: ", out);
+        put_string_at(out, thread, "unwind_error", "?");
+        fputs(")\n", out);
+    }
+    if (json_is_string(json_object_get(thread, "runtime_frames_error"))) {
+        fputs("  (interpreter frames: ", out);
+        put_string_at(out, thread, "runtime_frames_error", "?");
+        fputs(")\n", out);
+    }
+}
+
+/* "  4243 (worker) captured, 5 frames, in poll, py serve at app.py:11" */
+static void print_thread_line(FILE *out, json_t *item, json_t *t)
+{
+    json_t *contents = json_object_get(json_object_get(t, "backtrace"), "contents");
+    json_t *top = json_array_get(contents, 0);
+    fprintf(out, "  %" JSON_INTEGER_FORMAT " (", int_at(item, "thread_identifier", 0));
+    put_string_at(out, item, "name", "?");
+    fputs(") ", out);
+    put_string_at(out, item, "status", "?");
+    fprintf(out, ", %" JSON_INTEGER_FORMAT " frames", int_at(item, "frame_count", 0));
+    if (json_is_string(json_object_get(item, "error"))) {
+        fputs(" (", out);
+        put_string_at(out, item, "error", "?");
+        fputc(')', out);
+    }
+    if (top) {
+        fputs(", in ", out);
+        put_string_at(out, top, "symbol_name", "?");
+    }
+    /* and the innermost frame of the user's Python or JavaScript code */
+    for (size_t k = 0; k < json_array_size(contents); k++) {
+        json_t *f = json_array_get(contents, k);
+        const char *language = str_at(f, "language", "native");
+        bool py = strcmp(language, "python") == 0, js = strcmp(language, "javascript") == 0;
+        if (!py && !js)
+            continue;
+        if (f != top) {
+            fputs(py ? ", py " : ", js ", out);
+            put_string_at(out, f, "symbol_name", "?");
+        }
+        if (json_is_string(json_object_get(f, "source_file"))) {
+            fputs(" at ", out);
+            put_string_at(out, f, "source_file", "?");
+            if (int_at(f, "source_line", 0) > 0)
+                fprintf(out, ":%" JSON_INTEGER_FORMAT, int_at(f, "source_line", 0));
+        }
+        break;
+    }
+    fputc('\n', out);
+}
+
+static void print_report(const char *label, json_t *root, unsigned flags, FILE *out)
 {
     json_t *report = json_object_get(root, "report");
     json_t *apm = json_object_get(root, "hangwatch");
     json_t *threads = json_object_get(json_object_get(root, "crash"), "threads");
+    json_t *items = json_object_get(json_object_get(json_object_get(apm, "collection"), "scene_threads"), "items");
     json_t *hung = json_object_get(apm, "hung_thread");
     json_int_t index = int_at(hung, "report_array_index", 0);
     json_t *thread = json_array_get(threads, (size_t)(index >= 0 ? index : 0));
 
+    /* A snapshot (hangwatch stack) is no hang: its "hung" thread is the
+     * main thread, and no detector measured anything. */
     const char *type = str_at(apm, "hang_type", "hang");
-    put_text(out, label);
-    fprintf(out, ": %s in ",
-            strcmp(type, "launch_hang") == 0 ? "launch hang" : strcmp(type, "stutter") == 0 ? "stutter" : "hang");
+    bool snapshot = strcmp(type, "snapshot") == 0;
+    if (label != NULL) {
+        put_text(out, label);
+        fputs(": ", out);
+    }
+    if (snapshot)
+        fputs("stack of ", out);
+    else
+        fprintf(out, "%s in ",
+                strcmp(type, "launch_hang") == 0 ? "launch hang" : strcmp(type, "stutter") == 0 ? "stutter" : "hang");
     put_string_at(out, report, "process_name", "?");
     fprintf(out, " (pid %" JSON_INTEGER_FORMAT ")\n", int_at(report, "pid", 0));
 
     /* What the detector measured (report-format.md, block_duration_us). */
-    const char *detector = str_at(apm, "detector", "runloop");
-    bool ping = strcmp(detector, "ping") == 0, frame_gap = strcmp(detector, "frame_gap") == 0;
-    fprintf(out, "  %s %.3f s %s (threshold %.3f s, ", ping ? "a ping unanswered for" : frame_gap ? "a frame tick" : "busy",
-            (double)int_at(apm, "block_duration_us", 0) / 1e6,
-            frame_gap ? "late, seen after the hang" : "when detected",
-            (double)int_at(apm, "runloop_threshold_us", 0) / 1e6);
-    put_string_at(out, apm, "detector", "runloop");
-    fputs(" detector, ", out);
-    put_string_at(out, apm, "check_mode", "?");
-    fputs(" check)\n", out);
+    if (!snapshot) {
+        const char *detector = str_at(apm, "detector", "runloop");
+        bool ping = strcmp(detector, "ping") == 0, frame_gap = strcmp(detector, "frame_gap") == 0;
+        fprintf(out, "  %s %.3f s %s (threshold %.3f s, ",
+                ping ? "a ping unanswered for" : frame_gap ? "a frame tick" : "busy",
+                (double)int_at(apm, "block_duration_us", 0) / 1e6,
+                frame_gap ? "late, seen after the hang" : "when detected",
+                (double)int_at(apm, "runloop_threshold_us", 0) / 1e6);
+        put_string_at(out, apm, "detector", "runloop");
+        fputs(" detector, ", out);
+        put_string_at(out, apm, "check_mode", "?");
+        fputs(" check)\n", out);
+    }
 
     json_t *capture = json_object_get(apm, "capture");
     fputs("  group ", out);
@@ -173,22 +278,13 @@ static void print_report(const char *label, json_t *root, FILE *out)
     print_tracer(out, capture);
 
     if (json_is_object(thread)) {
-        json_t *contents = json_object_get(json_object_get(thread, "backtrace"), "contents");
-        fprintf(out, "\nhung thread %" JSON_INTEGER_FORMAT " (", int_at(thread, "thread_identifier", 0));
-        put_string_at(out, thread, "name", "?");
-        fprintf(out, "), %zu frames:\n", json_array_size(contents));
-        for (size_t i = 0; i < json_array_size(contents); i++)
-            print_frame(out, i, json_array_get(contents, i));
-        if (json_is_string(json_object_get(thread, "unwind_error"))) {
-            fputs("  (unwinding stopped early: ", out);
-            put_string_at(out, thread, "unwind_error", "?");
-            fputs(")\n", out);
-        }
-        if (json_is_string(json_object_get(thread, "runtime_frames_error"))) {
-            fputs("  (interpreter frames: ", out);
-            put_string_at(out, thread, "runtime_frames_error", "?");
-            fputs(")\n", out);
-        }
+        /* A hang report's hung thread keeps its heading and frames as they
+         * always were; a snapshot's thread says when it was not captured. */
+        json_t *item = snapshot ? item_of(items, (size_t)(index >= 0 ? index : 0)) : NULL;
+        const char *what = !snapshot                                             ? "hung thread"
+                           : json_is_true(json_object_get(item, "is_main_thread")) ? "main thread"
+                                                                                   : "thread";
+        print_stack(out, what, thread, item);
     }
 
     json_t *ms = json_object_get(json_object_get(apm, "collection"), "main_thread");
@@ -210,8 +306,8 @@ static void print_report(const char *label, json_t *root, FILE *out)
         fputs(")\n", out);
     }
 
-    json_t *items = json_object_get(json_object_get(json_object_get(apm, "collection"), "scene_threads"), "items");
-    if (json_array_size(items) > 1)
+    bool every_stack = (flags & HW_SHOW_EVERY_STACK) != 0;
+    if (json_array_size(items) > 1 && !every_stack)
         fprintf(out, "\nother threads:\n");
     for (size_t i = 0; i < json_array_size(items); i++) {
         json_t *item = json_array_get(items, i);
@@ -219,43 +315,32 @@ static void print_report(const char *label, json_t *root, FILE *out)
             continue;
         json_int_t at = int_at(item, "report_array_index", 0);
         json_t *t = json_array_get(threads, (size_t)(at >= 0 ? at : 0));
-        json_t *contents = json_object_get(json_object_get(t, "backtrace"), "contents");
-        json_t *top = json_array_get(contents, 0);
-        fprintf(out, "  %" JSON_INTEGER_FORMAT " (", int_at(item, "thread_identifier", 0));
-        put_string_at(out, item, "name", "?");
-        fputs(") ", out);
-        put_string_at(out, item, "status", "?");
-        fprintf(out, ", %" JSON_INTEGER_FORMAT " frames", int_at(item, "frame_count", 0));
-        if (json_is_string(json_object_get(item, "error"))) {
-            fputs(" (", out);
-            put_string_at(out, item, "error", "?");
-            fputc(')', out);
-        }
-        if (top) {
-            fputs(", in ", out);
-            put_string_at(out, top, "symbol_name", "?");
-        }
-        /* and the innermost frame of the user's Python or JavaScript code */
-        for (size_t k = 0; k < json_array_size(contents); k++) {
-            json_t *f = json_array_get(contents, k);
-            const char *language = str_at(f, "language", "native");
-            bool py = strcmp(language, "python") == 0, js = strcmp(language, "javascript") == 0;
-            if (!py && !js)
-                continue;
-            if (f != top) {
-                fputs(py ? ", py " : ", js ", out);
-                put_string_at(out, f, "symbol_name", "?");
-            }
-            if (json_is_string(json_object_get(f, "source_file"))) {
-                fputs(" at ", out);
-                put_string_at(out, f, "source_file", "?");
-                if (int_at(f, "source_line", 0) > 0)
-                    fprintf(out, ":%" JSON_INTEGER_FORMAT, int_at(f, "source_line", 0));
-            }
-            break;
-        }
-        fputc('\n', out);
+        if (every_stack)
+            print_stack(out, json_is_true(json_object_get(item, "is_main_thread")) ? "main thread" : "thread", t,
+                        item);
+        else
+            print_thread_line(out, item, t);
     }
+}
+
+/* Is `root` shaped like a report?  Says why not on stderr. */
+static bool is_report(const char *label, json_t *root)
+{
+    if (json_is_object(json_object_get(root, "report")) && json_is_object(json_object_get(root, "hangwatch")) &&
+        json_is_array(json_object_get(json_object_get(root, "crash"), "threads")))
+        return true;
+    fputs("hangwatch: ", stderr);
+    put_text(stderr, label);
+    fputs(": not a hangwatch report (no report, crash.threads or hangwatch section)\n", stderr);
+    return false;
+}
+
+int hw_show_json(const char *label, json_t *root, unsigned flags, FILE *out)
+{
+    if (!is_report(label != NULL ? label : "report", root))
+        return 1;
+    print_report(label, root, flags, out);
+    return 0;
 }
 
 int hw_show_text(const char *label, const char *text, size_t len, FILE *out)
@@ -280,17 +365,9 @@ int hw_show_text(const char *label, const char *text, size_t len, FILE *out)
         fputs(")\n", stderr);
         return 1;
     }
-    if (!json_is_object(json_object_get(root, "report")) || !json_is_object(json_object_get(root, "hangwatch")) ||
-        !json_is_array(json_object_get(json_object_get(root, "crash"), "threads"))) {
-        fputs("hangwatch: ", stderr);
-        put_text(stderr, label);
-        fputs(": not a hangwatch report (no report, crash.threads or hangwatch section)\n", stderr);
-        json_decref(root);
-        return 1;
-    }
-    print_report(label, root, out);
+    int rc = hw_show_json(label, root, 0, out);
     json_decref(root);
-    return 0;
+    return rc;
 }
 
 /* Say why `path` could not be read; returns 1 for hw_show_file. */

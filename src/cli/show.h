@@ -2,6 +2,7 @@
 #ifndef HANGWATCH_SHOW_H
 #define HANGWATCH_SHOW_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -16,6 +17,17 @@
  * hangwatch report or is longer than HW_SHOW_MAX_BYTES.
  */
 int hw_show_text(const char *label, const char *text, size_t len, FILE *out);
+
+/* hw_show_json's flags: print every thread's whole stack, not the hung
+ * thread's and one line for each other thread (`hangwatch stack`). */
+#define HW_SHOW_EVERY_STACK 1u
+
+/*
+ * Print a report already parsed (`root`, trusted no more than text) as
+ * hw_show_text does, `label` before its first line unless NULL.  0, or 1
+ * with a message on stderr when it is not shaped like a report.
+ */
+int hw_show_json(const char *label, json_t *root, unsigned flags, FILE *out);
 
 /* The same for a file, read with at most HW_SHOW_MAX_BYTES in memory; a
  * larger one is refused before it is read. */

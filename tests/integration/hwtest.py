@@ -16,6 +16,8 @@ import time
 
 import jsonschema
 
+SKIP = 77  # a case that returns it cannot run here (CTest's SKIP_RETURN_CODE)
+
 BIN = None
 SCHEMA = None
 SOURCE_DIR = None
@@ -150,15 +152,19 @@ def symbols(frame_list):
 
 
 def main(cases):
-    """Entry point: hwtest.main({name: function}) with argv BIN_DIR SOURCE_DIR CASE."""
+    """Entry point: hwtest.main({name: function}) with argv BIN_DIR SOURCE_DIR CASE.
+    A case that returns SKIP exits 77 (skipped)."""
     if len(sys.argv) != 4 or sys.argv[3] not in cases:
         print(f"usage: {sys.argv[0]} BIN_DIR SOURCE_DIR {'|'.join(sorted(cases))}", file=sys.stderr)
         sys.exit(2)
     setup(sys.argv[1], sys.argv[2])
     name = sys.argv[3]
     try:
-        cases[name]()
+        result = cases[name]()
     except AssertionError as e:
         print(f"FAIL {name}: {e}", file=sys.stderr)
         sys.exit(1)
+    if result == SKIP:
+        print(f"skip {name}")
+        sys.exit(SKIP)
     print(f"ok {name}")

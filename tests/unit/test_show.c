@@ -4,7 +4,9 @@
  * one of them escaped; thousands of mutations of a real report (bytes
  * flipped, cut short, numbers at their limits) and plain garbage neither
  * crash it nor let a control byte through; text over the size cap is
- * refused without being read.  Run under ASan+UBSan too.
+ * refused without being read.  A snapshot (`hangwatch stack`) is printed as
+ * the stack of a process, with every thread's whole stack when asked
+ * (hw_show_json, HW_SHOW_EVERY_STACK), as safely.  Run under ASan+UBSan too.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,8 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +79,44 @@ static char *show(const char *text, size_t len, int *rc)
     return printed;
 }
 
+/* The same through hw_show_json (no label) with `flags`, for text that
+ * parses as JSON; NULL and *rc 1 otherwise. */
+static char *show_json(const char *text, size_t len, unsigned flags, int *rc)
+{
+    json_t *root = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
+    *rc = 1;
+    if (root == NULL)
+        return NULL;
+    char *printed = NULL;
+    size_t printed_len = 0;
+    FILE *out = open_memstream(&printed, &printed_len);
+    assert_non_null(out);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    assert_true(saved >= 0 && null_fd >= 0);
+    dup2(null_fd, STDERR_FILENO);
+    *rc = hw_show_json(NULL, root, flags, out);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(null_fd);
+    fclose(out);
+    json_decref(root);
+    return printed;
+}
+
+/* report_text as a snapshot: hang_type "snapshot", no detector. */
+static char *snapshot_text(void)
+{
+    const char *at = strstr(report_text, "\"launch_hang\"");
+    assert_non_null(at);
+    char *text = NULL;
+    assert_true(asprintf(&text, "%.*s\"snapshot\"%s", (int)(at - report_text), report_text,
+                         at + strlen("\"launch_hang\"")) > 0);
+    return text;
+}
+
 static void assert_printable(const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
@@ -103,6 +145,38 @@ static void test_strings_are_escaped(void **state)
     free(printed);
 }
 
+static void test_snapshot_every_stack(void **state)
+{
+    (void)state;
+    char *text = snapshot_text();
+    int rc;
+    /* show: "stack of", no busy line, the other threads one line each */
+    char *printed = show(text, strlen(text), &rc);
+    assert_int_equal(rc, 0);
+    assert_printable(printed);
+    assert_non_null(strstr(printed, "mutant.json: stack of demo\\x1b]0;x\\x07 (pid 4242)\n"));
+    assert_null(strstr(printed, "busy"));
+    assert_null(strstr(printed, "hang in"));
+    assert_non_null(strstr(printed, "\nthread 4242 (main\\x0d), 2 frames:\n"));
+    assert_non_null(strstr(printed, "other threads:\n  4243 (worker\\x1b) denied\\x1b, 1 frames"));
+    free(printed);
+    /* stack: no label, every thread whole, each one's status */
+    printed = show_json(text, strlen(text), HW_SHOW_EVERY_STACK, &rc);
+    assert_int_equal(rc, 0);
+    assert_printable(printed);
+    assert_memory_equal(printed, "stack of demo\\x1b]0;x\\x07 (pid 4242)\n", 37);
+    assert_non_null(strstr(printed, "\nthread 4242 (main\\x0d), 2 frames:\n"));
+    assert_non_null(strstr(printed, "\nthread 4243 (worker), not captured: denied\\x1b (Operation not permitted\\x07)\n"));
+    assert_null(strstr(printed, "other threads:"));
+    free(printed);
+    free(text);
+    /* not a report: said, nothing printed */
+    printed = show_json("[1]", 3, HW_SHOW_EVERY_STACK, &rc);
+    assert_int_equal(rc, 1);
+    assert_string_equal(printed, "");
+    free(printed);
+}
+
 static uint64_t next_random(uint64_t *s)
 {
     *s ^= *s << 13;
@@ -120,11 +194,15 @@ static void test_mutations_never_crash(void **state)
     const size_t base_len = sizeof report_text - 1;
     char *buf = malloc(base_len + 64);
     assert_non_null(buf);
+    char *snapshot = snapshot_text();
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     size_t shown = 0;
     for (int i = 0; i < MUTATIONS; i++) {
-        memcpy(buf, report_text, base_len);
-        size_t len = base_len;
+        /* every other one a snapshot, printed whole as `stack` prints it */
+        bool as_snapshot = i % 2 == 1;
+        const char *base = as_snapshot ? snapshot : report_text;
+        size_t len = as_snapshot ? strlen(snapshot) : base_len;
+        memcpy(buf, base, len);
         int edits = 1 + (int)(next_random(&seed) % 4);
         for (int e = 0; e < edits; e++) {
             size_t at = (size_t)(next_random(&seed) % len);
@@ -158,7 +236,15 @@ static void test_mutations_never_crash(void **state)
         shown += rc == 0;
         assert_printable(printed);
         free(printed);
+        if (as_snapshot) {
+            printed = show_json(buf, len, HW_SHOW_EVERY_STACK, &rc);
+            assert_true(rc == 0 || rc == 1);
+            if (printed != NULL)
+                assert_printable(printed);
+            free(printed);
+        }
     }
+    free(snapshot);
     printf("%zu of %d mutations were still shown as reports\n", shown, MUTATIONS);
     assert_true(shown > 0); /* the mutations did reach the printing code */
 
@@ -196,6 +282,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strings_are_escaped),
+        cmocka_unit_test(test_snapshot_every_stack),
         cmocka_unit_test(test_mutations_never_crash),
         cmocka_unit_test(test_over_the_cap_is_not_read),
     };

@@ -1,0 +1,508 @@
+/*
+ * stack.c - `hangwatch stack PID [--json FILE]`: the stack of every thread
+ * of a running process, on demand (the seeds' BSBacktraceLogger: "a
+ * backtrace of any thread, on demand"), for a process hangwatch did not
+ * start.
+ *
+ * It is one capture as a hang report takes it (capture.h: every thread
+ * stopped together with ptrace for well under a millisecond, a sleep or a
+ * wait it was in restarted by the kernel with its remaining time, so the
+ * process does not notice), unwound and named as the report worker does
+ * (unwind.h, python_frames.h: Python frames read in the stop; JavaScript
+ * frames named from node's perf map when it writes one), built into a
+ * report of hang_type "snapshot" (report.h) and printed through `show`
+ * with every thread's whole stack.  --json FILE also writes that report.
+ *
+ * Exit status: 0 with the stacks printed; 2 for a usage error, a pid that
+ * is no process, or no right to ptrace it (said in one sentence with how to
+ * get the right); 1 when no thread could be captured otherwise (the process
+ * ended meanwhile, its threads would not stop) or --json FILE could not be
+ * written.
+ */
+#include "stack.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../agent/agent_internal.h" /* js_is_node */
+#include "../agent/capture.h"
+#include "../agent/perf_map_file.h"
+#include "../agent/proc_task.h"
+#include "../agent/python_frames.h"
+#include "../agent/report.h"
+#include "../agent/unwind.h"
+#include "../core/text_escape.h"
+#include "show.h"
+
+#define STACK_MAX_FRAMES 256
+
+static const char stack_help[] =
+    "usage: hangwatch stack PID [--json FILE]\n"
+    "\n"
+    "Prints the stack of every thread of the running process PID, innermost\n"
+    "frame first, with Python and JavaScript frames where they can be named.\n"
+    "The threads are stopped together with ptrace for well under a\n"
+    "millisecond; sleeps and waits they are in go on undisturbed.\n"
+    "\n"
+    "  --json FILE   also write the stacks as a JSON report (hang_type\n"
+    "                \"snapshot\", docs/report-format.md) to FILE, mode 0600\n"
+    "\n"
+    "It needs the right to ptrace PID: the same user (and, with Yama's\n"
+    "ptrace_scope 1, a parent of it) or root / CAP_SYS_PTRACE.\n";
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hangwatch: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\nTry 'hangwatch --help'.\n", stderr);
+    va_end(ap);
+    return 2;
+}
+
+/* An argument, escaped for the terminal (it may hold any bytes). */
+static const char *shown(const char *arg, char *buf, size_t len)
+{
+    return hw_escape_text(arg, buf, len);
+}
+
+/* A pid: a whole decimal number from 1, no sign, no junk.  0 or -1. */
+static int parse_pid(const char *text, pid_t *out)
+{
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || n < 1 || n > INT32_MAX)
+        return -1;
+    *out = (pid_t)n;
+    return 0;
+}
+
+/* A line "Key:\tvalue..." of /proc/PID/status: its first number, or -1. */
+static long status_number(pid_t pid, const char *key)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+        return -1;
+    size_t klen = strlen(key);
+    for (const char *line = buf; line != NULL && *line != '\0';) {
+        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+            char *end = NULL;
+            long v = strtol(line + klen + 1, &end, 10);
+            return end != line + klen + 1 ? v : -1;
+        }
+        line = strchr(line, '\n');
+        if (line != NULL)
+            line++;
+    }
+    return -1;
+}
+
+/* Are the process's real, effective and saved uids all `uid` (what ptrace
+ * asks of an unprivileged tracer)?  Unknown counts as no. */
+static bool same_user(pid_t pid, uid_t uid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+        return false;
+    const char *line = strstr(buf, "\nUid:");
+    unsigned long r, e, s;
+    return line != NULL && sscanf(line + 5, "%lu %lu %lu", &r, &e, &s) == 3 && r == uid && e == uid && s == uid;
+}
+
+/* Yama's kernel.yama.ptrace_scope, or -1 when there is no Yama. */
+static int yama_scope(void)
+{
+    char buf[16];
+    if (hw_proc_read_small("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof buf) <= 0)
+        return -1;
+    return atoi(buf);
+}
+
+#define GET_THE_RIGHT                                                                                          \
+    "run hangwatch as root (sudo), give it CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep on the hangwatch binary), " \
+    "or in a container add the capability (docker run --cap-add SYS_PTRACE)"
+
+/* Every thread refused with EPERM: say which ptrace right is missing and
+ * how to get it, in one sentence. */
+static void say_no_ptrace_right(pid_t pid, const hw_process_snapshot *snap)
+{
+    char tracer[96];
+    int scope = yama_scope();
+    if (hw_capture_denied_reason(snap, tracer, sizeof tracer) != NULL)
+        fprintf(stderr,
+                "hangwatch: cannot take the stacks of pid %d: it is %s, which holds the one ptrace attachment a "
+                "thread can have; detach that tracer first\n",
+                (int)pid, tracer);
+    else if (scope >= 3)
+        fprintf(stderr,
+                "hangwatch: cannot take the stacks of pid %d: ptrace attaching is disabled on this system "
+                "(kernel.yama.ptrace_scope = %d) until it reboots\n",
+                (int)pid, scope);
+    else if (scope == 2)
+        fprintf(stderr,
+                "hangwatch: cannot take the stacks of pid %d: with kernel.yama.ptrace_scope = 2 only a process with "
+                "CAP_SYS_PTRACE may ptrace another; " GET_THE_RIGHT "\n",
+                (int)pid);
+    else if (!same_user(pid, getuid()))
+        fprintf(stderr,
+                "hangwatch: cannot take the stacks of pid %d: it runs as another user (you are uid %d), and "
+                "ptracing another user's process needs CAP_SYS_PTRACE; " GET_THE_RIGHT "\n",
+                (int)pid, (int)getuid());
+    else if (scope == 1)
+        fprintf(stderr,
+                "hangwatch: cannot take the stacks of pid %d: kernel.yama.ptrace_scope = 1 lets a process ptrace "
+                "only its own descendants, so hangwatch needs CAP_SYS_PTRACE for it; " GET_THE_RIGHT
+                " (or set the sysctl to 0)\n",
+                (int)pid);
+    else
+        fprintf(stderr,
+                "hangwatch: cannot take the stacks of pid %d: ptrace refused (the process may have changed its "
+                "privileges, or hangwatch's capabilities are limited), so hangwatch needs CAP_SYS_PTRACE for it; "
+                GET_THE_RIGHT "\n",
+                (int)pid);
+}
+
+/* Where --json may write: not a symlink, not a directory.  0, or 2 after
+ * saying why. */
+static int check_json_path(const char *path)
+{
+    char name[512];
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return 0; /* a new file (or a directory we will be told about) */
+    if (S_ISLNK(st.st_mode)) {
+        fprintf(stderr, "hangwatch: refusing to write the report to '%s': it is a symbolic link\n",
+                shown(path, name, sizeof name));
+        return 2;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "hangwatch: cannot write the report to '%s': it exists and is not a regular file\n",
+                shown(path, name, sizeof name));
+        return 2;
+    }
+    return 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Write `report` to `path` atomically: a temporary file next to it (mode
+ * 0600), then rename, which replaces a name and never follows a symlink
+ * put there since the check.  0, or -errno. */
+static int write_json(const char *path, json_t *report)
+{
+    if (check_json_path(path) != 0)
+        return -ELOOP;
+    char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *tmp = NULL;
+    if (text == NULL || asprintf(&tmp, "%s.XXXXXX", path) < 0) {
+        free(text);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+    } else {
+        if (fchmod(fd, 0600) != 0)
+            rc = -errno;
+        if (rc == 0)
+            rc = write_all(fd, text, strlen(text));
+        if (rc == 0)
+            rc = write_all(fd, "\n", 1);
+        if (rc == 0 && fsync(fd) != 0)
+            rc = -errno;
+        if (close(fd) != 0 && rc == 0)
+            rc = -errno;
+        if (rc == 0 && rename(tmp, path) != 0)
+            rc = -errno;
+        if (rc != 0)
+            unlink(tmp);
+    }
+    free(tmp);
+    free(text);
+    return rc;
+}
+
+/* The report worker's unwind_with_runtime for one thread: native frames,
+ * its Python frames among them, and why runtime frames are missing on the
+ * main thread. */
+static void unwind_thread(hw_symbolizer *sym, const hw_process_snapshot *snap, size_t i,
+                          const hw_python_names *names, const hw_python_target *py, const char *executable,
+                          hw_backtrace *bt)
+{
+    const hw_thread_snapshot *t = &snap->threads[i];
+    hw_unwind_thread(sym, t, STACK_MAX_FRAMES, bt);
+    if (names != NULL)
+        hw_python_merge(&names[i], bt);
+    else if (py->found && py->why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
+        bt->runtime_error = strdup(py->why_not);
+    /* A node whose JIT frames have no names: say how to get them. */
+    int js_errno = hw_symbolizer_js_map_errno(sym);
+    if (t->is_target && bt->runtime_error == NULL && js_errno != 0 && js_is_node(executable)) {
+        bool unnamed_jit = false;
+        for (size_t k = 0; k < bt->count; k++)
+            unnamed_jit |= bt->frames[k].object_path == NULL && bt->frames[k].symbol_name == NULL;
+        if (unnamed_jit &&
+            asprintf(&bt->runtime_error,
+                     "JavaScript frames are not named: %s; start node with NODE_OPTIONS=\"%s\"",
+                     js_errno == ENOENT ? "node wrote no perf map" : strerror(js_errno), HW_PERF_MAP_NODE_FLAGS) < 0)
+            bt->runtime_error = NULL;
+    }
+}
+
+static int64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Unwind, name, build, print and write one capture.  The exit status. */
+static int report_capture(pid_t pid, const hw_process_snapshot *snap, const hw_python_target *py,
+                          hw_python_names *names, const char *executable, int64_t taken_ns, const char *json_path)
+{
+    size_t captured = 0;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        captured += snap->threads[i].status == HW_THREAD_CAPTURED;
+
+    char *sym_error = NULL;
+    hw_symbolizer *sym =
+        captured > 0 && snap->maps != NULL ? hw_symbolizer_new(pid, snap->maps, snap->maps_len, &sym_error) : NULL;
+    hw_backtrace *bts = calloc(snap->thread_count ? snap->thread_count : 1, sizeof *bts);
+    if (bts == NULL) {
+        fprintf(stderr, "hangwatch: out of memory\n");
+        hw_symbolizer_free(sym);
+        free(sym_error);
+        return 1;
+    }
+    for (size_t i = 0; i < snap->thread_count; i++) {
+        if (snap->threads[i].status != HW_THREAD_CAPTURED)
+            continue;
+        if (sym != NULL) {
+            unwind_thread(sym, snap, i, names, py, executable, &bts[i]);
+        } else if (asprintf(&bts[i].error, "no symbolizer for the process's memory map: %s",
+                            sym_error ? sym_error : "its maps could not be read") < 0) {
+            bts[i].error = NULL;
+        }
+    }
+    const hw_image *images = NULL;
+    size_t image_count = sym ? hw_symbolizer_images(sym, &images) : 0;
+
+    /* No detector measured anything: a snapshot's numbers are zero and its
+     * "hung" thread is the main thread (docs/report-format.md). */
+    hw_hang_info info = {
+        .detector = "none",
+        .check_mode = "on_demand",
+        .hang_type = "snapshot",
+        .hung_tid = pid,
+        .block_duration_ns = 0,
+        .threshold_ns = 0,
+        .detected_unix_ns = taken_ns,
+        .main_thread_state = "not_requested",
+        .main_thread_reason = "disabled",
+        .executable = executable[0] ? executable : NULL,
+    };
+    char id[37];
+    json_t *report = hw_report_build(&info, snap, bts, images, image_count, id);
+    int rc = 0;
+    if (report == NULL) {
+        fprintf(stderr, "hangwatch: out of memory\n");
+        rc = 1;
+    } else {
+        if (hw_show_json(NULL, report, HW_SHOW_EVERY_STACK, stdout) != 0)
+            rc = 1;
+        fflush(stdout);
+        if (captured == 0) {
+            fprintf(stderr, "hangwatch: no thread of pid %d could be captured (see above)\n", (int)pid);
+            rc = 1;
+        }
+        if (json_path != NULL) {
+            int w = write_json(json_path, report);
+            if (w != 0 && w != -ELOOP) {
+                char name[512];
+                fprintf(stderr, "hangwatch: cannot write the report to '%s': %s\n",
+                        shown(json_path, name, sizeof name), strerror(-w));
+            }
+            if (w != 0)
+                rc = 1;
+        }
+    }
+    json_decref(report);
+    for (size_t i = 0; i < snap->thread_count; i++)
+        hw_backtrace_free(&bts[i]);
+    free(bts);
+    hw_symbolizer_free(sym);
+    free(sym_error);
+    return rc;
+}
+
+static bool all_denied_eperm(const hw_process_snapshot *snap)
+{
+    if (snap->thread_count == 0)
+        return false;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].status != HW_THREAD_DENIED || snap->threads[i].error != EPERM)
+            return false;
+    return true;
+}
+
+static bool all_exited(const hw_process_snapshot *snap)
+{
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].status != HW_THREAD_EXITED)
+            return false;
+    return true;
+}
+
+/* Capture every thread of `pid` and report it.  The exit status. */
+static int take_stacks(pid_t pid, const char *json_path)
+{
+    /* Symbolizing never reaches for the network (debuginfod), as in the
+     * agent (docs/security.md). */
+    unsetenv("DEBUGINFOD_URLS");
+    /* Python: the interpreter is looked for in the maps before the stop, so
+     * its frames are read in the same stop as the registers. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    size_t maps_len = 0;
+    char *maps = hw_proc_read_whole(path, &maps_len);
+    hw_python_target py;
+    hw_python_find(pid, maps, maps_len, &py);
+    free(maps);
+    char executable[256];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, executable, sizeof executable - 1);
+    executable[n > 0 ? n : 0] = '\0';
+
+    hw_capture_options copt;
+    hw_capture_options_default(&copt, pid); /* every thread, the main thread the target */
+    if (py.layout != NULL) {
+        copt.interp_frames = HW_PY_MAX_FRAMES;
+        copt.while_stopped = hw_python_read_stacks;
+        copt.while_stopped_ctx = &py;
+    }
+    /* capture.h: ptrace's stop reports come as SIGCHLD; keep it blocked. */
+    sigset_t sigchld;
+    sigemptyset(&sigchld);
+    sigaddset(&sigchld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &sigchld, NULL);
+
+    hw_process_snapshot snap;
+    int64_t taken_ns = realtime_ns();
+    int rc = hw_capture_process(pid, &copt, &snap);
+    /* Names of the Python code now, while the process most likely lives. */
+    hw_python_namer *namer = hw_python_namer_new(&py, pid);
+    hw_python_names *names = hw_python_name_threads(namer, &snap, false);
+
+    int status;
+    if (rc == -ESRCH) {
+        fprintf(stderr, "hangwatch: no process with pid %d (it ended)\n", (int)pid);
+        status = 2;
+    } else if (rc < 0) {
+        fprintf(stderr, "hangwatch: cannot capture pid %d: %s\n", (int)pid, strerror(-rc));
+        status = 1;
+    } else if (all_denied_eperm(&snap)) {
+        say_no_ptrace_right(pid, &snap);
+        status = 2;
+    } else if (snap.process_exited || all_exited(&snap)) {
+        fprintf(stderr, "hangwatch: pid %d ended before its stacks could be taken\n", (int)pid);
+        status = 1;
+    } else {
+        status = report_capture(pid, &snap, &py, names, executable, taken_ns, json_path);
+    }
+    hw_python_names_free(names, snap.thread_count);
+    hw_python_namer_free(namer);
+    hw_process_snapshot_free(&snap);
+    return status;
+}
+
+int hw_stack_main(int argc, char **argv)
+{
+    const char *pid_text = NULL, *json_path = NULL;
+    bool json_given = false, options_done = false;
+    char arg[256];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options_done && strcmp(a, "--") == 0) {
+            options_done = true;
+        } else if (!options_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+            fputs(stack_help, stdout);
+            return 0;
+        } else if (!options_done && (strcmp(a, "--json") == 0 || strncmp(a, "--json=", 7) == 0)) {
+            if (json_given)
+                return usage_error("--json is given twice");
+            json_given = true;
+            if (a[6] == '=')
+                json_path = a + 7;
+            else if (i + 1 < argc)
+                json_path = argv[++i];
+            else
+                return usage_error("option '--json' needs a value");
+            if (json_path[0] == '\0')
+                return usage_error("--json needs a file name");
+        } else if (!options_done && a[0] == '-' && a[1] != '\0' && !isdigit((unsigned char)a[1])) {
+            return usage_error("unknown option '%s' for stack", shown(a, arg, sizeof arg));
+        } else if (pid_text != NULL) {
+            return usage_error("stack takes one pid, not '%s' as well", shown(a, arg, sizeof arg));
+        } else {
+            pid_text = a;
+        }
+    }
+    if (pid_text == NULL)
+        return usage_error("stack needs a pid: hangwatch stack PID [--json FILE]");
+    pid_t pid;
+    if (parse_pid(pid_text, &pid) != 0)
+        return usage_error("invalid pid '%s': a whole number from 1", shown(pid_text, arg, sizeof arg));
+
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "hangwatch: no process with pid %d\n", (int)pid);
+        return 2;
+    }
+    long tgid = status_number(pid, "Tgid");
+    if (tgid > 0 && tgid != pid) {
+        fprintf(stderr, "hangwatch: %d is a thread of process %ld: use hangwatch stack %ld\n", (int)pid, tgid, tgid);
+        return 2;
+    }
+    if (pid == getpid()) {
+        fprintf(stderr, "hangwatch: pid %d is this hangwatch itself, which cannot ptrace itself\n", (int)pid);
+        return 2;
+    }
+    if (json_path != NULL && check_json_path(json_path) != 0)
+        return 2;
+    return take_stacks(pid, json_path);
+}
