@@ -321,10 +321,14 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
                 opts.frames_from_loop = true;
             break;
         case 'F':
-            opts.no_follow = true;
-            break;
         case 'J':
-            opts.no_js_frames = true;
+            if (mode == MODE_WATCH)
+                return usage_error("%s--no-follow and --no-js-frames belong to hangwatch run (watch starts nothing)",
+                                   "");
+            if (c == 'F')
+                opts.no_follow = true;
+            else
+                opts.no_js_frames = true;
             break;
         case 'B':
             if (mode != MODE_RUN)

@@ -227,6 +227,7 @@ def case_watch_errors():
     for args, needle in ((["watch"], "needs a process"), (["watch", "-p", "abc"], "invalid -p"),
                          (["watch", "-p", "0"], "invalid -p"), (["watch", "-p", "1", "--duration", "x"], "--duration"),
                          (["watch", "-p", "1", "--", "ls"], "takes no program"),
+                         (["watch", "-p", "1", "--no-follow"], "belong to hangwatch run"),
                          (["run", "--observer", "magic", "--", "true"], "--observer")):
         p = run(args)
         check(p.returncode == 2 and needle in p.stderr, f"{args}: exit {p.returncode}\n{p.stderr}")
