@@ -233,7 +233,6 @@ void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_r
  * tells whether the flags are hangwatch's), a watched process that may be
  * node, and removing the maps hangwatch caused once their processes are gone. */
 char *js_node_options(const char *existing, bool *ours);
-bool js_is_node(const char *executable);
 void js_maps_note_process(agent *a, pid_t pid, const char *executable);
 void js_maps_remove(agent *a);
 

@@ -27,6 +27,7 @@
 
 #include "agent_internal.h"
 #include "perf_map_file.h"
+#include "runtime_frames.h"
 #define MAX_NODE_PROCESSES 4096
 
 char *js_node_options(const char *existing, bool *ours)
@@ -45,21 +46,9 @@ char *js_node_options(const char *existing, bool *ours)
     return value;
 }
 
-/* node, nodejs, node20, node-v20...: the names node's binary goes by. */
-bool js_is_node(const char *executable)
-{
-    const char *slash = strrchr(executable, '/');
-    const char *base = slash ? slash + 1 : executable;
-    if (strncmp(base, "node", 4) != 0)
-        return false;
-    const char *rest = base + 4;
-    return rest[0] == '\0' || strcmp(rest, "js") == 0 || (rest[0] >= '0' && rest[0] <= '9') || rest[0] == '-' ||
-           rest[0] == '.';
-}
-
 void js_maps_note_process(agent *a, pid_t pid, const char *executable)
 {
-    if (!a->js_maps_ours || !js_is_node(executable) || a->node_count >= MAX_NODE_PROCESSES)
+    if (!a->js_maps_ours || !hw_is_node_executable(executable) || a->node_count >= MAX_NODE_PROCESSES)
         return;
     char path[64];
     struct stat st;

@@ -32,9 +32,9 @@
 #include "../core/report_limits.h"
 #include "../core/text_escape.h"
 #include "agent_internal.h"
-#include "perf_map_file.h"
 #include "report.h"
 #include "report_dir.h"
+#include "runtime_frames.h"
 
 #define MAX_JOBS 256
 #define MAX_QUEUED_BYTES (512ull << 20)
@@ -406,30 +406,11 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
 
 /* ---- the jobs ---- */
 
-/* Unwind a captured thread and put its interpreter's frames among the
- * native ones (python_frames.h); an interpreter whose frames are not read
- * is said in the hung thread's backtrace. */
+/* Unwind thread i of the request's snapshot with its runtime frames. */
 static void unwind_with_runtime(hw_symbolizer *sym, const report_request *req, size_t i, hw_backtrace *bt)
 {
-    const hw_thread_snapshot *t = &req->snap.threads[i];
-    hw_unwind_thread(sym, t, MAX_FRAMES, bt);
-    if (req->py_names != NULL)
-        hw_python_merge(&req->py_names[i], bt);
-    else if (req->python.found && req->python.why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
-        bt->runtime_error = strdup(req->python.why_not);
-    /* A node whose JIT frames have no names: say how to get them. */
-    int js_errno = hw_symbolizer_js_map_errno(sym);
-    if (t->is_target && bt->runtime_error == NULL && js_errno != 0 && js_is_node(req->executable)) {
-        bool unnamed_jit = false;
-        for (size_t k = 0; k < bt->count; k++)
-            unnamed_jit |= bt->frames[k].object_path == NULL && bt->frames[k].symbol_name == NULL;
-        if (unnamed_jit &&
-            asprintf(&bt->runtime_error,
-                     "JavaScript frames are not named: %s; start node with NODE_OPTIONS=\"%s\" "
-                     "(hangwatch run adds it unless --no-js-frames)",
-                     js_errno == ENOENT ? "node wrote no perf map" : strerror(js_errno), HW_PERF_MAP_NODE_FLAGS) < 0)
-            bt->runtime_error = NULL;
-    }
+    hw_unwind_with_runtime(sym, &req->snap.threads[i], MAX_FRAMES, req->py_names ? &req->py_names[i] : NULL,
+                           &req->python, req->executable, bt);
 }
 
 static void do_report(report_worker *wk, job *j)

@@ -36,8 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../agent/agent_internal.h" /* js_is_node */
 #include "../agent/capture.h"
+#include "../agent/runtime_frames.h"
 #include "../agent/perf_map_file.h"
 #include "../agent/proc_task.h"
 #include "../agent/python_frames.h"
@@ -255,33 +255,6 @@ static int write_json(const char *path, json_t *report)
     return rc;
 }
 
-/* The report worker's unwind_with_runtime for one thread: native frames,
- * its Python frames among them, and why runtime frames are missing on the
- * main thread. */
-static void unwind_thread(hw_symbolizer *sym, const hw_process_snapshot *snap, size_t i,
-                          const hw_python_names *names, const hw_python_target *py, const char *executable,
-                          hw_backtrace *bt)
-{
-    const hw_thread_snapshot *t = &snap->threads[i];
-    hw_unwind_thread(sym, t, STACK_MAX_FRAMES, bt);
-    if (names != NULL)
-        hw_python_merge(&names[i], bt);
-    else if (py->found && py->why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
-        bt->runtime_error = strdup(py->why_not);
-    /* A node whose JIT frames have no names: say how to get them. */
-    int js_errno = hw_symbolizer_js_map_errno(sym);
-    if (t->is_target && bt->runtime_error == NULL && js_errno != 0 && js_is_node(executable)) {
-        bool unnamed_jit = false;
-        for (size_t k = 0; k < bt->count; k++)
-            unnamed_jit |= bt->frames[k].object_path == NULL && bt->frames[k].symbol_name == NULL;
-        if (unnamed_jit &&
-            asprintf(&bt->runtime_error,
-                     "JavaScript frames are not named: %s; start node with NODE_OPTIONS=\"%s\"",
-                     js_errno == ENOENT ? "node wrote no perf map" : strerror(js_errno), HW_PERF_MAP_NODE_FLAGS) < 0)
-            bt->runtime_error = NULL;
-    }
-}
-
 static int64_t realtime_ns(void)
 {
     struct timespec ts;
@@ -311,7 +284,8 @@ static int report_capture(pid_t pid, const hw_process_snapshot *snap, const hw_p
         if (snap->threads[i].status != HW_THREAD_CAPTURED)
             continue;
         if (sym != NULL) {
-            unwind_thread(sym, snap, i, names, py, executable, &bts[i]);
+            hw_unwind_with_runtime(sym, &snap->threads[i], STACK_MAX_FRAMES, names ? &names[i] : NULL, py, executable,
+                                   &bts[i]);
         } else if (asprintf(&bts[i].error, "no symbolizer for the process's memory map: %s",
                             sym_error ? sym_error : "its maps could not be read") < 0) {
             bts[i].error = NULL;
