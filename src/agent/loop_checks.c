@@ -343,7 +343,12 @@ static loop_watch *loop_watch_new(agent *a, const watched_process *w, unsigned s
         return NULL;
     l->slot = slot;
     l->tid = tid;
-    hw_detector_init(&l->detector, &a->opts->detector, now);
+    /* The kernel observer stamps busy starts with the precise clock: the
+     * slack for the preloaded observer's coarse clock does not apply. */
+    hw_detector_config cfg = a->opts->detector;
+    if (hw_kobs_owns(a->kobs, w->page))
+        cfg.clock_slack_ns = 0;
+    hw_detector_init(&l->detector, &cfg, now);
     l->next_wake_ns = l->detector.next_check_ns;
     if (a->opts->early_sampling)
         l->sampler = sampler_new(a->opts->ring_size);
