@@ -135,7 +135,8 @@ static int start_kernel_watches(agent *a)
             return -e;
         }
         const hw_shared_page *page =
-            hw_kobs_watch(a->kobs, pid, opts->every_wait_is_the_loop, opts->all_loop_threads, HW_KOBS_START_AS_FOUND, why, sizeof why);
+            hw_kobs_watch(a->kobs, pid, opts->every_wait_is_the_loop, opts->all_loop_threads, opts->follow_children,
+                          HW_KOBS_START_AS_FOUND, why, sizeof why);
         if (page == NULL || !registry_add_kernel_watch(a, pid, pidfd, page)) {
             fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid,
                     page ? "the agent already watches as many processes as it can" : why);
@@ -144,6 +145,11 @@ static int start_kernel_watches(agent *a)
             close(pidfd);
             return -ENOSPC;
         }
+        /* The operator's sign that it holds (and the tests' sign that the
+         * kernel observer is attached). */
+        if (!opts->quiet)
+            fprintf(stderr, "hangwatch: watching pid %d through the kernel observer%s\n", (int)pid,
+                    opts->follow_children ? ", and the processes it forks" : "");
     }
     return 0;
 }
@@ -151,8 +157,8 @@ static int start_kernel_watches(agent *a)
 static void watch(agent *a)
 {
     const hw_agent_options *opts = a->opts;
-    struct pollfd *fds = calloc(3 + MAX_WATCHED, sizeof *fds);
-    pid_t *fd_pid = calloc(3 + MAX_WATCHED, sizeof *fd_pid);
+    struct pollfd *fds = calloc(4 + MAX_WATCHED, sizeof *fds);
+    pid_t *fd_pid = calloc(4 + MAX_WATCHED, sizeof *fd_pid);
     if (!fds || !fd_pid) {
         fprintf(stderr, "hangwatch: out of memory\n");
         free(fds);
@@ -181,6 +187,12 @@ static void watch(agent *a)
             fd_pid[nfds] = 0; /* the attached program itself */
             fds[nfds++] = (struct pollfd){a->target_pidfd, POLLIN, 0};
         }
+        int children_fd = hw_kobs_children_fd(a->kobs);
+        nfds_t children_at = nfds;
+        if (children_fd >= 0) {
+            fd_pid[nfds] = -1; /* the kernel observer's news of new processes */
+            fds[nfds++] = (struct pollfd){children_fd, POLLIN, 0};
+        }
         for (size_t i = 0; i < a->watched_count; i++) {
             if (a->watched[i].pidfd < 0)
                 continue;
@@ -198,8 +210,10 @@ static void watch(agent *a)
             handle_signals(a);
         if (n > 0 && (fds[1].revents & POLLIN))
             registry_drain(a);
+        if (n > 0 && children_fd >= 0 && (fds[children_at].revents & POLLIN))
+            registry_watch_new_children(a);
         for (nfds_t i = 2; n > 0 && i < nfds; i++) {
-            if (!(fds[i].revents & (POLLIN | POLLHUP)))
+            if (!(fds[i].revents & (POLLIN | POLLHUP)) || fd_pid[i] < 0)
                 continue;
             if (fd_pid[i] == 0) {
                 a->done = true; /* the attached program has ended */

@@ -72,6 +72,7 @@ typedef struct hw_agent_options {
     const pid_t *watch_pids;
     size_t watch_pid_count;
     uint64_t duration_ns;
+    bool follow_children; /* watch --follow: also the processes they fork */
 } hw_agent_options;
 
 /*

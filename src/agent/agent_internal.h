@@ -177,6 +177,9 @@ bool registry_add_kernel_watch(agent *a, pid_t pid, int pidfd, const hw_shared_p
  * preloaded observer's page, which missed its waits (raw system calls,
  * io_uring); says what happened. */
 void registry_switch_to_kernel(agent *a, watched_process *w);
+/* The kernel observer told of new processes of followed ones: watch them
+ * (from their start, as launches). */
+void registry_watch_new_children(agent *a);
 bool registry_take_fault_news(void); /* did a page fault since the last call? */
 bool registry_page_faulted(const watched_process *w);
 

@@ -45,11 +45,28 @@ _Static_assert(HW_KOBS_AFTER_WAITING == HW_ACTIVITY_AFTER_WAITING, "activity val
 
 #define TRACEFS "/sys/kernel/tracing"
 
+#define MAX_PENDING_CHILDREN 1024
+
 struct hw_kernel_observer {
     struct hw_wait_observer *skel;
     hw_shared_page *pages; /* HW_KOBS_MAX_PAGES pages, mapped from the BPF map */
     bool used[HW_KOBS_MAX_PAGES];
+    struct ring_buffer *children; /* new processes of watched ones (--follow) */
+    pid_t pending[MAX_PENDING_CHILDREN];
+    size_t pending_count;
 };
+
+static int note_child(void *ctx, void *data, size_t size)
+{
+    hw_kernel_observer *k = ctx;
+    int32_t pid;
+    if (size < sizeof pid || k->pending_count == MAX_PENDING_CHILDREN)
+        return 0; /* a full list drops the rest: those children go unwatched */
+    memcpy(&pid, data, sizeof pid);
+    if (pid > 0)
+        k->pending[k->pending_count++] = pid;
+    return 0;
+}
 
 static char last_libbpf_message[256];
 
@@ -133,6 +150,11 @@ int hw_kobs_open(hw_kernel_observer **out, char *why, size_t len)
         else
             k->pages = m;
     }
+    if (e == 0) {
+        k->children = ring_buffer__new(bpf_map__fd(k->skel->maps.new_children), note_child, k, NULL);
+        if (k->children == NULL)
+            e = errno ? errno : ENOMEM;
+    }
     if (e != 0) {
         if (e == EPERM)
             say(why, len, 0, NEEDS_CAPABILITIES);
@@ -163,7 +185,7 @@ static uint64_t monotonic_ns(void)
 }
 
 const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, bool loop_threads,
-                                    hw_kobs_start start, char *why, size_t len)
+                                    bool follow, hw_kobs_start start, char *why, size_t len)
 {
     unsigned index = 0;
     while (index < HW_KOBS_MAX_PAGES && k->used[index])
@@ -200,7 +222,8 @@ const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every
         memset(page, 0, sizeof *page);
         return NULL;
     }
-    struct hw_kobs_process proc = {.page = index, .loop_threads = loop_threads, .every_wait = every_wait};
+    struct hw_kobs_process proc = {
+        .page = index, .loop_threads = loop_threads, .every_wait = every_wait, .follow = follow};
     if (bpf_map__update_elem(k->skel->maps.processes, &tid, sizeof tid, &proc, sizeof proc, BPF_ANY) != 0) {
         say(why, len, 0, "the kernel observer cannot watch pid %d: %s", (int)pid, strerror(errno));
         bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
@@ -233,10 +256,28 @@ void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page)
     k->used[index] = false;
 }
 
+int hw_kobs_children_fd(hw_kernel_observer *k)
+{
+    return k && k->children ? ring_buffer__epoll_fd(k->children) : -1;
+}
+
+size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max)
+{
+    if (k == NULL || k->children == NULL)
+        return 0;
+    ring_buffer__consume(k->children);
+    size_t n = k->pending_count < max ? k->pending_count : max;
+    memcpy(out, k->pending, n * sizeof *out);
+    memmove(k->pending, k->pending + n, (k->pending_count - n) * sizeof *k->pending);
+    k->pending_count -= n;
+    return n;
+}
+
 void hw_kobs_close(hw_kernel_observer *k)
 {
     if (k == NULL)
         return;
+    ring_buffer__free(k->children);
     if (k->pages)
         munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);
     hw_wait_observer__destroy(k->skel);

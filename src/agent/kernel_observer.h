@@ -36,11 +36,19 @@ typedef enum hw_kobs_start {
 } hw_kobs_start;
 
 /* Watch process `pid`'s main thread (slot 0) and, with `loop_threads`
- * (--threads loops), every other thread of it that makes a wait call.
+ * (--threads loops), every other thread of it that makes a wait call;
+ * with `follow`, the processes it forks are told (below).
  * `every_wait`: --wait-site any.  Returns its page (valid until hw_kobs_forget or hw_kobs_close), or
  * NULL with a sentence in `why` (all pages in use, no memory). */
 const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, bool loop_threads,
-                                    hw_kobs_start start, char *why, size_t len);
+                                    bool follow, hw_kobs_start start, char *why, size_t len);
+
+/* With `follow`, the kernel tells of the processes a watched process
+ * forks: a descriptor that becomes readable when it has (-1 if it cannot
+ * be polled), and the ids it told of since the last call (at most `max`;
+ * thread ids of new threads come too: the caller keeps only processes). */
+int hw_kobs_children_fd(hw_kernel_observer *k);
+size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max);
 
 /* Stop watching the process that has `page`. */
 void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page);

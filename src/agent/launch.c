@@ -146,8 +146,8 @@ static void watch_launched_through_kernel(agent *a, pid_t pid)
     char why[512];
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     const hw_shared_page *page =
-        pidfd >= 0 ? hw_kobs_watch(a->kobs, pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads, HW_KOBS_START_LAUNCHING, why,
-                                   sizeof why)
+        pidfd >= 0 ? hw_kobs_watch(a->kobs, pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads,
+                                   !a->opts->no_follow, HW_KOBS_START_LAUNCHING, why, sizeof why)
                    : NULL;
     if (page != NULL && registry_add_kernel_watch(a, pid, pidfd, page)) {
         a->warned_unregistered = true; /* it never registers: nothing to warn about */

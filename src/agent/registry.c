@@ -352,7 +352,8 @@ void registry_switch_to_kernel(agent *a, watched_process *w)
     char why[512] = "";
     const hw_shared_page *page = NULL;
     if (a->kobs != NULL || hw_kobs_open(&a->kobs, why, sizeof why) == 0)
-        page = hw_kobs_watch(a->kobs, w->pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads, HW_KOBS_START_AS_FOUND, why,
+        page = hw_kobs_watch(a->kobs, w->pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads,
+                             false /* its children register through the preload */, HW_KOBS_START_AS_FOUND, why,
                              sizeof why);
     if (page == NULL) {
         w->kernel_refused = true;
@@ -374,6 +375,45 @@ void registry_switch_to_kernel(agent *a, watched_process *w)
                 "hangwatch: pid %d waits without going through glibc's wrappers (a raw syscall() or io_uring "
                 "loop): it is watched through the kernel observer from now on\n",
                 (int)w->pid);
+}
+
+/* Is `pid` a process (not a thread of one)?  /proc/PID/status's Tgid. */
+static bool is_process(pid_t pid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+        return false;
+    const char *tgid = strstr(buf, "\nTgid:");
+    return tgid != NULL && strtol(tgid + 6, NULL, 10) == pid;
+}
+
+void registry_watch_new_children(agent *a)
+{
+    pid_t pids[64];
+    size_t n;
+    while ((n = hw_kobs_take_children(a->kobs, pids, 64)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            pid_t pid = pids[i];
+            if (registry_find(a, pid) || !is_process(pid))
+                continue; /* a new thread, or known already */
+            char why[512];
+            int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+            if (pidfd < 0)
+                continue; /* gone already */
+            const hw_shared_page *page = hw_kobs_watch(a->kobs, pid, a->opts->every_wait_is_the_loop,
+                                                       a->opts->all_loop_threads, true, HW_KOBS_START_LAUNCHING,
+                                                       why, sizeof why);
+            if (page != NULL && registry_add_kernel_watch(a, pid, pidfd, page))
+                continue;
+            if (page != NULL)
+                hw_kobs_forget(a->kobs, page);
+            close(pidfd);
+            if (!a->opts->quiet)
+                fprintf(stderr, "hangwatch: warning: pid %d, a new process of a watched one, is not watched: %s\n",
+                        (int)pid, page ? "the agent already watches as many processes as it can" : why);
+        }
+    }
 }
 
 bool registry_add_kernel_watch(agent *a, pid_t pid, int pidfd, const hw_shared_page *page)

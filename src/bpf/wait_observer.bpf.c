@@ -25,6 +25,10 @@
  * the odd sequence number; both are volatile stores, which the compiler
  * keeps in order, and x86-64 keeps stores in order.
  *
+ * Children: with --follow, sched:sched_process_fork tells the agent each
+ * new process of a watched one through a ring buffer (a hash lookup on
+ * every fork of the machine).
+ *
  * Restarts: a wait interrupted by a stop (a capture's PTRACE_INTERRUPT, a
  * signal with SA_RESTART) exits with an internal restart code and is
  * entered again, or continued as restart_syscall: such an exit is not an
@@ -80,6 +84,18 @@ struct {
     __type(key, __u32);
     __type(value, struct hw_kobs_process);
 } processes SEC(".maps");
+
+/* New processes of watched ones (--follow), for the agent to watch. */
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, HW_KOBS_EVENTS_BYTES);
+} new_children SEC(".maps");
+
+/* sched:sched_process_fork's record; the field's offset comes from the
+ * running kernel's BTF (it moved when the names became __data_loc). */
+struct trace_event_raw_sched_process_fork {
+    int child_pid;
+} __attribute__((preserve_access_index));
 
 #define ERESTARTSYS 512
 #define ERESTART_RESTARTBLOCK 516
@@ -229,6 +245,21 @@ SEC("tracepoint/syscalls/sys_exit_restart_syscall")
 int exit_restart_syscall(struct sys_exit_record *ctx)
 {
     return wait_ends(ctx->ret);
+}
+
+/* A watched process with --follow forked: tell the agent the child's id
+ * (a new thread of it comes here too; the agent keeps only processes).
+ * Runs in the parent, on every fork of the machine: one hash lookup. */
+SEC("tracepoint/sched/sched_process_fork")
+int on_fork(struct trace_event_raw_sched_process_fork *ctx)
+{
+    __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+    struct hw_kobs_process *proc = bpf_map_lookup_elem(&processes, &tgid);
+    if (!proc || !proc->follow)
+        return 0;
+    __u32 child = (__u32)BPF_CORE_READ(ctx, child_pid);
+    bpf_ringbuf_output(&new_children, &child, sizeof child, 0);
+    return 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

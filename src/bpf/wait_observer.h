@@ -10,6 +10,7 @@
 
 #define HW_KOBS_MAX_PAGES 64        /* processes watched at once */
 #define HW_KOBS_MAX_THREADS 4096    /* threads watched at once */
+#define HW_KOBS_EVENTS_BYTES 65536  /* ring of new children's pids for the agent */
 #define HW_KOBS_SLOTS 64            /* slots per page (63 used, as HW_PAGE_SLOTS) */
 #define HW_KOBS_WAIT_CANDIDATES 4   /* as HW_WAIT_POINT_CANDIDATES */
 #define HW_KOBS_BEFORE_WAITING 32u  /* HW_ACTIVITY_BEFORE_WAITING */
@@ -35,7 +36,7 @@ struct hw_kobs_process {
     unsigned int page;
     unsigned int loop_threads; /* --threads loops: a thread's first wait call gives it a slot */
     unsigned int every_wait;
-    unsigned int pad;
+    unsigned int follow; /* watch --follow: its new processes are told to the agent */
 };
 
 struct hw_kobs_thread {

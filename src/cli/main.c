@@ -31,7 +31,7 @@
 
 static const char usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
-    "       hangwatch watch -p PID [-p PID...] [--duration DUR] [OPTIONS]\n"
+    "       hangwatch watch -p PID [-p PID...] [--duration DUR] [--follow] [OPTIONS]\n"
     "       hangwatch show REPORT.json...\n"
     "       hangwatch stack PID [--json FILE]\n"
     "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
@@ -86,8 +86,8 @@ static const char usage_text[] =
     "                       process found waiting through raw system calls or\n"
     "                       io_uring (when it can be loaded: root, or CAP_BPF\n"
     "                       and CAP_PERFMON); preload: only the preloaded one;\n"
-    "                       kernel: only the kernel observer, for PROG itself\n"
-    "                       (its children are not followed)\n"
+    "                       kernel: only the kernel observer, for PROG and\n"
+    "                       the processes it forks (unless --no-follow)\n"
     "  --no-js-frames       do not add V8's perf map flags to NODE_OPTIONS\n"
     "                       (by default node writes /tmp/perf-PID.map, which\n"
     "                       names JavaScript functions in reports; hangwatch\n"
@@ -113,7 +113,8 @@ static const char usage_text[] =
     "--no-js-frames) and -p PID (repeatable, at most 64).  The processes are\n"
     "left exactly as they were: nothing is loaded into them, and they are\n"
     "stopped only for the moment of a capture.  --duration DUR stops after\n"
-    "DUR.  The exit status is 0, or 2 when a process cannot be watched.\n"
+    "DUR; --follow also watches the processes they fork from now on.  The\n"
+    "exit status is 0, or 2 when a process cannot be watched.\n"
     "\n"
     "stack prints the stack of every thread of the running process PID, taken\n"
     "the same way (its sleeps and waits go on undisturbed); --json FILE also\n"
@@ -266,6 +267,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
         {"frame-interval", required_argument, NULL, 'G'}, {"pings-by-post", no_argument, NULL, 'Q'},
         {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
         {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
+        {"follow", no_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -341,6 +343,11 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
                 opts.observer = HW_OBSERVER_KERNEL;
             else
                 return usage_error("invalid --observer '%s': use auto, preload or kernel", optarg);
+            break;
+        case 'W':
+            if (mode != MODE_WATCH)
+                return usage_error("%s--follow belongs to hangwatch watch (run follows by default)", "");
+            opts.follow_children = true;
             break;
         case 'Z':
             if (mode != MODE_WATCH)

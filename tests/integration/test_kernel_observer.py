@@ -181,6 +181,37 @@ def case_watch_loop_threads():
         target.kill()
 
 
+def case_watch_follow():
+    """--follow: a process the watched one forks is watched from its start; without it, not."""
+    need_kernel_observer()
+    for follow in (True, False):
+        target = Target("fork", "1")
+        try:
+            report_dir, proc = watch([target.pid], *(["--follow"] if follow else []))
+            announced = proc.stderr.readline()  # blocks until attached, or '' if watch ended
+            check(f"watching pid {target.pid}" in announced, f"watch did not start: {announced!r}")
+            os.kill(target.pid, signal.SIGUSR1)  # fork now that the observer is attached
+            out = target.finish()
+            r = finish_watch(report_dir, proc)
+            child = int(re.search(r"^child (\d+)$", out, re.M).group(1))
+            check(r.returncode == 0, r.describe())
+            if follow:
+                check(len(r.reports) == 1 and r.reports[0]["report"]["pid"] == child,
+                      f"the child's hang was not reported\n" + r.describe())
+                check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+            else:
+                check(r.reports == [], "a child was watched without --follow\n" + r.describe())
+        finally:
+            target.kill()
+    # run --observer kernel follows the program's children by default
+    r = hwtest.run(["--observer", "kernel", "--", hwtest.binary("kernel-loop"), "fork", "1"])
+    try:
+        child = int(re.search(r"^child (\d+)$", r.stdout, re.M).group(1))
+        check(r.returncode == 0 and len(r.reports) == 1 and r.reports[0]["report"]["pid"] == child, r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
 def case_run_static_program():
     """A statically linked epoll loop under run: its hang is reported with the culprit's name."""
     need_kernel_observer()
@@ -228,6 +259,7 @@ def case_watch_errors():
                          (["watch", "-p", "0"], "invalid -p"), (["watch", "-p", "1", "--duration", "x"], "--duration"),
                          (["watch", "-p", "1", "--", "ls"], "takes no program"),
                          (["watch", "-p", "1", "--no-follow"], "belong to hangwatch run"),
+                         (["run", "--follow", "--", "true"], "--follow belongs to hangwatch watch"),
                          (["run", "--observer", "magic", "--", "true"], "--observer")):
         p = run(args)
         check(p.returncode == 2 and needle in p.stderr, f"{args}: exit {p.returncode}\n{p.stderr}")
@@ -251,6 +283,7 @@ if __name__ == "__main__":
         "watch_leaves_no_trace": case_watch_leaves_no_trace,
         "watch_idle_and_spin": case_watch_idle_and_spin,
         "watch_loop_threads": case_watch_loop_threads,
+        "watch_follow": case_watch_follow,
         "run_static_program": case_run_static_program,
         "run_raw_syscall_program": case_run_raw_syscall_program,
         "watch_errors": case_watch_errors,

@@ -9,17 +9,23 @@
  *   kernel_loop spin SECS    epoll_wait(..., 0) in a tight loop for SECS seconds
  *   kernel_loop thread DELAY a second thread runs the hanging loop of "hang";
  *                            the main thread turns idly until it is done
+ *   kernel_loop fork DELAY   on SIGUSR1 (or after 5 s), a forked child runs
+ *                            the hanging loop of "hang" (printing "child
+ *                            PID"); the parent turns idly until the child
+ *                            has exited
  *
  * Prints "ready PID" first and, for a hang, "slept S" with the sleep's own
  * measured length (the program's view of whether it was disturbed), and
  * "done" at the end.  Function bodies differ, so -O2 cannot fold them.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,6 +93,36 @@ static int main_waits_for_loop_thread(double hang_at)
     return 0;
 }
 
+static volatile sig_atomic_t fork_now;
+
+static void on_sigusr1(int sig)
+{
+    (void)sig;
+    fork_now = 1;
+}
+
+static int parent_forks_a_loop(double hang_at)
+{
+    int ep = epoll_create1(0);
+    struct epoll_event ev;
+    struct sigaction sa = {.sa_handler = on_sigusr1};
+    sigaction(SIGUSR1, &sa, NULL);
+    double start = now_seconds();
+    while (!fork_now && now_seconds() - start < 5.0)
+        epoll_wait(ep, &ev, 1, 100);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        printf("child %d\n", (int)getpid());
+        fflush(stdout);
+        _exit(run_loop(hang_at + 100, hang_at, 0, 100));
+    }
+    int status = 0;
+    while (waitpid(child, &status, WNOHANG) == 0)
+        epoll_wait(ep, &ev, 1, 100);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -106,6 +142,8 @@ int main(int argc, char **argv)
         return run_loop(secs, -1, 0, 0);
     if (strcmp(argv[1], "thread") == 0)
         return main_waits_for_loop_thread(secs);
+    if (strcmp(argv[1], "fork") == 0)
+        return parent_forks_a_loop(secs);
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
 }
