@@ -11,7 +11,7 @@
 set -eu
 
 purpose=${1:-build}
-packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev libpython3.11-dev libbpf-dev bpftool"
+packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev libpython3.11-dev libbpf-dev bpftool liburing-dev"
 case "$purpose" in
 build) ;;
 test) packages="$packages clang libclang-rt-14-dev python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace" ;;

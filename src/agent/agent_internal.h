@@ -81,6 +81,7 @@ typedef struct loop_watch {
     uint64_t resets_seen;       /* the worker's "the stack moved" decisions taken over */
     sampler *sampler; /* NULL unless early sampling is on */
     bool warned_unseen_wait;
+    unsigned launch_waits_seen; /* looks in a row that found the launch in a wait call */
     hw_stutter stutter; /* with --stutter */
     hw_semaphore_detector semaphore; /* with --detector semaphore */
     uint64_t semaphore_next_ns;      /* its next look (every 50 ms) */

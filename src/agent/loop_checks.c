@@ -246,6 +246,42 @@ static void check_frames(agent *a, watched_process *w, loop_watch *l, const hw_l
 }
 
 
+/* Launching thread `l` was found blocked in wait system call `nr` that its
+ * observer did not see (a raw syscall() or io_uring loop): move the process
+ * to the kernel observer, or say its hangs cannot be seen. */
+static void found_unseen_wait(agent *a, watched_process *w, loop_watch *l, long nr)
+{
+    l->warned_unseen_wait = true; /* also with --quiet: it keeps later launch checks quiet */
+    if (a->opts->observer == HW_OBSERVER_AUTO && !w->kernel_refused && !hw_kobs_owns(a->kobs, w->page))
+        w->wants_kernel = true; /* the agent moves it to the kernel observer (registry.c) */
+    else if (!a->opts->quiet)
+        fprintf(stderr,
+                "hangwatch: warning: pid %d waits in system call %ld without going through glibc's wrappers (a raw "
+                "syscall() or io_uring loop): its loop cannot be observed and its hangs cannot be seen (see "
+                "docs/limits.md)\n",
+                (int)w->pid, nr);
+}
+
+/* A process still launching is looked at every LAUNCH_LOOK_NS during its
+ * first threshold: a loop waiting through raw system calls or io_uring is
+ * found from its first turns, so a hang it has soon after start is not
+ * taken for a launch (and lost when it never reaches a seen wait point).
+ * Two looks in a row must find it in a wait call: one start-up poll (a DNS
+ * lookup inside libc) is not a loop.  Later, the look at each threshold
+ * (check_loop) goes on finding it, at no cost to a long quiet launch. */
+#define LAUNCH_LOOK_NS 50000000ull
+
+static void look_at_launch(agent *a, watched_process *w, loop_watch *l, uint64_t now)
+{
+    long nr = hw_task_syscall(w->pid, l->tid);
+    if (!hw_is_wait_syscall(nr))
+        l->launch_waits_seen = 0;
+    else if (++l->launch_waits_seen >= 2)
+        found_unseen_wait(a, w, l, nr);
+    if (!l->warned_unseen_wait && now + LAUNCH_LOOK_NS < l->next_wake_ns)
+        l->next_wake_ns = now + LAUNCH_LOOK_NS;
+}
+
 static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
 {
     pid_t tid = l->tid;
@@ -288,6 +324,9 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     hw_check c = hw_detector_check(&l->detector, &r, now);
     c.launch = c.launch && is_launch(w, l, r.seq);
     l->next_wake_ns = l->detector.next_check_ns;
+    if (c.verdict != HW_VERDICT_HANG && r.busy && !l->warned_unseen_wait && is_launch(w, l, r.seq) &&
+        !hw_kobs_owns(a->kobs, w->page) && now < l->watch_start_ns + a->opts->detector.threshold_ns)
+        look_at_launch(a, w, l, now);
     if (a->opts->stutter && c.verdict != HW_VERDICT_HANG) {
         hw_stutter_verdict v = hw_stutter_observe(&l->stutter, &r, now);
         if (v.stutter && r.busy) {
@@ -316,17 +355,8 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
      * through glibc's wrappers: a raw syscall() or io_uring loop the
      * observer cannot see.  Say so instead of reporting a launch hang. */
     bool unseen_wait = hw_is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
-    if (unseen_wait && !l->warned_unseen_wait) {
-        l->warned_unseen_wait = true; /* also with --quiet: it keeps later launch checks quiet */
-        if (a->opts->observer == HW_OBSERVER_AUTO && !w->kernel_refused && !hw_kobs_owns(a->kobs, w->page))
-            w->wants_kernel = true; /* the agent moves it to the kernel observer (registry.c) */
-        else if (!a->opts->quiet)
-            fprintf(stderr,
-                "hangwatch: warning: pid %d waits in system call %ld without going through glibc's wrappers (a raw "
-                    "syscall() or io_uring loop): its loop cannot be observed and its hangs cannot be seen (see "
-                    "docs/limits.md)\n",
-                    (int)w->pid, blocked_in);
-    }
+    if (unseen_wait && !l->warned_unseen_wait)
+        found_unseen_wait(a, w, l, blocked_in);
     if (state == 'T' || state == 't' || supervising || unseen_wait) {
         hw_detector_restart_clock(&l->detector, r.seq, now);
         l->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);

@@ -31,10 +31,10 @@ def need_kernel_observer():
 
 
 class Target:
-    """A kernel-loop program started on its own, not under hangwatch."""
+    """A test loop program (kernel-loop unless `program` says) started on its own, not under hangwatch."""
 
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([hwtest.binary("kernel-loop"), *args], stdout=subprocess.PIPE, text=True)
+    def __init__(self, *args, program="kernel-loop"):
+        self.proc = subprocess.Popen([hwtest.binary(program), *args], stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         check(line.startswith("ready "), f"the target did not start: {line!r}")
         self.pid = self.proc.pid
@@ -245,6 +245,32 @@ def case_run_raw_syscall_program():
         hwtest.cleanup(r)
 
 
+def case_io_uring_program():
+    """A loop waiting through io_uring_enter(GETEVENTS): its waits are seen, its hang reported, under run and watch.
+    Under run, the hang starts 0.3 s after start: the loop is found within its first turns, not at the threshold."""
+    need_kernel_observer()
+    r = hwtest.run(["--", hwtest.binary("uring-loop"), "hang", "0.3"])
+    try:
+        check(r.returncode == 0, r.describe())
+        check("watched through the kernel observer" in r.stderr, r.stderr)
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        check("rebuild_index_synchronously" in hung_symbols(r.reports[0]), r.describe())
+        check(2.99 <= slept(r.stdout) <= 3.05, r.stdout)
+    finally:
+        hwtest.cleanup(r)
+    # Watched from outside: idle turns are waits (no report), the sleep is one hang.
+    target = Target("hang", "4", program="uring-loop")
+    try:
+        report_dir, proc = watch([target.pid])
+        out = target.finish()
+        r = finish_watch(report_dir, proc)
+        check(r.returncode == 0 and len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        check("rebuild_index_synchronously" in hung_symbols(r.reports[0]), r.describe())
+        check(int(re.search(r"done after (\d+) turns", out).group(1)) >= 30, out)
+    finally:
+        target.kill()
+
+
 def case_watch_errors():
     """Bad input and missing rights: exit 2 and one sentence."""
     hw = hwtest.binary("hangwatch")
@@ -286,5 +312,6 @@ if __name__ == "__main__":
         "watch_follow": case_watch_follow,
         "run_static_program": case_run_static_program,
         "run_raw_syscall_program": case_run_raw_syscall_program,
+        "io_uring_program": case_io_uring_program,
         "watch_errors": case_watch_errors,
     })
