@@ -59,7 +59,21 @@ typedef struct sampler {
     size_t *top_repeat;
     uint64_t seq;            /* the stretch the ring holds, 0 = none */
     uint64_t next_sample_ns;
+    uint64_t stretch_start_ns;
     hw_symbolizer *sym;      /* the watch thread's own, kept for the stretch */
+    /* kernel samples (perf_sampler.h), when the loop thread can have them;
+     * kept raw (registers and stack copy, per ring slot) and unwound only
+     * when a report or an annealing check needs them */
+    struct hw_perf_sampler *perf;
+    hw_thread_snapshot *raw; /* ring capacity entries; stack == NULL: nothing pending */
+    size_t raw_pending;
+    bool perf_on;            /* enabled for the current busy stretch */
+    bool perf_refused;       /* cannot be had: every sample stops the thread */
+    /* the stack taken while the thread was blocked, reused while it stays so */
+    char parked_line[160];   /* its /proc/PID/task/TID/syscall line then */
+    uint64_t parked_pcs[HW_SAMPLE_MAX_FRAMES];
+    size_t parked_depth;
+    uint64_t parked_top;
 } sampler;
 
 /* The report worker's record of one hang (report_worker.c). */
@@ -153,6 +167,7 @@ typedef struct agent {
     /* captures the worker had no room for */
     unsigned long queue_dropped;
     bool said_queue_dropped;
+    bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
 } agent;
 
 uint64_t hw_monotonic_ns(void);
@@ -224,6 +239,7 @@ typedef struct report_request {
     unsigned ps_counts[HW_SAMPLE_MAX_FRAMES];
     hw_frame *ps_named;           /* ps_depth entries: the Point Stack's Python frames named, or NULL */
     size_t ps_sample_count, ps_ring_capacity, ps_chosen_index, ps_top_repeat;
+    size_t ps_sources[HW_SAMPLE_SOURCES]; /* samples in the ring by how they were taken */
     /* a re-check with early sampling: the newest sample's function keys
      * decide the annealing, not the captured stack */
     size_t key_count; /* 0: unwind the captured hung thread */

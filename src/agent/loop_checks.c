@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "perf_sampler.h"
 
 static void sampler_free(sampler *s)
 {
@@ -29,6 +30,10 @@ static void sampler_free(sampler *s)
         return;
     if (s->sym)
         hw_symbolizer_free(s->sym);
+    hw_perf_sampler_close(s->perf);
+    for (size_t i = 0; s->raw && i < s->ring.capacity; i++)
+        free(s->raw[i].stack);
+    free(s->raw);
     free(s->samples);
     free(s->top_repeat);
     free(s);
@@ -41,7 +46,8 @@ static sampler *sampler_new(size_t capacity)
         return NULL;
     s->samples = calloc(capacity, sizeof *s->samples);
     s->top_repeat = calloc(capacity, sizeof *s->top_repeat);
-    if (!s->samples || !s->top_repeat) {
+    s->raw = calloc(capacity, sizeof *s->raw);
+    if (!s->samples || !s->top_repeat || !s->raw) {
         sampler_free(s);
         return NULL;
     }
@@ -66,46 +72,213 @@ const char *hw_detector_kind_name(hw_detector_kind kind)
 }
 
 
-/* ---- early sampling ---- */
-
-/* Take one sample of the loop thread into the ring. */
-static void take_sample(agent *a, watched_process *w, loop_watch *l, uint64_t now)
+/* The state letter of the thread ('R', 'S', 'T', 't', ...), '?' if gone. */
+static char thread_state(pid_t pid, pid_t tid)
 {
-    pid_t tid = l->tid;
+    hw_task_stat st;
+    return hw_task_stat_read(pid, tid, &st) == 0 ? st.state : '?';
+}
+
+
+/* ---- early sampling ----
+ *
+ * While the loop thread runs, the kernel samples it (perf_sampler.h): no
+ * stop.  When the agent finds no new kernel sample and the thread is off its
+ * CPU (a sleep in a callback), the thread is stopped once (ptrace) and that
+ * stack is then reused for as long as the thread stays blocked in the same
+ * system call at the same place (/proc/PID/task/TID/syscall unchanged:
+ * number, arguments, stack pointer, pc).  A process running Python is
+ * always stopped: its interpreter's frame chain can only be read stopped.
+ * Without perf events, every sample stops the thread, as before. */
+
+static void drop_raw(sampler *s, size_t slot);
+
+/* Unwind `t` (a copy of the loop thread's registers and stack) and add it to
+ * the ring; `names`: its Python frames, or NULL.  With `park`, it is also
+ * kept as the stack to reuse while the thread stays blocked. */
+static void add_sample(sampler *s, const hw_thread_snapshot *t, const hw_python_names *names, uint64_t time_ns,
+                       hw_sample_source source, bool park)
+{
+    hw_backtrace bt = {0};
+    hw_unwind_thread(s->sym, t, HW_SAMPLE_MAX_FRAMES, &bt);
+    if (names)
+        hw_python_merge(names, &bt);
+    uint64_t pcs[HW_SAMPLE_MAX_FRAMES];
+    size_t n = 0;
+    for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
+        pcs[n] = bt.frames[n].runtime_key ? bt.frames[n].runtime_key : bt.frames[n].instruction_addr;
+    /* Runs are counted per top *function*: a spin moves its pc.  In a
+     * program that runs Python, the innermost Python function is the top:
+     * the interpreter's own C frames change at every sample. */
+    uint64_t top_key = 0;
+    if (bt.count > 0)
+        top_key = hw_frame_function_key(&bt.frames[0]);
+    for (size_t k = 0; k < bt.count; k++)
+        if (bt.frames[k].language != HW_LANG_NATIVE) {
+            top_key = hw_frame_function_key(&bt.frames[k]);
+            break;
+        }
+    if (n > 0) {
+        drop_raw(s, s->ring.tail); /* the slot it overwrites */
+        hw_ring_add_from(&s->ring, pcs, n, top_key, time_ns, source);
+        if (park) {
+            memcpy(s->parked_pcs, pcs, n * sizeof pcs[0]);
+            s->parked_depth = n;
+            s->parked_top = top_key;
+        }
+    }
+    hw_backtrace_free(&bt);
+}
+
+/* Samples kept raw: unwinding one costs the agent a few hundred
+ * microseconds of CPU, which on a machine with every CPU busy is taken
+ * from the program itself; most rings are never looked at (no hang). */
+#define MAX_RAW_PENDING 64
+
+static void drop_raw(sampler *s, size_t slot)
+{
+    if (s->raw[slot].stack) {
+        free(s->raw[slot].stack);
+        s->raw[slot].stack = NULL;
+        s->raw_pending--;
+    }
+}
+
+/* Unwind the ring's raw samples in place (their top keys were set from the
+ * pc when they were added, and stay). */
+static void unwind_raw_samples(sampler *s)
+{
+    for (size_t slot = 0; s->raw_pending > 0 && slot < s->ring.capacity; slot++) {
+        hw_thread_snapshot *t = &s->raw[slot];
+        if (!t->stack)
+            continue;
+        hw_backtrace bt = {0};
+        if (s->sym)
+            hw_unwind_thread(s->sym, t, HW_SAMPLE_MAX_FRAMES, &bt);
+        hw_sample *sample = &s->samples[slot];
+        size_t n = 0;
+        for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
+            sample->pcs[n] = bt.frames[n].runtime_key ? bt.frames[n].runtime_key : bt.frames[n].instruction_addr;
+        if (n > 0)
+            sample->depth = n; /* else the pc alone stays */
+        hw_backtrace_free(&bt);
+        drop_raw(s, slot);
+    }
+}
+
+/* Add kernel sample `t` to the ring raw: its pc, the pc's function as the
+ * top key; `t`'s stack copy is taken over. */
+static void add_raw_sample(sampler *s, hw_thread_snapshot *t, uint64_t time_ns)
+{
+    if (s->raw_pending >= MAX_RAW_PENDING)
+        unwind_raw_samples(s);
+    hw_frame f = {0};
+    hw_symbolize_frame(s->sym, t->regs.rip, true, &f);
+    uint64_t top_key = hw_frame_function_key(&f);
+    hw_frame_clear(&f);
+    size_t slot = s->ring.tail;
+    uint64_t pc = t->regs.rip;
+    hw_ring_add_from(&s->ring, &pc, 1, top_key, time_ns, HW_SAMPLE_KERNEL);
+    drop_raw(s, slot);
+    if (t->stack) {
+        s->raw[slot] = *t;
+        s->raw_pending++;
+        t->stack = NULL;
+    }
+}
+
+/* Stop the loop thread and take one sample into the ring. */
+static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uint64_t now, bool park)
+{
     sampler *s = l->sampler;
     hw_process_snapshot snap;
-    capture_thread(a, w, tid, &snap);
+    capture_thread(a, w, l->tid, &snap);
     if (!s->sym && snap.maps)
         s->sym = hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, NULL);
     for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
         if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
             continue;
-        hw_backtrace bt = {0};
-        hw_unwind_thread(s->sym, &snap.threads[i], HW_SAMPLE_MAX_FRAMES, &bt);
         hw_python_names *names = hw_python_name_threads(python_namer(w), &snap, true);
-        if (names)
-            hw_python_merge(&names[i], &bt);
+        add_sample(s, &snap.threads[i], names ? &names[i] : NULL, now, HW_SAMPLE_STOPPED, park);
         hw_python_names_free(names, snap.thread_count);
-        uint64_t pcs[HW_SAMPLE_MAX_FRAMES];
-        size_t n = 0;
-        for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
-            pcs[n] = bt.frames[n].runtime_key ? bt.frames[n].runtime_key : bt.frames[n].instruction_addr;
-        /* Runs are counted per top *function*: a spin moves its pc.  In a
-         * program that runs Python, the innermost Python function is the
-         * top: the interpreter's own C frames change at every sample. */
-        uint64_t top_key = 0;
-        if (bt.count > 0)
-            top_key = hw_frame_function_key(&bt.frames[0]);
-        for (size_t k = 0; k < bt.count; k++)
-            if (bt.frames[k].language != HW_LANG_NATIVE) {
-                top_key = hw_frame_function_key(&bt.frames[k]);
-                break;
-            }
-        if (n > 0)
-            hw_ring_add(&s->ring, pcs, n, top_key, now);
-        hw_backtrace_free(&bt);
     }
     hw_process_snapshot_free(&snap);
+}
+
+/* Open the loop thread's perf event, once; false (and ptrace samples from
+ * then on) when perf events cannot be had, said once per agent. */
+static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
+{
+    sampler *s = l->sampler;
+    if (s->perf)
+        return true;
+    if (s->perf_refused || a->opts->samples_by_ptrace)
+        return false;
+    look_for_python(w);
+    if (w->python.layout != NULL) {
+        s->perf_refused = true; /* its frames are read stopped */
+        return false;
+    }
+    char why[160];
+    s->perf = hw_perf_sampler_open(l->tid, a->opts->sample_interval_ns, HW_PERF_SAMPLE_STACK_BYTES, why, sizeof why);
+    if (s->perf)
+        return true;
+    s->perf_refused = true;
+    if (!a->said_no_perf_sampling && !a->opts->quiet) {
+        a->said_no_perf_sampling = true;
+        fprintf(stderr, "hangwatch: early samples stop the thread (ptrace) instead of being taken by the kernel: %s\n",
+                why);
+    }
+    return false;
+}
+
+/* One sampling tick of a busy stretch through the kernel: the samples it
+ * took since the last tick, or, if none and the thread is off its CPU, its
+ * blocked stack (taken once, then reused). */
+static void take_kernel_samples(agent *a, watched_process *w, loop_watch *l, uint64_t now)
+{
+    sampler *s = l->sampler;
+    if (!s->sym) {
+        char path[64];
+        size_t len = 0;
+        snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
+        char *maps = hw_proc_read_whole(path, &len);
+        if (maps)
+            s->sym = hw_symbolizer_new(w->pid, maps, len, NULL);
+        free(maps);
+        if (!s->sym)
+            return;
+    }
+    hw_thread_snapshot t;
+    uint64_t time_ns;
+    unsigned taken = 0;
+    while (hw_perf_sampler_next(s->perf, &t, &time_ns) == 1) {
+        t.tid = l->tid;
+        t.is_target = true;
+        t.is_main = l->tid == w->pid;
+        if (time_ns >= s->stretch_start_ns) /* not a sample of the previous stretch */
+            add_raw_sample(s, &t, time_ns);
+        free(t.stack);
+        taken++;
+    }
+    if (taken > 0) {
+        s->parked_line[0] = '\0';
+        return;
+    }
+    char state = thread_state(w->pid, l->tid);
+    if (state != 'S' && state != 'D')
+        return; /* running or runnable: the kernel samples it as it runs */
+    char line[sizeof s->parked_line];
+    if (hw_task_syscall_line(w->pid, l->tid, line, sizeof line) <= 0)
+        line[0] = '\0';
+    if (line[0] != '\0' && strcmp(line, s->parked_line) == 0 && s->parked_depth > 0) {
+        drop_raw(s, s->ring.tail);
+        hw_ring_add_from(&s->ring, s->parked_pcs, s->parked_depth, s->parked_top, now, HW_SAMPLE_REUSED);
+        return;
+    }
+    s->parked_depth = 0;
+    take_stopped_sample(a, w, l, now, true);
+    snprintf(s->parked_line, sizeof s->parked_line, "%s", line);
 }
 
 /* Sample if one is due for the current busy stretch; returns when the next
@@ -116,20 +289,33 @@ static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const
     uint64_t interval = a->opts->sample_interval_ns;
     if (!r->busy) {
         s->seq = 0;
+        if (s->perf_on && hw_perf_sampler_enable(s->perf, false) == 0)
+            s->perf_on = false;
         return now + interval; /* look again soon: the next stretch's first sample */
     }
     if (s->seq != r->seq) {
         /* A new stretch: a new ring (an idle stack is the wait call). */
         hw_ring_clear(&s->ring);
+        for (size_t slot = 0; s->raw_pending > 0 && slot < s->ring.capacity; slot++)
+            drop_raw(s, slot);
         if (s->sym) {
             hw_symbolizer_free(s->sym);
             s->sym = NULL;
         }
         s->seq = r->seq;
         s->next_sample_ns = r->busy_start_ns + interval;
+        s->stretch_start_ns = r->busy_start_ns;
+        s->parked_line[0] = '\0';
+        s->parked_depth = 0;
     }
     if (now >= s->next_sample_ns) {
-        take_sample(a, w, l, now);
+        if (perf_ready(a, w, l)) {
+            if (!s->perf_on && hw_perf_sampler_enable(s->perf, true) == 0)
+                s->perf_on = true;
+            take_kernel_samples(a, w, l, now);
+        } else {
+            take_stopped_sample(a, w, l, now, false);
+        }
         s->next_sample_ns += interval;
         if (s->next_sample_ns <= now)
             s->next_sample_ns = now + interval;
@@ -140,6 +326,8 @@ static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const
 /* Function keys of the newest sample, for annealing; 0 if none. */
 size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max)
 {
+    if (s)
+        unwind_raw_samples(s);
     if (!s || s->ring.count == 0 || !s->sym)
         return 0;
     const hw_sample *newest = hw_ring_at(&s->ring, s->ring.count - 1);
@@ -157,12 +345,6 @@ size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max)
 }
 
 
-/* The state letter of the thread ('R', 'S', 'T', 't', ...), '?' if gone. */
-static char thread_state(pid_t pid, pid_t tid)
-{
-    hw_task_stat st;
-    return hw_task_stat_read(pid, tid, &st) == 0 ? st.state : '?';
-}
 
 
 
@@ -470,6 +652,8 @@ void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_r
         return;
     req->main_thread_state = "empty";
     req->main_thread_reason = "no_samples";
+    if (s->seq == seq)
+        unwind_raw_samples(s);
     long idx = s->seq == seq ? hw_ring_point_stack(&s->ring) : -1;
     if (idx < 0)
         return;
@@ -481,6 +665,7 @@ void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_r
     req->ps_ring_capacity = s->ring.capacity;
     req->ps_chosen_index = (size_t)idx;
     req->ps_top_repeat = hw_ring_repeat_at(&s->ring, (size_t)idx);
+    hw_ring_count_sources(&s->ring, req->ps_sources);
     /* Its Python frames are named now, while the process most likely lives. */
     hw_python_namer *namer = python_namer(w);
     for (size_t i = 0; namer && i < req->ps_depth; i++) {

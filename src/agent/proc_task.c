@@ -137,6 +137,18 @@ long hw_task_syscall(pid_t pid, pid_t tid)
     return strtol(buf, NULL, 10);
 }
 
+ssize_t hw_task_syscall_line(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+    ssize_t n = hw_proc_read_small(path, buf, len);
+    if (n <= 0)
+        return n;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\0'))
+        buf[--n] = '\0';
+    return n;
+}
+
 /* A thread is over when its /proc entry is gone or it is a zombie. */
 bool hw_task_is_dead(pid_t pid, pid_t tid)
 {

@@ -259,6 +259,11 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         json_object_set_new(main_thread, "sample_interval_us", json_integer(as_int(ps->interval_ns / 1000)));
         json_object_set_new(main_thread, "point_stack_index", json_integer((json_int_t)ps->chosen_index));
         json_object_set_new(main_thread, "top_repeat_count", json_integer((json_int_t)ps->top_repeat));
+        if (ps->sources)
+            json_object_set_new(main_thread, "sample_sources",
+                                json_pack("{s:I, s:I, s:I}", "kernel", (json_int_t)ps->sources[HW_SAMPLE_KERNEL],
+                                          "stopped", (json_int_t)ps->sources[HW_SAMPLE_STOPPED], "reused",
+                                          (json_int_t)ps->sources[HW_SAMPLE_REUSED]));
         json_object_set_new(main_thread, "backtrace", json_pack("{s:o, s:i}", "contents", contents, "skipped", 0));
     }
     json_t *collection = json_pack("{s:{s:I, s:o}, s:o}", "scene_threads", "enumerated_thread_count",

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "capture.h"
+#include "point_stack.h"
 #include "report_dir.h"
 #include "unwind.h"
 
@@ -28,6 +29,7 @@ typedef struct hw_point_stack {
     uint64_t interval_ns;
     size_t chosen_index;     /* oldest sample = 0 */
     size_t top_repeat;       /* its 0-based run length */
+    const size_t *sources;   /* HW_SAMPLE_SOURCES counts: samples by how they were taken, or NULL */
 } hw_point_stack;
 
 typedef struct hw_hang_info {

@@ -476,7 +476,8 @@ static void do_report(report_worker *wk, job *j)
                               .ring_capacity = req->ps_ring_capacity,
                               .interval_ns = a->opts->sample_interval_ns,
                               .chosen_index = req->ps_chosen_index,
-                              .top_repeat = req->ps_top_repeat};
+                              .top_repeat = req->ps_top_repeat,
+                              .sources = req->ps_sources};
     }
     const hw_check *c = &req->check;
     hw_hang_info info = {

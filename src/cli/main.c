@@ -57,6 +57,12 @@ static const char usage_text[] =
     "                       (the most telling stack, with repeat counts) to\n"
     "                       each report (off by default, as in Matrix)\n"
     "  --sample-interval DUR  early-sampling interval (default 50ms)\n"
+    "  --sampler HOW        kernel (default): while the thread runs, the kernel\n"
+    "                       takes its samples (a perf event: no stop); a thread\n"
+    "                       blocked off its CPU is stopped once and that stack\n"
+    "                       reused while it stays blocked; Python processes and\n"
+    "                       systems without perf events are stopped for each\n"
+    "                       sample (said once); ptrace: stop it for every sample\n"
     "  --ring-size N        samples kept (default check period / interval = 20)\n"
     "  --wait-site MODE     auto (default): only the loop's own wait call ends a\n"
     "                       busy stretch, a wait nested in a callback is work;\n"
@@ -267,7 +273,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
         {"frame-interval", required_argument, NULL, 'G'}, {"pings-by-post", no_argument, NULL, 'Q'},
         {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
         {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
-        {"follow", no_argument, NULL, 'W'},
+        {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -301,6 +307,14 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
             break;
         case 'e':
             opts.early_sampling = true;
+            break;
+        case 'H':
+            if (strcmp(optarg, "kernel") == 0)
+                opts.samples_by_ptrace = false;
+            else if (strcmp(optarg, "ptrace") == 0)
+                opts.samples_by_ptrace = true;
+            else
+                return usage_error("invalid --sampler '%s': use kernel or ptrace", optarg);
             break;
         case 'U':
             opts.stutter = true;

@@ -25,6 +25,23 @@ static size_t slot_of(const hw_sample_ring *ring, size_t i)
 
 void hw_ring_add(hw_sample_ring *ring, const uint64_t *pcs, size_t depth, uint64_t top_key, uint64_t time_ns)
 {
+    hw_ring_add_from(ring, pcs, depth, top_key, time_ns, HW_SAMPLE_STOPPED);
+}
+
+void hw_ring_count_sources(const hw_sample_ring *ring, size_t counts[HW_SAMPLE_SOURCES])
+{
+    for (int k = 0; k < HW_SAMPLE_SOURCES; k++)
+        counts[k] = 0;
+    for (size_t i = 0; i < ring->count; i++) {
+        hw_sample_source src = hw_ring_at(ring, i)->source;
+        if ((unsigned)src < HW_SAMPLE_SOURCES)
+            counts[src]++;
+    }
+}
+
+void hw_ring_add_from(hw_sample_ring *ring, const uint64_t *pcs, size_t depth, uint64_t top_key, uint64_t time_ns,
+                      hw_sample_source source)
+{
     if (ring->capacity == 0)
         return;
     if (depth > HW_SAMPLE_MAX_FRAMES)
@@ -36,6 +53,7 @@ void hw_ring_add(hw_sample_ring *ring, const uint64_t *pcs, size_t depth, uint64
     s->depth = depth;
     s->top_key = top_key;
     s->time_ns = time_ns;
+    s->source = source;
 
     size_t repeat = 0;
     if (ring->count > 0) {

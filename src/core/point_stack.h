@@ -26,11 +26,20 @@
 
 #define HW_SAMPLE_MAX_FRAMES 128
 
+/* How a sample was taken. */
+typedef enum hw_sample_source {
+    HW_SAMPLE_STOPPED = 0, /* the thread was stopped (ptrace) and its stack copied */
+    HW_SAMPLE_KERNEL,      /* the kernel copied it while the thread ran (perf event) */
+    HW_SAMPLE_REUSED,      /* the thread had not run since the previous one: the same stack again */
+    HW_SAMPLE_SOURCES
+} hw_sample_source;
+
 typedef struct hw_sample {
     uint64_t pcs[HW_SAMPLE_MAX_FRAMES]; /* innermost first */
     size_t depth;
     uint64_t top_key;
     uint64_t time_ns;
+    hw_sample_source source;
 } hw_sample;
 
 typedef struct hw_sample_ring {
@@ -44,8 +53,14 @@ typedef struct hw_sample_ring {
 void hw_ring_init(hw_sample_ring *ring, hw_sample *samples, size_t *top_repeat, size_t capacity);
 void hw_ring_clear(hw_sample_ring *ring);
 
-/* Add a sample; frames beyond HW_SAMPLE_MAX_FRAMES are dropped. */
+/* Add a sample; frames beyond HW_SAMPLE_MAX_FRAMES are dropped.
+ * hw_ring_add is hw_ring_add_from with HW_SAMPLE_STOPPED. */
 void hw_ring_add(hw_sample_ring *ring, const uint64_t *pcs, size_t depth, uint64_t top_key, uint64_t time_ns);
+void hw_ring_add_from(hw_sample_ring *ring, const uint64_t *pcs, size_t depth, uint64_t top_key, uint64_t time_ns,
+                      hw_sample_source source);
+
+/* How many samples in the ring came from each source. */
+void hw_ring_count_sources(const hw_sample_ring *ring, size_t counts[HW_SAMPLE_SOURCES]);
 
 /* The i-th sample counting from the oldest (0) to the newest (count-1). */
 const hw_sample *hw_ring_at(const hw_sample_ring *ring, size_t i);

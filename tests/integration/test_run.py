@@ -218,10 +218,42 @@ def case_early_sampling_demo():
             check(1 <= f["repeat_count"] <= ms["sample_count"], f"repeat_count {f}")
         culprit = [f for f in ms["backtrace"]["contents"] if f.get("symbol_name") == "block_main_thread_for_four_seconds"][0]
         check(culprit["repeat_count"] == ms["sample_count"], "the sleeping frame must be in every sample")
+        # One sleep: stopped once (or twice, if a tick caught it before the
+        # sleep began), then that stack reused while it stays blocked.
+        src = ms["sample_sources"]
+        check(sum(src.values()) == ms["sample_count"], str(src))
+        check(src["stopped"] <= 2 and src["reused"] >= ms["sample_count"] - 2, f"the sleep was stopped again: {src}")
         shown = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
         check("Point Stack" in shown.stdout, shown.stdout)
     finally:
         hwtest.cleanup(r)
+
+
+def case_early_sampling_kernel():
+    """A spinning callback is sampled by the kernel (no stop), and the Point Stack names it; with
+    --sampler ptrace every sample stops the thread, and names it the same."""
+    for sampler in ("kernel", "ptrace"):
+        r = hwtest.run(["--early-sampling", "--sampler", sampler, "--"] + scenario("cpuspin", 3))
+        try:
+            check(r.returncode == 0 and len(r.reports) == 1, r.describe())
+            ms = r.reports[0]["hangwatch"]["collection"]["main_thread"]
+            check(ms["state"] == "collected" and ms["sample_count"] >= 10, str(ms))
+            src = ms["sample_sources"]
+            check(sum(src.values()) == ms["sample_count"], str(src))
+            if sampler == "kernel":
+                check(src["kernel"] >= 10 and src["stopped"] == 0, f"a spinning thread was stopped: {src}")
+            else:
+                check(src["stopped"] == ms["sample_count"], f"--sampler ptrace: {src}")
+            names = [f.get("symbol_name") for f in ms["backtrace"]["contents"]]
+            check(names[:2] == ["spin_on_cpu", "on_spin_timer"], f"{sampler}: Point Stack {names}")
+            # The spin's pc moves; its caller's return address is in every sample.
+            caller = ms["backtrace"]["contents"][1]
+            check(caller["repeat_count"] >= ms["sample_count"] - 1, f"{sampler}: the spin is not in every sample: {caller}")
+        finally:
+            hwtest.cleanup(r)
+    bad = subprocess.run([hwtest.binary("hangwatch"), "run", "--sampler", "magic", "--", "true"], capture_output=True,
+                         text=True)
+    check(bad.returncode == 2 and "--sampler" in bad.stderr, bad.stderr)
 
 
 def case_threads12():
@@ -496,6 +528,7 @@ if __name__ == "__main__":
         "annealing_spin": case_annealing_spin,
         "grouping_key_stable": case_grouping_key_stable,
         "early_sampling_demo": case_early_sampling_demo,
+        "early_sampling_kernel": case_early_sampling_kernel,
         "threads12": case_threads12,
         "launch_hang": case_launch_hang,
         "stopped_is_not_hung": case_stopped_is_not_hung,

@@ -1,0 +1,93 @@
+/*
+ * bench_sampling_cost.c - what early sampling (and a hang's capture) costs
+ * a spinning loop thread, measured from inside it.
+ *
+ *   bench-sampling-cost SPIN_MS
+ *
+ * The main thread is a poll() loop on a 10 ms timerfd (so the observer sees
+ * a loop); after ten turns one callback spins for SPIN_MS, reading
+ * CLOCK_MONOTONIC in a tight loop and adding up every gap of more than
+ * GAP_NS between two consecutive readings: time the thread did not run.
+ * A kernel sample (a timer interrupt and a stack copy), a ptrace stop, an
+ * agent thread taking the CPU, and the machine's own interrupts all show up
+ * as gaps; the driver (bench/sampling_cost.py) subtracts the same
+ * program's gaps without hangwatch, measured alternately in the same run.
+ * Nothing is allocated or printed while spinning.
+ *
+ * Output after the loop ends (a few more turns after the spin, so the agent
+ * sees the stretch end):
+ *
+ *   observer active|inert
+ *   spin SPIN_NS gaps COUNT GAP_TOTAL_NS LONGEST_NS
+ */
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "observer_active.h"
+
+#define GAP_NS 1000ull
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct gaps {
+    uint64_t count, total_ns, longest_ns, spin_ns;
+} gaps;
+
+__attribute__((noinline)) static void spin_and_note_gaps(uint64_t spin_ns, gaps *g)
+{
+    uint64_t start = now_ns(), prev = start, end = start + spin_ns;
+    for (;;) {
+        uint64_t t = now_ns();
+        uint64_t d = t - prev;
+        if (d > GAP_NS) {
+            g->count++;
+            g->total_ns += d;
+            if (d > g->longest_ns)
+                g->longest_ns = d;
+        }
+        prev = t;
+        if (t >= end)
+            break;
+    }
+    g->spin_ns = prev - start;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || atol(argv[1]) <= 0) {
+        fprintf(stderr, "usage: bench-sampling-cost SPIN_MS\n");
+        return 2;
+    }
+    uint64_t spin_ns = (uint64_t)atol(argv[1]) * 1000000ull;
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct itimerspec every_10ms = {{0, 10000000}, {0, 10000000}};
+    if (tfd < 0 || timerfd_settime(tfd, 0, &every_10ms, NULL) != 0) {
+        perror("timerfd");
+        return 1;
+    }
+    gaps g = {0};
+    for (int turn = 0; turn < 30; turn++) {
+        struct pollfd p = {tfd, POLLIN, 0};
+        if (poll(&p, 1, 1000) > 0) {
+            uint64_t expirations;
+            if (read(tfd, &expirations, sizeof expirations) < 0)
+                return 1;
+        }
+        if (turn == 10)
+            spin_and_note_gaps(spin_ns, &g);
+    }
+    printf("observer %s\n", observer_active() ? "active" : "inert");
+    printf("spin %llu gaps %llu %llu %llu\n", (unsigned long long)g.spin_ns, (unsigned long long)g.count,
+           (unsigned long long)g.total_ns, (unsigned long long)g.longest_ns);
+    return 0;
+}
