@@ -6,7 +6,7 @@ same table, with the machine it ran on, into docs/benchmarks.md between the
 hand).  Progress goes to stderr.
 
     /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
-                                  [--parts observer,capture,detection,lost,node,python,kernel]
+                                  [--parts observer,capture,detection,lost,node,python,kernel,redis]
 
 What is measured, and why this way, is in docs/benchmarks.md.  In short:
   1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
@@ -27,7 +27,10 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      thread stopped: all-thread captures of a sleeping Python process,
      alternately with and without the reader;
   8. what the kernel observer costs per system call, to the process it
-     watches and to one it does not (kernel_observer.py, also runs alone).
+     watches and to one it does not (kernel_observer.py, also runs alone);
+  9. what watching redis-server costs its throughput: redis-benchmark
+     against a server started plain and under `hangwatch run`, alternating
+     (redis_side_by_side.py, also runs alone).
 Every figure is a median / p99 over many samples, never one run.  Standard
 library only, Debian's /usr/bin/python3.
 """
@@ -52,6 +55,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel_observer  # noqa: E402 (part 8, next to this file)
 import node_flags  # noqa: E402 (part 6, next to this file)
+import redis_side_by_side  # noqa: E402 (part 9, next to this file)
 
 # Budgets (docs/benchmarks.md says where each comes from).
 OBSERVER_BUDGET_NS = 15.0
@@ -59,7 +63,7 @@ STOP_BUDGET_US = 100.0
 PYTHON_PER_THREAD_BUDGET_US = 200.0
 EXACT_P99_BUDGET_MS = 10.0
 
-# Sizes, chosen so that the whole run takes under three minutes on 2 cores.
+# Sizes, chosen so that the whole run takes about four minutes on 2 cores.
 SPIN_RUN_PAIRS = 8            # alternating plain / watched processes
 SPIN_RUN_ITERATIONS = 300000  # per process
 SPIN_CHUNK = 5000             # iterations per timed chunk
@@ -667,7 +671,7 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d, lt=None, nf=None, py=None, ko=None):
+def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None):
     rows = []
     o = o or {}
     c = c or {}
@@ -691,6 +695,8 @@ def table(o, c, d, lt=None, nf=None, py=None, ko=None):
         python_rows(py, row)
     if ko:
         kernel_observer.rows(ko, row)
+    if rs:
+        redis_side_by_side.rows(rs, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -844,15 +850,17 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
-    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel",
+    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel,redis",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    all_parts = {"observer", "capture", "detection", "lost", "node", "python", "kernel"}
+    all_parts = {"observer", "capture", "detection", "lost", "node", "python", "kernel", "redis"}
     if not parts <= all_parts:
-        sys.exit("bench: --parts takes observer, capture, detection, lost, node, python, kernel")
+        sys.exit("bench: --parts takes observer, capture, detection, lost, node, python, kernel, redis")
     if "observer" in parts and shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
+    if "redis" in parts:
+        redis_side_by_side.need_programs()  # before anything runs
 
     started = time.monotonic()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -878,6 +886,7 @@ def main():
     if "kernel" in parts:
         log("8. the kernel observer switched on and off around a spinning epoll_wait(..., 0) and getppid() loop")
         ko = kernel_observer.measure(b.bin, b.env)
+    rs = redis_side_by_side.measure(b.hangwatch, env=b.env) if "redis" in parts else None
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
@@ -887,7 +896,7 @@ def main():
     if lt:
         text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
                  f"window {LOST_WINDOW_MS} ms.")
-    text += "\n\n" + table(o, c, d, lt, nf, py, ko)
+    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs)
     print(text)
     if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)

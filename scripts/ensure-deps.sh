@@ -16,7 +16,7 @@ case "$purpose" in
 build) ;;
 test) packages="$packages clang libclang-rt-14-dev python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
-bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs" ;;
+bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools" ;;
 compare) packages="$packages python3" ;;
 *) echo "usage: $0 [build|test|fuzz|bench|compare]" >&2; exit 2 ;;
 esac
