@@ -12,7 +12,8 @@ rotates from round to round:
   reported: only sampling runs);
 - capture: `hangwatch run --threshold 1s` without sampling: the report's
   capture of every thread at 1 s, the annealing checks after it (one stop
-  of the hung thread per check period, 1 s) and the report worker's work.
+  of the hung thread per check period, 1 s), a new report when a check
+  finds another top function, and the report worker's work.
 
 Lost time = the configuration's gap total minus the plain run's of the same
 round.  Per sample, it is divided by the samples the interval gives over
@@ -67,10 +68,11 @@ def _run_once(bin_dir, env, sampler, interval_ms):
         sys.exit(f"bench: the observer was {'active' if active else 'inert'} in a {sampler or 'plain'} run")
     if sampler and made:
         sys.exit(f"bench: a sampling run reported a hang: {made}")
-    if interval_ms == 0 and len(made) != 1:
-        sys.exit(f"bench: the capture run wrote {len(made)} reports, expected 1")
+    if interval_ms == 0 and not made:
+        sys.exit("bench: the capture run wrote no report")
     f = lines[1].split()
-    return {"spin_ns": int(f[1]), "gaps": int(f[3]), "gap_ns": int(f[4]), "longest_ns": int(f[5])}
+    return {"spin_ns": int(f[1]), "gaps": int(f[3]), "gap_ns": int(f[4]), "longest_ns": int(f[5]),
+            "reports": len(made)}
 
 
 def measure(bin_dir, env=None, rounds=ROUNDS):
@@ -88,7 +90,8 @@ def measure(bin_dir, env=None, rounds=ROUNDS):
         lost = [x["gap_ns"] - p["gap_ns"] for x, p in zip(runs[name], runs["plain"])]
         spin = statistics.median(x["spin_ns"] for x in runs[name])
         m = {"n": len(lost), "lost_med_ns": statistics.median(lost), "lost_best_ns": min(lost),
-             "lost_max_ns": max(lost), "share": statistics.median(lost) / spin}
+             "lost_max_ns": max(lost), "share": statistics.median(lost) / spin,
+             "reports": statistics.median(x["reports"] for x in runs[name])}
         if interval:
             samples = spin / (interval * 1e6)
             m["samples"] = samples
@@ -116,8 +119,9 @@ def rows(m, row):
     c = m["capture"]
     row("  a hang's report (capture of every thread, annealing checks, report worker): spinning thread's time "
         "lost, µs", f"{c['n']} rounds", f"{c['lost_med_ns'] / 1e3:.0f}", "",
-        f"best round {c['lost_best_ns'] / 1e3:.0f}, worst {c['lost_max_ns'] / 1e3:.0f}; one report and the "
-        f"re-checks of a {SPIN_MS / 1000:.0f} s hang with a 1 s threshold", "shown", "")
+        f"best round {c['lost_best_ns'] / 1e3:.0f}, worst {c['lost_max_ns'] / 1e3:.0f}; the re-checks of a "
+        f"{SPIN_MS / 1000:.0f} s hang with a 1 s threshold and its reports (median {c['reports']:.0f}: a new one "
+        "when a re-check finds another top function)", "shown", "")
 
 
 if __name__ == "__main__":
