@@ -256,9 +256,10 @@ static size_t walk_dir(walk *w, const char *dir, unsigned depth)
             if (S_ISDIR(st.st_mode)) {
                 if (depth < MAX_DEPTH)
                     found += walk_dir(w, path, depth + 1);
-            } else if (ends_with_json(names[i]) && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+            } else if (ends_with_json(names[i])) {
                 /* A symbolic link is followed to a file, never to a directory
-                 * (a loop); whatever it leads to must be a regular file. */
+                 * (a loop); whatever it leads to must be a regular file, and
+                 * a FIFO or a device is named, not opened to be read. */
                 found++;
                 load_one(w, path, true);
             }
