@@ -258,10 +258,21 @@ static size_t walk_dir(walk *w, const char *dir, unsigned depth)
                     found += walk_dir(w, path, depth + 1);
             } else if (ends_with_json(names[i])) {
                 /* A symbolic link is followed to a file, never to a directory
-                 * (a loop); whatever it leads to must be a regular file, and
-                 * a FIFO or a device is named, not opened to be read. */
+                 * (a loop).  What is not a regular file (a FIFO, a device)
+                 * is named and never opened: opening some devices does
+                 * something. */
                 found++;
-                load_one(w, path, true);
+                struct stat target;
+                if (S_ISLNK(st.st_mode) && stat(path, &target) != 0) {
+                    read_failed(path, "cannot open", errno);
+                    w->counts->failed++;
+                } else if (!S_ISREG(S_ISLNK(st.st_mode) ? target.st_mode : st.st_mode)) {
+                    hw_say_about(path);
+                    fputs("not a regular file, not read\n", stderr);
+                    w->counts->failed++;
+                } else {
+                    load_one(w, path, true);
+                }
             }
         }
         free(path);
