@@ -622,6 +622,16 @@ static json_t *chrome_trace_of(const timeline *t, size_t report_count)
     return root;
 }
 
+json_t *hw_export_build(hw_export_format format, const hw_hang_summary *s, size_t count, size_t report_count)
+{
+    timeline t;
+    if (timeline_of(s, count, &t) != 0)
+        return NULL;
+    json_t *out = format == HW_EXPORT_SPEEDSCOPE ? speedscope_of(&t, report_count) : chrome_trace_of(&t, report_count);
+    timeline_free(&t);
+    return out;
+}
+
 /* ---- the command ------------------------------------------------------------ */
 
 typedef enum format { FORMAT_NONE, FORMAT_SPEEDSCOPE, FORMAT_CHROME } format;
@@ -744,12 +754,8 @@ int hw_export_main(int argc, char **argv)
     if (not_hangs > 0)
         fprintf(stderr, "hangwatch: %zu stutter or snapshot report%s left out: not hangs\n", not_hangs,
                 not_hangs == 1 ? "" : "s");
-    timeline t;
-    json_t *out = NULL;
-    if (timeline_of(s, n, &t) == 0) {
-        out = fmt == FORMAT_SPEEDSCOPE ? speedscope_of(&t, counts.reports) : chrome_trace_of(&t, counts.reports);
-        timeline_free(&t);
-    }
+    json_t *out = hw_export_build(fmt == FORMAT_SPEEDSCOPE ? HW_EXPORT_SPEEDSCOPE : HW_EXPORT_CHROME_TRACE, s, n,
+                                  counts.reports);
     if (out == NULL) {
         fputs("hangwatch: out of memory while exporting\n", stderr);
         rc = 1;

@@ -163,7 +163,7 @@ static void put_processes(FILE *out, const hw_stats_group *g)
         fprintf(out, " +%zu more", g->process_count - shown);
 }
 
-static void print_table(const hw_stats *st, const hw_report_walk_counts *counts, FILE *out)
+void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *counts, FILE *out)
 {
     fprintf(out, "%zu hang%s in %zu group%s, from %zu report%s", st->hangs, st->hangs == 1 ? "" : "s",
             st->group_count, st->group_count == 1 ? "" : "s", counts->reports, counts->reports == 1 ? "" : "s");
@@ -239,7 +239,7 @@ json_t *hw_frame_json(const hw_sframe *f)
     return o;
 }
 
-static json_t *stats_json(const hw_stats *st, const hw_report_walk_counts *counts)
+json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts)
 {
     json_t *groups = json_array();
     for (size_t i = 0; i < st->group_count; i++) {
@@ -322,7 +322,7 @@ int hw_stats_main(int argc, char **argv)
         fputs("hangwatch: out of memory while grouping the reports\n", stderr);
         rc = 1;
     } else if (as_json) {
-        json_t *root = stats_json(&st, &counts);
+        json_t *root = hw_stats_to_json(&st, &counts);
         if (root == NULL || json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
             fputs("hangwatch: out of memory while printing the groups\n", stderr);
             rc = 1;
@@ -330,7 +330,7 @@ int hw_stats_main(int argc, char **argv)
         fputc('\n', stdout);
         json_decref(root);
     } else {
-        print_table(&st, &counts, stdout);
+        hw_stats_print_table(&st, &counts, stdout);
     }
     hw_stats_free(&st);
     hw_free_summaries(s, n);

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "hang_stats.h"
 #include "hang_summary.h"
 #include "report_read.h"
 
@@ -21,6 +22,11 @@ int hw_stats_main(int argc, char **argv);
 int hw_collect_summaries(char *const *paths, size_t count, hw_hang_summary **out, size_t *out_count,
                          hw_report_walk_counts *counts);
 void hw_free_summaries(hw_hang_summary *s, size_t count);
+
+/* The groups as a table for people (every string from a report escaped),
+ * or as JSON; `counts` says how many reports were read and failed. */
+void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *counts, FILE *out);
+json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts);
 
 /* {"function", "file", "line", "object", "language"} of a frame. */
 json_t *hw_frame_json(const hw_sframe *f);
