@@ -273,12 +273,41 @@ def show_seeds():
     }
 
 
+# --- stats: report text, with what stats and export read --------------------
+
+def stats_seeds():
+    seeds = show_seeds()
+    sampled = report()
+    sampled["hangwatch"]["executable"] = "/opt/demo/hangwatch-demo"
+    sampled["hangwatch"]["collection"]["main_thread"].update(
+        {"state": "collected", "reason": "early_sampling", "sample_interval_us": 50000, "ring_capacity": 20})
+    later = json.loads(json.dumps(sampled))
+    later["hangwatch"]["stretch_report_index"] = 2
+    later["hangwatch"]["block_duration_us"] = 6000000
+    python = json.loads(json.dumps(sampled))
+    python["crash"]["threads"][0]["backtrace"]["contents"].insert(
+        1, {"instruction_addr": 77, "language": "python", "symbol_name": "handle", "source_file": "app.py",
+            "source_line": 5})
+    extreme = json.loads(json.dumps(sampled))
+    extreme["hangwatch"].update({"detected_at_unix_ms": 9223372036854775807, "block_duration_us": 9223372036854775807,
+                                 "final_duration_us": 9223372036854775807, "stretch_report_index": 0})
+    extreme["hangwatch"]["collection"]["main_thread"].update(
+        {"sample_count": 9223372036854775807, "sample_interval_us": 9223372036854775807})
+    stutter = json.loads(json.dumps(sampled))
+    stutter["hangwatch"]["hang_type"] = "stutter"
+    seeds.update({"report-sampled": json.dumps(sampled), "report-later": json.dumps(later),
+                  "report-python": json.dumps(python), "report-extreme": json.dumps(extreme),
+                  "report-stutter": json.dumps(stutter)})
+    return seeds
+
+
 def main():
     write_corpus("registration", registration_seeds())
     write_corpus("page", page_seeds())
     write_corpus("cli_values", cli_seeds())
     write_corpus("escape", escape_seeds())
     write_corpus("show", show_seeds())
+    write_corpus("stats", stats_seeds())
     return 0
 
 

@@ -8,13 +8,20 @@
 # clang's sanitizer and libFuzzer runtimes (libclang_rt.asan, .fuzzer, ...)
 # are in libclang-rt-14-dev, which clang only recommends: it is listed
 # explicitly for the purposes that build with them.
+#
+# The tests of `hangwatch export` load its files into speedscope's web app
+# in Debian's headless Chromium; speedscope itself comes from the npm
+# registry (scripts/fetch-speedscope.sh, cached in the build tree), fetched
+# with the machine's npm: Debian's npm package is added only where no npm
+# is installed (a Node.js that ships its own npm must not be replaced).
 set -eu
 
 purpose=${1:-build}
 packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev libpython3.11-dev libbpf-dev bpftool liburing-dev"
 case "$purpose" in
 build) ;;
-test) packages="$packages clang libclang-rt-14-dev python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace" ;;
+test) packages="$packages clang libclang-rt-14-dev python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace chromium"
+    command -v npm >/dev/null 2>&1 || packages="$packages npm" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools" ;;
 compare) packages="$packages python3" ;;

@@ -11,6 +11,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,43 @@ static uint64_t fnv1a(uint64_t h, const char *text)
     return h;
 }
 
+/* An object's name as the key sees it: its base name, without a shared
+ * library's version ("libglib-2.0.so.0.7400.6" is "libglib-2.0.so"): the
+ * same library has another version on another machine or after an
+ * upgrade.  Returns the length of `name` to use. */
+static size_t key_object_len(const char *name)
+{
+    const char *so = strstr(name, ".so.");
+    return so ? (size_t)(so + 3 - name) : strlen(name);
+}
+
+/* A function's name without the suffixes compilers give the copies they
+ * make of it, which differ between builds and compilers of the same code:
+ * GCC's ".constprop.0", ".isra.0", ".part.0", ".cold", ".lto_priv.0", and
+ * clang's ".llvm.123...".  (C and C++ names have no other '.'.)  Returns
+ * the length of `name` to use. */
+static size_t key_symbol_len(const char *name)
+{
+    static const char *const suffixes[] = {".constprop.", ".isra.", ".part.", ".cold", ".lto_priv.", ".llvm."};
+    size_t len = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        const char *at = strstr(name, suffixes[i]);
+        if (at != NULL && (size_t)(at - name) < len)
+            len = (size_t)(at - name);
+    }
+    return len > 0 ? len : strlen(name);
+}
+
+/* The C library's start of a process: below every hang alike, and named
+ * differently by different versions of it (glibc 2.34 added
+ * __libc_start_call_main), so a key that took it in would split a group
+ * between machines. */
+static bool is_process_start(const char *symbol)
+{
+    return strcmp(symbol, "__libc_start_call_main") == 0 || strcmp(symbol, "__libc_start_main") == 0 ||
+           strcmp(symbol, "__libc_start_main_impl") == 0 || strcmp(symbol, "_start") == 0;
+}
+
 void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17])
 {
     uint64_t h = 1469598103934665603ull;
@@ -151,7 +189,10 @@ void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17
     }
     /* FNV-1a over "object!function" of up to 8 frames, starting at the
      * innermost frame in the program's own executable (its code is the hang
-     * site; what it called, a libc sleep or a spin's helpers, varies). */
+     * site; what it called, a libc sleep or a spin's helpers, varies), and
+     * ending before the C library's start of the process.  Only names go
+     * in: no address, load address or build-id, and no library version or
+     * compiler clone suffix (decisions.md §12). */
     size_t first = 0;
     if (bt && executable)
         for (size_t i = 0; i < bt->count; i++)
@@ -161,11 +202,16 @@ void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17
             }
     for (size_t i = first; bt && i < bt->count && i < first + 8; i++) {
         const hw_frame *f = &bt->frames[i];
+        const char *object = f->object_path ? base_name(f->object_path) : "?";
+        int object_len = (int)key_object_len(object);
         char part[512];
+        if (f->symbol_name && is_process_start(f->symbol_name) && i > first)
+            break;
         if (f->symbol_name)
-            snprintf(part, sizeof part, "%s!%s|", f->object_path ? base_name(f->object_path) : "?", f->symbol_name);
+            snprintf(part, sizeof part, "%.*s!%.*s|", object_len, object, (int)key_symbol_len(f->symbol_name),
+                     f->symbol_name);
         else if (f->object_path)
-            snprintf(part, sizeof part, "%s+0x%llx|", base_name(f->object_path), (unsigned long long)f->object_offset);
+            snprintf(part, sizeof part, "%.*s+0x%llx|", object_len, object, (unsigned long long)f->object_offset);
         else
             snprintf(part, sizeof part, "?|");
         h = fnv1a(h, part);
@@ -281,6 +327,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                             json_pack("{s:I, s:I, s:i}", "window_us", as_int(info->stutter_window_ns / 1000), "busy_us",
                                       as_int(info->stutter_busy_ns / 1000), "stalls", (int)info->stutter_stalls));
     if (apm) {
+        if (info->executable)
+            json_object_set_new(apm, "executable", FOREIGN(info->executable));
         json_object_set_new(apm, "grouping_key", json_string(grouping_key));
         json_object_set_new(apm, "stretch_report_index", json_integer(info->stretch_report_index));
     }

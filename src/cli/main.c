@@ -5,6 +5,8 @@
  *   hangwatch show REPORT.json...               print a report for people
  *   hangwatch watch -p PID... [options]         watch running processes (kernel observer)
  *   hangwatch stack PID [--json FILE]           every thread's stack, now
+ *   hangwatch stats [--json] REPORT.json|DIR... hangs grouped, by total time
+ *   hangwatch export --format F -o FILE REPORT.json|DIR...  for speedscope, Perfetto
  *
  * Usage errors (an unknown flag, a malformed duration, no program) and an
  * unusable report directory print a message and exit 2 before anything is
@@ -26,14 +28,18 @@
 #include "../core/duration.h"
 #include "../core/frame_gap.h"
 #include "../core/hw_version.h"
+#include "export.h"
 #include "show.h"
 #include "stack.h"
+#include "stats.h"
 
 static const char usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
     "       hangwatch watch -p PID [-p PID...] [--duration DUR] [--follow] [OPTIONS]\n"
     "       hangwatch show REPORT.json...\n"
     "       hangwatch stack PID [--json FILE]\n"
+    "       hangwatch stats [--json] REPORT.json|DIR...\n"
+    "       hangwatch export --format speedscope|chrome-trace -o FILE REPORT.json|DIR...\n"
     "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
     "       hangwatch --help | --version\n"
     "\n"
@@ -125,7 +131,17 @@ static const char usage_text[] =
     "stack prints the stack of every thread of the running process PID, taken\n"
     "the same way (its sleeps and waits go on undisturbed); --json FILE also\n"
     "writes it as a report (hang_type \"snapshot\").  It needs the right to\n"
-    "ptrace PID: the same user, or root / CAP_SYS_PTRACE; it exits 2 without.\n";
+    "ptrace PID: the same user, or root / CAP_SYS_PTRACE; it exits 2 without.\n"
+    "\n"
+    "stats groups the hangs of reports (files, or directories searched for\n"
+    "*.json) by grouping key, the same for the same hang in every run, build\n"
+    "and machine, and prints each group's count, total, median and worst\n"
+    "duration, first and last seen, processes and culprit frame, sorted by\n"
+    "total hang time (--json: as JSON).  export writes the hangs for\n"
+    "existing viewers: speedscope's file format, or Chrome's Trace Event\n"
+    "JSON for Perfetto.  Both name each file they cannot read and go on;\n"
+    "they exit 1 only when nothing could be read (hangwatch stats --help,\n"
+    "hangwatch export --help).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -514,7 +530,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%sa command is needed: run, watch, show or stack", "");
+        return usage_error("%sa command is needed: run, watch, show, stack, stats or export", "");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage_text, stdout);
@@ -534,5 +550,9 @@ int main(int argc, char **argv)
         return hw_show_main(argc - 1, argv + 1);
     if (strcmp(cmd, "stack") == 0)
         return hw_stack_main(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (use run, watch, show or stack)", cmd);
+    if (strcmp(cmd, "stats") == 0)
+        return hw_stats_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0)
+        return hw_export_main(argc - 1, argv + 1);
+    return usage_error("unknown command '%s' (use run, watch, show, stack, stats or export)", cmd);
 }

@@ -12,59 +12,28 @@
  * escaped (text_escape.h: no control byte reaches the terminal), numbers are
  * printed without arithmetic that could overflow, and a file larger than any
  * report (HW_SHOW_MAX_BYTES) is refused before it is read into memory.
+ * Reading, parsing and the shape check are shared with stats and export
+ * (report_read.c).
  */
 #include "show.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "text_escape.h"
-
-#define ESCAPE_CHUNK 256 /* input bytes escaped at a time: at most 4 output bytes each */
-
-/* Text from the report, escaped, of any length. */
-static void put_bytes(FILE *out, const char *s, size_t len)
-{
-    char escaped[4 * ESCAPE_CHUNK + 1];
-    for (size_t done = 0; done < len; done += ESCAPE_CHUNK) {
-        size_t n = len - done < ESCAPE_CHUNK ? len - done : ESCAPE_CHUNK;
-        fputs(hw_escape_bytes(s + done, n, escaped, sizeof escaped), out);
-    }
-}
-
-static void put_text(FILE *out, const char *s)
-{
-    put_bytes(out, s, strlen(s));
-}
+#include "report_read.h"
 
 /* The string at `key`, escaped, or `fallback` (ours, printed as it is). */
 static void put_string_at(FILE *out, json_t *obj, const char *key, const char *fallback)
 {
     json_t *v = json_object_get(obj, key);
     if (json_is_string(v))
-        put_bytes(out, json_string_value(v), json_string_length(v));
+        hw_put_bytes(out, json_string_value(v), json_string_length(v));
     else
         fputs(fallback, out);
-}
-
-static const char *str_at(json_t *obj, const char *key, const char *fallback)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : fallback;
-}
-
-static json_int_t int_at(json_t *obj, const char *key, json_int_t fallback)
-{
-    json_t *v = json_object_get(obj, key);
-    return json_is_integer(v) ? json_integer_value(v) : fallback;
 }
 
 /* A 0-based count shown 1-based, without overflowing at the top. */
@@ -78,7 +47,7 @@ static json_int_t one_based(json_int_t v)
  * address, with its function and file:line. */
 static bool print_runtime_frame(FILE *out, size_t i, json_t *f)
 {
-    const char *language = str_at(f, "language", "native");
+    const char *language = hw_str_at(f, "language", "native");
     const char *mark = strcmp(language, "python") == 0 ? "py" : strcmp(language, "javascript") == 0 ? "js" : NULL;
     if (mark == NULL)
         return false;
@@ -87,7 +56,7 @@ static bool print_runtime_frame(FILE *out, size_t i, json_t *f)
     if (json_is_string(json_object_get(f, "source_file"))) {
         fputs("  at ", out);
         put_string_at(out, f, "source_file", "?");
-        json_int_t line = int_at(f, "source_line", 0);
+        json_int_t line = hw_int_at(f, "source_line", 0);
         if (line > 0)
             fprintf(out, ":%" JSON_INTEGER_FORMAT, line);
     }
@@ -99,7 +68,7 @@ static void print_frame(FILE *out, size_t i, json_t *f)
 {
     if (print_runtime_frame(out, i, f))
         return;
-    json_int_t pc = int_at(f, "instruction_addr", 0);
+    json_int_t pc = hw_int_at(f, "instruction_addr", 0);
     json_t *sym = json_object_get(f, "symbol_name");
     json_t *obj = json_object_get(f, "object_name");
     fprintf(out, "  #%-2zu 0x%016" PRIx64 "  ", i, (uint64_t)pc);
@@ -107,14 +76,14 @@ static void print_frame(FILE *out, size_t i, json_t *f)
         put_string_at(out, f, "symbol_name", "??");
     } else if (json_is_string(obj)) {
         put_string_at(out, f, "object_name", "??");
-        fprintf(out, "+0x%" PRIx64, (uint64_t)int_at(f, "object_offset", 0));
+        fprintf(out, "+0x%" PRIx64, (uint64_t)hw_int_at(f, "object_offset", 0));
     } else {
         fputs("??", out);
     }
     if (json_is_string(json_object_get(f, "source_file"))) {
         fputs("  at ", out);
         put_string_at(out, f, "source_file", "?");
-        fprintf(out, ":%" JSON_INTEGER_FORMAT, int_at(f, "source_line", 0));
+        fprintf(out, ":%" JSON_INTEGER_FORMAT, hw_int_at(f, "source_line", 0));
     }
     fputs("  (", out);
     put_string_at(out, f, "object_name", "no object: JIT code or unmapped");
@@ -125,7 +94,7 @@ static void print_frame(FILE *out, size_t i, json_t *f)
  * the process (report-format.md, capture.tracer_pid). */
 static void print_tracer(FILE *out, json_t *capture)
 {
-    json_int_t tracer = int_at(capture, "tracer_pid", 0);
+    json_int_t tracer = hw_int_at(capture, "tracer_pid", 0);
     if (tracer <= 0)
         return;
     fprintf(out, "  not captured: traced by pid %" JSON_INTEGER_FORMAT, tracer);
@@ -143,7 +112,7 @@ static json_t *item_of(json_t *items, size_t index)
 {
     for (size_t i = 0; i < json_array_size(items); i++) {
         json_t *item = json_array_get(items, i);
-        json_int_t at = int_at(item, "report_array_index", -1);
+        json_int_t at = hw_int_at(item, "report_array_index", -1);
         if (at >= 0 && (uint64_t)at == (uint64_t)index)
             return item;
     }
@@ -156,7 +125,7 @@ static json_t *item_of(json_t *items, size_t index)
 static void print_stack(FILE *out, const char *what, json_t *thread, json_t *item)
 {
     json_t *contents = json_object_get(json_object_get(thread, "backtrace"), "contents");
-    fprintf(out, "\n%s %" JSON_INTEGER_FORMAT " (", what, int_at(thread, "thread_identifier", 0));
+    fprintf(out, "\n%s %" JSON_INTEGER_FORMAT " (", what, hw_int_at(thread, "thread_identifier", 0));
     put_string_at(out, thread, "name", "?");
     json_t *status = json_object_get(item, "status");
     if (json_is_string(status) && strcmp(json_string_value(status), "captured") != 0) {
@@ -190,11 +159,11 @@ static void print_thread_line(FILE *out, json_t *item, json_t *t)
 {
     json_t *contents = json_object_get(json_object_get(t, "backtrace"), "contents");
     json_t *top = json_array_get(contents, 0);
-    fprintf(out, "  %" JSON_INTEGER_FORMAT " (", int_at(item, "thread_identifier", 0));
+    fprintf(out, "  %" JSON_INTEGER_FORMAT " (", hw_int_at(item, "thread_identifier", 0));
     put_string_at(out, item, "name", "?");
     fputs(") ", out);
     put_string_at(out, item, "status", "?");
-    fprintf(out, ", %" JSON_INTEGER_FORMAT " frames", int_at(item, "frame_count", 0));
+    fprintf(out, ", %" JSON_INTEGER_FORMAT " frames", hw_int_at(item, "frame_count", 0));
     if (json_is_string(json_object_get(item, "error"))) {
         fputs(" (", out);
         put_string_at(out, item, "error", "?");
@@ -207,7 +176,7 @@ static void print_thread_line(FILE *out, json_t *item, json_t *t)
     /* and the innermost frame of the user's Python or JavaScript code */
     for (size_t k = 0; k < json_array_size(contents); k++) {
         json_t *f = json_array_get(contents, k);
-        const char *language = str_at(f, "language", "native");
+        const char *language = hw_str_at(f, "language", "native");
         bool py = strcmp(language, "python") == 0, js = strcmp(language, "javascript") == 0;
         if (!py && !js)
             continue;
@@ -218,8 +187,8 @@ static void print_thread_line(FILE *out, json_t *item, json_t *t)
         if (json_is_string(json_object_get(f, "source_file"))) {
             fputs(" at ", out);
             put_string_at(out, f, "source_file", "?");
-            if (int_at(f, "source_line", 0) > 0)
-                fprintf(out, ":%" JSON_INTEGER_FORMAT, int_at(f, "source_line", 0));
+            if (hw_int_at(f, "source_line", 0) > 0)
+                fprintf(out, ":%" JSON_INTEGER_FORMAT, hw_int_at(f, "source_line", 0));
         }
         break;
     }
@@ -233,15 +202,15 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
     json_t *threads = json_object_get(json_object_get(root, "crash"), "threads");
     json_t *items = json_object_get(json_object_get(json_object_get(apm, "collection"), "scene_threads"), "items");
     json_t *hung = json_object_get(apm, "hung_thread");
-    json_int_t index = int_at(hung, "report_array_index", 0);
+    json_int_t index = hw_int_at(hung, "report_array_index", 0);
     json_t *thread = json_array_get(threads, (size_t)(index >= 0 ? index : 0));
 
     /* A snapshot (hangwatch stack) is no hang: its "hung" thread is the
      * main thread, and no detector measured anything. */
-    const char *type = str_at(apm, "hang_type", "hang");
+    const char *type = hw_str_at(apm, "hang_type", "hang");
     bool snapshot = strcmp(type, "snapshot") == 0;
     if (label != NULL) {
-        put_text(out, label);
+        hw_put_text(out, label);
         fputs(": ", out);
     }
     if (snapshot)
@@ -250,17 +219,17 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         fprintf(out, "%s in ",
                 strcmp(type, "launch_hang") == 0 ? "launch hang" : strcmp(type, "stutter") == 0 ? "stutter" : "hang");
     put_string_at(out, report, "process_name", "?");
-    fprintf(out, " (pid %" JSON_INTEGER_FORMAT ")\n", int_at(report, "pid", 0));
+    fprintf(out, " (pid %" JSON_INTEGER_FORMAT ")\n", hw_int_at(report, "pid", 0));
 
     /* What the detector measured (report-format.md, block_duration_us). */
     if (!snapshot) {
-        const char *detector = str_at(apm, "detector", "runloop");
+        const char *detector = hw_str_at(apm, "detector", "runloop");
         bool ping = strcmp(detector, "ping") == 0, frame_gap = strcmp(detector, "frame_gap") == 0;
         fprintf(out, "  %s %.3f s %s (threshold %.3f s, ",
                 ping ? "a ping unanswered for" : frame_gap ? "a frame tick" : "busy",
-                (double)int_at(apm, "block_duration_us", 0) / 1e6,
+                (double)hw_int_at(apm, "block_duration_us", 0) / 1e6,
                 frame_gap ? "late, seen after the hang" : "when detected",
-                (double)int_at(apm, "runloop_threshold_us", 0) / 1e6);
+                (double)hw_int_at(apm, "runloop_threshold_us", 0) / 1e6);
         put_string_at(out, apm, "detector", "runloop");
         fputs(" detector, ", out);
         put_string_at(out, apm, "check_mode", "?");
@@ -272,7 +241,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
     put_string_at(out, apm, "grouping_key", "?");
     fputs("; captured by ", out);
     put_string_at(out, capture, "method", "?");
-    fprintf(out, ", program stopped for %" JSON_INTEGER_FORMAT " us; report id ", int_at(capture, "stopped_us", 0));
+    fprintf(out, ", program stopped for %" JSON_INTEGER_FORMAT " us; report id ", hw_int_at(capture, "stopped_us", 0));
     put_string_at(out, report, "id", "?");
     fputc('\n', out);
     print_tracer(out, capture);
@@ -292,16 +261,16 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
     if (json_array_size(ps) > 0) {
         fprintf(out, "\nPoint Stack (early sampling: sample %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
                      ", top seen %" JSON_INTEGER_FORMAT " times in a row); repeat counts over the ring:\n",
-                one_based(int_at(ms, "point_stack_index", 0)), int_at(ms, "sample_count", 0),
-                one_based(int_at(ms, "top_repeat_count", 0)));
+                one_based(hw_int_at(ms, "point_stack_index", 0)), hw_int_at(ms, "sample_count", 0),
+                one_based(hw_int_at(ms, "top_repeat_count", 0)));
         for (size_t i = 0; i < json_array_size(ps); i++) {
             json_t *f = json_array_get(ps, i);
-            fprintf(out, "  %3" JSON_INTEGER_FORMAT "x", int_at(f, "repeat_count", 0));
+            fprintf(out, "  %3" JSON_INTEGER_FORMAT "x", hw_int_at(f, "repeat_count", 0));
             print_frame(out, i, f);
         }
     }
     if (json_is_integer(json_object_get(apm, "final_duration_us"))) {
-        fprintf(out, "\nthe hang lasted %.3f s in all (", (double)int_at(apm, "final_duration_us", 0) / 1e6);
+        fprintf(out, "\nthe hang lasted %.3f s in all (", (double)hw_int_at(apm, "final_duration_us", 0) / 1e6);
         put_string_at(out, apm, "hang_end", "?");
         fputs(")\n", out);
     }
@@ -313,7 +282,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         json_t *item = json_array_get(items, i);
         if (json_is_true(json_object_get(item, "is_hung_thread")))
             continue;
-        json_int_t at = int_at(item, "report_array_index", 0);
+        json_int_t at = hw_int_at(item, "report_array_index", 0);
         json_t *t = json_array_get(threads, (size_t)(at >= 0 ? at : 0));
         if (every_stack)
             print_stack(out, json_is_true(json_object_get(item, "is_main_thread")) ? "main thread" : "thread", t,
@@ -323,21 +292,9 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
     }
 }
 
-/* Is `root` shaped like a report?  Says why not on stderr. */
-static bool is_report(const char *label, json_t *root)
-{
-    if (json_is_object(json_object_get(root, "report")) && json_is_object(json_object_get(root, "hangwatch")) &&
-        json_is_array(json_object_get(json_object_get(root, "crash"), "threads")))
-        return true;
-    fputs("hangwatch: ", stderr);
-    put_text(stderr, label);
-    fputs(": not a hangwatch report (no report, crash.threads or hangwatch section)\n", stderr);
-    return false;
-}
-
 int hw_show_json(const char *label, json_t *root, unsigned flags, FILE *out)
 {
-    if (!is_report(label != NULL ? label : "report", root))
+    if (!hw_report_check_shape(label != NULL ? label : "report", root))
         return 1;
     print_report(label, root, flags, out);
     return 0;
@@ -348,104 +305,26 @@ int hw_show_text(const char *label, const char *text, size_t len, FILE *out)
     if (label == NULL)
         label = "report";
     if (len > HW_SHOW_MAX_BYTES) {
-        fputs("hangwatch: ", stderr);
-        put_text(stderr, label);
-        fprintf(stderr, ": too large for a report (%zu bytes, at most %u MiB)\n", len, HW_SHOW_MAX_BYTES >> 20);
+        hw_say_about(label);
+        fprintf(stderr, "too large for a report (%zu bytes, at most %u MiB)\n", len, HW_SHOW_MAX_BYTES >> 20);
         return 1;
     }
-    json_error_t err;
-    /* JSON_ALLOW_NUL: a "\u0000" inside a string is shown (escaped), not a
-     * reason to refuse the whole report. */
-    json_t *root = json_loadb(text != NULL ? text : "", text != NULL ? len : 0, JSON_ALLOW_NUL, &err);
-    if (!root) {
-        fputs("hangwatch: ", stderr);
-        put_text(stderr, label);
-        fprintf(stderr, ": not valid JSON (line %d: ", err.line);
-        put_text(stderr, err.text);
-        fputs(")\n", stderr);
+    json_t *root = hw_report_parse(label, text, len);
+    if (!root)
         return 1;
-    }
     int rc = hw_show_json(label, root, 0, out);
     json_decref(root);
     return rc;
 }
 
-/* Say why `path` could not be read; returns 1 for hw_show_file. */
-static int read_failed(const char *path, const char *what, int error)
-{
-    fputs("hangwatch: ", stderr);
-    put_text(stderr, path);
-    fprintf(stderr, ": %s: %s\n", what, strerror(error));
-    return 1;
-}
-
-static int too_large(const char *path, const char *amount, unsigned long long bytes)
-{
-    fputs("hangwatch: ", stderr);
-    put_text(stderr, path);
-    fprintf(stderr, ": too large for a report (%s%llu bytes, at most %u MiB)\n", amount, bytes,
-            HW_SHOW_MAX_BYTES >> 20);
-    return 1;
-}
-
 int hw_show_file(const char *path, FILE *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return read_failed(path, "cannot open", errno);
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return read_failed(path, "cannot read", e);
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return read_failed(path, "cannot read", EISDIR);
-    }
-    if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > HW_SHOW_MAX_BYTES) {
-        close(fd);
-        return too_large(path, "", (unsigned long long)st.st_size);
-    }
-    /* Read at most one byte past the cap: a pipe or a file that grows is
-     * refused the same way, without holding more. */
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 65536;
-    char *buf = malloc(cap);
-    size_t got = 0;
-    int rc = 0;
-    while (buf != NULL) {
-        if (got == cap) {
-            if (cap > HW_SHOW_MAX_BYTES)
-                break;
-            size_t bigger_cap = cap * 2 > (size_t)HW_SHOW_MAX_BYTES + 1 ? (size_t)HW_SHOW_MAX_BYTES + 1 : cap * 2;
-            char *bigger = realloc(buf, bigger_cap);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap = bigger_cap;
-        }
-        ssize_t n = read(fd, buf + got, cap - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = read_failed(path, "cannot read", errno);
-            break;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    if (buf == NULL && rc == 0)
-        rc = read_failed(path, "cannot read", ENOMEM);
-    else if (rc == 0 && got > HW_SHOW_MAX_BYTES)
-        rc = too_large(path, "more than ", HW_SHOW_MAX_BYTES);
-    else if (rc == 0)
-        rc = hw_show_text(path, buf, got, out);
-    free(buf);
+    char *text = NULL;
+    size_t len = 0;
+    if (hw_report_read_file(path, false, &text, &len) != 0)
+        return 1;
+    int rc = hw_show_text(path, text, len, out);
+    free(text);
     return rc;
 }
 

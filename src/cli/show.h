@@ -6,8 +6,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "report_read.h"
+
 /* The largest file show reads: far beyond any report hangwatch writes. */
-#define HW_SHOW_MAX_BYTES (64u << 20)
+#define HW_SHOW_MAX_BYTES HW_REPORT_MAX_BYTES
 
 /*
  * Parse `len` bytes of `text` (any bytes at all: it never crashes on them)

@@ -44,6 +44,7 @@
 #include "../agent/report.h"
 #include "../agent/unwind.h"
 #include "../core/text_escape.h"
+#include "json_file.h"
 #include "show.h"
 
 #define STACK_MAX_FRAMES 256
@@ -182,79 +183,6 @@ static void say_no_ptrace_right(pid_t pid, const hw_process_snapshot *snap)
                 (int)pid);
 }
 
-/* Where --json may write: not a symlink, not a directory.  0, or 2 after
- * saying why. */
-static int check_json_path(const char *path)
-{
-    char name[512];
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return 0; /* a new file (or a directory we will be told about) */
-    if (S_ISLNK(st.st_mode)) {
-        fprintf(stderr, "hangwatch: refusing to write the report to '%s': it is a symbolic link\n",
-                shown(path, name, sizeof name));
-        return 2;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        fprintf(stderr, "hangwatch: cannot write the report to '%s': it exists and is not a regular file\n",
-                shown(path, name, sizeof name));
-        return 2;
-    }
-    return 0;
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Write `report` to `path` atomically: a temporary file next to it (mode
- * 0600), then rename, which replaces a name and never follows a symlink
- * put there since the check.  0, or -errno. */
-static int write_json(const char *path, json_t *report)
-{
-    if (check_json_path(path) != 0)
-        return -ELOOP;
-    char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    char *tmp = NULL;
-    if (text == NULL || asprintf(&tmp, "%s.XXXXXX", path) < 0) {
-        free(text);
-        return -ENOMEM;
-    }
-    int rc = 0;
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        rc = -errno;
-    } else {
-        if (fchmod(fd, 0600) != 0)
-            rc = -errno;
-        if (rc == 0)
-            rc = write_all(fd, text, strlen(text));
-        if (rc == 0)
-            rc = write_all(fd, "\n", 1);
-        if (rc == 0 && fsync(fd) != 0)
-            rc = -errno;
-        if (close(fd) != 0 && rc == 0)
-            rc = -errno;
-        if (rc == 0 && rename(tmp, path) != 0)
-            rc = -errno;
-        if (rc != 0)
-            unlink(tmp);
-    }
-    free(tmp);
-    free(text);
-    return rc;
-}
-
 static int64_t realtime_ns(void)
 {
     struct timespec ts;
@@ -323,7 +251,7 @@ static int report_capture(pid_t pid, const hw_process_snapshot *snap, const hw_p
             rc = 1;
         }
         if (json_path != NULL) {
-            int w = write_json(json_path, report);
+            int w = hw_json_file_write(json_path, "the report", report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
             if (w != 0 && w != -ELOOP) {
                 char name[512];
                 fprintf(stderr, "hangwatch: cannot write the report to '%s': %s\n",
@@ -476,7 +404,7 @@ int hw_stack_main(int argc, char **argv)
         fprintf(stderr, "hangwatch: pid %d is this hangwatch itself, which cannot ptrace itself\n", (int)pid);
         return 2;
     }
-    if (json_path != NULL && check_json_path(json_path) != 0)
+    if (json_path != NULL && hw_json_file_check(json_path, "the report") != 0)
         return 2;
     return take_stacks(pid, json_path);
 }

@@ -29,6 +29,11 @@
  *                  condition variable for work (a pool, not a loop)
  *   stutter SECS   for SECS seconds, callbacks that block 1 s each, 0.3 s
  *                  apart (Matrix's issue #567: never one 2 s hang)
+ *   threehangs UNIT  three different hangs, one of them twice, on ticks of
+ *                  the loop 0.1 s apart: hang_in_x() sleeps UNIT, then
+ *                  hang_in_y() spins 1.2 UNIT, hang_in_z() sleeps 1.6 UNIT,
+ *                  and hang_in_x() sleeps UNIT again (for hangwatch stats:
+ *                  totals x 2 UNIT > z 1.6 UNIT > y 1.2 UNIT)
  *   waits SECS     blocking calls that must behave exactly as without
  *                  hangwatch, each meant to take SECS: on the main thread
  *                  (inside one long callback) and on 4 other threads at the
@@ -169,6 +174,57 @@ __attribute__((noinline)) static void on_abca_timer(double seconds)
     block_in_b(seconds);
     block_in_c(seconds);
     block_in_a(seconds);
+}
+
+/* ---- three hangs, one of them twice (hangwatch stats and export) ---- */
+
+__attribute__((noinline)) static void hang_in_x(double seconds)
+{
+    g_sink += 21; /* distinct bodies: -O2 would fold identical functions into one */
+    sleep_seconds(seconds);
+}
+
+__attribute__((noinline)) static void hang_in_y(double seconds)
+{
+    double end = now_seconds() + seconds; /* spins in its own body */
+    while (now_seconds() < end)
+        for (int i = 0; i < 1000; i++)
+            g_sink = g_sink * 7 + (uint64_t)i;
+}
+
+__attribute__((noinline)) static void hang_in_z(double seconds)
+{
+    g_sink += 23; /* distinct bodies: -O2 would fold identical functions into one */
+    sleep_seconds(seconds);
+}
+
+__attribute__((noinline)) static void on_hang_tick(int tick, double unit)
+{
+    if (tick == 1 || tick == 4)
+        hang_in_x(unit);
+    else if (tick == 2)
+        hang_in_y(1.2 * unit);
+    else
+        hang_in_z(1.6 * unit);
+}
+
+/* A loop ticking every 0.1 s whose first four ticks each hang (the loop
+ * waits in between, so each hang ends there), then exits. */
+static int run_threehangs(double unit)
+{
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct itimerspec spec = {{0, 100000000L}, {0, 100000000L}};
+    timerfd_settime(timer, 0, &spec, NULL);
+    int ep = make_epoll(timer);
+    for (int tick = 0; tick < 5;) {
+        struct epoll_event ev;
+        if (epoll_wait(ep, &ev, 1, -1) == 1) {
+            uint64_t expirations;
+            if (read(timer, &expirations, sizeof expirations) > 0 && ++tick <= 4)
+                on_hang_tick(tick, unit);
+        }
+    }
+    return 0;
 }
 
 /* Run `callback(seconds)` from a timer 0.2 s after start, then wait once
@@ -641,6 +697,8 @@ int main(int argc, char **argv)
         rc = run_cpuspin(seconds);
     else if (strcmp(argv[1], "abca") == 0)
         rc = run_from_timer(on_abca_timer, seconds);
+    else if (strcmp(argv[1], "threehangs") == 0)
+        rc = run_threehangs(seconds);
     else if (strcmp(argv[1], "threads12") == 0)
         rc = run_threads12(seconds);
     else if (strcmp(argv[1], "launch") == 0)

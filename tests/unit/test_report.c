@@ -403,6 +403,65 @@ static void test_runtime_frames_group_and_are_marked(void **state)
         hw_frame_clear(&c[i]);
 }
 
+/* The grouping key of the same hang site does not depend on the build or
+ * the machine: addresses, the executable's path and offsets in it, a shared
+ * library's version, a compiler's clone suffixes and the C library's start
+ * frames all differ between the two stacks below, which still agree; a
+ * different function does not.  The report names its executable. */
+static void test_grouping_key_ignores_builds_and_machines(void **state)
+{
+    (void)state;
+    hw_frame a[] = {make_frame(0x7f0000101000, "clock_nanosleep", "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0),
+                    make_frame(0x401234, "hang_in_x", "/opt/a/prog", "prog.c", 10),
+                    make_frame(0x401300, "on_tick.constprop.0", "/opt/a/prog", "prog.c", 20),
+                    make_frame(0x7f0000201000, "g_main_dispatch", "/lib/libglib-2.0.so.0.7400.6", NULL, 0),
+                    make_frame(0x401400, "main", "/opt/a/prog", "prog.c", 30),
+                    make_frame(0x7f0000102000, "__libc_start_call_main", "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0),
+                    make_frame(0x7f0000103000, "__libc_start_main_impl", "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0),
+                    make_frame(0x401010, "_start", "/opt/a/prog", NULL, 0)};
+    hw_frame b[] = {make_frame(0x7f1234501000, "clock_nanosleep", "/usr/lib64/libc.so.6", NULL, 0),
+                    make_frame(0x55aa00402234, "hang_in_x", "/usr/local/bin/prog", "src/prog.c", 11),
+                    make_frame(0x55aa00402400, "on_tick.isra.0", "/usr/local/bin/prog", "src/prog.c", 21),
+                    make_frame(0x7f1234601000, "g_main_dispatch", "/usr/lib64/libglib-2.0.so.0.8000.0", NULL, 0),
+                    make_frame(0x55aa00402500, "main", "/usr/local/bin/prog", "src/prog.c", 31),
+                    make_frame(0x7f1234502000, "__libc_start_main", "/usr/lib64/libc.so.6", NULL, 0),
+                    make_frame(0x55aa00401010, "_start", "/usr/local/bin/prog", NULL, 0)};
+    hw_frame c[] = {make_frame(0x7f0000101000, "clock_nanosleep", "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0),
+                    make_frame(0x401534, "hang_in_y", "/opt/a/prog", "prog.c", 40),
+                    make_frame(0x401300, "on_tick", "/opt/a/prog", "prog.c", 20),
+                    make_frame(0x7f0000201000, "g_main_dispatch", "/lib/libglib-2.0.so.0.7400.6", NULL, 0),
+                    make_frame(0x401400, "main", "/opt/a/prog", "prog.c", 30)};
+    hw_backtrace ba = {.frames = a, .count = 8}, bb = {.frames = b, .count = 7}, bc = {.frames = c, .count = 5};
+    char ka[17], kb[17], kc[17];
+    hw_grouping_key(&ba, "/opt/a/prog", ka);
+    hw_grouping_key(&bb, "/usr/local/bin/prog", kb);
+    hw_grouping_key(&bc, "/opt/a/prog", kc);
+    assert_string_equal(ka, kb);
+    assert_string_not_equal(ka, kc);
+
+    fixture fx;
+    make_fixture(&fx);
+    fx.info.executable = "/opt/demo";
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "hangwatch"), "executable")), "/opt/demo");
+    const char *out = getenv("HW_TEST_REPORT_OUT");
+    if (out && *out) {
+        hw_report_dir *out_dir = open_dir_or_fail(out);
+        assert_int_equal(hw_report_write(out_dir, "unit-report-executable.json", r), 0);
+        hw_report_dir_close(out_dir);
+    }
+    json_decref(r);
+    free_fixture(&fx);
+    for (size_t i = 0; i < 8; i++)
+        hw_frame_clear(&a[i]);
+    for (size_t i = 0; i < 7; i++)
+        hw_frame_clear(&b[i]);
+    for (size_t i = 0; i < 5; i++)
+        hw_frame_clear(&c[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_names_that_are_not_utf8_are_escaped),
         cmocka_unit_test(test_uuids_are_v4_and_distinct),
         cmocka_unit_test(test_runtime_frames_group_and_are_marked),
+        cmocka_unit_test(test_grouping_key_ignores_builds_and_machines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

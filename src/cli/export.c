@@ -1,0 +1,778 @@
+/*
+ * export.c - `hangwatch export --format speedscope|chrome-trace -o FILE
+ * REPORT.json|DIR...`: hangs in the formats of existing viewers, so that
+ * they can be looked at in speedscope or Perfetto (or chrome://tracing).
+ *
+ * A report holds what was captured, not a profile: the hung thread's stack
+ * at detection (and again each time the stack moved while the hang lasted:
+ * annealing gives a stretch one report per stack), the busy time at each
+ * capture, the hang's final duration once it ended, and with early sampling
+ * the Point Stack (Matrix's most telling stack of the ring, with repeat
+ * counts) and how many samples the ring held.  The exports contain exactly
+ * that, placed in time and weighted as docs/decisions.md (§27) describes;
+ * nothing is invented:
+ *
+ *   speedscope (its file format, https://www.speedscope.app/file-format-
+ *   schema.json): for each hung thread a "sampled" profile of its captured
+ *   stacks, each weighted by the time it stands for (from the previous
+ *   capture of the stretch, or the stretch's start, to this one; the last
+ *   also to the end), so a thread's weights add up to its hang time; and,
+ *   where there are Point Stacks, a second profile of those, each weighted
+ *   by its ring's span (samples x interval).
+ *
+ *   chrome-trace (the Trace Event Format's JSON object form): each hang a
+ *   complete ("X") event on its process and thread, from its start
+ *   (detection less busy time) to its end; inside it each captured stack
+ *   as nested complete events, one per frame, from its capture to the next
+ *   capture or the end; the Point Stack as an instant event at detection;
+ *   process and thread names as metadata ("M") events.
+ */
+#include "export.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hang_summary.h"
+#include "hw_version.h"
+#include "json_file.h"
+#include "report_read.h"
+#include "saturating.h"
+#include "stats.h"
+#include "text_escape.h"
+
+static const char export_help[] =
+    "usage: hangwatch export --format speedscope|chrome-trace -o FILE REPORT.json|DIR...\n"
+    "\n"
+    "Writes the hangs of the reports given (and of the *.json files in the\n"
+    "directories given) in a format that existing viewers open:\n"
+    "\n"
+    "  speedscope     speedscope's JSON file format (open it at speedscope.app,\n"
+    "                 or with the speedscope command): for each hung thread a\n"
+    "                 sampled profile of its captured stacks weighted by the\n"
+    "                 hang time each stands for, and one of its Point Stacks\n"
+    "                 (--early-sampling) weighted by the samples' span\n"
+    "  chrome-trace   Chrome's Trace Event JSON (open it in Perfetto,\n"
+    "                 chrome://tracing or speedscope): each hang as a complete\n"
+    "                 event on its process and thread, its captured stacks as\n"
+    "                 nested events from their capture on, the Point Stack as\n"
+    "                 an instant event, thread and process names as metadata\n"
+    "\n"
+    "  --format FORMAT   speedscope or chrome-trace\n"
+    "  -o, --output FILE where to write (mode 0600, written atomically, never\n"
+    "                    through a symbolic link); - for standard output\n"
+    "\n"
+    "A report holds the stacks captured, not every sample: docs/decisions.md\n"
+    "says exactly what each export contains.  A file that cannot be read or\n"
+    "is not a report is named on stderr and skipped; the exit status is 0\n"
+    "when a hang was exported, 1 when none could be (nothing is written), 2\n"
+    "for a usage error.\n";
+
+static int usage_error(const char *message, const char *arg)
+{
+    fputs("hangwatch: ", stderr);
+    fputs(message, stderr);
+    if (arg != NULL) {
+        fputs(" '", stderr);
+        hw_put_text(stderr, arg);
+        fputc('\'', stderr);
+    }
+    fputs("\nTry 'hangwatch export --help'.\n", stderr);
+    return 2;
+}
+
+/* ---- hangs in time ---------------------------------------------------------- */
+
+/* One report of a stretch: its stack was captured at `at_us`. */
+typedef struct capture {
+    const hw_hang_summary *s;
+    int64_t at_us;
+} capture;
+
+typedef struct stretch {
+    const hw_hang_summary *first; /* the report that opens it */
+    int64_t start_us, end_us;     /* Unix us (0-based when the reports do not say when) */
+    bool ended;                   /* its final duration is known */
+    uint64_t final_us;            /* then, as its reports say */
+    uint64_t cut_us;              /* taken off its end: the next hang of its thread began (below) */
+    capture *captures;            /* in time order */
+    size_t capture_count;
+} stretch;
+
+/* A hung thread and its stretches, in time order. */
+typedef struct hung_thread {
+    int64_t pid, tid;
+    const char *process_name, *thread_name;
+    size_t *stretches; /* indexes into the stretch array */
+    size_t count;
+} hung_thread;
+
+typedef struct timeline {
+    stretch *stretches;
+    size_t stretch_count;
+    hung_thread *threads;
+    size_t thread_count;
+} timeline;
+
+static int64_t add_clamped(int64_t a, uint64_t b)
+{
+    if (b > (uint64_t)INT64_MAX || a > INT64_MAX - (int64_t)b)
+        return INT64_MAX;
+    return a + (int64_t)b;
+}
+
+static int by_capture_time(const void *pa, const void *pb)
+{
+    const capture *a = pa, *b = pb;
+    if (a->at_us != b->at_us)
+        return a->at_us < b->at_us ? -1 : 1;
+    return (a->s->stretch_index > b->s->stretch_index) - (a->s->stretch_index < b->s->stretch_index);
+}
+
+static int by_start(const void *pa, const void *pb, void *ctx)
+{
+    const stretch *st = ctx;
+    const stretch *a = &st[*(const size_t *)pa], *b = &st[*(const size_t *)pb];
+    if (a->start_us != b->start_us)
+        return a->start_us < b->start_us ? -1 : 1;
+    return (*(const size_t *)pa > *(const size_t *)pb) - (*(const size_t *)pa < *(const size_t *)pb);
+}
+
+static void timeline_free(timeline *t)
+{
+    for (size_t i = 0; i < t->stretch_count; i++)
+        free(t->stretches[i].captures);
+    free(t->stretches);
+    for (size_t i = 0; i < t->thread_count; i++)
+        free(t->threads[i].stretches);
+    free(t->threads);
+    memset(t, 0, sizeof *t);
+}
+
+/* The hangs among `s` (hangs only: stutter and snapshots are not), as
+ * stretches of hung threads.  0, or -1 when out of memory. */
+static int timeline_of(const hw_hang_summary *s, size_t count, timeline *t)
+{
+    memset(t, 0, sizeof *t);
+    const hw_hang_summary **hangs = count ? calloc(count, sizeof *hangs) : NULL;
+    hw_hang_summary *copies = count ? calloc(count, sizeof *copies) : NULL;
+    size_t *link = count ? calloc(count, sizeof *link) : NULL;
+    size_t *slot = count ? calloc(count, sizeof *slot) : NULL;
+    int rc = (count && (!hangs || !copies || !link || !slot)) ? -1 : 0;
+    size_t n = 0;
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        if (s[i].is_hang) {
+            hangs[n] = &s[i];
+            copies[n++] = s[i]; /* shallow: hw_link_stretches only reads */
+        }
+    if (rc == 0 && hw_link_stretches(copies, n, link) != 0)
+        rc = -1;
+    if (rc == 0 && n > 0 && (t->stretches = calloc(n, sizeof *t->stretches)) == NULL)
+        rc = -1;
+    /* the stretches, each with its captures */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (link[i] != i)
+            continue;
+        stretch *st = &t->stretches[t->stretch_count];
+        slot[i] = t->stretch_count++;
+        st->first = hangs[i];
+        /* a report that does not say when (or says before 1970) starts at 0 */
+        if (!hw_stretch_start_us(hangs[i], &st->start_us) || st->start_us < 0)
+            st->start_us = 0;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        stretch *st = &t->stretches[slot[link[i]]];
+        capture *grown = realloc(st->captures, (st->capture_count + 1) * sizeof *grown);
+        if (grown == NULL) {
+            rc = -1;
+            break;
+        }
+        st->captures = grown;
+        /* Busy time is measured on one clock for the whole stretch: a
+         * capture is at start + its busy time. */
+        st->captures[st->capture_count++] = (capture){hangs[i], add_clamped(st->start_us, hangs[i]->block_us)};
+    }
+    for (size_t k = 0; rc == 0 && k < t->stretch_count; k++) {
+        stretch *st = &t->stretches[k];
+        if (st->capture_count > 1)
+            qsort(st->captures, st->capture_count, sizeof *st->captures, by_capture_time);
+        int64_t end = st->captures[st->capture_count - 1].at_us;
+        for (size_t c = 0; c < st->capture_count; c++)
+            if (st->captures[c].s->final_known) {
+                int64_t e = add_clamped(st->start_us, st->captures[c].s->final_us);
+                st->ended = true;
+                if (st->captures[c].s->final_us > st->final_us)
+                    st->final_us = st->captures[c].s->final_us;
+                if (e > end)
+                    end = e;
+            }
+        st->end_us = end;
+    }
+    /* the hung threads, each with its stretches in time order */
+    for (size_t k = 0; rc == 0 && k < t->stretch_count; k++) {
+        const hw_hang_summary *f = t->stretches[k].first;
+        hung_thread *ht = NULL;
+        for (size_t i = 0; i < t->thread_count && ht == NULL; i++)
+            if (t->threads[i].pid == f->pid && t->threads[i].tid == f->tid)
+                ht = &t->threads[i];
+        if (ht == NULL) {
+            hung_thread *grown = realloc(t->threads, (t->thread_count + 1) * sizeof *grown);
+            if (grown == NULL) {
+                rc = -1;
+                break;
+            }
+            t->threads = grown;
+            ht = &t->threads[t->thread_count++];
+            *ht = (hung_thread){f->pid, f->tid, f->process_name, f->thread_name, NULL, 0};
+        }
+        size_t *grown = realloc(ht->stretches, (ht->count + 1) * sizeof *grown);
+        if (grown == NULL) {
+            rc = -1;
+            break;
+        }
+        ht->stretches = grown;
+        ht->stretches[ht->count++] = k;
+    }
+    for (size_t i = 0; rc == 0 && i < t->thread_count; i++) {
+        hung_thread *ht = &t->threads[i];
+        if (ht->count > 1)
+            qsort_r(ht->stretches, ht->count, sizeof(size_t), by_start, t->stretches);
+        /* A start is known to a millisecond (detection's wall-clock time
+         * less the busy time) and an end to the agent's last look (its
+         * final_duration_precision_us, about 10 ms): two hangs of a thread
+         * one right after the other may overlap by that much.  The earlier
+         * one ends where the next begins, so that events nest. */
+        for (size_t k = 0; k + 1 < ht->count; k++) {
+            stretch *a = &t->stretches[ht->stretches[k]], *b = &t->stretches[ht->stretches[k + 1]];
+            if (a->end_us > b->start_us) {
+                int64_t end = b->start_us > a->start_us ? b->start_us : a->start_us;
+                a->cut_us = (uint64_t)a->end_us - (uint64_t)end;
+                a->end_us = end;
+            }
+        }
+    }
+    free(hangs);
+    free(copies);
+    free(link);
+    free(slot);
+    if (rc != 0)
+        timeline_free(t);
+    return rc;
+}
+
+/* ---- JSON helpers ------------------------------------------------------------ */
+
+/* Text from a report as a JSON string: as it is, else escaped. */
+static json_t *jtext(const char *s)
+{
+    json_t *v = json_string(s);
+    if (v == NULL) {
+        size_t len = strlen(s);
+        char *escaped = malloc(4 * len + 1);
+        if (escaped != NULL)
+            v = json_string(hw_escape_bytes(s, len, escaped, 4 * len + 1));
+        free(escaped);
+    }
+    return v;
+}
+
+static json_t *jint(int64_t v)
+{
+    return json_integer((json_int_t)v);
+}
+
+static json_t *ju64(uint64_t v)
+{
+    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+/* b - a for a <= b, exact */
+static json_t *jspan(int64_t a, int64_t b)
+{
+    return ju64((uint64_t)b - (uint64_t)a);
+}
+
+/* "flush_cache (cache.c:88)" */
+static json_t *frame_line(const hw_sframe *f, bool with_repeat)
+{
+    char line[32] = "";
+    char repeat[48] = "";
+    if (f->line > 0)
+        snprintf(line, sizeof line, ":%" PRId64, f->line);
+    if (with_repeat)
+        snprintf(repeat, sizeof repeat, " x%" PRId64, f->repeat_count);
+    char *text = NULL;
+    if (asprintf(&text, "%s%s%s%s%s%s", f->name, f->file ? " (" : "", f->file ? f->file : "", f->file ? line : "",
+                 f->file ? ")" : "", repeat) < 0)
+        return NULL;
+    json_t *v = jtext(text);
+    free(text);
+    return v;
+}
+
+static json_t *stack_lines(const hw_sframe *frames, size_t count, bool with_repeat)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < count; i++)
+        json_array_append_new(a, frame_line(&frames[i], with_repeat));
+    return a;
+}
+
+static const char *culprit_name(const hw_hang_summary *s)
+{
+    return s->culprit != HW_NO_FRAME ? s->frames[s->culprit].name : "unknown";
+}
+
+static char *thread_label(const hung_thread *ht)
+{
+    char *label = NULL;
+    if (asprintf(&label, "%s (pid %" PRId64 "), thread %s (tid %" PRId64 ")", ht->process_name, ht->pid,
+                 ht->thread_name, ht->tid) < 0)
+        return NULL;
+    return label;
+}
+
+/* ---- speedscope ----------------------------------------------------------- */
+
+typedef struct frame_table {
+    json_t *frames; /* shared.frames */
+    json_t *index;  /* a frame's identity -> its index */
+} frame_table;
+
+/* The index of a frame in shared.frames, added when new; -1 when out of memory. */
+static json_int_t frame_index(frame_table *ft, const char *name, const char *file, int64_t line)
+{
+    json_t *id = json_pack("[s, s?, I]", name, file, (json_int_t)line);
+    char *key = id ? json_dumps(id, JSON_COMPACT) : NULL;
+    json_decref(id);
+    if (key == NULL)
+        return -1;
+    json_t *at = json_object_get(ft->index, key);
+    json_int_t i;
+    if (at != NULL) {
+        i = json_integer_value(at);
+    } else {
+        i = (json_int_t)json_array_size(ft->frames);
+        json_t *f = json_object();
+        json_object_set_new(f, "name", jtext(name));
+        if (file != NULL)
+            json_object_set_new(f, "file", jtext(file));
+        if (line > 0)
+            json_object_set_new(f, "line", jint(line));
+        if (json_array_append_new(ft->frames, f) != 0 || json_object_set_new(ft->index, key, json_integer(i)) != 0)
+            i = -1;
+    }
+    free(key);
+    return i;
+}
+
+/* A stack as speedscope wants it: frame indexes, outermost (root) first. */
+static json_t *sampled_stack(frame_table *ft, const hw_sframe *frames, size_t count)
+{
+    json_t *stack = json_array();
+    if (count == 0) {
+        json_int_t i = frame_index(ft, "(the hung thread's stack was not captured)", NULL, 0);
+        if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
+            json_decref(stack);
+            return NULL;
+        }
+        return stack;
+    }
+    for (size_t k = count; k-- > 0;) {
+        json_int_t i = frame_index(ft, frames[k].name, frames[k].file, frames[k].line);
+        if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
+            json_decref(stack);
+            return NULL;
+        }
+    }
+    return stack;
+}
+
+typedef struct sampled {
+    json_t *samples, *weights;
+    uint64_t total;
+} sampled;
+
+static int add_sample(sampled *p, json_t *stack, uint64_t weight)
+{
+    if (stack == NULL)
+        return -1;
+    if (weight == 0) { /* nothing to weigh: speedscope would draw nothing */
+        json_decref(stack);
+        return 0;
+    }
+    p->total = hw_add_sat(p->total, weight);
+    if (json_array_append_new(p->samples, stack) != 0 || json_array_append_new(p->weights, ju64(weight)) != 0)
+        return -1;
+    return 0;
+}
+
+static json_t *sampled_profile(const char *name, sampled *p)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "type", json_string("sampled"));
+    json_object_set_new(o, "name", jtext(name));
+    json_object_set_new(o, "unit", json_string("microseconds"));
+    json_object_set_new(o, "startValue", json_integer(0));
+    json_object_set_new(o, "endValue", ju64(p->total));
+    json_object_set_new(o, "samples", p->samples);
+    json_object_set_new(o, "weights", p->weights);
+    return o;
+}
+
+static json_t *speedscope_of(const timeline *t, size_t report_count)
+{
+    frame_table ft = {json_array(), json_object()};
+    json_t *profiles = json_array();
+    bool oom = ft.frames == NULL || ft.index == NULL || profiles == NULL;
+    size_t hangs = 0;
+    for (size_t h = 0; !oom && h < t->thread_count; h++) {
+        const hung_thread *ht = &t->threads[h];
+        sampled captured = {json_array(), json_array(), 0}, points = {json_array(), json_array(), 0};
+        for (size_t k = 0; !oom && k < ht->count; k++) {
+            const stretch *st = &t->stretches[ht->stretches[k]];
+            hangs++;
+            /* Each captured stack stands for the time since the one before
+             * (or the stretch's start); the last one also for the rest. */
+            int64_t from = st->start_us;
+            for (size_t c = 0; !oom && c < st->capture_count; c++) {
+                const capture *cp = &st->captures[c];
+                int64_t to = c + 1 < st->capture_count ? cp->at_us : st->end_us;
+                uint64_t weight = to > from ? (uint64_t)to - (uint64_t)from : 0;
+                from = to;
+                if (add_sample(&captured, sampled_stack(&ft, cp->s->frames, cp->s->frame_count), weight) != 0)
+                    oom = true;
+                if (!oom && cp->s->point_count > 0) {
+                    uint64_t span;
+                    if (__builtin_mul_overflow(cp->s->sample_count, cp->s->sample_interval_us, &span))
+                        span = UINT64_MAX;
+                    if (add_sample(&points, sampled_stack(&ft, cp->s->point, cp->s->point_count), span) != 0)
+                        oom = true;
+                }
+            }
+        }
+        char *label = thread_label(ht);
+        char *name = NULL;
+        if (!oom && label != NULL && json_array_size(captured.samples) > 0 &&
+            asprintf(&name, "%s: hung stacks", label) >= 0) {
+            json_array_append_new(profiles, sampled_profile(name, &captured));
+            captured.samples = captured.weights = NULL;
+        }
+        free(name);
+        name = NULL;
+        if (!oom && label != NULL && json_array_size(points.samples) > 0 &&
+            asprintf(&name, "%s: Point Stacks (early sampling)", label) >= 0) {
+            json_array_append_new(profiles, sampled_profile(name, &points));
+            points.samples = points.weights = NULL;
+        }
+        oom |= label == NULL;
+        free(name);
+        free(label);
+        json_decref(captured.samples);
+        json_decref(captured.weights);
+        json_decref(points.samples);
+        json_decref(points.weights);
+    }
+    json_t *root = NULL;
+    if (!oom) {
+        char title[160];
+        snprintf(title, sizeof title, "hangwatch: %zu hang%s from %zu report%s", hangs, hangs == 1 ? "" : "s",
+                 report_count, report_count == 1 ? "" : "s");
+        root = json_object();
+        json_object_set_new(root, "$schema", json_string("https://www.speedscope.app/file-format-schema.json"));
+        json_object_set_new(root, "name", json_string(title));
+        json_object_set_new(root, "exporter", json_string("hangwatch " HW_VERSION_STRING));
+        json_object_set_new(root, "activeProfileIndex", json_integer(0));
+        json_object_set_new(root, "shared", json_pack("{s:O}", "frames", ft.frames));
+        json_object_set_new(root, "profiles", json_incref(profiles));
+    }
+    json_decref(ft.frames);
+    json_decref(ft.index);
+    json_decref(profiles);
+    return root;
+}
+
+/* ---- Chrome's Trace Event Format ------------------------------------------ */
+
+#define NO_TS INT64_MIN /* metadata events have no time */
+
+static json_t *event(const char *ph, const char *name, const char *cat, int64_t pid, int64_t tid, int64_t ts)
+{
+    json_t *e = json_object();
+    json_object_set_new(e, "name", jtext(name));
+    if (cat != NULL)
+        json_object_set_new(e, "cat", json_string(cat));
+    json_object_set_new(e, "ph", json_string(ph));
+    json_object_set_new(e, "pid", jint(pid));
+    json_object_set_new(e, "tid", jint(tid));
+    if (ts != NO_TS)
+        json_object_set_new(e, "ts", jint(ts));
+    return e;
+}
+
+static json_t *reports_of(const stretch *st)
+{
+    json_t *a = json_array();
+    for (size_t c = 0; c < st->capture_count; c++)
+        json_array_append_new(a, jtext(st->captures[c].s->path));
+    return a;
+}
+
+/* One stretch: the hang, its stacks, its Point Stacks. */
+static void stretch_events(json_t *events, const stretch *st, const hung_thread *ht)
+{
+    const hw_hang_summary *f = st->first;
+    char *name = NULL;
+    if (asprintf(&name, "hang in %s", culprit_name(f)) < 0)
+        return;
+    json_t *hang = event("X", name, "hang", ht->pid, ht->tid, st->start_us);
+    free(name);
+    json_object_set_new(hang, "dur", jspan(st->start_us, st->end_us));
+    json_t *args = json_object();
+    json_object_set_new(args, "grouping_key", jtext(f->key));
+    json_object_set_new(args, "hang_type", jtext(f->hang_type));
+    json_object_set_new(args, "busy_when_detected_us", ju64(f->block_us));
+    if (st->ended)
+        json_object_set_new(args, "final_duration_us", ju64(st->final_us));
+    else
+        json_object_set_new(args, "end", json_string("not recorded: the event ends at the last capture"));
+    if (f->hang_end != NULL)
+        json_object_set_new(args, "hang_end", jtext(f->hang_end));
+    if (st->cut_us > 0)
+        json_object_set_new(args, "end_cut_us", ju64(st->cut_us));
+    if (!f->seen_known)
+        json_object_set_new(args, "time", json_string("unknown: the report does not say when it was detected"));
+    json_object_set_new(args, "reports", reports_of(st));
+    json_object_set_new(hang, "args", args);
+    json_array_append_new(events, hang);
+
+    for (size_t c = 0; c < st->capture_count; c++) {
+        const capture *cp = &st->captures[c];
+        int64_t until = c + 1 < st->capture_count ? st->captures[c + 1].at_us : st->end_us;
+        const hw_hang_summary *s = cp->s;
+        if (until > cp->at_us && s->frame_count > 0) {
+            /* the stack as nested slices, outermost first */
+            for (size_t k = s->frame_count; k-- > 0;) {
+                const hw_sframe *fr = &s->frames[k];
+                json_t *e = event("X", fr->name, "stack", ht->pid, ht->tid, cp->at_us);
+                json_object_set_new(e, "dur", jspan(cp->at_us, until));
+                json_t *a = json_object();
+                if (fr->file != NULL)
+                    json_object_set_new(a, "file", jtext(fr->file));
+                if (fr->line > 0)
+                    json_object_set_new(a, "line", jint(fr->line));
+                if (fr->object != NULL)
+                    json_object_set_new(a, "object", jtext(fr->object));
+                json_object_set_new(e, "args", a);
+                json_array_append_new(events, e);
+            }
+        } else {
+            /* nothing after it to span: the capture is an instant */
+            json_t *e = event("i", "stack captured", "stack", ht->pid, ht->tid, cp->at_us);
+            json_object_set_new(e, "s", json_string("t"));
+            json_object_set_new(e, "args", json_pack("{s:o, s:o}", "report", jtext(s->path), "stack",
+                                                     stack_lines(s->frames, s->frame_count, false)));
+            json_array_append_new(events, e);
+        }
+        if (s->point_count > 0) {
+            char title[96];
+            snprintf(title, sizeof title, "Point Stack of %" PRIu64 " samples", s->sample_count);
+            json_t *e = event("i", title, "early_sampling", ht->pid, ht->tid, cp->at_us);
+            json_object_set_new(e, "s", json_string("t"));
+            json_object_set_new(e, "args", json_pack("{s:o, s:o, s:o, s:o}", "sample_count", ju64(s->sample_count),
+                                                     "sample_interval_us", ju64(s->sample_interval_us), "report",
+                                                     jtext(s->path), "stack (repeat counts)",
+                                                     stack_lines(s->point, s->point_count, true)));
+            json_array_append_new(events, e);
+        }
+    }
+}
+
+static json_t *chrome_trace_of(const timeline *t, size_t report_count)
+{
+    json_t *events = json_array();
+    if (events == NULL)
+        return NULL;
+    /* names first: a process's once, each thread's once */
+    for (size_t h = 0; h < t->thread_count; h++) {
+        const hung_thread *ht = &t->threads[h];
+        bool process_named = false;
+        for (size_t k = 0; k < h; k++)
+            process_named |= t->threads[k].pid == ht->pid;
+        if (!process_named) {
+            json_t *e = event("M", "process_name", NULL, ht->pid, ht->tid, NO_TS);
+            json_object_set_new(e, "args", json_pack("{s:o}", "name", jtext(ht->process_name)));
+            json_array_append_new(events, e);
+        }
+        json_t *e = event("M", "thread_name", NULL, ht->pid, ht->tid, NO_TS);
+        json_object_set_new(e, "args", json_pack("{s:o}", "name", jtext(ht->thread_name)));
+        json_array_append_new(events, e);
+    }
+    for (size_t h = 0; h < t->thread_count; h++)
+        for (size_t k = 0; k < t->threads[h].count; k++)
+            stretch_events(events, &t->stretches[t->threads[h].stretches[k]], &t->threads[h]);
+    json_t *root = json_object();
+    json_object_set_new(root, "traceEvents", events);
+    json_object_set_new(root, "displayTimeUnit", json_string("ms"));
+    json_object_set_new(root, "otherData", json_pack("{s:s, s:I}", "exporter", "hangwatch " HW_VERSION_STRING,
+                                                     "reports", (json_int_t)report_count));
+    return root;
+}
+
+json_t *hw_export_build(hw_export_format format, const hw_hang_summary *s, size_t count, size_t report_count)
+{
+    timeline t;
+    if (timeline_of(s, count, &t) != 0)
+        return NULL;
+    json_t *out = format == HW_EXPORT_SPEEDSCOPE ? speedscope_of(&t, report_count) : chrome_trace_of(&t, report_count);
+    timeline_free(&t);
+    return out;
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+typedef enum format { FORMAT_NONE, FORMAT_SPEEDSCOPE, FORMAT_CHROME } format;
+
+/* The value of an option given as "--opt VALUE" or "--opt=VALUE" (long)
+ * or "-o VALUE" (short); NULL, after a message, when it has none. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, bool *bad)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) == 0 && a[n] == '=')
+        return a + n + 1;
+    if (*i + 1 < argc)
+        return argv[++*i];
+    usage_error("option needs a value:", name);
+    *bad = true;
+    return NULL;
+}
+
+static bool is_option(const char *a, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(a, name, n) == 0 && (a[n] == '\0' || (a[n] == '=' && name[1] == '-'));
+}
+
+int hw_export_main(int argc, char **argv)
+{
+    format fmt = FORMAT_NONE;
+    const char *output = NULL;
+    bool options_done = false, bad = false;
+    char **paths = calloc((size_t)argc, sizeof *paths);
+    size_t count = 0;
+    if (paths == NULL)
+        return 1;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *a = argv[i];
+        if (!options_done && strcmp(a, "--") == 0) {
+            options_done = true;
+        } else if (!options_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+            free(paths);
+            fputs(export_help, stdout);
+            return 0;
+        } else if (!options_done && is_option(a, "--format")) {
+            const char *v = option_value(argc, argv, &i, "--format", &bad);
+            if (bad)
+                break;
+            if (fmt != FORMAT_NONE) {
+                bad = true;
+                usage_error("--format is given twice", NULL);
+            } else if (strcmp(v, "speedscope") == 0) {
+                fmt = FORMAT_SPEEDSCOPE;
+            } else if (strcmp(v, "chrome-trace") == 0) {
+                fmt = FORMAT_CHROME;
+            } else {
+                bad = true;
+                usage_error("unknown --format (use speedscope or chrome-trace):", v);
+            }
+        } else if (!options_done && (is_option(a, "-o") || is_option(a, "--output"))) {
+            const char *v = option_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output", &bad);
+            if (bad)
+                break;
+            if (output != NULL) {
+                bad = true;
+                usage_error("-o is given twice", NULL);
+            } else if (v[0] == '\0') {
+                bad = true;
+                usage_error("-o needs a file name (or - for standard output)", NULL);
+            } else {
+                output = v;
+            }
+        } else if (!options_done && a[0] == '-' && a[1] != '\0') {
+            bad = true;
+            usage_error("unknown option for export:", a);
+        } else {
+            paths[count++] = argv[i];
+        }
+    }
+    if (!bad && fmt == FORMAT_NONE) {
+        bad = true;
+        usage_error("export needs --format speedscope or --format chrome-trace", NULL);
+    } else if (!bad && output == NULL) {
+        bad = true;
+        usage_error("export needs -o FILE (or -o - for standard output)", NULL);
+    } else if (!bad && count == 0) {
+        bad = true;
+        usage_error("export needs reports or directories: hangwatch export --format FORMAT -o FILE "
+                    "REPORT.json|DIR...",
+                    NULL);
+    }
+    bool to_stdout = output != NULL && strcmp(output, "-") == 0;
+    if (!bad && !to_stdout && hw_json_file_check(output, "the export") != 0) {
+        free(paths);
+        return 2;
+    }
+    if (bad) {
+        free(paths);
+        return 2;
+    }
+
+    hw_hang_summary *s = NULL;
+    size_t n = 0;
+    hw_report_walk_counts counts;
+    int rc = hw_collect_summaries(paths, count, &s, &n, &counts);
+    free(paths);
+    if (rc != 0)
+        return 1;
+    if (counts.reports == 0) {
+        fputs("hangwatch: no report could be read: nothing exported\n", stderr);
+        hw_free_summaries(s, n);
+        return 1;
+    }
+    size_t not_hangs = 0;
+    for (size_t i = 0; i < n; i++)
+        not_hangs += !s[i].is_hang;
+    if (not_hangs == n) {
+        fputs("hangwatch: the reports hold no hang (only stutter or snapshots): nothing exported\n", stderr);
+        hw_free_summaries(s, n);
+        return 1;
+    }
+    if (not_hangs > 0)
+        fprintf(stderr, "hangwatch: %zu stutter or snapshot report%s left out: not hangs\n", not_hangs,
+                not_hangs == 1 ? "" : "s");
+    json_t *out = hw_export_build(fmt == FORMAT_SPEEDSCOPE ? HW_EXPORT_SPEEDSCOPE : HW_EXPORT_CHROME_TRACE, s, n,
+                                  counts.reports);
+    if (out == NULL) {
+        fputs("hangwatch: out of memory while exporting\n", stderr);
+        rc = 1;
+    } else if (to_stdout) {
+        if (json_dumpf(out, stdout, JSON_COMPACT) != 0 || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
+            fputs("hangwatch: cannot write the export to standard output\n", stderr);
+            rc = 1;
+        }
+    } else {
+        int w = hw_json_file_write(output, "the export", out, JSON_COMPACT);
+        if (w != 0 && w != -ELOOP) {
+            hw_say_about(output);
+            fprintf(stderr, "cannot write the export: %s\n", strerror(-w));
+        }
+        rc = w != 0;
+    }
+    json_decref(out);
+    hw_free_summaries(s, n);
+    return rc;
+}

@@ -1,0 +1,314 @@
+/*
+ * hang_summary.c - a report reduced to what stats and export use
+ * (hang_summary.h): copied out of the JSON so that the report can be freed,
+ * every field checked for its type and range first.  Also the choice of a
+ * hang's culprit frame and the linking of a stretch's reports.
+ */
+#include "hang_summary.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_read.h"
+
+/* A non-negative integer field, or false. */
+static bool uint_at(json_t *obj, const char *key, uint64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return false;
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
+/* A copy of the string at `key`, or of `fallback` (which may be NULL).
+ * *oom is set when a copy could not be made. */
+static char *dup_at(json_t *obj, const char *key, const char *fallback, bool *oom)
+{
+    const char *s = hw_str_at(obj, key, fallback);
+    if (s == NULL)
+        return NULL;
+    char *copy = strdup(s);
+    if (copy == NULL)
+        *oom = true;
+    return copy;
+}
+
+static const char *language_of(json_t *frame)
+{
+    const char *language = hw_str_at(frame, "language", "native");
+    if (strcmp(language, "python") == 0)
+        return "python";
+    if (strcmp(language, "javascript") == 0)
+        return "javascript";
+    return "native";
+}
+
+static void frame_clear(hw_sframe *f)
+{
+    free(f->name);
+    free(f->file);
+    free(f->object);
+    memset(f, 0, sizeof *f);
+}
+
+/* One frame of a report, as a summary keeps it.  0, or -1 (out of memory). */
+static int frame_of(json_t *frame, hw_sframe *out)
+{
+    bool oom = false;
+    memset(out, 0, sizeof *out);
+    out->language = language_of(frame);
+    const char *symbol = hw_str_at(frame, "symbol_name", NULL);
+    const char *object = hw_str_at(frame, "object_name", NULL);
+    uint64_t offset;
+    if (symbol != NULL && symbol[0] != '\0') {
+        out->name = strdup(symbol);
+        out->named = true;
+    } else if (object != NULL && uint_at(frame, "object_offset", &offset)) {
+        if (asprintf(&out->name, "%s+0x%" PRIx64, object, offset) < 0)
+            out->name = NULL;
+    } else if (object != NULL) {
+        if (asprintf(&out->name, "%s+?", object) < 0)
+            out->name = NULL;
+    } else {
+        out->name = strdup("??");
+    }
+    oom = out->name == NULL;
+    out->file = dup_at(frame, "source_file", NULL, &oom);
+    json_int_t line = hw_int_at(frame, "source_line", 0);
+    out->line = line > 0 ? line : 0;
+    out->object = dup_at(frame, "object_name", NULL, &oom);
+    json_int_t repeat = hw_int_at(frame, "repeat_count", 0);
+    out->repeat_count = repeat > 0 ? repeat : 0;
+    if (oom) {
+        frame_clear(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* The frames of a backtrace object's "contents", at most
+ * HW_SUMMARY_MAX_FRAMES.  0, or -1 (out of memory). */
+static int frames_of(json_t *backtrace, hw_sframe **frames, size_t *count)
+{
+    json_t *contents = json_object_get(backtrace, "contents");
+    size_t n = json_array_size(contents);
+    if (n > HW_SUMMARY_MAX_FRAMES)
+        n = HW_SUMMARY_MAX_FRAMES;
+    *frames = NULL;
+    *count = 0;
+    if (n == 0)
+        return 0;
+    hw_sframe *f = calloc(n, sizeof *f);
+    if (f == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (frame_of(json_array_get(contents, i), &f[i]) != 0) {
+            for (size_t k = 0; k < i; k++)
+                frame_clear(&f[k]);
+            free(f);
+            return -1;
+        }
+    }
+    *frames = f;
+    *count = n;
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *executable, const char *process_name)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(frames[i].language, "native") != 0)
+            return i;
+    if (executable != NULL && executable[0] != '\0') {
+        const char *exe = base_name(executable);
+        for (size_t i = 0; i < count; i++)
+            if (frames[i].object != NULL && strcmp(frames[i].object, exe) == 0)
+                return i;
+    }
+    if (process_name != NULL && process_name[0] != '\0' && strcmp(process_name, "?") != 0) {
+        size_t len = strlen(process_name);
+        for (size_t i = 0; i < count; i++)
+            if (frames[i].object != NULL && strncmp(frames[i].object, process_name, len) == 0)
+                return i;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (frames[i].named)
+            return i;
+    return HW_NO_FRAME;
+}
+
+int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    out->culprit = HW_NO_FRAME;
+    out->pid = out->tid = -1;
+    json_t *report = json_object_get(root, "report");
+    json_t *apm = json_object_get(root, "hangwatch");
+    json_t *threads = json_object_get(json_object_get(root, "crash"), "threads");
+    bool oom = false;
+
+    out->path = strdup(path);
+    oom |= out->path == NULL;
+    const char *key = hw_str_at(apm, "grouping_key", "?");
+    out->key = strdup(key[0] != '\0' ? key : "?");
+    oom |= out->key == NULL;
+    out->hang_type = dup_at(apm, "hang_type", "hang", &oom);
+    out->is_hang = out->hang_type != NULL &&
+                   (strcmp(out->hang_type, "hang") == 0 || strcmp(out->hang_type, "launch_hang") == 0);
+    out->process_name = dup_at(report, "process_name", "?", &oom);
+    json_int_t pid = hw_int_at(report, "pid", -1);
+    out->pid = pid > 0 ? pid : -1;
+    (void)uint_at(apm, "stretch_report_index", &out->stretch_index);
+
+    uint64_t ms;
+    if (uint_at(apm, "detected_at_unix_ms", &ms) && ms <= (uint64_t)INT64_MAX) {
+        out->seen_known = true;
+        out->seen_ms = (int64_t)ms;
+    } else if (uint_at(report, "timestamp", &ms) && ms <= (uint64_t)(INT64_MAX / 1000)) {
+        out->seen_known = true;
+        out->seen_ms = (int64_t)ms * 1000;
+    }
+    (void)uint_at(apm, "block_duration_us", &out->block_us);
+    out->final_known = uint_at(apm, "final_duration_us", &out->final_us);
+    out->hang_end = dup_at(apm, "hang_end", NULL, &oom);
+
+    /* The hung thread: crash.threads[hung_thread.report_array_index]. */
+    json_t *hung = json_object_get(apm, "hung_thread");
+    json_int_t index = hw_int_at(hung, "report_array_index", -1);
+    json_t *thread = index >= 0 ? json_array_get(threads, (size_t)index) : NULL;
+    json_int_t tid = hw_int_at(hung, "thread_identifier", hw_int_at(thread, "thread_identifier", -1));
+    out->tid = tid > 0 ? tid : -1;
+    out->thread_name = dup_at(thread, "name", "?", &oom);
+    if (!oom && json_is_object(thread) &&
+        frames_of(json_object_get(thread, "backtrace"), &out->frames, &out->frame_count) != 0)
+        oom = true;
+    if (!oom)
+        out->culprit = hw_culprit_frame(out->frames, out->frame_count, hw_str_at(apm, "executable", NULL),
+                                        out->process_name);
+
+    json_t *main_thread = json_object_get(json_object_get(apm, "collection"), "main_thread");
+    if (!oom && frames_of(json_object_get(main_thread, "backtrace"), &out->point, &out->point_count) != 0)
+        oom = true;
+    (void)uint_at(main_thread, "sample_count", &out->sample_count);
+    (void)uint_at(main_thread, "sample_interval_us", &out->sample_interval_us);
+
+    if (oom) {
+        hw_hang_summary_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void hw_hang_summary_free(hw_hang_summary *s)
+{
+    free(s->path);
+    free(s->key);
+    free(s->hang_type);
+    free(s->process_name);
+    free(s->thread_name);
+    free(s->hang_end);
+    for (size_t i = 0; i < s->frame_count; i++)
+        frame_clear(&s->frames[i]);
+    free(s->frames);
+    for (size_t i = 0; i < s->point_count; i++)
+        frame_clear(&s->point[i]);
+    free(s->point);
+    memset(s, 0, sizeof *s);
+    s->culprit = HW_NO_FRAME;
+}
+
+uint64_t hw_hang_duration_us(const hw_hang_summary *s)
+{
+    return s->final_known ? s->final_us : s->block_us;
+}
+
+bool hw_stretch_start_us(const hw_hang_summary *s, int64_t *start_us)
+{
+    int64_t detected_us;
+    if (!s->seen_known || __builtin_mul_overflow(s->seen_ms, (int64_t)1000, &detected_us))
+        return false;
+    if (s->block_us > (uint64_t)INT64_MAX)
+        return false;
+    return !__builtin_sub_overflow(detected_us, (int64_t)s->block_us, start_us);
+}
+
+/* ---- stretches ------------------------------------------------------------ */
+
+typedef struct linked {
+    size_t index;
+    int64_t start_us;
+    const hw_hang_summary *s;
+} linked;
+
+static int cmp_i64(int64_t a, int64_t b)
+{
+    return a < b ? -1 : a > b;
+}
+
+static int by_thread_then_start(const void *pa, const void *pb)
+{
+    const linked *a = pa, *b = pb;
+    int c = cmp_i64(a->s->pid, b->s->pid);
+    if (c == 0)
+        c = cmp_i64(a->s->tid, b->s->tid);
+    if (c == 0)
+        c = cmp_i64(a->start_us, b->start_us);
+    return c != 0 ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+static int by_stretch_index(const void *pa, const void *pb)
+{
+    const linked *a = pa, *b = pb;
+    if (a->s->stretch_index != b->s->stretch_index)
+        return a->s->stretch_index < b->s->stretch_index ? -1 : 1;
+    int c = cmp_i64(a->start_us, b->start_us);
+    return c != 0 ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+int hw_link_stretches(const hw_hang_summary *s, size_t count, size_t *stretch)
+{
+    linked *l = count ? calloc(count, sizeof *l) : NULL;
+    if (count && l == NULL)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        stretch[i] = i;
+        int64_t start;
+        /* A report that does not say when it was seen, or of what thread,
+         * is a stretch of its own. */
+        if (s[i].pid > 0 && s[i].tid > 0 && hw_stretch_start_us(&s[i], &start))
+            l[n++] = (linked){i, start, &s[i]};
+    }
+    if (n > 1)
+        qsort(l, n, sizeof *l, by_thread_then_start);
+    /* Clusters: the same thread, each start within the slack of the one
+     * before.  In stretch-index order, a 0 opens a stretch and the later
+     * reports join the last one opened (or open one, when their first
+     * report is missing). */
+    for (size_t first = 0; first < n;) {
+        size_t end = first + 1;
+        while (end < n && l[end].s->pid == l[first].s->pid && l[end].s->tid == l[first].s->tid &&
+               /* sorted: the difference is >= 0 and exact in unsigned arithmetic */
+               (uint64_t)l[end].start_us - (uint64_t)l[end - 1].start_us <= HW_STRETCH_SLACK_US)
+            end++;
+        qsort(&l[first], end - first, sizeof *l, by_stretch_index);
+        size_t head = l[first].index;
+        for (size_t k = first; k < end; k++) {
+            if (l[k].s->stretch_index == 0 || k == first)
+                head = l[k].index;
+            stretch[l[k].index] = head;
+        }
+        first = end;
+    }
+    free(l);
+    return 0;
+}

@@ -1,0 +1,98 @@
+/*
+ * hang_summary.h - what `hangwatch stats` and `export` take from a report:
+ * the hang's grouping key, times and durations, the hung thread's stack and
+ * its culprit frame, and the Point Stack of early sampling.  A summary owns
+ * copies of everything, so the report's JSON can be freed at once (a
+ * directory may hold thousands of reports).  Every field of the report may
+ * be missing or of the wrong type (report_read.h): a summary then says
+ * "unknown" rather than guessing.
+ */
+#ifndef HANGWATCH_HANG_SUMMARY_H
+#define HANGWATCH_HANG_SUMMARY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* At most this many frames are kept of a stack; deeper ones are dropped. */
+#define HW_SUMMARY_MAX_FRAMES 1024
+
+typedef struct hw_sframe {
+    char *name;           /* the function, or "OBJECT+0xOFFSET", or "??": never NULL */
+    bool named;           /* name is the function's */
+    char *file;           /* source file, or NULL */
+    int64_t line;         /* source line, 0 when unknown */
+    char *object;         /* the ELF image's name, or NULL */
+    const char *language; /* "native", "python" or "javascript" (static strings) */
+    int64_t repeat_count; /* Point Stack frames: occurrences over the ring; else 0 */
+} hw_sframe;
+
+#define HW_NO_FRAME ((size_t)-1)
+
+typedef struct hw_hang_summary {
+    char *path;         /* the report file */
+    char *key;          /* hangwatch.grouping_key, "?" when absent */
+    char *hang_type;    /* "hang", "launch_hang", "stutter", "snapshot", ... */
+    bool is_hang;       /* "hang" or "launch_hang": what stats counts */
+    char *process_name; /* "?" when absent */
+    int64_t pid, tid;   /* the process and the hung thread, -1 when unknown */
+    char *thread_name;  /* the hung thread's name, "?" when absent */
+    uint64_t stretch_index; /* hangwatch.stretch_report_index (0: the stretch's first report) */
+    bool seen_known;
+    int64_t seen_ms;    /* detection, Unix ms (detected_at_unix_ms, else report.timestamp) */
+    uint64_t block_us;  /* busy when detected */
+    bool final_known;
+    uint64_t final_us;  /* the whole stretch, once it ended */
+    char *hang_end;     /* how it ended, or NULL */
+    hw_sframe *frames;  /* the hung thread's stack, innermost first */
+    size_t frame_count;
+    size_t culprit;     /* index into frames, or HW_NO_FRAME */
+    hw_sframe *point;   /* the Point Stack (early sampling), innermost first */
+    size_t point_count;
+    uint64_t sample_count, sample_interval_us;
+} hw_hang_summary;
+
+/*
+ * Summarize a report already checked for its shape (hw_report_check_shape).
+ * 0, or -1 when out of memory (then *out holds nothing to free).
+ */
+int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out);
+void hw_hang_summary_free(hw_hang_summary *s);
+
+/* The hang's duration: its final duration when known, else the time it had
+ * been busy when detected (a lower bound). */
+uint64_t hw_hang_duration_us(const hw_hang_summary *s);
+
+/*
+ * The culprit among `frames` (innermost first): the user's own code.  The
+ * innermost Python or JavaScript frame when there is one (the interpreter's
+ * native frames are not the user's); else the innermost frame in the
+ * program's own executable (`executable`, a path or base name, may be
+ * NULL), which is where the grouping key starts; else the innermost frame
+ * of an object whose name begins with `process_name` (a process's name is
+ * its executable's, cut to 15 characters); else the innermost frame with a
+ * function name; else HW_NO_FRAME.
+ */
+size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *executable, const char *process_name);
+
+/*
+ * Reports of one busy stretch: a stretch whose stack moved while it stayed
+ * hung has a report for each stack (annealing: stretch_report_index 0, 1,
+ * 2 ...), all of the same process and thread, whose stretch began at the
+ * same moment (detection time less busy time, to within
+ * HW_STRETCH_SLACK_US: the two clocks it is measured with differ by a
+ * millisecond or so).  hw_link_stretches gives each summary its stretch:
+ * stretch[i] is the index in `s` of the report that opens summary i's
+ * stretch (its earliest report among `s`: itself for a stretch's first
+ * report, and for a later one whose earlier reports are not among `s`).
+ * 0, or -1 when out of memory.
+ */
+#define HW_STRETCH_SLACK_US 50000
+int hw_link_stretches(const hw_hang_summary *s, size_t count, size_t *stretch);
+
+/* The moment a stretch began, in Unix microseconds: detection less busy
+ * time.  false when the report does not say when it was detected. */
+bool hw_stretch_start_us(const hw_hang_summary *s, int64_t *start_us);
+
+#endif

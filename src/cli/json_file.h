@@ -1,0 +1,24 @@
+/*
+ * json_file.h - writing a JSON file for the user (`stack --json`,
+ * `export -o`): never through a symbolic link, never over something that
+ * is not a regular file, atomically (a reader sees the old file or the
+ * whole new one) and private (mode 0600: stacks name a program's files and
+ * functions, as reports do).
+ */
+#ifndef HANGWATCH_JSON_FILE_H
+#define HANGWATCH_JSON_FILE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* May `path` be written?  Not a symlink, not a directory or other special
+ * file.  0, or 2 after saying why ("cannot write WHAT to 'PATH': ..."). */
+int hw_json_file_check(const char *path, const char *what);
+
+/* Write `json` (json_dumps `flags`, and a final newline) to `path`: a
+ * temporary file next to it, mode 0600, then rename, which replaces a name
+ * and never follows a symlink put there since the check.  0, or -errno
+ * (-ELOOP after hw_json_file_check said why). */
+int hw_json_file_write(const char *path, const char *what, json_t *json, size_t flags);
+
+#endif

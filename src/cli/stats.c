@@ -1,0 +1,338 @@
+/*
+ * stats.c - `hangwatch stats [--json] REPORT.json|DIR...`: the reports of
+ * many runs or machines, grouped by grouping key (hang_stats.h) and printed
+ * as a table sorted by total hang time, or as JSON for tools.  The first
+ * thing to run on a directory of reports: which hangs cost the most time,
+ * how often each happened, since when, where (the culprit frame).
+ *
+ * Reports are read one at a time and reduced to summaries at once
+ * (hang_summary.h).  A file that cannot be read, is not JSON or is not a
+ * report is named on stderr and the others are still read; the exit status
+ * is 1 only when no report at all could be read.
+ */
+#include "stats.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hang_stats.h"
+#include "hang_summary.h"
+#include "report_read.h"
+#include "text_escape.h"
+
+static const char stats_help[] =
+    "usage: hangwatch stats [--json] REPORT.json|DIR...\n"
+    "\n"
+    "Groups the hangs of the reports given, and of the *.json files found in\n"
+    "the directories given (and their subdirectories), by grouping key: the\n"
+    "same hang site has the same key in every run, on every machine and in\n"
+    "every build of the program.  For each group: how many hangs, their\n"
+    "total, median and worst duration (the final duration where the report\n"
+    "has it, else the time until detection), when it was first and last\n"
+    "seen (UTC), the processes, and the culprit: the innermost Python or\n"
+    "JavaScript frame, else the innermost frame of the program's own code.\n"
+    "Groups are sorted by total hang time, the largest first.  A hang whose\n"
+    "stack moved while it lasted (several reports) counts once, in the\n"
+    "group where it began; stutter and snapshot reports are not hangs.\n"
+    "\n"
+    "  --json   print the groups as JSON instead of a table\n"
+    "\n"
+    "A file that cannot be read or is not a report is named on stderr and\n"
+    "skipped.  The exit status is 0 when at least one report was read, 1\n"
+    "when none could be, 2 for a usage error.\n";
+
+static int usage_error(const char *message, const char *arg)
+{
+    fputs("hangwatch: ", stderr);
+    fputs(message, stderr);
+    if (arg != NULL) {
+        fputs(" '", stderr);
+        hw_put_text(stderr, arg);
+        fputc('\'', stderr);
+    }
+    fputs("\nTry 'hangwatch stats --help'.\n", stderr);
+    return 2;
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+typedef struct collected {
+    hw_hang_summary *s;
+    size_t count, cap;
+    bool oom;
+} collected;
+
+static void collect(const char *path, json_t *root, void *ctx)
+{
+    collected *c = ctx;
+    if (!c->oom && c->count == c->cap) {
+        size_t bigger = c->cap ? c->cap * 2 : 64;
+        hw_hang_summary *grown = realloc(c->s, bigger * sizeof *grown);
+        if (grown == NULL)
+            c->oom = true;
+        else {
+            c->s = grown;
+            c->cap = bigger;
+        }
+    }
+    if (!c->oom && hw_hang_summary_of(root, path, &c->s[c->count]) != 0)
+        c->oom = true;
+    if (!c->oom)
+        c->count++;
+    json_decref(root);
+}
+
+int hw_collect_summaries(char *const *paths, size_t count, hw_hang_summary **out, size_t *out_count,
+                         hw_report_walk_counts *counts)
+{
+    collected c = {0};
+    memset(counts, 0, sizeof *counts);
+    hw_report_walk(paths, count, collect, &c, counts);
+    if (c.oom) {
+        for (size_t i = 0; i < c.count; i++)
+            hw_hang_summary_free(&c.s[i]);
+        free(c.s);
+        fputs("hangwatch: out of memory while reading the reports\n", stderr);
+        return -1;
+    }
+    *out = c.s;
+    *out_count = c.count;
+    return 0;
+}
+
+void hw_free_summaries(hw_hang_summary *s, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        hw_hang_summary_free(&s[i]);
+    free(s);
+}
+
+/* ---- printing ------------------------------------------------------------- */
+
+/* "2026-11-29 18:01:02" (UTC), or "?" */
+static const char *utc_time(bool known, int64_t ms, char *buf, size_t len, bool iso)
+{
+    struct tm tm;
+    time_t t = (time_t)(ms / 1000);
+    if (!known || ms < 0 || gmtime_r(&t, &tm) == NULL ||
+        strftime(buf, len, iso ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d %H:%M:%S", &tm) == 0)
+        snprintf(buf, len, "?");
+    return buf;
+}
+
+static const char *seconds(uint64_t us, char *buf, size_t len)
+{
+    snprintf(buf, len, "%" PRIu64 ".%03" PRIu64 "s", us / 1000000, us % 1000000 / 1000);
+    return buf;
+}
+
+/* A frame for people: "py handle (app.py:5)", "flush_cache at cache.c:88 (my-server)". */
+static void put_frame(FILE *out, const hw_sframe *f)
+{
+    bool py = strcmp(f->language, "python") == 0, js = strcmp(f->language, "javascript") == 0;
+    if (py || js)
+        fputs(py ? "py " : "js ", out);
+    hw_put_text(out, f->name);
+    if (f->file != NULL) {
+        fputs(" at ", out);
+        hw_put_text(out, f->file);
+        if (f->line > 0)
+            fprintf(out, ":%" PRId64, f->line);
+    }
+    if (!py && !js && f->object != NULL) {
+        fputs(" (", out);
+        hw_put_text(out, f->object);
+        fputc(')', out);
+    }
+}
+
+/* "a, b, c +2 more", escaped */
+static void put_processes(FILE *out, const hw_stats_group *g)
+{
+    size_t shown = g->process_count < 3 ? g->process_count : 3;
+    for (size_t i = 0; i < shown; i++) {
+        if (i > 0)
+            fputs(", ", out);
+        hw_put_text(out, g->processes[i]);
+    }
+    if (g->process_count > shown)
+        fprintf(out, " +%zu more", g->process_count - shown);
+}
+
+void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *counts, FILE *out)
+{
+    fprintf(out, "%zu hang%s in %zu group%s, from %zu report%s", st->hangs, st->hangs == 1 ? "" : "s",
+            st->group_count, st->group_count == 1 ? "" : "s", counts->reports, counts->reports == 1 ? "" : "s");
+    if (st->not_hangs > 0)
+        fprintf(out, " (%zu stutter or snapshot report%s set aside)", st->not_hangs, st->not_hangs == 1 ? "" : "s");
+    if (counts->failed > 0)
+        fprintf(out, "; %zu file%s or path%s could not be read (named above)", counts->failed,
+                counts->failed == 1 ? "" : "s", counts->failed == 1 ? "" : "s");
+    fputc('\n', out);
+    if (st->group_count == 0)
+        return;
+    fprintf(out, "\n%-16s %6s %11s %11s %11s  %-19s  %-19s  %s\n", "GROUP", "COUNT", "TOTAL", "MEDIAN", "WORST",
+            "FIRST SEEN (UTC)", "LAST SEEN (UTC)", "PROCESSES");
+    for (size_t i = 0; i < st->group_count; i++) {
+        const hw_stats_group *g = &st->groups[i];
+        char total[32], median[32], worst[32], first[32], last[32];
+        char key[4 * 16 + 1];
+        /* the key is 16 hex digits in every report hangwatch writes */
+        hw_escape_bytes(g->key, strlen(g->key) < 16 ? strlen(g->key) : 16, key, sizeof key);
+        fprintf(out, "%-16s%s %6zu %11s %11s %11s  %-19s  %-19s  ", key, strlen(g->key) > 16 ? "~" : "", g->hangs,
+                seconds(g->total_us, total, sizeof total), seconds(g->median_us, median, sizeof median),
+                seconds(g->worst_us, worst, sizeof worst), utc_time(g->seen_known, g->first_seen_ms, first, sizeof first, false),
+                utc_time(g->seen_known, g->last_seen_ms, last, sizeof last, false));
+        put_processes(out, g);
+        fputs("\n    culprit: ", out);
+        if (g->has_culprit)
+            put_frame(out, &g->culprit);
+        else
+            fputs("unknown (no frame of the hung thread names a function)", out);
+        fputc('\n', out);
+        if (g->open_hangs > 0)
+            fprintf(out, "    %zu of these hangs never had their end recorded: their time until detection is "
+                         "counted\n",
+                    g->open_hangs);
+        if (g->moved_here > 0)
+            fprintf(out, "    and %zu later report%s of hangs counted where they began (the stack moved here "
+                         "while they lasted)\n",
+                    g->moved_here, g->moved_here == 1 ? "" : "s");
+    }
+}
+
+/* A JSON string of text from a report: as it is (valid UTF-8, as jansson
+ * read it), else escaped. */
+static json_t *jtext(const char *s)
+{
+    json_t *v = json_string(s);
+    if (v == NULL) {
+        size_t len = strlen(s);
+        char *escaped = malloc(4 * len + 1);
+        if (escaped != NULL)
+            v = json_string(hw_escape_bytes(s, len, escaped, 4 * len + 1));
+        free(escaped);
+    }
+    return v;
+}
+
+static json_t *ju64(uint64_t v)
+{
+    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+json_t *hw_frame_json(const hw_sframe *f)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "function", jtext(f->name));
+    if (f->file != NULL)
+        json_object_set_new(o, "file", jtext(f->file));
+    if (f->line > 0)
+        json_object_set_new(o, "line", json_integer(f->line));
+    if (f->object != NULL)
+        json_object_set_new(o, "object", jtext(f->object));
+    json_object_set_new(o, "language", json_string(f->language));
+    return o;
+}
+
+json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts)
+{
+    json_t *groups = json_array();
+    for (size_t i = 0; i < st->group_count; i++) {
+        const hw_stats_group *g = &st->groups[i];
+        json_t *processes = json_array();
+        for (size_t k = 0; k < g->process_count; k++)
+            json_array_append_new(processes, jtext(g->processes[k]));
+        json_t *o = json_object();
+        json_object_set_new(o, "grouping_key", jtext(g->key));
+        json_object_set_new(o, "count", ju64(g->hangs));
+        json_object_set_new(o, "total_us", ju64(g->total_us));
+        json_object_set_new(o, "median_us", ju64(g->median_us));
+        json_object_set_new(o, "worst_us", ju64(g->worst_us));
+        json_object_set_new(o, "open_hangs", ju64(g->open_hangs));
+        json_object_set_new(o, "moved_here", ju64(g->moved_here));
+        json_object_set_new(o, "reports", ju64(g->reports));
+        if (g->seen_known) {
+            char first[32], last[32];
+            json_object_set_new(o, "first_seen_unix_ms", json_integer(g->first_seen_ms));
+            json_object_set_new(o, "last_seen_unix_ms", json_integer(g->last_seen_ms));
+            json_object_set_new(o, "first_seen", json_string(utc_time(true, g->first_seen_ms, first, sizeof first, true)));
+            json_object_set_new(o, "last_seen", json_string(utc_time(true, g->last_seen_ms, last, sizeof last, true)));
+        }
+        json_object_set_new(o, "processes", processes);
+        json_object_set_new(o, "culprit", g->has_culprit ? hw_frame_json(&g->culprit) : json_null());
+        json_array_append_new(groups, o);
+    }
+    json_t *root = json_object();
+    json_object_set_new(root, "reports", ju64(counts->reports));
+    json_object_set_new(root, "unreadable", ju64(counts->failed));
+    json_object_set_new(root, "hangs", ju64(st->hangs));
+    json_object_set_new(root, "not_hangs", ju64(st->not_hangs));
+    json_object_set_new(root, "groups", groups);
+    return root;
+}
+
+int hw_stats_main(int argc, char **argv)
+{
+    bool as_json = false, options_done = false;
+    char **paths = calloc((size_t)argc, sizeof *paths);
+    size_t count = 0;
+    if (paths == NULL)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options_done && strcmp(a, "--") == 0) {
+            options_done = true;
+        } else if (!options_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+            free(paths);
+            fputs(stats_help, stdout);
+            return 0;
+        } else if (!options_done && strcmp(a, "--json") == 0) {
+            as_json = true;
+        } else if (!options_done && a[0] == '-' && a[1] != '\0') {
+            free(paths);
+            return usage_error("unknown option for stats:", a);
+        } else {
+            paths[count++] = argv[i];
+        }
+    }
+    if (count == 0) {
+        free(paths);
+        return usage_error("stats needs reports or directories: hangwatch stats [--json] REPORT.json|DIR...", NULL);
+    }
+    hw_hang_summary *s = NULL;
+    size_t n = 0;
+    hw_report_walk_counts counts;
+    int rc = hw_collect_summaries(paths, count, &s, &n, &counts);
+    free(paths);
+    if (rc != 0)
+        return 1;
+    if (counts.reports == 0) {
+        fputs("hangwatch: no report could be read\n", stderr);
+        hw_free_summaries(s, n);
+        return 1;
+    }
+    hw_stats st;
+    hw_stats_init(&st);
+    if (hw_stats_build(&st, s, n) != 0) {
+        fputs("hangwatch: out of memory while grouping the reports\n", stderr);
+        rc = 1;
+    } else if (as_json) {
+        json_t *root = hw_stats_to_json(&st, &counts);
+        if (root == NULL || json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
+            fputs("hangwatch: out of memory while printing the groups\n", stderr);
+            rc = 1;
+        }
+        fputc('\n', stdout);
+        json_decref(root);
+    } else {
+        hw_stats_print_table(&st, &counts, stdout);
+    }
+    hw_stats_free(&st);
+    hw_free_summaries(s, n);
+    return rc;
+}
