@@ -18,7 +18,12 @@
  * sees the stretch end):
  *
  *   observer active|inert
- *   spin SPIN_NS gaps COUNT GAP_TOTAL_NS LONGEST_NS
+ *   spin SPIN_NS gaps COUNT GAP_TOTAL_NS LONGEST_NS short COUNT SHORT_TOTAL_NS
+ *
+ * Short gaps (under 1 ms) are interrupts, kernel samples, ptrace stops and
+ * brief wake-ups of other threads (the agent's); longer ones are mostly
+ * scheduler slices given to other programs, which on a shared machine
+ * swamp everything else, so the driver shows both.
  */
 #include <poll.h>
 #include <stdint.h>
@@ -31,6 +36,7 @@
 #include "observer_active.h"
 
 #define GAP_NS 1000ull
+#define SHORT_GAP_NS 1000000ull /* below: interrupts, samples, stops; above: scheduler slices */
 
 static uint64_t now_ns(void)
 {
@@ -41,6 +47,7 @@ static uint64_t now_ns(void)
 
 typedef struct gaps {
     uint64_t count, total_ns, longest_ns, spin_ns;
+    uint64_t short_count, short_ns; /* gaps under SHORT_GAP_NS */
 } gaps;
 
 __attribute__((noinline)) static void spin_and_note_gaps(uint64_t spin_ns, gaps *g)
@@ -54,6 +61,10 @@ __attribute__((noinline)) static void spin_and_note_gaps(uint64_t spin_ns, gaps 
             g->total_ns += d;
             if (d > g->longest_ns)
                 g->longest_ns = d;
+            if (d < SHORT_GAP_NS) {
+                g->short_count++;
+                g->short_ns += d;
+            }
         }
         prev = t;
         if (t >= end)
@@ -87,7 +98,8 @@ int main(int argc, char **argv)
             spin_and_note_gaps(spin_ns, &g);
     }
     printf("observer %s\n", observer_active() ? "active" : "inert");
-    printf("spin %llu gaps %llu %llu %llu\n", (unsigned long long)g.spin_ns, (unsigned long long)g.count,
-           (unsigned long long)g.total_ns, (unsigned long long)g.longest_ns);
+    printf("spin %llu gaps %llu %llu %llu short %llu %llu\n", (unsigned long long)g.spin_ns,
+           (unsigned long long)g.count, (unsigned long long)g.total_ns, (unsigned long long)g.longest_ns,
+           (unsigned long long)g.short_count, (unsigned long long)g.short_ns);
     return 0;
 }
