@@ -227,6 +227,7 @@ static void watch(agent *a)
             break;
         drop_faulted_pages(a);
 
+        clock_source_refresh(a); /* before the stamps are read */
         for (size_t i = 0; i < a->watched_count && !a->child_done; i++) {
             uint64_t t = hw_monotonic_ns(); /* checks take time: each its own now */
             if (a->watched[i].next_wake_ns <= t)
@@ -257,6 +258,11 @@ int hw_agent_run(const hw_agent_options *opts)
     }
     a->opts = opts;
     a->signal_fd = a->registration_fd = a->target_pidfd = a->events_fd = -1;
+    /* The observers' clock, for a program we start (the C library's and the
+     * kernel observer's pages say their own), before any thread or child
+     * can inherit the affinity this pins for a moment. */
+    if (opts->attach_pid <= 0 && opts->watch_pid_count == 0)
+        clock_source_init(a);
     /* Signals first: the report worker inherits the blocked set. */
     int rc = launch_open_signal_fd(a);
     if (rc == 0)

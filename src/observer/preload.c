@@ -13,8 +13,9 @@
  * busy only between calls and never hung.  A wait nested in a callback is
  * work (wait_point.h).
  *
- * The hot path is a few plain stores plus one vDSO read of
- * CLOCK_MONOTONIC_COARSE: no locks, no allocation, no system call.  All set-up
+ * The hot path is a few plain stores plus one clock read: the time-stamp
+ * counter when the agent says it is usable (docs/decisions.md §2), else the
+ * vDSO's CLOCK_MONOTONIC_COARSE: no locks, no allocation, no system call.  All set-up
  * (memfd, mmap, telling the agent: page_client.c) happens once, in the
  * constructor, before main(), and again in a forked child, from an
  * async-signal-safe atfork handler.  If anything in the set-up fails, the
@@ -49,6 +50,7 @@
 #include "../core/wait_point.h"
 #include "coarse_clock.h"
 #include "page_client.h"
+#include "tsc_read.h"
 
 #define HW_EXPORT __attribute__((visibility("default")))
 
@@ -56,6 +58,15 @@
 static __thread hw_loop_slot *tls_slot __attribute__((tls_model("initial-exec")));
 
 static hw_shared_page *g_page;
+
+/* Stamp busy starts with the time-stamp counter (the agent found it usable
+ * and said so, HANGWATCH_CLOCK=tsc), else with the coarse clock. */
+static bool g_tsc;
+
+static inline uint64_t stamp_now(void)
+{
+    return g_tsc ? hw_tsc_read() : hw_coarse_now_ns();
+}
 
 /* Which waits of this thread are its loop's own (wait_point.h). */
 static __thread hw_wait_point tls_wait_point __attribute__((tls_model("initial-exec")));
@@ -151,7 +162,7 @@ static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
 static inline void after_waiting(hw_loop_slot *slot)
 {
     if (slot)
-        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, hw_coarse_now_ns());
+        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, stamp_now());
 }
 
 /* A wrapper: observe, call the real function (ENOSYS if libc lacks it), observe. */
@@ -254,7 +265,8 @@ static bool g_follow_children;
  */
 static hw_loop_slot *start_watching(void)
 {
-    hw_shared_page *page = hw_page_publish_or_warn(g_socket_name, true, hw_coarse_now_ns());
+    hw_shared_page *page =
+        hw_page_publish_or_warn(g_socket_name, g_tsc ? HW_PAGE_CLOCK_TSC : HW_PAGE_CLOCK_COARSE, true, stamp_now());
     if (page == NULL)
         return NULL;
     g_page = page;
@@ -285,6 +297,8 @@ __attribute__((constructor)) static void hangwatch_observer_init(void)
 {
     int saved_errno = errno;
     resolve_real_functions();
+    const char *clock = getenv(HW_ENV_CLOCK);
+    g_tsc = HW_HAVE_TSC && clock != NULL && strcmp(clock, "tsc") == 0;
     const char *wait_site = getenv("HANGWATCH_WAIT_SITE");
     g_every_wait_is_the_loop = wait_site != NULL && strcmp(wait_site, "any") == 0;
     const char *socket_name = getenv(HW_ENV_AGENT_SOCKET);
