@@ -71,9 +71,7 @@ static bool counter_is_invariant(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     unsigned eax, ebx, ecx, edx;
-    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u)
-        return false;
-    if (!__get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx))
+    if (!__get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx)) /* 0 if the leaf is not there */
         return false;
     return (edx & (1u << 8)) != 0;
 #else
