@@ -6,7 +6,7 @@
  * stores on return) is therefore as large a share of the turn as it can ever
  * be.  bench/run.py runs it plain and under `hangwatch run` and compares.
  *
- *   bench-epoll-spin ITERATIONS CHUNK [ab | touch PAGES | stamped]
+ *   bench-epoll-spin ITERATIONS CHUNK [ab [threaded] | touch PAGES | stamped]
  *
  * Prints "observer active|inert" (active = the observer's shared page, the
  * memfd "hangwatch-loop", is mapped: it registered with an agent), then, if
@@ -25,7 +25,11 @@
  * halves of a pair run milliseconds apart on the same CPU, so the machine's
  * drift, which between separate runs is larger than the observer's cost
  * here, cancels.  Without the preload both halves call the same function:
- * the pairs' spread is then the method's noise floor.
+ * the pairs' spread is then the method's noise floor.  "ab threaded" does
+ * the same in a process with a second, idle thread: libc's wait functions,
+ * and so the observer's, then take their multi-threaded path (pthread
+ * cancellation), which costs the observer a call level
+ * (docs/decisions.md §2).
  *
  * "stamped" adds to each chunk line the CLOCK_MONOTONIC time (ns) its chunk
  * ended, so a driver can tell which chunks ran while something outside the
@@ -43,6 +47,7 @@
  * costs a page walk per loop turn.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +70,15 @@ static epoll_wait_fn lookup(void *handle, const char *name)
     _Static_assert(sizeof fn == sizeof p, "function and object pointers differ in size");
     memcpy(&fn, &p, sizeof fn);
     return fn;
+}
+
+/* The second thread of "ab threaded": it only exists. */
+static void *idle_thread(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
 }
 
 static double now_ns(void)
@@ -101,12 +115,13 @@ static double timed_chunk(epoll_wait_fn fn, int ep, long n, long *ready, int pag
 
 int main(int argc, char **argv)
 {
-    int ab = argc == 4 && strcmp(argv[3], "ab") == 0;
+    int ab = (argc == 4 || argc == 5) && strcmp(argv[3], "ab") == 0;
+    int threaded = ab && argc == 5 && strcmp(argv[4], "threaded") == 0;
     int getppid_calls = argc == 4 && strcmp(argv[3], "stamped-getppid") == 0;
     int stamped = (argc == 4 && strcmp(argv[3], "stamped") == 0) || getppid_calls;
     int touch = argc == 5 && strcmp(argv[3], "touch") == 0 ? atoi(argv[4]) : 0;
-    if (argc != 3 && !ab && !stamped && !(touch > 0 && touch <= MAX_TOUCH_PAGES)) {
-        fprintf(stderr, "usage: %s ITERATIONS CHUNK [ab | touch PAGES(1-%d) | stamped]\n", argv[0],
+    if ((argc != 3 && !ab && !stamped && !(touch > 0 && touch <= MAX_TOUCH_PAGES)) || (ab && argc == 5 && !threaded)) {
+        fprintf(stderr, "usage: %s ITERATIONS CHUNK [ab [threaded] | touch PAGES(1-%d) | stamped]\n", argv[0],
                 MAX_TOUCH_PAGES);
         return 2;
     }
@@ -125,6 +140,11 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("observer %s\n", observer_active() ? "active" : "inert");
+    pthread_t idle;
+    if (threaded && pthread_create(&idle, NULL, idle_thread, NULL) != 0) {
+        fprintf(stderr, "bench-epoll-spin: cannot start the second thread\n");
+        return 1;
+    }
 
     long ready = 0;
     if (ab || touch) {

@@ -12,14 +12,20 @@
  * starts fall at random phases of the agent's check schedule.
  *
  * Right after epoll_wait returns (where the observer stamped the busy start
- * with CLOCK_MONOTONIC_COARSE a few hundred nanoseconds earlier) the callback
- * reads CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC and CLOCK_REALTIME.  The
- * coarse reading is, but for a tick falling in those nanoseconds, the very
- * stamp the agent measures block_duration_us from, so
- *   detected (monotonic) = coarse_start + block_duration_us
- * and the latency after the threshold is detected - mono_start - threshold,
- * to the microsecond.  mono_start - coarse_start is also how far the coarse
- * clock lagged behind at that moment (the agent allows one tick for it).
+ * a few hundred nanoseconds earlier) the callback reads
+ * CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC and CLOCK_REALTIME.  When the
+ * observer stamps with the time-stamp counter, the agent's busy start is
+ * CLOCK_MONOTONIC at that moment (to within a microsecond or so), so
+ *   detected (monotonic) = mono_start + block_duration_us;
+ * when it stamps with the coarse clock, the coarse reading is, but for a
+ * tick falling in those nanoseconds, the very stamp the agent measures
+ * block_duration_us from, so
+ *   detected (monotonic) = coarse_start + block_duration_us.
+ * Either way the latency after the threshold is detected - mono_start -
+ * threshold, to the microsecond.  mono_start - coarse_start is also how far
+ * the coarse clock lagged behind at that moment (the agent allows two ticks
+ * for it, on coarse-stamped pages).  The output's first line,
+ * "# clock tsc|coarse", says which (observer_active.h).
  * CLOCK_REALTIME lets the driver pair each report (detected_at_unix_ms) with
  * its hang.
  *
@@ -30,7 +36,7 @@
  * bench/run.py takes the first one that begins after the detection time
  * the report implies and lasts at least half the report's stopped_us, which
  * tells when the program was really stopped for its stack and for how long,
- * as the program itself saw it.  Output, one
+ * as the program itself saw it.  Output, after the clock line, one
  * line per hang, tab-separated:
  *
  *   index kind dur_ms rt_start_ns mono_start_ns coarse_start_ns end_ns gaps
@@ -46,6 +52,8 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "observer_active.h"
 
 #define MAX_HANGS 200
 #define GAP_NS 50000ull
@@ -189,6 +197,7 @@ int main(int argc, char **argv)
         perror(out_path);
         return 1;
     }
+    fprintf(out, "# clock %s\n", observer_clock());
     for (int i = 0; i < hang_count; i++) {
         const hang *h = &hangs[i];
         fprintf(out, "%d\t%s\t%d\t%llu\t%llu\t%llu\t%llu\t", i, h->spin ? "spin" : "sleep", h->dur_ms,

@@ -36,6 +36,7 @@
  * turns first, so the agent sees the hang end):
  *
  *   observer active|inert
+ *   clock tsc|coarse                   (what the observer stamps with)
  *   threads N
  *   hang MONO_START_NS COARSE_START_NS END_NS
  *   gap THREAD AT_NS LEN_NS CPU        (one per gap; THREAD 0 is the main thread;
@@ -47,10 +48,13 @@
  *                                      (one per thread of our parent, the agent,
  *                                       alive at the hang's start and end)
  *
- * COARSE_START_NS is CLOCK_MONOTONIC_COARSE read first thing in the
- * callback: the stamp the observer took as poll() returned, but for a tick
- * in between, from which the report's block_duration_us is measured; so the
- * driver knows, to the microsecond, when the agent detected the hang.
+ * MONO_START_NS and COARSE_START_NS are CLOCK_MONOTONIC and
+ * CLOCK_MONOTONIC_COARSE read first thing in the callback.  The report's
+ * block_duration_us is measured from the observer's stamp taken as poll()
+ * returned: with the time-stamp counter that is MONO_START_NS to within a
+ * microsecond or so, with the coarse clock it is COARSE_START_NS (but for a
+ * tick in between); so the driver knows, to the microsecond, when the agent
+ * detected the hang.
  *
  * The "agent" lines say, from /proc/PID/task/TID/sched read at the hang's
  * start and end (never while spinning), how much CPU each of the agent's
@@ -331,6 +335,7 @@ int main(int argc, char **argv)
         pthread_join(spinners[i].thread, NULL);
 
     printf("observer %s\n", observer_active() ? "active" : "inert");
+    printf("clock %s\n", observer_clock());
     printf("threads %ld\n", threads);
     printf("hang %llu %llu %llu\n", (unsigned long long)mono_start, (unsigned long long)coarse_start,
            (unsigned long long)end);

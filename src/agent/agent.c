@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,8 +155,31 @@ static int start_kernel_watches(agent *a)
     return 0;
 }
 
+/*
+ * The watch thread at the lowest real-time priority, where the agent may
+ * have it (root, CAP_SYS_NICE, an RLIMIT_RTPRIO): it sleeps until a busy
+ * stretch crosses the threshold, and then it must run at once, whatever
+ * else wants the CPU.  At the normal policy a busy machine makes it wait
+ * for a slice; docs/benchmarks.md (part 4) measured exact mode's p99 at
+ * 4.4-5.4 ms after the threshold at the normal policy and 0.7 ms this way,
+ * on a machine kept busy.  It only looks at pages and takes captures (the
+ * program is stopped then anyway); everything slow is the report worker's,
+ * at SCHED_IDLE.  SCHED_RESET_ON_FORK: nothing it starts inherits it.
+ * HANGWATCH_WATCH_POLICY=normal keeps the normal policy; without the right
+ * to it, the normal policy is kept silently.
+ */
+static void raise_watch_priority(void)
+{
+    const char *policy = getenv("HANGWATCH_WATCH_POLICY");
+    if (policy != NULL && strcmp(policy, "normal") == 0)
+        return;
+    struct sched_param sp = {.sched_priority = 1};
+    (void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp); /* 0: this thread */
+}
+
 static void watch(agent *a)
 {
+    raise_watch_priority();
     const hw_agent_options *opts = a->opts;
     struct pollfd *fds = calloc(4 + MAX_WATCHED, sizeof *fds);
     pid_t *fd_pid = calloc(4 + MAX_WATCHED, sizeof *fd_pid);
@@ -227,6 +251,7 @@ static void watch(agent *a)
             break;
         drop_faulted_pages(a);
 
+        clock_source_refresh(a); /* before the stamps are read */
         for (size_t i = 0; i < a->watched_count && !a->child_done; i++) {
             uint64_t t = hw_monotonic_ns(); /* checks take time: each its own now */
             if (a->watched[i].next_wake_ns <= t)
@@ -257,6 +282,11 @@ int hw_agent_run(const hw_agent_options *opts)
     }
     a->opts = opts;
     a->signal_fd = a->registration_fd = a->target_pidfd = a->events_fd = -1;
+    /* The observers' clock, for a program we start (the C library's and the
+     * kernel observer's pages say their own), before any thread or child
+     * can inherit the affinity this pins for a moment. */
+    if (opts->attach_pid <= 0 && opts->watch_pid_count == 0)
+        clock_source_init(a);
     /* Signals first: the report worker inherits the blocked set. */
     int rc = launch_open_signal_fd(a);
     if (rc == 0)

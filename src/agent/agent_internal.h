@@ -38,6 +38,7 @@
 #include "../core/semaphore_detector.h"
 #include "../core/shared_page.h"
 #include "../core/stutter.h"
+#include "../core/tsc_clock.h"
 #include "agent.h"
 #include "capture.h"
 #include "kernel_observer.h"
@@ -120,6 +121,7 @@ typedef struct watched_process {
     hw_python_namer *python_namer; /* names of its Python code, kept (watch thread only) */
     uint64_t python_next_look_ns; /* when to look for one (again), 0 = at the first capture */
     bool python_looked;
+    uint32_t clock;             /* its page's HW_PAGE_CLOCK_*, read once when the page came */
     bool wants_kernel;          /* seen waiting through raw system calls: move it to the kernel observer */
     bool kernel_refused;        /* that was tried and could not be done */
     uint64_t next_wake_ns;      /* earliest of its loops' */
@@ -127,6 +129,14 @@ typedef struct watched_process {
 } watched_process;
 
 typedef struct report_worker report_worker;
+
+/* The clock busy starts are stamped with (clock_source.c). */
+typedef struct clock_source {
+    bool tsc_usable;         /* observers stamp with the time-stamp counter */
+    hw_tsc_calibration tsc;  /* ... and this turns their stamps into CLOCK_MONOTONIC */
+    char why[160];           /* why not, when not */
+    bool said_jump;
+} clock_source;
 
 typedef struct agent {
     const hw_agent_options *opts;
@@ -152,6 +162,7 @@ typedef struct agent {
     bool pings_by_post; /* opts->pings_by_post, and the events socket to ask with */
     report_worker *worker;
     hw_kernel_observer *kobs; /* the kernel observer, when some process is watched through it */
+    clock_source clock;
     bool watch_mode;          /* `hangwatch watch`: running processes, no program of ours */
     /* refused registrations (registry.c) */
     unsigned long refused;
@@ -198,6 +209,17 @@ void registry_switch_to_kernel(agent *a, watched_process *w);
 void registry_watch_new_children(agent *a);
 bool registry_take_fault_news(void); /* did a page fault since the last call? */
 bool registry_page_faulted(const watched_process *w);
+
+/* clock_source.c: decide the observers' clock before the program starts;
+ * pair the counter with CLOCK_MONOTONIC at every wake-up; which page
+ * clocks this agent reads; a slot's reading with its busy start in
+ * CLOCK_MONOTONIC (the latest time the stamp can stand for); the
+ * detector's slack for a process's page. */
+void clock_source_init(agent *a);
+void clock_source_refresh(agent *a);
+bool clock_source_accepts(const agent *a, uint32_t clock);
+bool clock_source_read(const agent *a, const watched_process *w, unsigned slot, hw_loop_reading *r);
+uint64_t clock_source_slack(const agent *a, const watched_process *w);
 
 /* loop_checks.c */
 void check_process(agent *a, watched_process *w, uint64_t now);

@@ -39,7 +39,7 @@ _Static_assert(offsetof(struct hw_kobs_slot, busy_start_ns) == offsetof(hw_loop_
 _Static_assert(offsetof(struct hw_kobs_slot, activity) == offsetof(hw_loop_slot, activity), "activity");
 _Static_assert(offsetof(struct hw_kobs_slot, tid) == offsetof(hw_loop_slot, tid), "tid");
 _Static_assert(HW_KOBS_SLOTS - 1 == HW_PAGE_SLOTS, "slot count");
-_Static_assert(offsetof(struct hw_kobs_page, next_slot) == offsetof(hw_shared_page, reserved_), "next_slot");
+_Static_assert(offsetof(struct hw_kobs_page, next_slot) == offsetof(hw_shared_page, kernel_next_slot), "next_slot");
 _Static_assert(HW_KOBS_BEFORE_WAITING == HW_ACTIVITY_BEFORE_WAITING, "activity values");
 _Static_assert(HW_KOBS_AFTER_WAITING == HW_ACTIVITY_AFTER_WAITING, "activity values");
 
@@ -201,7 +201,8 @@ const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every
     page->page_size = HW_PAGE_SIZE;
     page->pid = pid;
     page->slot_count = HW_PAGE_SLOTS;
-    page->reserved_[0] = 1; /* next_slot: slot 0 is the main thread's */
+    page->kernel_next_slot = 1; /* slot 0 is the main thread's */
+    page->clock = HW_PAGE_CLOCK_MONOTONIC; /* bpf_ktime_get_ns */
     struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
     hw_loop_slot *slot = &page->slots[0];
     if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid)) {

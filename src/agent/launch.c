@@ -207,6 +207,7 @@ int launch_program(agent *a)
             setenv("LD_PRELOAD", preload, 1);
         }
         setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
+        setenv(HW_ENV_CLOCK, a->clock.tsc_usable ? "tsc" : "coarse", 1); /* clock_source.c */
         if (node_options)
             setenv("NODE_OPTIONS", node_options, 1);
         if (a->opts->every_wait_is_the_loop)

@@ -555,11 +555,9 @@ static loop_watch *loop_watch_new(agent *a, const watched_process *w, unsigned s
         return NULL;
     l->slot = slot;
     l->tid = tid;
-    /* The kernel observer stamps busy starts with the precise clock: the
-     * slack for the preloaded observer's coarse clock does not apply. */
+    /* Only coarse-clock stamps need the slack (clock_source.c). */
     hw_detector_config cfg = a->opts->detector;
-    if (hw_kobs_owns(a->kobs, w->page))
-        cfg.clock_slack_ns = 0;
+    cfg.clock_slack_ns = clock_source_slack(a, w);
     hw_detector_init(&l->detector, &cfg, now);
     l->next_wake_ns = l->detector.next_check_ns;
     if (a->opts->early_sampling)
@@ -624,7 +622,7 @@ void check_process(agent *a, watched_process *w, uint64_t now)
             continue;
         if (l->next_wake_ns <= now) {
             hw_loop_reading r;
-            if (!hw_loop_read(&w->page->slots[i], &r, 8)) {
+            if (!clock_source_read(a, w, i, &r)) {
                 l->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
             } else {
                 uint64_t sample_at = l->sampler ? sample_if_due(a, w, l, &r, now) : UINT64_MAX;

@@ -277,6 +277,7 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
     w->pidfd = pidfd;
     w->pid = pid;
     w->page = page;
+    w->clock = page->clock; /* once: the program may write its page at any time */
     a->ever_registered = true;
     char link[64];
     snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
@@ -328,6 +329,12 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
         refuse(a, m, "its page is not a hangwatch page of that process");
         return;
     }
+    if (!clock_source_accepts(a, page->clock)) {
+        munmap((void *)page, HW_PAGE_SIZE);
+        close(pidfd);
+        refuse(a, m, "its page is stamped with a clock this agent does not read");
+        return;
+    }
     watched_process *w = registry_find(a, m->pid);
     if (w) {
         /* Same pid again: the process exec'd a new image.  Start afresh. */
@@ -369,6 +376,7 @@ void registry_switch_to_kernel(agent *a, watched_process *w)
     registry_unguard_page(w->page);
     munmap((void *)w->page, HW_PAGE_SIZE);
     w->page = page;
+    w->clock = page->clock; /* the kernel observer's: CLOCK_MONOTONIC */
     w->next_wake_ns = hw_monotonic_ns();
     if (!a->opts->quiet)
         fprintf(stderr,

@@ -26,7 +26,7 @@ struct hw_kobs_slot {
 
 struct hw_kobs_page {
     unsigned char header[28];
-    unsigned int next_slot; /* hw_shared_page.reserved_[0]: the next free slot (--threads loops) */
+    unsigned int next_slot; /* hw_shared_page.kernel_next_slot: the next free slot (--threads loops) */
     unsigned char header_rest[32];
     struct hw_kobs_slot slots[HW_KOBS_SLOTS - 1];
 };

@@ -208,9 +208,11 @@ static int parse_duration_option(const char *name, const char *value, uint64_t *
     return 0;
 }
 
-/* The observer stamps with CLOCK_MONOTONIC_COARSE, which was measured to lag
- * the precise clock by up to 1.7 ticks (6.9 ms with 4 ms ticks): allow two
- * ticks so that a reported hang is always a real one. */
+/* Coarse-stamped pages (the C library's, and the preloaded observer's where
+ * the time-stamp counter is not used) carry CLOCK_MONOTONIC_COARSE, which
+ * was measured to lag the precise clock by up to 1.7 ticks (6.9 ms with
+ * 4 ms ticks): allow two ticks so that a reported hang is always a real one.
+ * Only those pages get it (clock_source.c). */
 static void set_clock_slack(hw_detector_config *cfg)
 {
     struct timespec res;

@@ -15,10 +15,11 @@
  *     seen before it crosses it, so detection lands at the threshold plus the
  *     agent's wake-up latency.
  *
- * `clock_slack_ns` is the resolution of the clock the observer stamps with
- * (CLOCK_MONOTONIC_COARSE ticks): a coarse stamp can be up to one tick early,
- * so a stretch is declared hung only once it is over the threshold even in
- * the worst case.  Tests use 0.
+ * `clock_slack_ns` is how early the observer's stamps can be: two
+ * CLOCK_MONOTONIC_COARSE ticks for a coarse-stamped page, 0 for exact ones
+ * (the counter's, converted to the latest time they can stand for, and the
+ * kernel observer's), so a stretch is declared hung only once it is over
+ * the threshold even in the worst case.  Tests use 0.
  *
  * Pure code: no OS calls; the caller passes readings and times.
  */
@@ -41,7 +42,7 @@ typedef struct hw_detector_config {
     uint64_t threshold_ns;    /* Matrix: 2 s */
     uint64_t check_period_ns; /* Matrix: 1 s */
     hw_check_mode mode;
-    uint64_t clock_slack_ns;  /* resolution of the observer's clock */
+    uint64_t clock_slack_ns;  /* how early the observer's stamps can be */
 } hw_detector_config;
 
 void hw_detector_config_default(hw_detector_config *cfg);

@@ -20,8 +20,9 @@ uint64_t hw_frame_gap_look(hw_frame_gap *f, const hw_loop_reading *r, uint64_t n
         return 0; /* stuck in the same stretch: the due tick waits */
     /* Busy in a new stretch: the loop waited in between, and a tick due then
      * ran when that wait ended, as the new stretch began.  (The stretch's
-     * start comes from the program's coarse clock: kept within what this
-     * look can know, it never makes a gap shorter than it was.) */
+     * start comes from the program's clock, as the agent converted it: kept
+     * within what this look can know, it never makes a gap shorter than it
+     * was.) */
     uint64_t ran_at = r->busy_start_ns;
     if (ran_at > now_ns)
         ran_at = now_ns;

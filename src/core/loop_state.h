@@ -23,9 +23,12 @@
  *   `busy_start_ns` holds a consistent (stretch, start) pair.  `seq / 2` also
  *   counts the loop's completed busy stretches (its iterations).
  *
- * This file is pure: the caller supplies the time.  The preload observer
- * passes CLOCK_MONOTONIC_COARSE (3 ns instead of 28 ns on the reference
- * machine); the agent compensates for its resolution (docs/decisions.md).
+ * This file is pure: the caller supplies the time, in the clock its page
+ * says (shared_page.h): the preloaded observer the time-stamp counter where
+ * the agent found it usable, else CLOCK_MONOTONIC_COARSE; the C library the
+ * coarse clock; the kernel observer CLOCK_MONOTONIC.  The agent converts
+ * every start to CLOCK_MONOTONIC, and allows for the coarse clock's
+ * resolution (docs/decisions.md §2).
  */
 #ifndef HANGWATCH_LOOP_STATE_H
 #define HANGWATCH_LOOP_STATE_H
@@ -47,7 +50,7 @@ typedef enum hw_activity {
 /* One loop thread's slot.  64-byte aligned so two slots never share a line. */
 typedef struct hw_loop_slot {
     _Atomic uint64_t seq;           /* odd = busy; +1 per transition */
-    _Atomic uint64_t busy_start_ns; /* monotonic time the busy stretch began */
+    _Atomic uint64_t busy_start_ns; /* when the busy stretch began, in the page's clock */
     _Atomic uint32_t activity;      /* last activity seen (hw_activity) */
     _Atomic int32_t tid;            /* kernel thread id, 0 = slot unused */
     /* Written only by the C library, for the comparison detectors

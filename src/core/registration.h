@@ -22,6 +22,11 @@
 #define HW_ENV_AGENT_SOCKET "HANGWATCH_AGENT_SOCKET"
 /* Set by `hangwatch run --no-follow`: only this pid registers. */
 #define HW_ENV_ONLY_PID "HANGWATCH_ONLY_PID"
+/* Set by `hangwatch run` for the preloaded observer: "tsc" to stamp busy
+ * starts with the time-stamp counter, which the agent has found usable
+ * (src/agent/clock_source.c); anything else, the coarse clock.  Given to
+ * `hangwatch run` itself, "coarse" makes the agent choose the coarse clock. */
+#define HW_ENV_CLOCK "HANGWATCH_CLOCK"
 #define HW_REGISTRATION_MAGIC 0x68777265u /* "hwre" */
 
 /* Linux 6.5 has these; Debian 12's headers do not. */

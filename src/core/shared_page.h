@@ -26,6 +26,17 @@
 /* Bits of hw_shared_page.flags. */
 #define HW_PAGE_FLAG_LAUNCHING 1u /* slot 0 is busy since process start-up */
 
+/*
+ * What the slots' busy_start_ns count in (hw_shared_page.clock), the same
+ * for every slot of a page.  The agent reads it once, when the page is
+ * handed over, and converts every start to CLOCK_MONOTONIC nanoseconds
+ * (docs/decisions.md §2).  A page of a version-1 observer that predates the
+ * field has 0 there: the coarse clock, which is what it stamped with.
+ */
+#define HW_PAGE_CLOCK_COARSE 0u    /* CLOCK_MONOTONIC_COARSE, ns: up to a tick or two early */
+#define HW_PAGE_CLOCK_MONOTONIC 1u /* CLOCK_MONOTONIC, ns (the kernel observer's pages) */
+#define HW_PAGE_CLOCK_TSC 2u       /* raw time-stamp counter ticks (x86 rdtsc) */
+
 typedef struct hw_shared_page {
     uint64_t magic;
     uint32_t version;
@@ -33,7 +44,9 @@ typedef struct hw_shared_page {
     int32_t pid;         /* process that created the page */
     uint32_t slot_count; /* HW_PAGE_SLOTS */
     _Atomic uint32_t flags;
-    uint32_t reserved_[5];
+    uint32_t kernel_next_slot; /* the kernel observer's own pages only (wait_observer.h) */
+    uint32_t clock;            /* HW_PAGE_CLOCK_* */
+    uint32_t reserved_[3];
     uint8_t pad_[16];
     hw_loop_slot slots[HW_PAGE_SLOTS];
 } hw_shared_page;
@@ -41,7 +54,8 @@ typedef struct hw_shared_page {
 _Static_assert(sizeof(hw_shared_page) == HW_PAGE_SIZE, "the page is one page");
 
 /* The header a page must carry before the agent reads anything else in it:
- * this layout, made by the process that sent it. */
+ * this layout, made by the process that sent it.  (Its clock is checked
+ * apart: which clocks an agent can read depends on the agent.) */
 static inline bool hw_page_header_is_valid(const hw_shared_page *page, int32_t sender)
 {
     return page->magic == HW_PAGE_MAGIC && page->version == HW_PAGE_VERSION && page->page_size == HW_PAGE_SIZE &&

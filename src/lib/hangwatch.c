@@ -10,7 +10,10 @@
  * over exactly as the preloaded observer does (page_client.h).
  *
  * hangwatch_loop_activity() is the observer: the same inline state machine
- * as the preload's (loop_state.h), a few stores into the thread's slot.
+ * as the preload's (loop_state.h), a few stores into the thread's slot.  It
+ * stamps busy starts with CLOCK_MONOTONIC_COARSE, and its page says so
+ * (shared_page.h): the agent that the library starts is never asked to
+ * vouch for the time-stamp counter, and allows the coarse clock's slack.
  *
  * Stopping, and a fork in the program, replace the shared page by a private
  * one at the same address: loop handles held by the program keep working and
@@ -456,7 +459,7 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     }
     prctl(PR_SET_PTRACER, (unsigned long)agent, 0, 0, 0); /* Yama: let it trace us */
 
-    hw_shared_page *page = hw_page_publish(socket_name, false, 0);
+    hw_shared_page *page = hw_page_publish(socket_name, HW_PAGE_CLOCK_COARSE, false, 0);
     if (page == NULL) {
         end_agent(agent);
         close_events();

@@ -117,7 +117,7 @@ static int send_registration(const char *socket_name, int memfd, publish_failure
 
 /* Make a sealed, mapped, filled-in page and hand it over.  The page, or NULL
  * with *failure filled in. */
-static hw_shared_page *publish(const char *socket_name, bool busy_from_now, uint64_t now_ns,
+static hw_shared_page *publish(const char *socket_name, uint32_t clock, bool busy_from_now, uint64_t now_ns,
                                publish_failure *failure)
 {
     int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -148,6 +148,7 @@ static hw_shared_page *publish(const char *socket_name, bool busy_from_now, uint
     page->page_size = HW_PAGE_SIZE;
     page->pid = (int32_t)getpid();
     page->slot_count = HW_PAGE_SLOTS;
+    page->clock = clock;
     hw_loop_slot *main_slot = &page->slots[0];
     atomic_store_explicit(&main_slot->tid, (int32_t)getpid(), memory_order_relaxed);
     if (busy_from_now) {
@@ -164,11 +165,11 @@ static hw_shared_page *publish(const char *socket_name, bool busy_from_now, uint
     return page;
 }
 
-hw_shared_page *hw_page_publish(const char *socket_name, bool busy_from_now, uint64_t now_ns)
+hw_shared_page *hw_page_publish(const char *socket_name, uint32_t clock, bool busy_from_now, uint64_t now_ns)
 {
     int saved_errno = errno;
     publish_failure failure;
-    hw_shared_page *page = publish(socket_name, busy_from_now, now_ns, &failure);
+    hw_shared_page *page = publish(socket_name, clock, busy_from_now, now_ns, &failure);
     errno = saved_errno;
     return page;
 }
@@ -225,11 +226,12 @@ static const char *errno_text(int error)
     }
 }
 
-hw_shared_page *hw_page_publish_or_warn(const char *socket_name, bool busy_from_now, uint64_t now_ns)
+hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock, bool busy_from_now,
+                                        uint64_t now_ns)
 {
     int saved_errno = errno;
     publish_failure failure;
-    hw_shared_page *page = publish(socket_name, busy_from_now, now_ns, &failure);
+    hw_shared_page *page = publish(socket_name, clock, busy_from_now, now_ns, &failure);
     if (page == NULL) {
         line_buffer line = {.used = 0};
         append_text(&line, "hangwatch: this process (pid ");

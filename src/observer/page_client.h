@@ -14,18 +14,20 @@
 #include "../core/shared_page.h"
 
 /*
- * Create and register this process's page.  With `busy_from_now`, the main
- * thread's slot starts busy at `now_ns` (a launch); otherwise it starts
- * waiting.  The page's memfd is sealed (it can neither shrink nor grow, and
+ * Create and register this process's page, whose busy starts are stamped
+ * with `clock` (HW_PAGE_CLOCK_COARSE or _TSC, shared_page.h).  With
+ * `busy_from_now`, the main thread's slot starts busy at `now_ns`, in that
+ * clock (a launch); otherwise it starts waiting.  The page's memfd is sealed (it can neither shrink nor grow, and
  * the seals are final) before it is sent.  Never blocks: when the agent's
  * queue is full it waits at most 200 ms for room, then gives up.  Returns
  * the mapped page, or NULL (the process then runs unwatched).  errno is left
  * as it was.
  */
-hw_shared_page *hw_page_publish(const char *socket_name, bool busy_from_now, uint64_t now_ns);
+hw_shared_page *hw_page_publish(const char *socket_name, uint32_t clock, bool busy_from_now, uint64_t now_ns);
 
 /* The same, and when it fails, one line on stderr (a single write) says that
  * this process is not watched and why. */
-hw_shared_page *hw_page_publish_or_warn(const char *socket_name, bool busy_from_now, uint64_t now_ns);
+hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock, bool busy_from_now,
+                                        uint64_t now_ns);
 
 #endif

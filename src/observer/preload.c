@@ -13,8 +13,13 @@
  * busy only between calls and never hung.  A wait nested in a callback is
  * work (wait_point.h).
  *
- * The hot path is a few plain stores plus one vDSO read of
- * CLOCK_MONOTONIC_COARSE: no locks, no allocation, no system call.  All set-up
+ * The hot path is a few plain stores plus one clock read: the time-stamp
+ * counter when the agent says it is usable (docs/decisions.md §2), else the
+ * vDSO's CLOCK_MONOTONIC_COARSE.  No locks, no allocation, and no system
+ * call but the program's own wait, which the wrapper makes itself where
+ * libc's wrapper is nothing but that system call (call_direct).  What it
+ * reads is on as few pages as possible: one 128-byte block of its own, the
+ * slot's page, its code; TLS only off the fast path.  All set-up
  * (memfd, mmap, telling the agent: page_client.c) happens once, in the
  * constructor, before main(), and again in a forked child, from an
  * async-signal-safe atfork handler.  If anything in the set-up fails, the
@@ -32,7 +37,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -49,13 +56,59 @@
 #include "../core/wait_point.h"
 #include "coarse_clock.h"
 #include "page_client.h"
+#include "tsc_read.h"
 
 #define HW_EXPORT __attribute__((visibility("default")))
 
-/* The slot this thread publishes to; NULL on threads we do not watch. */
-static __thread hw_loop_slot *tls_slot __attribute__((tls_model("initial-exec")));
+/* The wrapped functions: their index in `hot.real` and in `hot.direct`. */
+enum {
+    F_EPOLL_WAIT,
+    F_EPOLL_PWAIT,
+    F_EPOLL_PWAIT2,
+    F_POLL,
+    F_PPOLL,
+    F_SELECT,
+    F_PSELECT,
+    F_POLL_CHK,
+    F_PPOLL_CHK,
+    F_SIGSUSPEND,
+    F_COUNT
+};
+
+/*
+ * Everything a wrapper reads on its way in, in one 128-byte block (so on
+ * one page).  Together with the slot's page and the wrapper's own code that
+ * is all the hot path touches: with kernel page-table isolation and no PCID
+ * every system call empties the TLB, and each page touched between two wait
+ * calls costs a page walk (docs/benchmarks.md, part 1).
+ */
+static struct hot {
+    /*
+     * The fast path: the loop's own wait call of one watched thread (the
+     * first to learn its wait point, normally the main thread), known by its
+     * call site and stack pointer.  No other thread can call from that stack
+     * pointer (it lies on the owner's stack, in use), so a match needs no
+     * per-thread state: TLS is read only off the fast path.  Written only by
+     * the owner, cleared when it exits or in a forked child.
+     */
+    _Atomic uintptr_t loop_sp, loop_site;
+    _Atomic(hw_loop_slot *) loop_slot;
+    /* glibc's __libc_single_threaded: while it says so, libc makes the
+     * functions of `direct` as a plain system call, and so does the wrapper
+     * (see call_direct below). */
+    const volatile char *single_threaded;
+    uint32_t direct; /* bit F_*: the next definition is libc's own, replaceable by its system call */
+    bool tsc;        /* stamp with the time-stamp counter (the agent said so), else the coarse clock */
+    void *real[F_COUNT]; /* the next definitions, resolved in the constructor, or lazily */
+} hot __attribute__((aligned(128)));
+
+_Static_assert(sizeof(struct hot) <= 128, "the hot block fits in 128 bytes, so never straddles a page");
 
 static hw_shared_page *g_page;
+
+/* The slot this thread publishes to; NULL on threads we do not watch.  Read
+ * only off the fast path. */
+static __thread hw_loop_slot *tls_slot __attribute__((tls_model("initial-exec")));
 
 /* Which waits of this thread are its loop's own (wait_point.h). */
 static __thread hw_wait_point tls_wait_point __attribute__((tls_model("initial-exec")));
@@ -69,10 +122,20 @@ static bool g_watch_all_loops;
 static __thread bool tls_claim_tried __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_slot_key;
 
+/* Nobody has the fast path (stack pointer first: no call matches from then on). */
+static void drop_fast_path(void)
+{
+    atomic_store_explicit(&hot.loop_sp, 0, memory_order_relaxed);
+    atomic_store_explicit(&hot.loop_site, 0, memory_order_relaxed);
+    atomic_store_explicit(&hot.loop_slot, NULL, memory_order_relaxed);
+}
+
 /* The thread ended: its slot is free again (and not busy). */
 static void release_slot(void *arg)
 {
     hw_loop_slot *slot = arg;
+    if (atomic_load_explicit(&hot.loop_slot, memory_order_relaxed) == slot)
+        drop_fast_path(); /* before this stack can become another thread's */
     uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_relaxed);
     if (seq & 1u)
         atomic_store_explicit(&slot->seq, seq + 1, memory_order_release);
@@ -109,30 +172,46 @@ typedef int (*poll_chk_fn)(struct pollfd *, nfds_t, int, size_t);
 typedef int (*ppoll_chk_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t);
 typedef int (*sigsuspend_fn)(const sigset_t *);
 
-static struct {
-    epoll_wait_fn epoll_wait;
-    epoll_pwait_fn epoll_pwait;
-    epoll_pwait2_fn epoll_pwait2;
-    poll_fn poll;
-    ppoll_fn ppoll;
-    select_fn select;
-    pselect_fn pselect;
-    poll_chk_fn poll_chk;
-    ppoll_chk_fn ppoll_chk;
-    sigsuspend_fn sigsuspend;
-} real;
+static const char *const g_names[F_COUNT] = {
+    [F_EPOLL_WAIT] = "epoll_wait", [F_EPOLL_PWAIT] = "epoll_pwait", [F_EPOLL_PWAIT2] = "epoll_pwait2",
+    [F_POLL] = "poll",             [F_PPOLL] = "ppoll",             [F_SELECT] = "select",
+    [F_PSELECT] = "pselect",       [F_POLL_CHK] = "__poll_chk",     [F_PPOLL_CHK] = "__ppoll_chk",
+    [F_SIGSUSPEND] = "sigsuspend",
+};
 
-static void *next_symbol(const char *name)
+/* The next definition of function `f` (resolved lazily too: another
+ * library's constructor may wait before ours); NULL if there is none. */
+static inline void *real_fn(unsigned f)
 {
-    return dlsym(RTLD_NEXT, name);
+    void *fn = hot.real[f];
+    if (__builtin_expect(fn == NULL, 0))
+        fn = hot.real[f] = dlsym(RTLD_NEXT, g_names[f]);
+    return fn;
 }
 
-/* Resolve lazily too: another library's constructor may wait before ours. */
-#define REAL(field, name)                                                                                              \
-    (__builtin_expect(real.field != NULL, 1) ? real.field : (real.field = (__typeof__(real.field))next_symbol(name)))
+/* dlsym's result as a function pointer of the wrapper's type (POSIX
+ * guarantees the conversion). */
+#define AS_FN(type, p) ((type)(uintptr_t)(p))
 
-/* Called with the wrapper's caller's return address and stack position. */
-static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
+static inline uint64_t stamp_now(void)
+{
+    return hot.tsc ? hw_tsc_read() : hw_coarse_now_ns();
+}
+
+/* Make `slot`'s owner (the calling thread) the owner of the fast path for
+ * its loop wait at (site, sp), unless another loop thread has it. */
+static void take_fast_path(hw_loop_slot *slot, uintptr_t site, uintptr_t sp)
+{
+    hw_loop_slot *owner = atomic_load_explicit(&hot.loop_slot, memory_order_relaxed);
+    if (owner != slot &&
+        !(owner == NULL && atomic_compare_exchange_strong(&hot.loop_slot, &owner, slot)))
+        return;
+    atomic_store_explicit(&hot.loop_site, site, memory_order_relaxed);
+    atomic_store_explicit(&hot.loop_sp, sp, memory_order_relaxed);
+}
+
+/* Off the fast path: this thread's slot and wait point, from TLS. */
+__attribute__((noinline)) static hw_loop_slot *before_waiting_slow(uintptr_t site, uintptr_t sp)
 {
     hw_loop_slot *slot = tls_slot;
     if (slot == NULL) {
@@ -142,102 +221,217 @@ static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
         if (slot == NULL)
             return NULL;
     }
-    if (!g_every_wait_is_the_loop && !hw_wait_point_is_loop(&tls_wait_point, site, sp))
-        return NULL; /* a wait inside a callback: still work */
+    if (!g_every_wait_is_the_loop) {
+        if (!hw_wait_point_is_loop(&tls_wait_point, site, sp))
+            return NULL; /* a wait inside a callback: still work */
+        if (tls_wait_point.loop_sp == sp && tls_wait_point.loop_site == site)
+            take_fast_path(slot, site, sp); /* the wait point is learned: next time, the fast path */
+    } else {
+        take_fast_path(slot, site, sp); /* every wait is the loop's: the last one repeats most */
+    }
     hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
     return slot;
+}
+
+/* Called with the wrapper's caller's return address and stack position. */
+static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
+{
+    if (__builtin_expect(sp == atomic_load_explicit(&hot.loop_sp, memory_order_relaxed) &&
+                             site == atomic_load_explicit(&hot.loop_site, memory_order_relaxed),
+                         1)) {
+        hw_loop_slot *slot = atomic_load_explicit(&hot.loop_slot, memory_order_relaxed);
+        hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
+        return slot;
+    }
+    return before_waiting_slow(site, sp);
 }
 
 static inline void after_waiting(hw_loop_slot *slot)
 {
     if (slot)
-        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, hw_coarse_now_ns());
+        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, stamp_now());
 }
 
-/* A wrapper: observe, call the real function (ENOSYS if libc lacks it), observe. */
-#define WRAP_CALL(field, name, ...)                                                                                    \
+/*
+ * The wait as a system call of our own, where that is exactly what libc
+ * would do: on x86-64, for epoll_wait, epoll_pwait and poll, whose glibc
+ * wrappers are a bare system call while the process is single-threaded
+ * (no cancellation can then be pending), when the next definition is
+ * libc's.  Calling libc instead adds a call level whose return comes after
+ * the system call, with its own page of code: about half of the observer's
+ * cost per loop turn on a machine that flushes its TLB at every system call
+ * (docs/decisions.md §2).
+ */
+#if defined(__x86_64__)
+#define HAVE_DIRECT 1
+static inline long direct_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    long ret;
+    register long r10 __asm__("r10") = a4;
+    register long r8 __asm__("r8") = a5;
+    register long r9 __asm__("r9") = a6;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "0"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+#else
+#define HAVE_DIRECT 0
+static inline long direct_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    (void)nr, (void)a1, (void)a2, (void)a3, (void)a4, (void)a5, (void)a6;
+    return -ENOSYS;
+}
+#endif
+
+/*
+ * Right after the system call, touch the stack before anything else.  The
+ * system call emptied the TLB; the way back to the caller (the pops, the
+ * return) needs the stack's page, the slot's stores need the slot's, and
+ * the stack's page walk must not wait behind the slot's.  Measured: about
+ * 12 ns per loop turn without this, nothing measurable with it
+ * (docs/benchmarks.md, part 1).  libc's own wrapper returns at once, so its
+ * stack access comes first too.
+ */
+static inline void touch_stack_first(long ret)
+{
+    volatile long kept = ret;
+    (void)kept;
+}
+
+static inline bool call_direct(unsigned f)
+{
+    return (hot.direct >> f & 1u) && *hot.single_threaded;
+}
+
+/* A system call's result as libc returns it. */
+static inline int libc_result(long ret)
+{
+    if (__builtin_expect((unsigned long)ret > -4096ul, 0)) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return (int)ret;
+}
+
+#define SITE ((uintptr_t)__builtin_return_address(0))
+#define STACK ((uintptr_t)__builtin_frame_address(0))
+
+/* A wrapper: observe, make the wait (as a system call where call_direct
+ * allows; ENOSYS if libc lacks the function), observe. */
+#define WRAP_CALL(f, type, ...)                                                                                        \
     do {                                                                                                               \
-        __typeof__(real.field) fn = REAL(field, name);                                                                 \
+        type fn = AS_FN(type, real_fn(f));                                                                             \
         if (fn == NULL) {                                                                                              \
             errno = ENOSYS;                                                                                            \
             return -1;                                                                                                 \
         }                                                                                                              \
-        hw_loop_slot *slot = before_waiting((uintptr_t)__builtin_return_address(0),                                    \
-                                            (uintptr_t)__builtin_frame_address(0));                                    \
+        hw_loop_slot *slot = before_waiting(SITE, STACK);                                                              \
         int ret = fn(__VA_ARGS__);                                                                                     \
         after_waiting(slot);                                                                                           \
         return ret;                                                                                                    \
     } while (0)
 
+/* The same with the direct system call `nr` first. */
+#define WRAP_DIRECT(f, nr, a1, a2, a3, a4, a5, a6, type, ...)                                                          \
+    do {                                                                                                               \
+        if (HAVE_DIRECT && __builtin_expect(call_direct(f), 1)) {                                                      \
+            hw_loop_slot *slot = before_waiting(SITE, STACK);                                                          \
+            long ret = direct_syscall6(nr, (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), (long)(a6));  \
+            touch_stack_first(ret);                                                                                    \
+            after_waiting(slot);                                                                                       \
+            return libc_result(ret);                                                                                   \
+        }                                                                                                              \
+        WRAP_CALL(f, type, __VA_ARGS__);                                                                               \
+    } while (0)
+
 HW_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-    WRAP_CALL(epoll_wait, "epoll_wait", epfd, events, maxevents, timeout);
+    WRAP_DIRECT(F_EPOLL_WAIT, SYS_epoll_wait, epfd, events, maxevents, timeout, 0, 0, epoll_wait_fn, epfd, events,
+                maxevents, timeout);
 }
 
 HW_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask)
 {
-    WRAP_CALL(epoll_pwait, "epoll_pwait", epfd, events, maxevents, timeout, mask);
+    /* The kernel's sigset is 64 bits on x86-64, as glibc passes it. */
+    WRAP_DIRECT(F_EPOLL_PWAIT, SYS_epoll_pwait, epfd, events, maxevents, timeout, mask, 8, epoll_pwait_fn, epfd,
+                events, maxevents, timeout, mask);
 }
 
 HW_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
                            const sigset_t *mask)
 {
-    WRAP_CALL(epoll_pwait2, "epoll_pwait2", epfd, events, maxevents, timeout, mask);
+    WRAP_CALL(F_EPOLL_PWAIT2, epoll_pwait2_fn, epfd, events, maxevents, timeout, mask);
 }
 
 HW_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-    WRAP_CALL(poll, "poll", fds, nfds, timeout);
+    WRAP_DIRECT(F_POLL, SYS_poll, fds, nfds, timeout, 0, 0, 0, poll_fn, fds, nfds, timeout);
 }
 
 HW_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask)
 {
-    WRAP_CALL(ppoll, "ppoll", fds, nfds, timeout, mask);
+    WRAP_CALL(F_PPOLL, ppoll_fn, fds, nfds, timeout, mask);
 }
 
 HW_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
 {
-    WRAP_CALL(select, "select", nfds, readfds, writefds, exceptfds, timeout);
+    WRAP_CALL(F_SELECT, select_fn, nfds, readfds, writefds, exceptfds, timeout);
 }
 
 HW_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, const struct timespec *timeout,
                       const sigset_t *mask)
 {
-    WRAP_CALL(pselect, "pselect", nfds, readfds, writefds, exceptfds, timeout, mask);
+    WRAP_CALL(F_PSELECT, pselect_fn, nfds, readfds, writefds, exceptfds, timeout, mask);
 }
 
 HW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
 {
-    WRAP_CALL(poll_chk, "__poll_chk", fds, nfds, timeout, fdslen);
+    WRAP_CALL(F_POLL_CHK, poll_chk_fn, fds, nfds, timeout, fdslen);
 }
 
 HW_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask,
                           size_t fdslen)
 {
-    WRAP_CALL(ppoll_chk, "__ppoll_chk", fds, nfds, timeout, mask, fdslen);
+    WRAP_CALL(F_PPOLL_CHK, ppoll_chk_fn, fds, nfds, timeout, mask, fdslen);
 }
 
 /* A loop driven by signals (nginx's master, many daemons' supervisors)
  * waits in sigsuspend. */
 HW_EXPORT int sigsuspend(const sigset_t *mask)
 {
-    WRAP_CALL(sigsuspend, "sigsuspend", mask);
+    WRAP_CALL(F_SIGSUSPEND, sigsuspend_fn, mask);
 }
 
 /* ---- set-up: runs once, before main(), never on the hot path ---- */
 
+/* glibc 2.32 and later (sys/single_threaded.h); weak, so that an older
+ * libc leaves it NULL and the wrappers always call libc. */
+extern char __libc_single_threaded __attribute__((weak));
+
 static void resolve_real_functions(void)
 {
-    (void)REAL(epoll_wait, "epoll_wait");
-    (void)REAL(epoll_pwait, "epoll_pwait");
-    (void)REAL(epoll_pwait2, "epoll_pwait2");
-    (void)REAL(poll, "poll");
-    (void)REAL(ppoll, "ppoll");
-    (void)REAL(select, "select");
-    (void)REAL(pselect, "pselect");
-    (void)REAL(poll_chk, "__poll_chk");
-    (void)REAL(ppoll_chk, "__ppoll_chk");
-    (void)REAL(sigsuspend, "sigsuspend");
+    for (unsigned f = 0; f < F_COUNT; f++)
+        (void)real_fn(f);
+    if (!HAVE_DIRECT || &__libc_single_threaded == NULL)
+        return;
+    /* Direct system calls only in place of libc's own function: another
+     * library interposed behind us (a sanitizer's, a test double) is
+     * called. */
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (libc == NULL)
+        return;
+    static const unsigned direct[] = {F_EPOLL_WAIT, F_EPOLL_PWAIT, F_POLL};
+    uint32_t bits = 0;
+    for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++) {
+        unsigned f = direct[i];
+        if (hot.real[f] != NULL && dlsym(libc, g_names[f]) == hot.real[f])
+            bits |= 1u << f;
+    }
+    dlclose(libc);
+    hot.single_threaded = &__libc_single_threaded;
+    hot.direct = bits;
 }
 
 /* The agent's socket name, kept for forked children (getenv is not
@@ -254,7 +448,8 @@ static bool g_follow_children;
  */
 static hw_loop_slot *start_watching(void)
 {
-    hw_shared_page *page = hw_page_publish_or_warn(g_socket_name, true, hw_coarse_now_ns());
+    hw_shared_page *page = hw_page_publish_or_warn(g_socket_name, hot.tsc ? HW_PAGE_CLOCK_TSC : HW_PAGE_CLOCK_COARSE,
+                                                   true, stamp_now());
     if (page == NULL)
         return NULL;
     g_page = page;
@@ -268,6 +463,7 @@ static hw_loop_slot *start_watching(void)
  */
 static void on_fork_child(void)
 {
+    drop_fast_path(); /* the parent's loop thread and slot */
     tls_slot = NULL;
     tls_claim_tried = true; /* the forking thread becomes the child's main thread */
     if (g_watch_all_loops)
@@ -285,6 +481,8 @@ __attribute__((constructor)) static void hangwatch_observer_init(void)
 {
     int saved_errno = errno;
     resolve_real_functions();
+    const char *clock = getenv(HW_ENV_CLOCK);
+    hot.tsc = HW_HAVE_TSC && clock != NULL && strcmp(clock, "tsc") == 0;
     const char *wait_site = getenv("HANGWATCH_WAIT_SITE");
     g_every_wait_is_the_loop = wait_site != NULL && strcmp(wait_site, "any") == 0;
     const char *socket_name = getenv(HW_ENV_AGENT_SOCKET);

@@ -516,6 +516,73 @@ def case_frame_gap_detector():
         hwtest.cleanup(r)
 
 
+WAIT_SEMANTICS = r"""
+import ctypes, errno, os, select, threading, time
+libc = ctypes.CDLL(None, use_errno=True)  # the wait functions calls bind to: the observer's
+buf = ctypes.create_string_buffer(12 * 8)
+def failed(value, want):
+    return value == -1 and ctypes.get_errno() == want
+def check_all(tag):
+    ctypes.set_errno(0)
+    assert failed(libc.epoll_wait(-1, buf, 1, 0), errno.EBADF), tag + " epoll_wait EBADF"
+    assert failed(libc.epoll_pwait(-1, buf, 1, 0, None), errno.EBADF), tag + " epoll_pwait EBADF"
+    ep = select.epoll()
+    assert failed(libc.epoll_wait(ep.fileno(), buf, 0, 0), errno.EINVAL), tag + " epoll_wait EINVAL"
+    r, w = os.pipe()
+    ep.register(r, select.EPOLLIN)
+    os.write(w, b"x")
+    assert libc.epoll_wait(ep.fileno(), buf, 4, 1000) == 1, tag + " epoll_wait ready"
+    assert libc.epoll_pwait(ep.fileno(), buf, 4, 1000, None) == 1, tag + " epoll_pwait ready"
+    t0 = time.monotonic()
+    assert libc.poll(None, 0, 30) == 0, tag + " poll timeout"
+    assert time.monotonic() - t0 >= 0.029, tag + " poll returned early"
+    ctypes.set_errno(0)
+    assert libc.poll(None, 0, 0) == 0 and ctypes.get_errno() == 0, tag + " poll left errno"
+    ep.close(); os.close(r); os.close(w)
+check_all("one thread:")
+stop = threading.Event()
+threading.Thread(target=stop.wait).start()
+check_all("two threads:")
+stop.set()
+print("waits ok")
+"""
+
+
+def case_observer_clock():
+    """The agent tells the preload which clock to stamp with; a hang's block_duration_us is exact with the
+    time-stamp counter and carries the two-tick slack with the coarse clock (HANGWATCH_CLOCK=coarse); the
+    wait calls the observer makes as system calls of its own return what libc's do, errno included, with
+    one thread and with two."""
+    for forced in (None, "coarse"):
+        env = {"HANGWATCH_CLOCK": forced} if forced else None
+        r = hwtest.run(["-q", "--", "/bin/sh", "-c", "echo clock=$HANGWATCH_CLOCK"], env=env)
+        try:
+            m = re.search(r"clock=(\w+)", r.stdout)
+            check(r.returncode == 0 and m and m.group(1) in ("tsc", "coarse"), r.describe())
+            clock = m.group(1)
+            if forced:
+                check(clock == "coarse", "HANGWATCH_CLOCK=coarse was not honoured\n" + r.describe())
+        finally:
+            hwtest.cleanup(r)
+        r = hwtest.run(["--threshold", "1s", "--"] + scenario("cpuspin", 2), env=env)
+        try:
+            check(r.returncode == 0 and len(r.reports) == 1, r.describe())
+            busy_us = r.reports[0]["hangwatch"]["block_duration_us"]
+            if clock == "tsc":
+                # Exact: past the threshold by the agent's wake-up only (generous for a loaded machine).
+                check(1000000 < busy_us < 1000000 + 200000, f"counter stamps: block_duration_us {busy_us}")
+            else:
+                # Declared only once over the threshold plus two coarse ticks.
+                check(busy_us > 1000000 + 2 * 4000, f"coarse stamps: block_duration_us {busy_us}")
+        finally:
+            hwtest.cleanup(r)
+    r = hwtest.run(["-q", "--", "/usr/bin/python3", "-c", WAIT_SEMANTICS])
+    try:
+        check(r.returncode == 0 and "waits ok" in r.stdout, r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -540,4 +607,5 @@ if __name__ == "__main__":
         "semaphore_detector": case_semaphore_detector,
         "ping_detector": case_ping_detector,
         "frame_gap_detector": case_frame_gap_detector,
+        "observer_clock": case_observer_clock,
     })

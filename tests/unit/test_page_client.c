@@ -126,7 +126,7 @@ static void test_page_arrives_sealed(void **state)
 {
     (void)state;
     int agent = bind_agent("sealed");
-    hw_shared_page *page = hw_page_publish(agent_name, false, 0);
+    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_TSC, false, 0);
     assert_non_null(page);
     int fd = receive_registration(agent);
 
@@ -147,6 +147,7 @@ static void test_page_arrives_sealed(void **state)
     const hw_shared_page *seen = mmap(NULL, HW_PAGE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
     assert_true(seen != MAP_FAILED);
     assert_true(hw_page_header_is_valid(seen, (int32_t)getpid()));
+    assert_int_equal(seen->clock, HW_PAGE_CLOCK_TSC); /* the agent learns which clock the stamps count */
     munmap((void *)seen, HW_PAGE_SIZE);
     close(fd);
     munmap(page, HW_PAGE_SIZE);
@@ -161,7 +162,7 @@ static void test_full_queue_does_not_block(void **state)
     alarm(WATCHDOG_SECONDS);
     errno = EDOM; /* the caller's errno, which must survive */
     int64_t start = now_ms();
-    hw_shared_page *page = hw_page_publish(agent_name, true, 1);
+    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, true, 1);
     int64_t took = now_ms() - start;
     alarm(0);
     assert_int_equal(errno, EDOM);
@@ -197,7 +198,7 @@ static void test_draining_agent_gets_the_page(void **state)
     pthread_t thread;
     assert_int_equal(pthread_create(&thread, NULL, drain_later, &d), 0);
     alarm(WATCHDOG_SECONDS);
-    hw_shared_page *page = hw_page_publish(agent_name, false, 0);
+    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, false, 0);
     alarm(0);
     assert_int_equal(pthread_join(thread, NULL), 0);
     assert_non_null(page);
@@ -219,7 +220,7 @@ static hw_shared_page *publish_catching_stderr(char *out, size_t size)
     assert_int_equal(dup2(pipe_fds[1], STDERR_FILENO), STDERR_FILENO);
     alarm(WATCHDOG_SECONDS);
     errno = ERANGE;
-    hw_shared_page *page = hw_page_publish_or_warn(agent_name, true, 1);
+    hw_shared_page *page = hw_page_publish_or_warn(agent_name, HW_PAGE_CLOCK_COARSE, true, 1);
     int errno_after = errno;
     alarm(0);
     assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
