@@ -309,11 +309,10 @@ static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const
         s->parked_depth = 0;
     }
     if (now >= s->next_sample_ns) {
-        if (perf_ready(a, w, l)) {
-            if (!s->perf_on && hw_perf_sampler_enable(s->perf, true) == 0)
-                s->perf_on = true;
+        if (perf_ready(a, w, l) && (s->perf_on || hw_perf_sampler_enable(s->perf, true) == 0)) {
+            s->perf_on = true;
             take_kernel_samples(a, w, l, now);
-        } else {
+        } else { /* no perf event, or it would not start: stop the thread */
             take_stopped_sample(a, w, l, now, false);
         }
         s->next_sample_ns += interval;
