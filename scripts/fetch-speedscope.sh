@@ -46,6 +46,14 @@ if ! echo "$sha512  $tarball" | sha512sum -c --quiet - >/dev/null 2>&1; then
 fi
 mkdir "$tmp/unpacked"
 tar -xzf "$tarball" -C "$tmp/unpacked"
-rm -rf "$dest"
-mv "$tmp/unpacked" "$dest"
+# Another fetch may have finished first: a complete copy is never replaced
+# under a reader's feet, only an incomplete one.
+if ! [ -f "$dest/package/dist/release/index.html" ]; then
+    rm -rf "$dest"
+    mv "$tmp/unpacked" "$dest" 2>/dev/null || true
+fi
+if ! [ -f "$dest/package/dist/release/index.html" ]; then
+    echo "fetch-speedscope: could not put speedscope@$version in $dest" >&2
+    exit 1
+fi
 echo "$dest/package"
