@@ -71,19 +71,6 @@ static const char export_help[] =
     "when a hang was exported, 1 when none could be (nothing is written), 2\n"
     "for a usage error.\n";
 
-static int usage_error(const char *message, const char *arg)
-{
-    fputs("hangwatch: ", stderr);
-    fputs(message, stderr);
-    if (arg != NULL) {
-        fputs(" '", stderr);
-        hw_put_text(stderr, arg);
-        fputc('\'', stderr);
-    }
-    fputs("\nTry 'hangwatch export --help'.\n", stderr);
-    return 2;
-}
-
 /* ---- hangs in time ---------------------------------------------------------- */
 
 /* One report of a stretch: its stack was captured at `at_us`. */
@@ -265,34 +252,15 @@ static int timeline_of(const hw_hang_summary *s, size_t count, timeline *t)
 
 /* ---- JSON helpers ------------------------------------------------------------ */
 
-/* Text from a report as a JSON string: as it is, else escaped. */
-static json_t *jtext(const char *s)
-{
-    json_t *v = json_string(s);
-    if (v == NULL) {
-        size_t len = strlen(s);
-        char *escaped = malloc(4 * len + 1);
-        if (escaped != NULL)
-            v = json_string(hw_escape_bytes(s, len, escaped, 4 * len + 1));
-        free(escaped);
-    }
-    return v;
-}
-
 static json_t *jint(int64_t v)
 {
     return json_integer((json_int_t)v);
 }
 
-static json_t *ju64(uint64_t v)
-{
-    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
-}
-
 /* b - a for a <= b, exact */
 static json_t *jspan(int64_t a, int64_t b)
 {
-    return ju64((uint64_t)b - (uint64_t)a);
+    return hw_json_u64((uint64_t)b - (uint64_t)a);
 }
 
 /* "flush_cache (cache.c:88)" */
@@ -308,7 +276,7 @@ static json_t *frame_line(const hw_sframe *f, bool with_repeat)
     if (asprintf(&text, "%s%s%s%s%s%s", f->name, f->file ? " (" : "", f->file ? f->file : "", f->file ? line : "",
                  f->file ? ")" : "", repeat) < 0)
         return NULL;
-    json_t *v = jtext(text);
+    json_t *v = hw_json_text(text);
     free(text);
     return v;
 }
@@ -357,9 +325,9 @@ static json_int_t frame_index(frame_table *ft, const char *name, const char *fil
     } else {
         i = (json_int_t)json_array_size(ft->frames);
         json_t *f = json_object();
-        json_object_set_new(f, "name", jtext(name));
+        json_object_set_new(f, "name", hw_json_text(name));
         if (file != NULL)
-            json_object_set_new(f, "file", jtext(file));
+            json_object_set_new(f, "file", hw_json_text(file));
         if (line > 0)
             json_object_set_new(f, "line", jint(line));
         if (json_array_append_new(ft->frames, f) != 0 || json_object_set_new(ft->index, key, json_integer(i)) != 0)
@@ -405,7 +373,7 @@ static int add_sample(sampled *p, json_t *stack, uint64_t weight)
         return 0;
     }
     p->total = hw_add_sat(p->total, weight);
-    if (json_array_append_new(p->samples, stack) != 0 || json_array_append_new(p->weights, ju64(weight)) != 0)
+    if (json_array_append_new(p->samples, stack) != 0 || json_array_append_new(p->weights, hw_json_u64(weight)) != 0)
         return -1;
     return 0;
 }
@@ -414,10 +382,10 @@ static json_t *sampled_profile(const char *name, sampled *p)
 {
     json_t *o = json_object();
     json_object_set_new(o, "type", json_string("sampled"));
-    json_object_set_new(o, "name", jtext(name));
+    json_object_set_new(o, "name", hw_json_text(name));
     json_object_set_new(o, "unit", json_string("microseconds"));
     json_object_set_new(o, "startValue", json_integer(0));
-    json_object_set_new(o, "endValue", ju64(p->total));
+    json_object_set_new(o, "endValue", hw_json_u64(p->total));
     json_object_set_new(o, "samples", p->samples);
     json_object_set_new(o, "weights", p->weights);
     return o;
@@ -502,7 +470,7 @@ static json_t *speedscope_of(const timeline *t, size_t report_count)
 static json_t *event(const char *ph, const char *name, const char *cat, int64_t pid, int64_t tid, int64_t ts)
 {
     json_t *e = json_object();
-    json_object_set_new(e, "name", jtext(name));
+    json_object_set_new(e, "name", hw_json_text(name));
     if (cat != NULL)
         json_object_set_new(e, "cat", json_string(cat));
     json_object_set_new(e, "ph", json_string(ph));
@@ -517,7 +485,7 @@ static json_t *reports_of(const stretch *st)
 {
     json_t *a = json_array();
     for (size_t c = 0; c < st->capture_count; c++)
-        json_array_append_new(a, jtext(st->captures[c].s->path));
+        json_array_append_new(a, hw_json_text(st->captures[c].s->path));
     return a;
 }
 
@@ -532,17 +500,17 @@ static void stretch_events(json_t *events, const stretch *st, const hung_thread 
     free(name);
     json_object_set_new(hang, "dur", jspan(st->start_us, st->end_us));
     json_t *args = json_object();
-    json_object_set_new(args, "grouping_key", jtext(f->key));
-    json_object_set_new(args, "hang_type", jtext(f->hang_type));
-    json_object_set_new(args, "busy_when_detected_us", ju64(f->block_us));
+    json_object_set_new(args, "grouping_key", hw_json_text(f->key));
+    json_object_set_new(args, "hang_type", hw_json_text(f->hang_type));
+    json_object_set_new(args, "busy_when_detected_us", hw_json_u64(f->block_us));
     if (st->ended)
-        json_object_set_new(args, "final_duration_us", ju64(st->final_us));
+        json_object_set_new(args, "final_duration_us", hw_json_u64(st->final_us));
     else
         json_object_set_new(args, "end", json_string("not recorded: the event ends at the last capture"));
     if (f->hang_end != NULL)
-        json_object_set_new(args, "hang_end", jtext(f->hang_end));
+        json_object_set_new(args, "hang_end", hw_json_text(f->hang_end));
     if (st->cut_us > 0)
-        json_object_set_new(args, "end_cut_us", ju64(st->cut_us));
+        json_object_set_new(args, "end_cut_us", hw_json_u64(st->cut_us));
     if (!f->seen_known)
         json_object_set_new(args, "time", json_string("unknown: the report does not say when it was detected"));
     json_object_set_new(args, "reports", reports_of(st));
@@ -561,11 +529,11 @@ static void stretch_events(json_t *events, const stretch *st, const hung_thread 
                 json_object_set_new(e, "dur", jspan(cp->at_us, until));
                 json_t *a = json_object();
                 if (fr->file != NULL)
-                    json_object_set_new(a, "file", jtext(fr->file));
+                    json_object_set_new(a, "file", hw_json_text(fr->file));
                 if (fr->line > 0)
                     json_object_set_new(a, "line", jint(fr->line));
                 if (fr->object != NULL)
-                    json_object_set_new(a, "object", jtext(fr->object));
+                    json_object_set_new(a, "object", hw_json_text(fr->object));
                 json_object_set_new(e, "args", a);
                 json_array_append_new(events, e);
             }
@@ -573,7 +541,7 @@ static void stretch_events(json_t *events, const stretch *st, const hung_thread 
             /* nothing after it to span: the capture is an instant */
             json_t *e = event("i", "stack captured", "stack", ht->pid, ht->tid, cp->at_us);
             json_object_set_new(e, "s", json_string("t"));
-            json_object_set_new(e, "args", json_pack("{s:o, s:o}", "report", jtext(s->path), "stack",
+            json_object_set_new(e, "args", json_pack("{s:o, s:o}", "report", hw_json_text(s->path), "stack",
                                                      stack_lines(s->frames, s->frame_count, false)));
             json_array_append_new(events, e);
         }
@@ -582,9 +550,9 @@ static void stretch_events(json_t *events, const stretch *st, const hung_thread 
             snprintf(title, sizeof title, "Point Stack of %" PRIu64 " samples", s->sample_count);
             json_t *e = event("i", title, "early_sampling", ht->pid, ht->tid, cp->at_us);
             json_object_set_new(e, "s", json_string("t"));
-            json_object_set_new(e, "args", json_pack("{s:o, s:o, s:o, s:o}", "sample_count", ju64(s->sample_count),
-                                                     "sample_interval_us", ju64(s->sample_interval_us), "report",
-                                                     jtext(s->path), "stack (repeat counts)",
+            json_object_set_new(e, "args", json_pack("{s:o, s:o, s:o, s:o}", "sample_count", hw_json_u64(s->sample_count),
+                                                     "sample_interval_us", hw_json_u64(s->sample_interval_us), "report",
+                                                     hw_json_text(s->path), "stack (repeat counts)",
                                                      stack_lines(s->point, s->point_count, true)));
             json_array_append_new(events, e);
         }
@@ -604,11 +572,11 @@ static json_t *chrome_trace_of(const timeline *t, size_t report_count)
             process_named |= t->threads[k].pid == ht->pid;
         if (!process_named) {
             json_t *e = event("M", "process_name", NULL, ht->pid, ht->tid, NO_TS);
-            json_object_set_new(e, "args", json_pack("{s:o}", "name", jtext(ht->process_name)));
+            json_object_set_new(e, "args", json_pack("{s:o}", "name", hw_json_text(ht->process_name)));
             json_array_append_new(events, e);
         }
         json_t *e = event("M", "thread_name", NULL, ht->pid, ht->tid, NO_TS);
-        json_object_set_new(e, "args", json_pack("{s:o}", "name", jtext(ht->thread_name)));
+        json_object_set_new(e, "args", json_pack("{s:o}", "name", hw_json_text(ht->thread_name)));
         json_array_append_new(events, e);
     }
     for (size_t h = 0; h < t->thread_count; h++)
@@ -646,7 +614,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name,
         return a + n + 1;
     if (*i + 1 < argc)
         return argv[++*i];
-    usage_error("option needs a value:", name);
+    hw_usage_error("export", "option needs a value:", name);
     *bad = true;
     return NULL;
 }
@@ -680,14 +648,14 @@ int hw_export_main(int argc, char **argv)
                 break;
             if (fmt != FORMAT_NONE) {
                 bad = true;
-                usage_error("--format is given twice", NULL);
+                hw_usage_error("export", "--format is given twice", NULL);
             } else if (strcmp(v, "speedscope") == 0) {
                 fmt = FORMAT_SPEEDSCOPE;
             } else if (strcmp(v, "chrome-trace") == 0) {
                 fmt = FORMAT_CHROME;
             } else {
                 bad = true;
-                usage_error("unknown --format (use speedscope or chrome-trace):", v);
+                hw_usage_error("export", "unknown --format (use speedscope or chrome-trace):", v);
             }
         } else if (!options_done && (is_option(a, "-o") || is_option(a, "--output"))) {
             const char *v = option_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output", &bad);
@@ -695,29 +663,29 @@ int hw_export_main(int argc, char **argv)
                 break;
             if (output != NULL) {
                 bad = true;
-                usage_error("-o is given twice", NULL);
+                hw_usage_error("export", "-o is given twice", NULL);
             } else if (v[0] == '\0') {
                 bad = true;
-                usage_error("-o needs a file name (or - for standard output)", NULL);
+                hw_usage_error("export", "-o needs a file name (or - for standard output)", NULL);
             } else {
                 output = v;
             }
         } else if (!options_done && a[0] == '-' && a[1] != '\0') {
             bad = true;
-            usage_error("unknown option for export:", a);
+            hw_usage_error("export", "unknown option for export:", a);
         } else {
             paths[count++] = argv[i];
         }
     }
     if (!bad && fmt == FORMAT_NONE) {
         bad = true;
-        usage_error("export needs --format speedscope or --format chrome-trace", NULL);
+        hw_usage_error("export", "export needs --format speedscope or --format chrome-trace", NULL);
     } else if (!bad && output == NULL) {
         bad = true;
-        usage_error("export needs -o FILE (or -o - for standard output)", NULL);
+        hw_usage_error("export", "export needs -o FILE (or -o - for standard output)", NULL);
     } else if (!bad && count == 0) {
         bad = true;
-        usage_error("export needs reports or directories: hangwatch export --format FORMAT -o FILE "
+        hw_usage_error("export", "export needs reports or directories: hangwatch export --format FORMAT -o FILE "
                     "REPORT.json|DIR...",
                     NULL);
     }

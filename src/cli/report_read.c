@@ -302,3 +302,34 @@ void hw_report_walk(char *const *paths, size_t count, hw_report_fn each, void *c
         }
     }
 }
+
+int hw_usage_error(const char *command, const char *message, const char *arg)
+{
+    fputs("hangwatch: ", stderr);
+    fputs(message, stderr);
+    if (arg != NULL) {
+        fputs(" '", stderr);
+        hw_put_text(stderr, arg);
+        fputc('\'', stderr);
+    }
+    fprintf(stderr, "\nTry 'hangwatch %s --help'.\n", command);
+    return 2;
+}
+
+json_t *hw_json_text(const char *s)
+{
+    json_t *v = json_string(s);
+    if (v == NULL) {
+        size_t len = strlen(s);
+        char *escaped = malloc(4 * len + 1);
+        if (escaped != NULL)
+            v = json_string(hw_escape_bytes(s, len, escaped, 4 * len + 1));
+        free(escaped);
+    }
+    return v;
+}
+
+json_t *hw_json_u64(uint64_t v)
+{
+    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}

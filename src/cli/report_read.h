@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* The largest file read as a report: far beyond any report hangwatch writes. */
@@ -24,6 +25,17 @@ void hw_put_text(FILE *out, const char *s);
 
 /* "hangwatch: LABEL: " on stderr, the label escaped; the caller ends the line. */
 void hw_say_about(const char *label);
+
+/* A usage error of `hangwatch COMMAND`: "hangwatch: MESSAGE 'ARG'" (the
+ * argument escaped, left out when NULL) and the pointer to its --help on
+ * stderr.  Returns 2, the exit status of a usage error. */
+int hw_usage_error(const char *command, const char *message, const char *arg);
+
+/* Text from a report as a JSON string: as it is (valid UTF-8, as jansson
+ * read it), else escaped.  NULL only when out of memory. */
+json_t *hw_json_text(const char *s);
+/* An unsigned count as a JSON integer, saturated at INT64_MAX. */
+json_t *hw_json_u64(uint64_t v);
 
 /* Fields of an object that may be anything: the string (or `fallback`),
  * the integer (or `fallback`). */

@@ -45,19 +45,6 @@ static const char stats_help[] =
     "skipped.  The exit status is 0 when at least one report was read, 1\n"
     "when none could be, 2 for a usage error.\n";
 
-static int usage_error(const char *message, const char *arg)
-{
-    fputs("hangwatch: ", stderr);
-    fputs(message, stderr);
-    if (arg != NULL) {
-        fputs(" '", stderr);
-        hw_put_text(stderr, arg);
-        fputc('\'', stderr);
-    }
-    fputs("\nTry 'hangwatch stats --help'.\n", stderr);
-    return 2;
-}
-
 /* ---- reading -------------------------------------------------------------- */
 
 typedef struct collected {
@@ -205,36 +192,16 @@ void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *count
     }
 }
 
-/* A JSON string of text from a report: as it is (valid UTF-8, as jansson
- * read it), else escaped. */
-static json_t *jtext(const char *s)
-{
-    json_t *v = json_string(s);
-    if (v == NULL) {
-        size_t len = strlen(s);
-        char *escaped = malloc(4 * len + 1);
-        if (escaped != NULL)
-            v = json_string(hw_escape_bytes(s, len, escaped, 4 * len + 1));
-        free(escaped);
-    }
-    return v;
-}
-
-static json_t *ju64(uint64_t v)
-{
-    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
-}
-
 json_t *hw_frame_json(const hw_sframe *f)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "function", jtext(f->name));
+    json_object_set_new(o, "function", hw_json_text(f->name));
     if (f->file != NULL)
-        json_object_set_new(o, "file", jtext(f->file));
+        json_object_set_new(o, "file", hw_json_text(f->file));
     if (f->line > 0)
         json_object_set_new(o, "line", json_integer(f->line));
     if (f->object != NULL)
-        json_object_set_new(o, "object", jtext(f->object));
+        json_object_set_new(o, "object", hw_json_text(f->object));
     json_object_set_new(o, "language", json_string(f->language));
     return o;
 }
@@ -246,16 +213,16 @@ json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts
         const hw_stats_group *g = &st->groups[i];
         json_t *processes = json_array();
         for (size_t k = 0; k < g->process_count; k++)
-            json_array_append_new(processes, jtext(g->processes[k]));
+            json_array_append_new(processes, hw_json_text(g->processes[k]));
         json_t *o = json_object();
-        json_object_set_new(o, "grouping_key", jtext(g->key));
-        json_object_set_new(o, "count", ju64(g->hangs));
-        json_object_set_new(o, "total_us", ju64(g->total_us));
-        json_object_set_new(o, "median_us", ju64(g->median_us));
-        json_object_set_new(o, "worst_us", ju64(g->worst_us));
-        json_object_set_new(o, "open_hangs", ju64(g->open_hangs));
-        json_object_set_new(o, "moved_here", ju64(g->moved_here));
-        json_object_set_new(o, "reports", ju64(g->reports));
+        json_object_set_new(o, "grouping_key", hw_json_text(g->key));
+        json_object_set_new(o, "count", hw_json_u64(g->hangs));
+        json_object_set_new(o, "total_us", hw_json_u64(g->total_us));
+        json_object_set_new(o, "median_us", hw_json_u64(g->median_us));
+        json_object_set_new(o, "worst_us", hw_json_u64(g->worst_us));
+        json_object_set_new(o, "open_hangs", hw_json_u64(g->open_hangs));
+        json_object_set_new(o, "moved_here", hw_json_u64(g->moved_here));
+        json_object_set_new(o, "reports", hw_json_u64(g->reports));
         if (g->seen_known) {
             char first[32], last[32];
             json_object_set_new(o, "first_seen_unix_ms", json_integer(g->first_seen_ms));
@@ -268,10 +235,10 @@ json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts
         json_array_append_new(groups, o);
     }
     json_t *root = json_object();
-    json_object_set_new(root, "reports", ju64(counts->reports));
-    json_object_set_new(root, "unreadable", ju64(counts->failed));
-    json_object_set_new(root, "hangs", ju64(st->hangs));
-    json_object_set_new(root, "not_hangs", ju64(st->not_hangs));
+    json_object_set_new(root, "reports", hw_json_u64(counts->reports));
+    json_object_set_new(root, "unreadable", hw_json_u64(counts->failed));
+    json_object_set_new(root, "hangs", hw_json_u64(st->hangs));
+    json_object_set_new(root, "not_hangs", hw_json_u64(st->not_hangs));
     json_object_set_new(root, "groups", groups);
     return root;
 }
@@ -295,14 +262,14 @@ int hw_stats_main(int argc, char **argv)
             as_json = true;
         } else if (!options_done && a[0] == '-' && a[1] != '\0') {
             free(paths);
-            return usage_error("unknown option for stats:", a);
+            return hw_usage_error("stats", "unknown option for stats:", a);
         } else {
             paths[count++] = argv[i];
         }
     }
     if (count == 0) {
         free(paths);
-        return usage_error("stats needs reports or directories: hangwatch stats [--json] REPORT.json|DIR...", NULL);
+        return hw_usage_error("stats", "stats needs reports or directories: hangwatch stats [--json] REPORT.json|DIR...", NULL);
     }
     hw_hang_summary *s = NULL;
     size_t n = 0;
