@@ -149,6 +149,27 @@ ssize_t hw_task_syscall_line(pid_t pid, pid_t tid, char *buf, size_t len)
     return n;
 }
 
+/* A line "Key:\tvalue..." of /proc/PID/status: its first number, or -1. */
+long hw_proc_status_number(pid_t pid, const char *key)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+        return -1;
+    size_t klen = strlen(key);
+    for (const char *line = buf; line != NULL && *line != '\0';) {
+        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+            char *end = NULL;
+            long v = strtol(line + klen + 1, &end, 10);
+            return end != line + klen + 1 ? v : -1;
+        }
+        line = strchr(line, '\n');
+        if (line != NULL)
+            line++;
+    }
+    return -1;
+}
+
 /* A thread is over when its /proc entry is gone or it is a zombie. */
 bool hw_task_is_dead(pid_t pid, pid_t tid)
 {

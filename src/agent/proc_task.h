@@ -32,6 +32,10 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out);
 /* The system call the thread is blocked in (/proc/.../syscall), or -1 when
  * it is running or that cannot be read. */
 long hw_task_syscall(pid_t pid, pid_t tid);
+
+/* A line "Key:\tvalue..." of /proc/PID/status ("Tgid", "PPid"...): its
+ * first number, or -1. */
+long hw_proc_status_number(pid_t pid, const char *key);
 /* The thread's /proc/PID/task/TID/syscall line, its trailing newline
  * removed, into `buf`: "NR ARGS... SP PC" while it is blocked in a system
  * call, "running" while it runs.  Its length, or <= 0 if unreadable. */

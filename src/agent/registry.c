@@ -388,12 +388,7 @@ void registry_switch_to_kernel(agent *a, watched_process *w)
 /* Is `pid` a process (not a thread of one)?  /proc/PID/status's Tgid. */
 static bool is_process(pid_t pid)
 {
-    char path[64], buf[2048];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
-        return false;
-    const char *tgid = strstr(buf, "\nTgid:");
-    return tgid != NULL && strtol(tgid + 6, NULL, 10) == pid;
+    return hw_proc_status_number(pid, "Tgid") == pid;
 }
 
 void registry_watch_new_children(agent *a)

@@ -96,27 +96,6 @@ static int parse_pid(const char *text, pid_t *out)
     return 0;
 }
 
-/* A line "Key:\tvalue..." of /proc/PID/status: its first number, or -1. */
-static long status_number(pid_t pid, const char *key)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
-        return -1;
-    size_t klen = strlen(key);
-    for (const char *line = buf; line != NULL && *line != '\0';) {
-        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
-            char *end = NULL;
-            long v = strtol(line + klen + 1, &end, 10);
-            return end != line + klen + 1 ? v : -1;
-        }
-        line = strchr(line, '\n');
-        if (line != NULL)
-            line++;
-    }
-    return -1;
-}
-
 /* Are the process's real, effective and saved uids all `uid` (what ptrace
  * asks of an unprivileged tracer)?  Unknown counts as no. */
 static bool same_user(pid_t pid, uid_t uid)
@@ -395,7 +374,7 @@ int hw_stack_main(int argc, char **argv)
         fprintf(stderr, "hangwatch: no process with pid %d\n", (int)pid);
         return 2;
     }
-    long tgid = status_number(pid, "Tgid");
+    long tgid = hw_proc_status_number(pid, "Tgid");
     if (tgid > 0 && tgid != pid) {
         fprintf(stderr, "hangwatch: %d is a thread of process %ld: use hangwatch stack %ld\n", (int)pid, tgid, tgid);
         return 2;
