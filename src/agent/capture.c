@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -671,6 +672,12 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
     hw_proc_read_comm(path, out->process_name);
+    struct stat owner;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    if (stat(path, &owner) == 0) {
+        out->owner_known = true;
+        out->owner_uid = owner.st_uid;
+    }
     hw_task_stat ps;
     if (hw_task_stat_read(pid, 0, &ps) == 0)
         s.is_parent = ps.ppid == getpid();

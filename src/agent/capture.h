@@ -102,6 +102,8 @@ struct hw_process_snapshot {
     bool reaped;            /* we were its parent and consumed that status: do not wait again */
     pid_t tracer_pid;       /* another tracer (strace, gdb) held a thread we could not attach, else 0 */
     char tracer_name[16];   /* that tracer's comm, "" if unknown */
+    bool owner_known;       /* owner_uid was read (the process existed when the capture began) */
+    uid_t owner_uid;        /* the process's user, for files it owns that are read after it is gone */
 };
 
 typedef struct hw_capture_options {

@@ -420,6 +420,8 @@ static void do_report(report_worker *wk, job *j)
     hang_record *h = j->hang;
     hw_process_snapshot *snap = &req->snap;
     hw_symbolizer *sym = snap->maps ? hw_symbolizer_new(req->pid, snap->maps, snap->maps_len, NULL) : NULL;
+    if (sym && snap->owner_known)
+        hw_symbolizer_set_owner(sym, snap->owner_uid); /* the process may be gone by now */
     hw_backtrace *bts = calloc(snap->thread_count ? snap->thread_count : 1, sizeof *bts);
     const hw_backtrace *target_bt = NULL;
     size_t target = SIZE_MAX;

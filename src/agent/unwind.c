@@ -97,6 +97,8 @@ struct hw_symbolizer {
     size_t backed_count;
     /* node's perf map, read at the first address in anonymous memory */
     bool js_map_tried;
+    bool owner_known; /* owner_uid set by hw_symbolizer_set_owner */
+    uid_t owner_uid;
     hw_perf_map *js_map;
     int js_map_errno; /* why it could not be read, 0 if it was */
 };
@@ -372,6 +374,14 @@ hw_symbolizer *hw_symbolizer_new(pid_t pid, const char *maps, size_t maps_len, c
     return sym;
 }
 
+void hw_symbolizer_set_owner(hw_symbolizer *sym, uid_t uid)
+{
+    if (sym != NULL) {
+        sym->owner_uid = uid;
+        sym->owner_known = true;
+    }
+}
+
 static void free_resolved(resolved *e)
 {
     free(e->symbol_name);
@@ -469,14 +479,18 @@ static void lookup_jit(hw_symbolizer *sym, uint64_t addr, resolved *e)
 {
     if (!sym->js_map_tried) {
         sym->js_map_tried = true;
-        char path[64];
-        struct stat st;
-        snprintf(path, sizeof path, "/proc/%d", (int)sym->pid);
-        if (stat(path, &st) != 0) {
-            sym->js_map_errno = errno;
-            return;
+        if (!sym->owner_known) {
+            char path[64];
+            struct stat st;
+            snprintf(path, sizeof path, "/proc/%d", (int)sym->pid);
+            if (stat(path, &st) != 0) {
+                sym->js_map_errno = errno;
+                return;
+            }
+            sym->owner_uid = st.st_uid;
+            sym->owner_known = true;
         }
-        sym->js_map = hw_perf_map_load(sym->pid, st.st_uid, NULL);
+        sym->js_map = hw_perf_map_load(sym->pid, sym->owner_uid, NULL);
         sym->js_map_errno = sym->js_map ? 0 : errno;
     }
     hw_js_symbol js;

@@ -70,6 +70,11 @@ typedef struct hw_symbolizer hw_symbolizer;
 hw_symbolizer *hw_symbolizer_new(pid_t pid, const char *maps, size_t maps_len, char **error);
 void hw_symbolizer_free(hw_symbolizer *sym);
 
+/* The process's user, as the capture saw it: node's perf map must belong to
+ * it.  Without this the symbolizer asks /proc when it first needs the map,
+ * which fails once the process is gone (a report written after it exited). */
+void hw_symbolizer_set_owner(hw_symbolizer *sym, uid_t uid);
+
 /* Unwind one captured thread of the snapshot the symbolizer was made for
  * (any number of them, one after the other).  Frames beyond `max_frames`
  * (0: 256) are dropped and counted in out->skipped.  Returns 0 (possibly with

@@ -13,6 +13,7 @@
  * live node's file is touched): a missing file, whole lines only, symlinks,
  * hard links, FIFOs (refused without hanging), directories, other users'
  * files (root only), and the size cap.  Every file made is removed.
+ * Last, the symbolizer naming a JIT frame of a process that has exited.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 
 #include "perf_map.h"
 #include "perf_map_file.h"
+#include "unwind.h"
 
 #define NOBODY_UID 65534
 
@@ -767,6 +769,45 @@ static void test_loader_caps_the_size(void **state)
     hw_perf_map_free(m);
 }
 
+/* A report is often written after its process has exited (the worker
+ * runs behind the capture): its JavaScript frames are still named, from the
+ * map the process left and the owner the capture recorded. */
+static void test_symbolizer_names_frames_of_an_exited_process(void **state)
+{
+    scratch *s = *state;
+    write_new(s->path, node_map, strlen(node_map));
+    /* One file mapping, so that the symbolizer knows what is not a file. */
+    char maps[512];
+    FILE *self = fopen("/proc/self/maps", "r");
+    assert_non_null(self);
+    assert_non_null(fgets(maps, sizeof maps, self));
+    fclose(self);
+    assert_non_null(strchr(maps, '/'));
+    strcat(maps, "7f108afc0000-7f108aff0000 r-xp 00000000 00:00 0 \n");
+    uint64_t pc = 0x7f108afe47c0 + 0x40;
+
+    hw_symbolizer *sym = hw_symbolizer_new(s->pid, maps, strlen(maps), NULL);
+    assert_non_null(sym);
+    hw_frame f = {0};
+    hw_symbolize_frame(sym, pc, true, &f);
+    assert_null(f.symbol_name); /* /proc/PID is gone: whose file is it? */
+    assert_int_equal(hw_symbolizer_js_map_errno(sym), ENOENT);
+    hw_frame_clear(&f);
+    hw_symbolizer_free(sym);
+
+    sym = hw_symbolizer_new(s->pid, maps, strlen(maps), NULL);
+    assert_non_null(sym);
+    hw_symbolizer_set_owner(sym, getuid());
+    hw_symbolize_frame(sym, pc, true, &f);
+    assert_non_null(f.symbol_name);
+    assert_string_equal(f.symbol_name, "renderHugeTable");
+    assert_int_equal(f.language, HW_LANG_JAVASCRIPT);
+    assert_int_equal(f.source_line, 1);
+    assert_int_equal(hw_symbolizer_js_map_errno(sym), 0);
+    hw_frame_clear(&f);
+    hw_symbolizer_free(sym);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -789,6 +830,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_loader_refuses_fifos_and_directories, make_scratch, remove_scratch),
         cmocka_unit_test_setup_teardown(test_loader_checks_the_owner, make_scratch, remove_scratch),
         cmocka_unit_test_setup_teardown(test_loader_caps_the_size, make_scratch, remove_scratch),
+        cmocka_unit_test_setup_teardown(test_symbolizer_names_frames_of_an_exited_process, make_scratch,
+                                        remove_scratch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
