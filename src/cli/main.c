@@ -29,6 +29,7 @@
 #include "../core/frame_gap.h"
 #include "../core/hw_version.h"
 #include "export.h"
+#include "metrics_sentry_options.h"
 #include "show.h"
 #include "stack.h"
 #include "stats.h"
@@ -109,6 +110,7 @@ static const char usage_text[] =
     "  --max-dir-size SIZE  stop writing reports when the directory would\n"
     "                       grow past SIZE (default 256M; K, M, G; 0 = no cap)\n"
     "  -q, --quiet          no line on stderr per hang\n"
+    HW_METRICS_SENTRY_USAGE
     "\n"
     "DUR is a number and a unit: ns, us, ms, s or m (500ms, 1.5s, 2s).\n"
     "The exit status is PROG's own (128+N if signal N killed it), or 2 when\n"
@@ -292,6 +294,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
         {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
         {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
         {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
+        HW_METRICS_SENTRY_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -457,10 +460,18 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
             return 0;
         case ':':
             return usage_error("option '%s' needs a value", argv[optind - 1]);
-        default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+        default: {
+            int handled = hw_metrics_sentry_option(c, optarg, &opts);
+            if (handled == 2)
+                return 2;
+            if (handled == 0)
+                return usage_error("unknown option '%s'", argv[optind - 1]);
+            break;
+        }
         }
     }
+    if (hw_metrics_sentry_finish(&opts, !attach) != 0)
+        return 2;
     if (opts.sample_interval_ns == 0)
         opts.sample_interval_ns = 50000000ull;
     if (opts.frame_interval_ns == 0)

@@ -238,6 +238,10 @@ static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char 
     }
     if (events_socket)
         arg(b, "--events-socket=%s", events_socket);
+    if (cfg->metrics_listen && *cfg->metrics_listen)
+        arg(b, "--metrics-listen=%s", cfg->metrics_listen);
+    if (cfg->metrics_file && *cfg->metrics_file)
+        arg(b, "--metrics-file=%s", cfg->metrics_file);
 }
 
 /* ---- callbacks, and pings ---- */
