@@ -6,12 +6,21 @@
  * everything that formats, serves, writes or sends runs on threads of its
  * own (docs/decisions.md §29-30).
  */
+#include <curl/curl.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent_internal.h"
 #include "metrics.h"
 #include "metrics_server.h"
+#include "report_dir.h"
+#include "sentry_event.h"
+#include "sentry_sender.h"
+
+static char server_name[256]; /* the host's name, for Sentry events */
 
 int exports_start(agent *a)
 {
@@ -32,11 +41,30 @@ int exports_start(agent *a)
             return rc;
         }
     }
+    if (o->sentry_dsn) {
+        curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread of ours uses libcurl */
+        if (gethostname(server_name, sizeof server_name - 1) != 0)
+            server_name[0] = '\0';
+        char why[512];
+        int rc = hw_sentry_sender_start(o->sentry_dsn, hw_report_dir_fd(o->report_dir_handle),
+                                        hw_report_dir_path(o->report_dir_handle), o->quiet, a->metrics, &a->sentry,
+                                        why, sizeof why);
+        if (rc != 0) {
+            fprintf(stderr, "hangwatch: %s\n", why);
+            exports_stop(a);
+            return rc;
+        }
+    }
     return 0;
 }
 
 void exports_stop(agent *a)
 {
+    if (a->sentry) {
+        hw_sentry_sender_stop(a->sentry); /* one last attempt at what waits */
+        a->sentry = NULL;
+        curl_global_cleanup();
+    }
     hw_metrics_exporter_stop(a->exporter); /* the textfile's last write has the final counts */
     a->exporter = NULL;
     hw_metrics_free(a->metrics);
@@ -89,6 +117,26 @@ void exports_hang_end(agent *a, loop_watch *l, uint64_t now, uint64_t final_ns, 
 
 void exports_report_complete(agent *a, const char *file_name)
 {
-    (void)a;
-    (void)file_name;
+    if (!a->sentry)
+        return;
+    char *text = NULL;
+    size_t len = 0;
+    const char *why = "unreadable";
+    json_t *report = NULL;
+    if (hw_report_dir_read(a->opts->report_dir_handle, file_name, &text, &len) == 0)
+        report = json_loadb(text, len, 0, NULL);
+    free(text);
+    char event_id[33];
+    char *envelope = report ? hw_sentry_envelope_from_report(report, hw_sentry_sender_dsn(a->sentry), server_name,
+                                                             event_id, &len, &why)
+                            : NULL;
+    json_decref(report);
+    if (!envelope) {
+        hw_metrics_sentry_dropped(a->metrics, HW_METRICS_SENTRY_UNREADABLE);
+        if (!a->opts->quiet)
+            fprintf(stderr, "hangwatch: no Sentry event for %s: %s\n", file_name, why);
+        return;
+    }
+    hw_sentry_sender_submit(a->sentry, event_id, envelope, len);
+    free(envelope);
 }

@@ -33,6 +33,7 @@
 #include "show.h"
 #include "stack.h"
 #include "stats.h"
+#include "upload.h"
 
 static const char usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
@@ -41,6 +42,7 @@ static const char usage_text[] =
     "       hangwatch stack PID [--json FILE]\n"
     "       hangwatch stats [--json] REPORT.json|DIR...\n"
     "       hangwatch export --format speedscope|chrome-trace -o FILE REPORT.json|DIR...\n"
+    "       hangwatch upload [--sentry-dsn DSN] DIR\n"
     "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
     "       hangwatch --help | --version\n"
     "\n"
@@ -143,7 +145,10 @@ static const char usage_text[] =
     "existing viewers: speedscope's file format, or Chrome's Trace Event\n"
     "JSON for Perfetto.  Both name each file they cannot read and go on;\n"
     "they exit 1 only when nothing could be read (hangwatch stats --help,\n"
-    "hangwatch export --help).\n";
+    "hangwatch export --help).\n"
+    "\n"
+    "upload sends the Sentry events an agent left in DIR/sentry-spool when the\n"
+    "server could not be reached (hangwatch upload --help).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -567,5 +572,7 @@ int main(int argc, char **argv)
         return hw_stats_main(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0)
         return hw_export_main(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (use run, watch, show, stack, stats or export)", cmd);
+    if (strcmp(cmd, "upload") == 0)
+        return hw_upload_main(argc - 1, argv + 1);
+    return usage_error("unknown command '%s' (use run, watch, show, stack, stats, export or upload)", cmd);
 }

@@ -20,7 +20,8 @@ enum {
 
 #define HW_METRICS_SENTRY_LONG_OPTIONS                                                                                 \
     {"metrics-listen", required_argument, NULL, HW_OPT_METRICS_LISTEN},                                               \
-        {"metrics-file", required_argument, NULL, HW_OPT_METRICS_FILE}
+        {"metrics-file", required_argument, NULL, HW_OPT_METRICS_FILE},                                               \
+        {"sentry-dsn", required_argument, NULL, HW_OPT_SENTRY_DSN}
 
 /* For run, watch and attach's usage text. */
 #define HW_METRICS_SENTRY_USAGE                                                                                        \
@@ -28,7 +29,11 @@ enum {
     "                       http://ADDR:PORT/metrics (127.0.0.1:9464; :9464 is\n"                                     \
     "                       every interface); docs/metrics.md\n"                                                       \
     "  --metrics-file PATH  write the same metrics to PATH atomically, for\n"                                          \
-    "                       node_exporter's textfile collector (name it *.prom)\n"
+    "                       node_exporter's textfile collector (name it *.prom)\n"                                     \
+    "  --sentry-dsn DSN     send each report to Sentry as an app-hang event\n"                                        \
+    "                       (default: $SENTRY_DSN); events the server cannot\n"                                       \
+    "                       take now wait in REPORT_DIR/sentry-spool, sent later\n"                                   \
+    "                       by the agent or by hangwatch upload\n"
 
 /* Handle option `code` with `value`: 1 when it was one of these, 0 when it
  * is not, 2 after a usage error was said. */

@@ -5,13 +5,23 @@
   while the watched program hangs twice, and its HTTP API must read the
   hang counter and the duration histogram's count at 2; promtool checks
   the exposition text by Prometheus's own rules;
-- the metrics textfile, bad options, hostile HTTP clients.
+- the metrics textfile, bad options, hostile HTTP clients;
+- a Sentry envelope receiver (Python's http.server on 127.0.0.1) that parses
+  every envelope with the Sentry SDK's own parser (Debian's
+  python3-sentry-sdk, `sentry_sdk.envelope.Envelope.deserialize`) and
+  checks the app-hang event; taken down and brought back, it must get an
+  event made meanwhile exactly once, from the agent or `hangwatch upload`.
 
 Every server is started here on 127.0.0.1 on a free port and stopped at the
 end; waiting is polling with generous deadlines.
 """
+import glob
+import http.server
 import json
 import os
+import re
+import threading
+import uuid
 import select
 import shutil
 import signal
@@ -382,12 +392,239 @@ def case_library_metrics():
         shutil.rmtree(d, ignore_errors=True)
 
 
+# ---- Sentry ----
+
+SENTRY_KEY = "0123456789abcdef0123456789abcdef"
+SENTRY_PROJECT = "42"
+
+
+class SentryReceiver:
+    """Sentry's envelope endpoint on 127.0.0.1: every POST to /api/PROJECT/envelope/ with our
+    key is parsed with the Sentry SDK's envelope parser and kept; it can be stopped and
+    started again on the same port."""
+
+    def __init__(self, port=None):
+        from sentry_sdk.envelope import Envelope  # Debian's python3-sentry-sdk
+        self.Envelope = Envelope
+        self.port = port or free_port()
+        self.envelopes = []  # (headers, event)
+        self.problems = []
+        self.lock = threading.Lock()
+        self.server = None
+        self.start()
+
+    def start(self):
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                auth = self.headers.get("X-Sentry-Auth", "")
+                if self.path != f"/api/{SENTRY_PROJECT}/envelope/" or f"sentry_key={SENTRY_KEY}" not in auth:
+                    receiver.problems.append(f"{self.path} {auth}")
+                    self.send_response(403)
+                    self.end_headers()
+                    return
+                try:
+                    envelope = receiver.Envelope.deserialize(body)
+                    event = envelope.get_event()
+                except Exception as e:  # noqa: BLE001 - a parse failure is what is tested
+                    receiver.problems.append(f"unparsable envelope: {e!r}: {body[:200]!r}")
+                    event = None
+                with receiver.lock:
+                    receiver.envelopes.append((envelope.headers if event else {}, event))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps({"id": (event or {}).get("event_id")}).encode())
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def events(self):
+        with self.lock:
+            return list(self.envelopes)
+
+    def dsn(self):
+        return f"http://{SENTRY_KEY}@127.0.0.1:{self.port}/{SENTRY_PROJECT}"
+
+
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    check(m is not None, f"no build-id in {path}")
+    return m.group(1)
+
+
+def check_event(headers, event, report, culprit_binary):
+    """An app-hang event as Sentry's SDKs make them, from this report."""
+    where = f"event {event.get('event_id')}"
+    rid = report["report"]["id"].replace("-", "").lower()
+    check(event["event_id"] == rid and headers.get("event_id") == rid, f"{where}: event id is not the report id {rid}")
+    exc = event["exception"]["values"][0]
+    check(exc["type"] == "AppHang" and exc["mechanism"]["type"] == "AppHang", f"{where}: exception {exc}")
+    final_s = report["hangwatch"]["final_duration_us"] / 1e6
+    check(f"App hanging for {final_s:.3f}"[:-1] in exc["value"], f"{where}: value {exc['value']} vs {final_s}")
+    frames = exc["stacktrace"]["frames"]
+    names = [f.get("function") for f in frames]
+    check("hang_for_the_test" in names[-4:], f"{where}: culprit not in the last frames (innermost last): {names}")
+    check(names[-1] != "main" and names.index("main") < names.index("hang_for_the_test"), f"{where}: order {names}")
+    culprit = frames[names.index("hang_for_the_test")]
+    check(culprit.get("filename") == "hang_on_command.c" and culprit.get("lineno", 0) > 0, f"{where}: {culprit}")
+    check(culprit.get("package") == os.path.realpath(culprit_binary) and culprit.get("in_app") is True,
+          f"{where}: culprit's package {culprit}")
+    for f in frames:
+        check(re.fullmatch(r"0x[0-9a-f]+", f.get("instruction_addr", "")), f"{where}: frame without address {f}")
+    threads = event["threads"]["values"]
+    check(len(threads) == len(report["crash"]["threads"]), f"{where}: {len(threads)} threads")
+    hung = [t for t in threads if t["crashed"]]
+    check(len(hung) == 1 and hung[0]["id"] == exc["thread_id"] == report["hangwatch"]["hung_thread"]["thread_identifier"],
+          f"{where}: hung thread {hung}")
+    images = event["debug_meta"]["images"]
+    bid = build_id(culprit_binary)
+    mine = [im for im in images if im.get("code_id") == bid]
+    check(len(mine) == 1 and mine[0]["code_file"] == os.path.realpath(culprit_binary), f"{where}: images {images}")
+    # Sentry's ELF debug id: the build-id's first 16 bytes as a little-endian GUID.
+    want = str(uuid.UUID(bytes_le=bytes.fromhex(bid)[:16].ljust(16, b"\0")))
+    check(mine[0]["debug_id"] == want, f"{where}: debug_id {mine[0]['debug_id']}, expected {want}")
+    tags = event["tags"]
+    check(tags.get("hangwatch.grouping_key") == report["hangwatch"]["grouping_key"]
+          and tags.get("hangwatch.detector") == "runloop" and tags.get("hangwatch.hang_type") == "hang",
+          f"{where}: tags {tags}")
+
+
+def sentry_available():
+    try:
+        import sentry_sdk.envelope  # noqa: F401
+        return True
+    except ImportError:
+        print("python3-sentry-sdk is not installed (scripts/ensure-deps.sh test)")
+        return False
+
+
+def load_reports(w):
+    return [hwtest.load_report(os.path.join(w.report_dir, n)) for n in w.reports()]
+
+
+def spooled(w):
+    return glob.glob(os.path.join(w.report_dir, "sentry-spool", "*.envelope")) + \
+        glob.glob(os.path.join(w.report_dir, "sentry-spool", "*.sending"))
+
+
+def case_sentry_events():
+    """One app-hang event per hang, parsed by the Sentry SDK, with the culprit and its image."""
+    if not sentry_available():
+        return hwtest.SKIP
+    rx = SentryReceiver()
+    w = Watched(["--threshold", "300ms", "--sentry-dsn", rx.dsn()])
+    try:
+        w.hang(600)
+        w.hang(500)
+        hwtest.wait_for(lambda: len(rx.events()) >= 2, "two events at the receiver", 30)
+        reports = {r["report"]["id"].replace("-", "").lower(): r for r in load_reports(w)}
+        check(len(reports) == 2, f"reports {list(reports)}")
+        for headers, event in rx.events():
+            check(event is not None, f"an envelope the SDK could not parse: {rx.problems}")
+            check(event["event_id"] in reports, f"an event of no report: {event['event_id']}")
+            check_event(headers, event, reports[event["event_id"]], hwtest.binary("hang-on-command"))
+    finally:
+        code = w.finish()
+        err = w.stderr()
+        w.close()
+        rx.stop()
+    check(code == 0 and not rx.problems, f"exit {code} {rx.problems}\n{err}")
+    check(len(rx.events()) == 2, f"{len(rx.events())} events for two hangs")
+
+
+def case_sentry_spool_exactly_once():
+    """Receiver down: the event waits in the spool; back up: the agent sends it, once. Down
+    until the agent ends: `hangwatch upload` sends it, once; a second upload sends nothing."""
+    if not sentry_available():
+        return hwtest.SKIP
+    rx = SentryReceiver()
+    rx.stop()
+    w = Watched(["--threshold", "300ms", "--sentry-dsn", rx.dsn()])
+    try:
+        w.hang(500)
+        hwtest.wait_for(lambda: spooled(w) and "cannot reach 127.0.0.1" in w.stderr(),
+                        "the event to wait in the spool, said on stderr", 30)
+        rx.start()
+        hwtest.wait_for(lambda: len(rx.events()) == 1, "the agent to send the waiting event", 60)
+        hwtest.wait_for(lambda: not spooled(w), "the spool to be empty once sent", 10)
+        first = rx.events()[0][1]["event_id"]
+        # Down again until the agent has ended: only upload can send this one.
+        rx.stop()
+        w.hang(400)
+        hwtest.wait_for(lambda: len(w.reports()) == 2, "the second report", 20)
+        code = w.finish()
+        check(code == 0, f"exit {code}\n{w.stderr()}")
+        check(len(spooled(w)) == 1, f"the second event waits: {spooled(w)}\n{w.stderr()}")
+        rx.start()
+        up = subprocess.run([hwtest.binary("hangwatch"), "upload", w.report_dir], capture_output=True, text=True,
+                            timeout=60, env={k: v for k, v in os.environ.items() if k != "SENTRY_DSN"})
+        check(up.returncode == 0 and "1 event sent" in up.stdout, f"upload: {up.returncode}\n{up.stdout}{up.stderr}")
+        again = subprocess.run([hwtest.binary("hangwatch"), "upload", "--sentry-dsn", rx.dsn(), w.report_dir],
+                               capture_output=True, text=True, timeout=60)
+        check(again.returncode == 0 and "0 events sent" in again.stdout, f"second upload: {again.stdout}{again.stderr}")
+        ids = [e["event_id"] for _, e in rx.events()]
+        reports = sorted(r["report"]["id"].replace("-", "").lower() for r in load_reports(w))
+        check(sorted(ids) == reports and ids[0] == first, f"events {ids}, reports {reports}")
+        check(not rx.problems, f"{rx.problems}")
+    finally:
+        w.close()
+        rx.stop()
+
+
+def case_sentry_bad_input():
+    """A malformed DSN (option or SENTRY_DSN) is exit 2 before the program starts, without
+    printing the key; an unreachable server is said at start, and the program runs as ever."""
+    secret = "s3cr3tk3y"
+    for dsn, message in [(f"ftp://{secret}@h/1", "https://"), (f"https://{secret}@h/abc", "decimal"),
+                         (f"https://{secret}@h/1\r\nX: y", "control"), ("https://h/1", "public key")]:
+        run_expecting_usage_error(["--sentry-dsn", dsn], "invalid --sentry-dsn")
+        run_expecting_usage_error(["--sentry-dsn", dsn], message)
+    d = tempfile.mkdtemp(prefix="hw-bad-")
+    try:
+        p = subprocess.run([hwtest.binary("hangwatch"), "run", "--report-dir", os.path.join(d, "r"), "--",
+                            "/bin/true"], capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, SENTRY_DSN=f"https://{secret}@h/x"))
+        check(p.returncode == 2 and "invalid SENTRY_DSN" in p.stderr and secret not in p.stderr, p.stderr)
+        # Nothing listens there: said at start; the program's exit status is hangwatch's.
+        port = free_port()
+        p = subprocess.run([hwtest.binary("hangwatch"), "run", "--report-dir", os.path.join(d, "r"), "--sentry-dsn",
+                            f"http://{SENTRY_KEY}@127.0.0.1:{port}/1", "--", "/bin/sh", "-c", "sleep 1; exit 3"],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 3, f"exit {p.returncode}\n{p.stderr}")
+        check(f"cannot reach 127.0.0.1" in p.stderr, f"unreachable server not said:\n{p.stderr}")
+        up = subprocess.run([hwtest.binary("hangwatch"), "upload", "--sentry-dsn", "nonsense", d],
+                            capture_output=True, text=True, timeout=30)
+        check(up.returncode == 2 and "invalid Sentry DSN" in up.stderr, up.stderr)
+        up = subprocess.run([hwtest.binary("hangwatch"), "upload", os.path.join(d, "missing")],
+                            capture_output=True, text=True, timeout=30)
+        check(up.returncode == 2 and "not a report directory" in up.stderr, up.stderr)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 CASES = {
     "prometheus_scrapes_two_hangs": case_prometheus_scrapes_two_hangs,
     "metrics_file": case_metrics_file,
     "bad_options": case_bad_options,
     "hostile_clients": case_hostile_clients,
     "library_metrics": case_library_metrics,
+    "sentry_events": case_sentry_events,
+    "sentry_spool_exactly_once": case_sentry_spool_exactly_once,
+    "sentry_bad_input": case_sentry_bad_input,
 }
 
 if __name__ == "__main__":
