@@ -133,6 +133,7 @@ typedef struct hangwatch_config {
      * last: the struct grew, rebuild programs built against older headers. */
     const char *metrics_listen;  /* ADDR:PORT: serve Prometheus metrics at http://ADDR:PORT/metrics */
     const char *metrics_file;    /* write them to this file for node_exporter's textfile collector */
+    const char *sentry_dsn;      /* send each report to Sentry as an event ($SENTRY_DSN is not read) */
 } hangwatch_config;
 
 /* Fill `cfg` with the defaults above. */

@@ -17,6 +17,10 @@
  *     it (docs/benchmarks.md measures what is left), and many hangs at once
  *     are all captured promptly however slow writing is.
  *
+ *   and, with the exports (agent_exports.c, docs/metrics.md), threads that
+ *     never touch detection: libmicrohttpd's for /metrics and a textfile
+ *     writer (metrics_server.c), and the Sentry sender (sentry_sender.c).
+ *
  * Reading order for a newcomer: agent.c, launch.c, registry.c,
  * loop_checks.c, hang_lifecycle.c, report_worker.c.
  */
