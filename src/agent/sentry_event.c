@@ -251,8 +251,14 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
                                   "type", "AppHang", "handled", 1);
     if (hung_tid >= 0)
         json_object_set_new(exception, "thread_id", json_integer(hung_tid));
-    if (hung_stack)
-        json_object_set_new(exception, "stacktrace", hung_stack);
+    if (hung_stack) {
+        /* Taken while the program ran on, not at a crash (as Sentry's SDKs
+         * mark their app hangs' stacks). */
+        json_t *st = json_deep_copy(hung_stack);
+        json_decref(hung_stack);
+        json_object_set_new(st, "snapshot", json_true());
+        json_object_set_new(exception, "stacktrace", st);
+    }
     json_object_set_new(ev, "exception", json_pack("{s:[o]}", "values", exception));
     json_object_set_new(ev, "threads", json_pack("{s:o}", "values", thread_list));
     if (images)

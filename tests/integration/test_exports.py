@@ -273,6 +273,33 @@ def case_metrics_file():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def case_metrics_drops():
+    """Hangs over the daily limit are counted as hangs and as dropped reports, by reason."""
+    d = tempfile.mkdtemp(prefix="hw-drops-")
+    path = os.path.join(d, "hangwatch.prom")
+    w = Watched(["--threshold", "300ms", "--daily-limit", "1", "--quiet", "--metrics-file", path])
+    try:
+        w.hang(500)
+        w.hang(500)
+    finally:
+        code = w.finish()
+        err = w.stderr()
+        w.close()
+    try:
+        check(code == 0, f"exit {code}\n{err}")
+        with open(path) as f:
+            text = f.read()
+        want = {'hangwatch_hangs_total{process="hang-on-command",detector="runloop",hang_type="hang"}': 2,
+                'hangwatch_reports_written_total{process="hang-on-command",hang_type="hang"}': 1,
+                'hangwatch_reports_dropped_total{process="hang-on-command",reason="daily_limit"}': 1,
+                'hangwatch_reports_dropped_total{process="hang-on-command",reason="write_error"}': 0,
+                'hangwatch_hang_duration_seconds_count{process="hang-on-command",detector="runloop",hang_type="hang"}': 2}
+        for series, value in want.items():
+            check(sample(text, series) == value, f"{series} should be {value}:\n{text}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def run_expecting_usage_error(options, message):
     """hangwatch run OPTIONS -- touch MARK must exit 2 saying `message`, and never start the program."""
     d = tempfile.mkdtemp(prefix="hw-bad-")
@@ -619,6 +646,7 @@ def case_sentry_bad_input():
 CASES = {
     "prometheus_scrapes_two_hangs": case_prometheus_scrapes_two_hangs,
     "metrics_file": case_metrics_file,
+    "metrics_drops": case_metrics_drops,
     "bad_options": case_bad_options,
     "hostile_clients": case_hostile_clients,
     "library_metrics": case_library_metrics,

@@ -74,6 +74,7 @@ static void test_event_from_report(void **state)
     /* Innermost last. */
     json_t *frames = json_object_get(json_object_get(exc, "stacktrace"), "frames");
     assert_int_equal(json_array_size(frames), 4);
+    assert_true(json_is_true(json_object_get(json_object_get(exc, "stacktrace"), "snapshot")));
     assert_string_equal(json_string_value(json_object_get(json_array_get(frames, 0), "function")), "main");
     json_t *top = json_array_get(frames, 3);
     assert_string_equal(json_string_value(json_object_get(top, "function")), "clock_nanosleep");
