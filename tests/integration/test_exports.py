@@ -300,6 +300,41 @@ def case_metrics_drops():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def case_watch_metrics():
+    """`hangwatch watch -p PID --metrics-listen`: a running program's hang, counted and served."""
+    if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+        print("the kernel observer needs root and BTF")
+        return hwtest.SKIP
+    target = subprocess.Popen([hwtest.binary("hang-on-command")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    check(target.stdout.readline().startswith("ready"), "the target did not start")
+    port = free_port()
+    d = tempfile.mkdtemp(prefix="hw-watch-")
+    agent = subprocess.Popen([hwtest.binary("hangwatch"), "watch", "--report-dir", os.path.join(d, "r"),
+                              "--threshold", "300ms", "--metrics-listen", f"127.0.0.1:{port}", "-p",
+                              str(target.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hangs = 'hangwatch_hangs_total{process="hang-on-command",detector="runloop",hang_type="hang"}'
+
+    def serves(value):
+        try:
+            return sample(scrape(port, timeout=2), hangs) == value
+        except OSError:
+            return False
+    try:
+        hwtest.wait_for(lambda: serves(0), "watch to serve the target's counter at 0", 30)
+        target.stdin.write("hang 600\n")
+        target.stdin.flush()
+        check(target.stdout.readline().startswith("hung"), "the target did not hang")
+        hwtest.wait_for(lambda: serves(1), "the hang to be counted", 30)
+    finally:
+        target.stdin.write("quit\n")
+        target.stdin.flush()
+        target.wait(30)
+        out, err = agent.communicate(timeout=60)
+        shutil.rmtree(d, ignore_errors=True)
+    check(agent.returncode == 0, f"watch exit {agent.returncode}\n{err}")
+
+
 def run_expecting_usage_error(options, message):
     """hangwatch run OPTIONS -- touch MARK must exit 2 saying `message`, and never start the program."""
     d = tempfile.mkdtemp(prefix="hw-bad-")
@@ -648,6 +683,7 @@ CASES = {
     "metrics_file": case_metrics_file,
     "metrics_drops": case_metrics_drops,
     "bad_options": case_bad_options,
+    "watch_metrics": case_watch_metrics,
     "hostile_clients": case_hostile_clients,
     "library_metrics": case_library_metrics,
     "sentry_events": case_sentry_events,
