@@ -471,6 +471,8 @@ class SentryReceiver:
         self.port = port or free_port()
         self.envelopes = []  # (headers, event)
         self.problems = []
+        self.answers = []  # statuses to answer the next POSTs with before 200 (not kept)
+        self.posts = 0
         self.lock = threading.Lock()
         self.server = None
         self.start()
@@ -485,6 +487,15 @@ class SentryReceiver:
                 if self.path != f"/api/{SENTRY_PROJECT}/envelope/" or f"sentry_key={SENTRY_KEY}" not in auth:
                     receiver.problems.append(f"{self.path} {auth}")
                     self.send_response(403)
+                    self.end_headers()
+                    return
+                with receiver.lock:
+                    receiver.posts += 1
+                    status = receiver.answers.pop(0) if receiver.answers else 200
+                if status != 200:
+                    self.send_response(status)
+                    if status == 429:
+                        self.send_header("Retry-After", "1")
                     self.end_headers()
                     return
                 try:
@@ -647,6 +658,42 @@ def case_sentry_spool_exactly_once():
         rx.stop()
 
 
+def case_sentry_server_answers():
+    """A 503 or 429 is tried again (the event arrives once, after it); a 400 is given up for
+    good: deleted from the spool, said, and counted in the metrics."""
+    if not sentry_available():
+        return hwtest.SKIP
+    rx = SentryReceiver()
+    d = tempfile.mkdtemp(prefix="hw-answers-")
+    prom = os.path.join(d, "m.prom")
+    w = Watched(["--threshold", "300ms", "--sentry-dsn", rx.dsn(), "--metrics-file", prom])
+    try:
+        rx.answers = [503, 429]
+        w.hang(400)
+        hwtest.wait_for(lambda: len(rx.events()) == 1, "the event after a 503 and a 429", 30)
+        check(rx.posts == 3, f"{rx.posts} posts for one event answered 503, 429, 200")
+        rx.answers = [400]
+        w.hang(400)
+        hwtest.wait_for(lambda: rx.posts == 4 and not spooled(w), "the refused event to be deleted", 30)
+    finally:
+        code = w.finish()
+        err = w.stderr()
+        w.close()
+        rx.stop()
+    try:
+        check(code == 0, f"exit {code}\n{err}")
+        check(len(rx.events()) == 1 and rx.posts == 4, f"{len(rx.events())} events, {rx.posts} posts")
+        check("Sentry refused 1 event for good" in err and "HTTP 400" in err, err)
+        with open(prom) as f:
+            text = f.read()
+        for series, value in [("hangwatch_sentry_events_sent_total", 1),
+                              ('hangwatch_sentry_events_dropped_total{reason="rejected"}', 1),
+                              ("hangwatch_sentry_spool_events", 0)]:
+            check(sample(text, series) == value, f"{series} should be {value}:\n{text}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def case_sentry_bad_input():
     """A malformed DSN (option or SENTRY_DSN) is exit 2 before the program starts, without
     printing the key; an unreachable server is said at start, and the program runs as ever."""
@@ -688,6 +735,7 @@ CASES = {
     "library_metrics": case_library_metrics,
     "sentry_events": case_sentry_events,
     "sentry_spool_exactly_once": case_sentry_spool_exactly_once,
+    "sentry_server_answers": case_sentry_server_answers,
     "sentry_bad_input": case_sentry_bad_input,
 }
 
