@@ -301,6 +301,19 @@ def stats_seeds():
     return seeds
 
 
+def endpoints_seeds():
+    """Sentry DSNs and ADDR:PORT values, good and bad (fuzz_endpoints.c)."""
+    values = [
+        "https://0123456789abcdef0123456789abcdef@o1.ingest.sentry.io/42",
+        "http://pub:sec@127.0.0.1:9000/sentry/sub/7",
+        "http://k@[::1]:8080/1",
+        "https://k@h/../1", "https://k@h/1?x=1", "https://k@h:99999/1", "https://k@a@h/1",
+        "https://k@h/1\r\nX-Evil: 1", "ftp://k@h/1", "https://@h/1", "https://k@h/",
+        "127.0.0.1:9464", ":9464", "[::1]:9464", "localhost:1", "::1:9464", "127.0.0.1:0", "[zz]:1",
+    ]
+    return {f"v{i:02d}": v for i, v in enumerate(values)}
+
+
 def main():
     write_corpus("registration", registration_seeds())
     write_corpus("page", page_seeds())
@@ -308,6 +321,7 @@ def main():
     write_corpus("escape", escape_seeds())
     write_corpus("show", show_seeds())
     write_corpus("stats", stats_seeds())
+    write_corpus("endpoints", endpoints_seeds())
     return 0
 
 

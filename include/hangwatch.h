@@ -129,6 +129,11 @@ typedef struct hangwatch_config {
     hangwatch_post_fn post;
     void *post_data;             /* passed to post */
     uint64_t frame_interval_ns;  /* FRAME_GAP: the tick; 0 = 1/60 s */
+    /* Exports beyond the machine (docs/metrics.md); NULL = off.  Appended
+     * last: the struct grew, rebuild programs built against older headers. */
+    const char *metrics_listen;  /* ADDR:PORT: serve Prometheus metrics at http://ADDR:PORT/metrics */
+    const char *metrics_file;    /* write them to this file for node_exporter's textfile collector */
+    const char *sentry_dsn;      /* send each report to Sentry as an event ($SENTRY_DSN is not read) */
 } hangwatch_config;
 
 /* Fill `cfg` with the defaults above. */

@@ -296,8 +296,16 @@ int hw_agent_run(const hw_agent_options *opts)
                 opts->pings_by_post ? ", and pings are answered at the loop's next wait" : "");
     if (rc == 0 && (a->worker = worker_start(a)) == NULL)
         rc = -ENOMEM;
+    /* Metrics and Sentry, before the program starts: an option that cannot
+     * work (a port in use) is an error now, said by exports_start. */
+    bool exports_failed = false;
+    if (rc == 0 && (rc = exports_start(a)) != 0) {
+        exports_failed = true;
+        worker_stop(a->worker, false);
+    }
     if (rc != 0) {
-        fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(-rc));
+        if (!exports_failed)
+            fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(-rc));
         if (a->signal_fd >= 0)
             close(a->signal_fd);
         if (a->registration_fd >= 0)
@@ -347,6 +355,7 @@ int hw_agent_run(const hw_agent_options *opts)
             registry_forget(a, &a->watched[0]);
         hw_kobs_close(a->kobs);
         worker_stop(a->worker, false);
+        exports_stop(a);
         close(a->signal_fd);
         close(a->registration_fd);
         free(a);
@@ -378,6 +387,7 @@ int hw_agent_run(const hw_agent_options *opts)
     /* Every capture becomes its report before we go. */
     worker_stop(a->worker, true);
     a->worker = NULL;
+    exports_stop(a); /* after the last report: its metrics and its event are in */
     js_maps_remove(a); /* after the last report that could name JavaScript */
     hw_kobs_close(a->kobs);
     if (a->queue_dropped > 0 && !opts->quiet)

@@ -74,6 +74,11 @@ typedef struct hw_agent_options {
     size_t watch_pid_count;
     uint64_t duration_ns;
     bool follow_children; /* watch --follow: also the processes they fork */
+    /* ---- exports beyond the machine (agent_exports.c; docs/metrics.md) ---- */
+    const char *metrics_listen; /* --metrics-listen ADDR:PORT: serve /metrics, or NULL */
+    const char *metrics_file;   /* --metrics-file PATH: node_exporter's textfile, or NULL */
+    const char *sentry_dsn;     /* --sentry-dsn or SENTRY_DSN, checked by the CLI, or NULL */
+    /* ---- end of exports ---- */
 } hw_agent_options;
 
 /*

@@ -17,6 +17,10 @@
  *     it (docs/benchmarks.md measures what is left), and many hangs at once
  *     are all captured promptly however slow writing is.
  *
+ *   and, with the exports (agent_exports.c, docs/metrics.md), threads that
+ *     never touch detection: libmicrohttpd's for /metrics and a textfile
+ *     writer (metrics_server.c), and the Sentry sender (sentry_sender.c).
+ *
  * Reading order for a newcomer: agent.c, launch.c, registry.c,
  * loop_checks.c, hang_lifecycle.c, report_worker.c.
  */
@@ -110,6 +114,10 @@ typedef struct loop_watch {
     uint64_t late_frames_seen; /* the library's late-tick count at the last look */
     uint64_t watch_start_ns;
     bool warned_no_frames;
+    /* ---- metrics of the hang in progress (agent_exports.c) ---- */
+    char metrics_process[16];    /* its process's name when it began */
+    bool metrics_launch;         /* a launch: counted only once kept */
+    uint64_t metrics_counted_ns; /* hung time counted up to here (monotonic) */
 } loop_watch;
 
 typedef struct watched_process {
@@ -126,6 +134,7 @@ typedef struct watched_process {
     bool kernel_refused;        /* that was tried and could not be done */
     uint64_t next_wake_ns;      /* earliest of its loops' */
     loop_watch *loops[HW_PAGE_SLOTS];
+    char metrics_name[16];      /* its comm at registration, the metrics' process label ("" = not counted) */
 } watched_process;
 
 typedef struct report_worker report_worker;
@@ -179,6 +188,10 @@ typedef struct agent {
     unsigned long queue_dropped;
     bool said_queue_dropped;
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
+    /* ---- exports beyond the machine (agent_exports.c) ---- */
+    struct hw_metrics *metrics;           /* NULL without --metrics-listen / --metrics-file */
+    struct hw_metrics_exporter *exporter; /* the /metrics server and the textfile writer */
+    struct hw_sentry_sender *sentry;      /* NULL without a Sentry DSN */
 } agent;
 
 uint64_t hw_monotonic_ns(void);
@@ -240,6 +253,20 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
 void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns, const char *path);
 void send_ping(agent *a, const loop_watch *l);
 int open_events_socket(agent *a, const char *name);
+
+/* agent_exports.c: Prometheus metrics and Sentry events.  Started before
+ * the program (0, or -errno after saying why: the agent then exits 2),
+ * stopped after the report worker has written its last report. */
+int exports_start(agent *a);
+void exports_stop(agent *a);
+/* The watch thread's part in the metrics of a hang: it began (a launch is
+ * counted only once kept), it is still on at `now`, it ended. */
+void exports_hang_begin(agent *a, const watched_process *w, loop_watch *l, const hw_check *c, uint64_t now);
+void exports_hang_still_on(agent *a, loop_watch *l, uint64_t now);
+void exports_hang_end(agent *a, loop_watch *l, uint64_t now, uint64_t final_ns, bool keep_launch);
+/* The report worker's: report `file_name` is complete (its final duration
+ * in, if it will ever have one): its Sentry event goes into the spool. */
+void exports_report_complete(agent *a, const char *file_name);
 
 /* report_worker.c */
 

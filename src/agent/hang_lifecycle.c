@@ -31,6 +31,7 @@
 #include "../core/events.h"
 #include "../core/socket_name.h"
 #include "agent_internal.h"
+#include "metrics.h"
 
 /* ---- events for the C library's callbacks ---- */
 
@@ -195,6 +196,7 @@ static void submit(agent *a, hang_record *hang, report_request *req, bool rechec
 {
     if (worker_submit_report(a->worker, hang, req, recheck))
         return;
+    hw_metrics_report_dropped(a->metrics, req->snap.process_name, HW_METRICS_DROP_QUEUE_FULL);
     report_request_release(req);
     a->queue_dropped++;
     if (!a->said_queue_dropped && !a->opts->quiet) {
@@ -211,6 +213,7 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
     if (!req)
         return;
     capture_for_report(a, w, l, c, req);
+    hw_metrics_hang_detected(a->metrics, w->metrics_name, c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG);
     submit(a, NULL, req, false);
     free(req);
 }
@@ -231,6 +234,7 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     /* A launch's reports wait until the process proves to be a loop
      * (docs/decisions.md, "Launch hangs"). */
     l->hang = worker_new_hang(c.launch);
+    exports_hang_begin(a, w, l, &c, now);
     send_event(a, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
     report_request *req = calloc(1, sizeof *req);
     if (req) {
@@ -307,6 +311,7 @@ void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_
             l->next_capture_ns = moved_at + a->opts->detector.check_period_ns;
         }
     }
+    exports_hang_still_on(a, l, now);
     if (now >= l->next_capture_ns)
         recheck(a, w, l, r, now);
     uint64_t end_poll = now + HANG_END_POLL_NS;
@@ -323,6 +328,7 @@ void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool ke
     uint64_t final_ns = now > l->hung_start_ns ? now - l->hung_start_ns : 0;
     send_event(a, HW_EVENT_HANG_END, l->tid, 0, final_ns, NULL);
     uint64_t precision_ns = now > l->last_seen_hung_ns ? now - l->last_seen_hung_ns : 0;
+    exports_hang_end(a, l, now, final_ns, keep_launch);
     if (l->hang)
         worker_submit_finish(a->worker, l->hang, final_ns, precision_ns, end, keep_launch);
     l->hang = NULL;

@@ -40,6 +40,8 @@
 #include "../core/registration.h"
 #include "../core/socket_name.h"
 #include "agent_internal.h"
+#include "metrics.h"
+#include "proc_task.h"
 #include "report.h"
 
 #define MAX_DATAGRAMS_PER_WAKE 64
@@ -223,6 +225,7 @@ static const char *page_fd_problem(int fd)
 static void refuse(agent *a, const hw_registration_parsed *m, const char *why)
 {
     a->refused++;
+    hw_metrics_refused(a->metrics);
     if (a->said_refused || a->opts->quiet)
         return;
     a->said_refused = true;
@@ -248,6 +251,9 @@ static void release_process(agent *a, watched_process *w)
     if (w->pidfd >= 0)
         close(w->pidfd);
     w->pidfd = -1;
+    if (w->metrics_name[0])
+        hw_metrics_watched(a->metrics, w->metrics_name, -1);
+    w->metrics_name[0] = '\0';
     free_loops(a, w);
     hw_python_namer_free(w->python_namer);
     w->python_namer = NULL;
@@ -284,6 +290,13 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
     ssize_t n = readlink(link, w->executable, sizeof w->executable - 1);
     w->executable[n > 0 ? n : 0] = '\0';
     js_maps_note_process(a, w->pid, w->executable);
+    if (a->metrics) {
+        snprintf(link, sizeof link, "/proc/%d/comm", (int)pid);
+        hw_proc_read_comm(link, w->metrics_name);
+        if (!w->metrics_name[0])
+            snprintf(w->metrics_name, sizeof w->metrics_name, "?");
+        hw_metrics_watched(a->metrics, w->metrics_name, 1);
+    }
     look_for_python(w);
     w->next_wake_ns = hw_monotonic_ns(); /* look at it (and find its loops) now */
 }

@@ -257,6 +257,11 @@ void hw_report_dir_close(hw_report_dir *d)
     free(d);
 }
 
+int hw_report_dir_fd(const hw_report_dir *d)
+{
+    return d ? d->fd : -1;
+}
+
 const char *hw_report_dir_path(const hw_report_dir *d)
 {
     return d ? d->path : "";

@@ -41,6 +41,9 @@ void hw_report_dir_close(hw_report_dir *d);
 /* The path it was opened with, for messages. */
 const char *hw_report_dir_path(const hw_report_dir *d);
 
+/* Its descriptor, for what lives beside the reports (the Sentry spool). */
+int hw_report_dir_fd(const hw_report_dir *d);
+
 /* Write `len` bytes as `file_name` atomically: a 0600 temporary file with a
  * random name, fsync, renameat, fsync of the directory.  A reader never sees
  * a partial file.  0 or -errno (-ENOSPC when the disk is full). */

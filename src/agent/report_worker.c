@@ -32,6 +32,7 @@
 #include "../core/report_limits.h"
 #include "../core/text_escape.h"
 #include "agent_internal.h"
+#include "metrics.h"
 #include "report.h"
 #include "report_dir.h"
 #include "runtime_frames.h"
@@ -332,8 +333,19 @@ static const char *check_mode_name(const hw_agent_options *o)
 
 /* ---- writing ---- */
 
+/* The process name and hang type a report of ours names, for the metrics. */
+static const char *report_process(json_t *report)
+{
+    return json_string_value(json_object_get(json_object_get(report, "report"), "process_name"));
+}
+
+static hw_metrics_hang_type report_hang_type(json_t *report)
+{
+    return hw_metrics_hang_type_of(json_string_value(json_object_get(json_object_get(report, "hangwatch"), "hang_type")));
+}
+
 /* Matrix's daily limit and the directory cap: may this report be written? */
-static bool report_allowed(report_worker *wk)
+static bool report_allowed(report_worker *wk, json_t *report)
 {
     const hw_agent_options *o = wk->a->opts;
     hw_report_dir_usage u = hw_report_dir_usage_now(o->report_dir_handle);
@@ -342,6 +354,8 @@ static bool report_allowed(report_worker *wk)
     if (v == HW_LIMIT_OK)
         return true;
     wk->dropped_by_limits++;
+    hw_metrics_report_dropped(wk->a->metrics, report_process(report),
+                              v == HW_LIMIT_DAILY ? HW_METRICS_DROP_DAILY_LIMIT : HW_METRICS_DROP_SIZE_CAP);
     if (!wk->said_limits && !o->quiet) {
         wk->said_limits = true;
         if (v == HW_LIMIT_DAILY)
@@ -364,7 +378,7 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
                       int64_t detected_unix_ns, uint64_t busy_ns)
 {
     agent *a = wk->a;
-    if (!report_allowed(wk))
+    if (!report_allowed(wk, report))
         return;
     char file_name[128], stamp[32];
     time_t secs = (time_t)(detected_unix_ns / 1000000000);
@@ -374,6 +388,7 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
     snprintf(file_name, sizeof file_name, "hang-%s-%d-%u.json", stamp, (int)pid, ++wk->report_serial);
     int rc = hw_report_write(a->opts->report_dir_handle, file_name, report);
     if (rc != 0) {
+        hw_metrics_report_dropped(a->metrics, report_process(report), HW_METRICS_DROP_WRITE_ERROR);
         /* The reason is said once (a full disk stays full) and the
          * failures counted; later hangs still get their line. */
         if (wk->write_failures++ == 0) {
@@ -389,6 +404,9 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
     uint64_t bytes = 0;
     if (hw_report_dir_file_size(a->opts->report_dir_handle, file_name, &bytes) == 0)
         wk->last_report_bytes = bytes;
+    hw_metrics_report_written(a->metrics, report_process(report), report_hang_type(report));
+    if (!h)
+        exports_report_complete(a, file_name); /* no final duration to wait for */
     char *path = NULL;
     if (asprintf(&path, "%s/%s", hw_report_dir_path(a->opts->report_dir_handle), file_name) < 0)
         path = NULL;
@@ -509,6 +527,7 @@ static void do_report(report_worker *wk, job *j)
     if (h)
         h->reports++;
     if (!report) {
+        hw_metrics_report_dropped(a->metrics, snap->process_name, HW_METRICS_DROP_OUT_OF_MEMORY);
         if (!a->opts->quiet && line)
             fprintf(stderr, "%s; no report: out of memory\n", line);
     } else if (h && h->launch) {
@@ -585,6 +604,7 @@ static void do_finish(report_worker *wk, job *j)
             if (rc != 0 && !a->opts->quiet)
                 fprintf(stderr, "hangwatch: cannot add the final duration to %s/%s: %s\n",
                         hw_report_dir_path(a->opts->report_dir_handle), h->names[i], strerror(-rc));
+            exports_report_complete(a, h->names[i]);
         }
     }
     free_hang(h);

@@ -29,9 +29,11 @@
 #include "../core/frame_gap.h"
 #include "../core/hw_version.h"
 #include "export.h"
+#include "metrics_sentry_options.h"
 #include "show.h"
 #include "stack.h"
 #include "stats.h"
+#include "upload.h"
 
 static const char usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
@@ -40,6 +42,7 @@ static const char usage_text[] =
     "       hangwatch stack PID [--json FILE]\n"
     "       hangwatch stats [--json] REPORT.json|DIR...\n"
     "       hangwatch export --format speedscope|chrome-trace -o FILE REPORT.json|DIR...\n"
+    "       hangwatch upload [--sentry-dsn DSN] DIR\n"
     "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
     "       hangwatch --help | --version\n"
     "\n"
@@ -109,12 +112,14 @@ static const char usage_text[] =
     "  --max-dir-size SIZE  stop writing reports when the directory would\n"
     "                       grow past SIZE (default 256M; K, M, G; 0 = no cap)\n"
     "  -q, --quiet          no line on stderr per hang\n"
+    HW_METRICS_SENTRY_USAGE
     "\n"
     "DUR is a number and a unit: ns, us, ms, s or m (500ms, 1.5s, 2s).\n"
     "The exit status is PROG's own (128+N if signal N killed it), or 2 when\n"
-    "hangwatch's arguments are wrong, the report directory is unusable, or\n"
-    "PROG cannot be started.  Only PROG and its descendants are watched;\n"
-    "registrations from other processes are refused (docs/security.md).\n"
+    "hangwatch's arguments are wrong, the report directory is unusable, the\n"
+    "metrics port or file cannot be used, or PROG cannot be started.  Only\n"
+    "PROG and its descendants are watched; registrations from other\n"
+    "processes are refused (docs/security.md).\n"
     "\n"
     "show prints a report's hung thread, its stack and the other threads.\n"
     "\n"
@@ -141,7 +146,10 @@ static const char usage_text[] =
     "existing viewers: speedscope's file format, or Chrome's Trace Event\n"
     "JSON for Perfetto.  Both name each file they cannot read and go on;\n"
     "they exit 1 only when nothing could be read (hangwatch stats --help,\n"
-    "hangwatch export --help).\n";
+    "hangwatch export --help).\n"
+    "\n"
+    "upload sends the Sentry events an agent left in DIR/sentry-spool when the\n"
+    "server could not be reached (hangwatch upload --help).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -292,6 +300,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
         {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
         {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
         {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
+        HW_METRICS_SENTRY_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -457,10 +466,18 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
             return 0;
         case ':':
             return usage_error("option '%s' needs a value", argv[optind - 1]);
-        default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+        default: {
+            int handled = hw_metrics_sentry_option(c, optarg, &opts);
+            if (handled == 2)
+                return 2;
+            if (handled == 0)
+                return usage_error("unknown option '%s'", argv[optind - 1]);
+            break;
+        }
         }
     }
+    if (hw_metrics_sentry_finish(&opts, !attach) != 0)
+        return 2;
     if (opts.sample_interval_ns == 0)
         opts.sample_interval_ns = 50000000ull;
     if (opts.frame_interval_ns == 0)
@@ -556,5 +573,7 @@ int main(int argc, char **argv)
         return hw_stats_main(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0)
         return hw_export_main(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (use run, watch, show, stack, stats or export)", cmd);
+    if (strcmp(cmd, "upload") == 0)
+        return hw_upload_main(argc - 1, argv + 1);
+    return usage_error("unknown command '%s' (use run, watch, show, stack, stats, export or upload)", cmd);
 }

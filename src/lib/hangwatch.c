@@ -178,7 +178,7 @@ static const char *agent_path(const hangwatch_config *cfg, char *buf, size_t len
 typedef struct argv_builder {
     char *argv[40];
     int argc;
-    char buf[2048];
+    char buf[8192]; /* paths (report dir, metrics file) and a DSN of up to 1 KiB */
     size_t used;
 } argv_builder;
 
@@ -238,6 +238,12 @@ static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char 
     }
     if (events_socket)
         arg(b, "--events-socket=%s", events_socket);
+    if (cfg->metrics_listen && *cfg->metrics_listen)
+        arg(b, "--metrics-listen=%s", cfg->metrics_listen);
+    if (cfg->metrics_file && *cfg->metrics_file)
+        arg(b, "--metrics-file=%s", cfg->metrics_file);
+    if (cfg->sentry_dsn && *cfg->sentry_dsn)
+        arg(b, "--sentry-dsn=%s", cfg->sentry_dsn);
 }
 
 /* ---- callbacks, and pings ---- */
