@@ -126,6 +126,7 @@ typedef struct watched_process {
     bool kernel_refused;        /* that was tried and could not be done */
     uint64_t next_wake_ns;      /* earliest of its loops' */
     loop_watch *loops[HW_PAGE_SLOTS];
+    int end_status;             /* its wait status once a capture reaped it, else -1 (fatal hangs) */
 } watched_process;
 
 typedef struct report_worker report_worker;
@@ -233,7 +234,11 @@ void hang_found(agent *a, watched_process *w, loop_watch *l, const hw_loop_readi
 void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch);
 void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c);
-void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, bool killed);
+/* Close the hangs of a process that is gone or no longer watched.  `end`
+ * is why ("process_exited", "exec", "agent_exited"); `wait_status` is the
+ * process's wait status when it died and it is known, else -1: a hang the
+ * death ended is then a fatal hang, "killed" or "exited" (decisions.md §31). */
+void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, int wait_status);
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
 void look_for_python(watched_process *w);
 bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
@@ -295,9 +300,11 @@ hang_record *worker_new_hang(bool launch);
  * counted). */
 bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck);
 /* The hang is over: final durations; a launch's held reports are written
- * (`keep_launch`) or dropped.  The record is the worker's afterwards. */
+ * (`keep_launch`) or dropped.  `wait_status`: the process's, when its death
+ * ended the hang (end "killed" or "exited"), else -1.  The record is the
+ * worker's afterwards. */
 void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
-                          const char *end, bool keep_launch);
+                          const char *end, bool keep_launch, int wait_status);
 /* How many re-checks the worker found with a moved stack (and reported),
  * and when the newest of them was captured. */
 uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns);

@@ -278,6 +278,7 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
     w->pid = pid;
     w->page = page;
     w->clock = page->clock; /* once: the program may write its page at any time */
+    w->end_status = -1;
     a->ever_registered = true;
     char link[64];
     snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
@@ -338,7 +339,7 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
     watched_process *w = registry_find(a, m->pid);
     if (w) {
         /* Same pid again: the process exec'd a new image.  Start afresh. */
-        finish_process(a, w, hw_monotonic_ns(), "exec", false);
+        finish_process(a, w, hw_monotonic_ns(), "exec", -1);
         release_process(a, w);
     } else {
         if (a->watched_count == MAX_WATCHED) {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -337,8 +338,43 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     return root;
 }
 
+const char *hw_signal_name(int sig, char *buf, size_t len)
+{
+    const char *abbrev = sig > 0 && sig < 65 ? sigabbrev_np(sig) : NULL;
+    if (abbrev != NULL)
+        snprintf(buf, len, "SIG%s", abbrev);
+    else
+        snprintf(buf, len, "SIG%d", sig);
+    return buf;
+}
+
+/* hangwatch.process_end of a fatal hang: how the process died. */
+static json_t *process_end_json(int wait_status)
+{
+    if (WIFSIGNALED(wait_status)) {
+        char name[32];
+        int sig = WTERMSIG(wait_status);
+        return json_pack("{s:i, s:s, s:b}", "signal", sig, "signal_name", hw_signal_name(sig, name, sizeof name),
+                         "core_dumped", WCOREDUMP(wait_status) != 0);
+    }
+    return json_pack("{s:i}", "exit_status", WEXITSTATUS(wait_status));
+}
+
+int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end, int wait_status)
+{
+    json_t *apm = json_object_get(report, "hangwatch");
+    if (!json_is_object(apm))
+        return -EINVAL;
+    json_object_set_new(apm, "final_duration_us", json_integer(as_int(final_ns / 1000)));
+    json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(precision_ns / 1000)));
+    json_object_set_new(apm, "hang_end", json_string(end));
+    if (wait_status >= 0)
+        json_object_set_new(apm, "process_end", process_end_json(wait_status));
+    return 0;
+}
+
 int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
-                                 const char *end)
+                                 const char *end, int wait_status)
 {
     char *text = NULL;
     size_t len = 0;
@@ -350,15 +386,9 @@ int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64
     free(text);
     if (!root)
         return -EINVAL;
-    json_t *apm = json_object_get(root, "hangwatch");
-    if (!json_is_object(apm)) {
-        json_decref(root);
-        return -EINVAL;
-    }
-    json_object_set_new(apm, "final_duration_us", json_integer(as_int(final_ns / 1000)));
-    json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(precision_ns / 1000)));
-    json_object_set_new(apm, "hang_end", json_string(end));
-    rc = hw_report_write(d, file_name, root);
+    rc = hw_report_set_final(root, final_ns, precision_ns, end, wait_status);
+    if (rc == 0)
+        rc = hw_report_write(d, file_name, root);
     json_decref(root);
     return rc;
 }

@@ -75,12 +75,22 @@ int hw_report_write(hw_report_dir *d, const char *file_name, json_t *report);
 /*
  * Add the stretch's final duration to a report already written (once the
  * hang is over): hangwatch.final_duration_us, its precision, and how it
- * ended ("returned_to_wait", "process_exited", "agent_exited").  Read back
- * and rewritten through the directory's descriptor like the original.
- * 0 or -errno.
+ * ended ("returned_to_wait", "process_exited", "killed", "exited",
+ * "agent_exited" ...).  `wait_status` >= 0: the process's wait status when
+ * its death ended the hang (a fatal hang), written as
+ * hangwatch.process_end (hw_report_set_final).  Read back and rewritten
+ * through the directory's descriptor like the original.  0 or -errno.
  */
 int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
-                                 const char *end);
+                                 const char *end, int wait_status);
+
+/* The same on a report not yet written (its `hangwatch` object).  0, or
+ * -EINVAL when the report has no such object. */
+int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end, int wait_status);
+
+/* Signal `sig`'s name ("SIGKILL"), or "SIG<n>" for one without a name
+ * (a real-time signal), in `buf`; returns buf. */
+const char *hw_signal_name(int sig, char *buf, size_t len);
 
 /* A fresh random (version 4) UUID in upper case, as the seed's ids. */
 void hw_new_uuid(char out[37]);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "../core/duration.h"
@@ -53,6 +54,10 @@ struct hang_record {
     char held_names[MAX_STRETCH_REPORTS][96];
     pid_t held_tids[MAX_STRETCH_REPORTS];
     uint64_t held_busy[MAX_STRETCH_REPORTS];
+    /* for the line of a fatal hang: whose, and its first report */
+    pid_t pid;
+    char process[64]; /* escaped */
+    bool seen;        /* a report of it was made (written, held or refused) */
 };
 
 typedef enum job_kind { JOB_REPORT, JOB_RECHECK, JOB_FINISH } job_kind;
@@ -66,6 +71,7 @@ typedef struct job {
     uint64_t final_ns, precision_ns;
     const char *end;
     bool keep_launch;
+    int wait_status; /* the process's, when its death ended the hang; else -1 */
     struct job *next;
 } job;
 
@@ -85,6 +91,8 @@ struct report_worker {
     bool said_limits;
     unsigned long write_failures;
     int first_write_error;
+    /* the summary at exit */
+    unsigned long hangs, fatal_hangs;
 };
 
 static void worker_say_totals(report_worker *wk);
@@ -186,7 +194,7 @@ void report_request_release(report_request *req)
 }
 
 void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
-                          const char *end, bool keep_launch)
+                          const char *end, bool keep_launch, int wait_status)
 {
     job *j = calloc(1, sizeof *j);
     if (!j) {
@@ -199,6 +207,7 @@ void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_n
     j->precision_ns = precision_ns;
     j->end = end; /* a string literal */
     j->keep_launch = keep_launch;
+    j->wait_status = wait_status;
     enqueue(wk, j, false); /* never refused: a hang's end must reach its reports */
 }
 
@@ -506,6 +515,11 @@ static void do_report(report_worker *wk, job *j)
     char id[37];
     json_t *report = hw_report_build(&info, snap, bts, images, image_count, id);
     char *line = hang_line(a, req, target_bt);
+    if (h && !h->seen) {
+        h->seen = true;
+        h->pid = req->pid;
+        hw_escape_text(snap->process_name, h->process, sizeof h->process);
+    }
     if (h)
         h->reports++;
     if (!report) {
@@ -541,16 +555,6 @@ out:
         hw_symbolizer_free(sym);
 }
 
-static void set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end)
-{
-    json_t *apm = json_object_get(report, "hangwatch");
-    if (!json_is_object(apm))
-        return;
-    json_object_set_new(apm, "final_duration_us", json_integer((json_int_t)(final_ns / 1000)));
-    json_object_set_new(apm, "final_duration_precision_us", json_integer((json_int_t)(precision_ns / 1000)));
-    json_object_set_new(apm, "hang_end", json_string(end));
-}
-
 static void free_hang(hang_record *h)
 {
     for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++) {
@@ -561,19 +565,43 @@ static void free_hang(hang_record *h)
     free(h);
 }
 
+/* A hang the process's death ended (hang_end "killed" or "exited"). */
+static bool is_fatal(const job *j)
+{
+    return j->wait_status >= 0 && (strcmp(j->end, "killed") == 0 || strcmp(j->end, "exited") == 0);
+}
+
+/* "the process was killed by SIGKILL 3.2 s into this hang" (also `show`'s words). */
+static void say_fatal(report_worker *wk, const job *j, const hang_record *h)
+{
+    const agent *a = wk->a;
+    if (a->opts->quiet)
+        return;
+    char how[64], name[32];
+    if (WIFSIGNALED(j->wait_status))
+        snprintf(how, sizeof how, "was killed by %s", hw_signal_name(WTERMSIG(j->wait_status), name, sizeof name));
+    else
+        snprintf(how, sizeof how, "exited with status %d,", WEXITSTATUS(j->wait_status));
+    const char *first = h->names[0];
+    fprintf(stderr, "hangwatch: fatal hang in %s (pid %d): the process %s %.1f s into this hang%s%s%s%s\n",
+            h->process[0] ? h->process : "?", (int)h->pid, how, (double)j->final_ns / 1e9, first ? "; report " : "",
+            first ? hw_report_dir_path(a->opts->report_dir_handle) : "", first ? "/" : "", first ? first : "");
+}
+
 static void do_finish(report_worker *wk, job *j)
 {
     agent *a = wk->a;
     hang_record *h = j->hang;
+    bool counted = h->seen && (!h->launch || j->keep_launch);
     if (h->launch) {
         for (size_t i = 0; i < MAX_STRETCH_REPORTS && h->held[i]; i++) {
             if (!j->keep_launch)
                 continue; /* no loop, no hang: dropped */
-            set_final(h->held[i], j->final_ns, j->precision_ns, j->end);
+            hw_report_set_final(h->held[i], j->final_ns, j->precision_ns, j->end, j->wait_status);
             int pid = 0;
             int64_t detected = 0;
             sscanf(h->held_names[i], "%d %" SCNd64, &pid, &detected);
-            write_now(wk, NULL, h->held[i], h->held_lines[i], (pid_t)pid, h->held_tids[i], detected,
+            write_now(wk, h, h->held[i], h->held_lines[i], (pid_t)pid, h->held_tids[i], detected,
                       h->held_busy[i]);
         }
     } else {
@@ -581,10 +609,17 @@ static void do_finish(report_worker *wk, job *j)
             if (!h->names[i])
                 continue;
             int rc = hw_report_add_final_duration(a->opts->report_dir_handle, h->names[i], j->final_ns,
-                                                  j->precision_ns, j->end);
+                                                  j->precision_ns, j->end, j->wait_status);
             if (rc != 0 && !a->opts->quiet)
                 fprintf(stderr, "hangwatch: cannot add the final duration to %s/%s: %s\n",
                         hw_report_dir_path(a->opts->report_dir_handle), h->names[i], strerror(-rc));
+        }
+    }
+    if (counted) {
+        wk->hangs++;
+        if (is_fatal(j)) {
+            wk->fatal_hangs++;
+            say_fatal(wk, j, h);
         }
     }
     free_hang(h);
@@ -658,6 +693,9 @@ static void worker_say_totals(report_worker *wk)
     const hw_agent_options *o = wk->a->opts;
     if (o->quiet)
         return;
+    if (wk->hangs > 0)
+        fprintf(stderr, "hangwatch: %lu hang%s, %lu fatal (the process died before the hang ended)\n", wk->hangs,
+                wk->hangs == 1 ? "" : "s", wk->fatal_hangs);
     if (wk->dropped_by_limits > 0)
         fprintf(stderr, "hangwatch: %lu hang report%s not written because of the report limits\n",
                 wk->dropped_by_limits, wk->dropped_by_limits == 1 ? " was" : "s were");

@@ -195,6 +195,31 @@ static void print_thread_line(FILE *out, json_t *item, json_t *t)
     fputc('\n', out);
 }
 
+/* How the hang ended: its final duration, or for a fatal hang (the
+ * process died during it, report-format.md process_end) how it died:
+ * "the process was killed by SIGKILL 3.2 s into this hang". */
+static void print_hang_end(FILE *out, json_t *apm)
+{
+    double final_s = (double)hw_int_at(apm, "final_duration_us", 0) / 1e6;
+    const char *end = hw_str_at(apm, "hang_end", "?");
+    json_t *death = json_object_get(apm, "process_end");
+    if (strcmp(end, "killed") == 0 && json_is_string(json_object_get(death, "signal_name"))) {
+        fputs("\nfatal: the process was killed by ", out);
+        put_string_at(out, death, "signal_name", "?");
+        fprintf(out, "%s %.1f s into this hang\n",
+                json_is_true(json_object_get(death, "core_dumped")) ? " (core dumped)" : "", final_s);
+        return;
+    }
+    if (strcmp(end, "exited") == 0 && json_is_integer(json_object_get(death, "exit_status"))) {
+        fprintf(out, "\nfatal: the process exited with status %" JSON_INTEGER_FORMAT ", %.1f s into this hang\n",
+                hw_int_at(death, "exit_status", 0), final_s);
+        return;
+    }
+    fprintf(out, "\nthe hang lasted %.3f s in all (", final_s);
+    put_string_at(out, apm, "hang_end", "?");
+    fputs(")\n", out);
+}
+
 static void print_report(const char *label, json_t *root, unsigned flags, FILE *out)
 {
     json_t *report = json_object_get(root, "report");
@@ -269,11 +294,8 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
             print_frame(out, i, f);
         }
     }
-    if (json_is_integer(json_object_get(apm, "final_duration_us"))) {
-        fprintf(out, "\nthe hang lasted %.3f s in all (", (double)hw_int_at(apm, "final_duration_us", 0) / 1e6);
-        put_string_at(out, apm, "hang_end", "?");
-        fputs(")\n", out);
-    }
+    if (json_is_integer(json_object_get(apm, "final_duration_us")))
+        print_hang_end(out, apm);
 
     bool every_stack = (flags & HW_SHOW_EVERY_STACK) != 0;
     if (json_array_size(items) > 1 && !every_stack)

@@ -1,0 +1,92 @@
+"""test_hang_kinds - what users of hang detectors ask for, end to end:
+fatal hangs (the process dies during the hang), expected long operations
+(the C library's pause and resume, --ignore-frame), debugger stops (no
+hang while a debugger holds the program) and CPU-high reports.
+
+Each case runs a real program under hangwatch and checks the reports it
+leaves (validated against the schema) and what hangwatch says on stderr.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import hwtest
+from hwtest import check, frames, symbols
+
+
+def scenario(*args):
+    return [hwtest.binary("loop-scenarios")] + [str(a) for a in args]
+
+
+def start(args):
+    """`hangwatch run ARGS` in the background: (process, report dir)."""
+    report_dir = tempfile.mkdtemp(prefix="hw-it-")
+    os.rmdir(report_dir)
+    proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir] + args,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, report_dir
+
+
+def report_files(report_dir):
+    if not os.path.isdir(report_dir):
+        return []
+    return sorted(os.path.join(report_dir, n) for n in os.listdir(report_dir) if n.endswith(".json"))
+
+
+def show(path):
+    p = subprocess.run([hwtest.binary("hangwatch"), "show", path], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, f"hangwatch show {path}: {p.stderr}")
+    return p.stdout
+
+
+# ---- fatal hangs ----
+
+def case_fatal_hang_killed():
+    """A callback sleeps 5 s; another process SIGKILLs the program 3 s into
+    that hang.  One report with the culprit, hang_end "killed" by SIGKILL,
+    final duration 3 s (+-100 ms); the line on stderr and `show` say so;
+    the summary at exit counts one fatal hang."""
+    proc, report_dir = start(["--", *scenario("sleephang", 5)])
+    try:
+        program = hwtest.program_of(proc.pid)
+        hwtest.wait_for(lambda: report_files(report_dir), "the hang's report", 30)
+        with open(report_files(report_dir)[0]) as f:
+            first = json.load(f)["hangwatch"]
+        began = first["detected_at_unix_ms"] / 1000 - first["block_duration_us"] / 1e6
+        check(time.time() < began + 2.9, "the report came too late to kill the program 3 s into the hang")
+        time.sleep(began + 3.0 - time.time())  # the scenario: the supervisor gives up 3 s into the hang
+        os.kill(program, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 128 + signal.SIGKILL, f"exit {proc.returncode}\n{err}")
+        paths = report_files(report_dir)
+        check(len(paths) == 1, f"{len(paths)} reports\n{err}")
+        rep = hwtest.load_report(paths[0])
+        apm = rep["hangwatch"]
+        check("sleep_until_killed" in symbols(frames(rep)), f"no culprit: {symbols(frames(rep))}")
+        check(apm.get("hang_end") == "killed", f"hang_end {apm.get('hang_end')}")
+        check(apm.get("process_end") == {"signal": 9, "signal_name": "SIGKILL", "core_dumped": False},
+              f"process_end {apm.get('process_end')}")
+        final = apm["final_duration_us"] / 1e6
+        check(abs(final - 3.0) <= 0.1, f"final duration {final} s, expected 3 s")
+        m = re.search(r"hangwatch: fatal hang in loop-scenarios \(pid (\d+)\): the process was killed by SIGKILL "
+                      r"([0-9.]+) s into this hang; report (\S+)", err)
+        check(m and int(m.group(1)) == program and abs(float(m.group(2)) - 3.0) <= 0.11
+              and os.path.realpath(m.group(3)) == os.path.realpath(paths[0]), "the fatal line:\n" + err)
+        check("hangwatch: 1 hang, 1 fatal" in err, "the summary at exit:\n" + err)
+        text = show(paths[0])
+        check(re.search(r"fatal: the process was killed by SIGKILL [0-9.]+ s into this hang", text), text)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    hwtest.main({
+        "fatal_hang_killed": case_fatal_hang_killed,
+    })
