@@ -74,6 +74,11 @@ typedef struct hw_agent_options {
     size_t watch_pid_count;
     uint64_t duration_ns;
     bool follow_children; /* watch --follow: also the processes they fork */
+    /* --ignore-frame PATTERN...: a hang whose hung stack has a function
+     * matching one of these (fnmatch) is counted, said, not written
+     * (docs/decisions.md §32) */
+    const char *const *ignore_frames;
+    size_t ignore_frame_count;
 } hw_agent_options;
 
 /*

@@ -368,8 +368,11 @@ static void check_ping(agent *a, watched_process *w, loop_watch *l, const hw_loo
      * exited, runs no tasks: it is not pinged, and a ping it owes counts as
      * answered. */
     bool loop_runs = (r->seq != 0 || r->activity != 0) && r->activity != HW_ACTIVITY_EXIT;
-    answered = answered || !loop_runs;
-    may_post = may_post && loop_runs;
+    /* A paused loop (hangwatch_loop_pause) is in an operation the program
+     * expects to be long: it is not pinged, and a ping it owes is let go. */
+    bool paused = hw_loop_paused(slot);
+    answered = answered || !loop_runs || paused;
+    may_post = may_post && loop_runs && !paused;
     hw_ping_step_result res = hw_ping_step(&l->ping, now, answered, may_post);
     if (res.answered_late && l->hung)
         hang_finish(a, l, now, "ping_answered", true);
@@ -499,7 +502,8 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
             hang_look_again(a, w, l, &r, now);
             return;
         }
-        hang_finish(a, l, now, "returned_to_wait", true);
+        /* A pause ends the stretch as a wait does (hangwatch_loop_pause). */
+        hang_finish(a, l, now, hw_loop_paused(&w->page->slots[l->slot]) ? "paused" : "returned_to_wait", true);
     }
 
     hw_check c = hw_detector_check(&l->detector, &r, now);

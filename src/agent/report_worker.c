@@ -18,6 +18,7 @@
  * at the end.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -57,7 +58,8 @@ struct hang_record {
     /* for the line of a fatal hang: whose, and its first report */
     pid_t pid;
     char process[64]; /* escaped */
-    bool seen;        /* a report of it was made (written, held or refused) */
+    bool seen;        /* a report of it was made (written, held, refused or ignored) */
+    bool ignored;     /* its first report was ignored (--ignore-frame) */
 };
 
 typedef enum job_kind { JOB_REPORT, JOB_RECHECK, JOB_FINISH } job_kind;
@@ -92,7 +94,7 @@ struct report_worker {
     unsigned long write_failures;
     int first_write_error;
     /* the summary at exit */
-    unsigned long hangs, fatal_hangs;
+    unsigned long hangs, fatal_hangs, ignored_hangs;
 };
 
 static void worker_say_totals(report_worker *wk);
@@ -422,6 +424,20 @@ static void unwind_with_runtime(hw_symbolizer *sym, const report_request *req, s
                            &req->python, req->executable, bt);
 }
 
+/* The --ignore-frame pattern a function of the hung stack matches (its
+ * symbol name, native or the user's Python and JavaScript functions), or
+ * NULL. */
+static const char *ignore_rule_matching(const hw_agent_options *o, const hw_backtrace *bt)
+{
+    for (size_t i = 0; bt && i < bt->count; i++) {
+        const char *name = bt->frames[i].symbol_name;
+        for (size_t k = 0; name && k < o->ignore_frame_count; k++)
+            if (fnmatch(o->ignore_frames[k], name, 0) == 0)
+                return o->ignore_frames[k];
+    }
+    return NULL;
+}
+
 static void do_report(report_worker *wk, job *j)
 {
     agent *a = wk->a;
@@ -520,9 +536,18 @@ static void do_report(report_worker *wk, job *j)
         h->pid = req->pid;
         hw_escape_text(snap->process_name, h->process, sizeof h->process);
     }
+    const char *ignored_by = ignore_rule_matching(a->opts, target_bt);
+    if (h && h->reports == 0)
+        h->ignored = ignored_by != NULL;
     if (h)
         h->reports++;
-    if (!report) {
+    if (ignored_by) {
+        /* An expected long operation: counted, said, not written. */
+        char rule[160];
+        if (!a->opts->quiet && line)
+            fprintf(stderr, "%s; ignored: a frame matches --ignore-frame '%s', no report\n", line,
+                    hw_escape_text(ignored_by, rule, sizeof rule));
+    } else if (!report) {
         if (!a->opts->quiet && line)
             fprintf(stderr, "%s; no report: out of memory\n", line);
     } else if (h && h->launch) {
@@ -617,6 +642,7 @@ static void do_finish(report_worker *wk, job *j)
     }
     if (counted) {
         wk->hangs++;
+        wk->ignored_hangs += h->ignored;
         if (is_fatal(j)) {
             wk->fatal_hangs++;
             say_fatal(wk, j, h);
@@ -693,7 +719,11 @@ static void worker_say_totals(report_worker *wk)
     const hw_agent_options *o = wk->a->opts;
     if (o->quiet)
         return;
-    if (wk->hangs > 0)
+    if (wk->hangs > 0 && o->ignore_frame_count > 0)
+        fprintf(stderr, "hangwatch: %lu hang%s, %lu fatal (the process died before the hang ended), %lu ignored "
+                        "(--ignore-frame)\n",
+                wk->hangs, wk->hangs == 1 ? "" : "s", wk->fatal_hangs, wk->ignored_hangs);
+    else if (wk->hangs > 0)
         fprintf(stderr, "hangwatch: %lu hang%s, %lu fatal (the process died before the hang ended)\n", wk->hangs,
                 wk->hangs == 1 ? "" : "s", wk->fatal_hangs);
     if (wk->dropped_by_limits > 0)

@@ -260,6 +260,14 @@ static int open_report_dir(hw_agent_options *opts)
 /* The most processes one `hangwatch watch` takes (-p, repeated). */
 #define MAX_WATCH_PIDS 64
 
+/* Options of issue 15 (decisions.md §32, §34): long options only, with
+ * values no short option can take. */
+enum {
+    OPT_IGNORE_FRAME = 0x1500,
+};
+#define MAX_IGNORE_FRAMES 64
+#define MAX_IGNORE_FRAME_LEN 255
+
 typedef enum cli_mode { MODE_RUN, MODE_ATTACH, MODE_WATCH } cli_mode;
 
 /* `run` starts PROG; `attach` (internal, started by the C library) watches
@@ -270,6 +278,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
     bool attach = mode == MODE_ATTACH;
     pid_t watch_pids[MAX_WATCH_PIDS];
     size_t watch_pid_count = 0;
+    const char *ignore_frames[MAX_IGNORE_FRAMES];
     hw_agent_options opts = {0};
     opts.ready_fd = -1;
     hw_detector_config_default(&opts.detector);
@@ -292,6 +301,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
         {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
         {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
         {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
+        {"ignore-frame", required_argument, NULL, OPT_IGNORE_FRAME},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -452,6 +462,14 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
             opts.ring_size = (size_t)n;
             break;
         }
+        case OPT_IGNORE_FRAME:
+            if (*optarg == '\0' || strlen(optarg) > MAX_IGNORE_FRAME_LEN)
+                return usage_error("invalid --ignore-frame '%s': a pattern of 1 to 255 characters", optarg);
+            if (opts.ignore_frame_count == MAX_IGNORE_FRAMES)
+                return usage_error("%stoo many --ignore-frame: at most 64", "");
+            ignore_frames[opts.ignore_frame_count++] = optarg;
+            opts.ignore_frames = ignore_frames;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;

@@ -86,7 +86,61 @@ def case_fatal_hang_killed():
         shutil.rmtree(report_dir, ignore_errors=True)
 
 
+# ---- expected long operations ----
+
+def run_api_pause(mode, seconds):
+    """tests/programs/api_pause.c in `mode`: (its output, validated reports)."""
+    work = tempfile.mkdtemp(prefix="hw-api-")
+    try:
+        reports = os.path.join(work, "r")
+        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
+        p = subprocess.run([hwtest.binary("api-pause"), reports, mode, str(seconds)], capture_output=True, text=True,
+                           timeout=60, env=env)
+        check(p.returncode == 0 and "api-pause: done" in p.stdout, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        return p.stdout + p.stderr, [hwtest.load_report(path) for path in report_files(reports)]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def case_pause_expected_operation():
+    """A library loop (threshold 1 s) whose callback saves for 2 s between
+    hangwatch_loop_pause() and _resume() (nested), then works 0.5 s: no
+    report, so the busy clock started again at the resume.  The same
+    without the pause: one hang, the save on the stack of its first report
+    (a second one follows when the stack moves on to the work after it)."""
+    out, reports = run_api_pause("pause", 2)
+    check(reports == [], "a paused loop was reported: " +
+          str([symbols(frames(r))[:6] for r in reports]) + "\n" + out)
+    out, reports = run_api_pause("plain", 2)
+    first = [r for r in reports if r["hangwatch"]["stretch_report_index"] == 0]
+    check(len(first) == 1 and "hangwatch: 1 hang, 0 fatal" in out, f"{len(reports)} reports without the pause\n{out}")
+    check("save_for_a_long_time" in symbols(frames(first[0])), str(symbols(frames(first[0]))))
+
+
+def case_ignore_frame_demo():
+    """--ignore-frame 'block_*' on the demo: its hang (in
+    block_main_thread_for_four_seconds) is said on stderr as ignored, and
+    counted, but no report is written; the demo's sleep is untouched."""
+    r = hwtest.run(["--ignore-frame", "no_such_function", "--ignore-frame", "block_*", "--",
+                    hwtest.binary("hangwatch-demo")])
+    try:
+        check(r.returncode == 0, r.describe())
+        check(r.reports == [], "an ignored hang was written\n" + r.describe())
+        lines = [l for l in r.stderr.splitlines() if l.startswith("hangwatch: hang in")]
+        check(len(lines) == 1 and "block_main_thread_for_four_seconds" in lines[0]
+              and lines[0].endswith("; ignored: a frame matches --ignore-frame 'block_*', no report"),
+              "the line says it was ignored:\n" + r.stderr)
+        check("hangwatch: 1 hang, 0 fatal (the process died before the hang ended), 1 ignored (--ignore-frame)"
+              in r.stderr, "the summary:\n" + r.stderr)
+        m = re.search(r"sleep\(4\) on the main thread took ([0-9.]+) s", r.stdout)
+        check(m and 3.99 <= float(m.group(1)) <= 4.5, r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "fatal_hang_killed": case_fatal_hang_killed,
+        "pause_expected_operation": case_pause_expected_operation,
+        "ignore_frame_demo": case_ignore_frame_demo,
     })
