@@ -20,7 +20,7 @@ purpose=${1:-build}
 packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev libpython3.11-dev libbpf-dev bpftool liburing-dev"
 case "$purpose" in
 build) ;;
-test) packages="$packages clang libclang-rt-14-dev python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace chromium"
+test) packages="$packages clang libclang-rt-14-dev python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace gdb chromium"
     command -v npm >/dev/null 2>&1 || packages="$packages npm" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools" ;;

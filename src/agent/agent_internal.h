@@ -52,6 +52,7 @@
 #define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
 #define PYTHON_LOOK_AGAIN_NS 10000000000ull /* no Python interpreter found: look again after 10 s */
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
+#define STOPPED_LOOK_NS 50000000ull   /* a stopped or traced process: look at its state every 50 ms */
 
 /* Early sampling of one process's loop thread: a ring per busy stretch. */
 typedef struct sampler {
@@ -94,6 +95,10 @@ typedef struct loop_watch {
     uint64_t wait_previous, wait_current; /* Fibonacci waits, in periods, while the stack stays */
     hang_record *hang;          /* the worker's record of it */
     uint64_t resets_seen;       /* the worker's "the stack moved" decisions taken over */
+    /* stops (SIGSTOP, a debugger): decisions.md §33 */
+    bool held;                  /* the last look found the process stopped */
+    uint64_t next_stop_look_ns; /* while hung: the next look at its state */
+    uint64_t last_seen_running_ns; /* while hung: the last look that found it not stopped */
     sampler *sampler; /* NULL unless early sampling is on */
     bool warned_unseen_wait;
     unsigned launch_waits_seen; /* looks in a row that found the launch in a wait call */

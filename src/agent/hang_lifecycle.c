@@ -230,6 +230,8 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     l->hung_seq = c.seq;
     l->hung_start_ns = c.busy_start_ns;
     l->last_seen_hung_ns = now;
+    l->last_seen_running_ns = now; /* the detector looked at its state just now */
+    l->next_stop_look_ns = now + STOPPED_LOOK_NS;
     l->resets_seen = 0;
     l->wait_previous = l->wait_current = 1;
     /* A launch's reports wait until the process proves to be a loop

@@ -138,9 +138,76 @@ def case_ignore_frame_demo():
         hwtest.cleanup(r)
 
 
+# ---- debugger stops ----
+
+def case_debugger_stop():
+    """gdb attaches to a loop (threshold 1 s) whose ticks each stop at a
+    breakpoint and then work 0.4 s: held there 0.8 s, then 3 s.  No report:
+    a debugger's stop is not the loop's time (the 0.8 s stop and the work
+    after it add up to more than the threshold, and were reported as a hang
+    before the agent looked at a traced process's state while it is busy)."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        hwtest.fail("gdb is not installed (scripts/ensure-deps.sh test installs it)")
+    proc, report_dir = start(["--threshold", "1s", "--", *scenario("breakpoint", 6)])
+    try:
+        program = hwtest.program_of(proc.pid)
+        hwtest.wait_for(lambda: os.path.realpath(f"/proc/{program}/exe") == hwtest.binary("loop-scenarios"),
+                        "the program to start")
+        held = subprocess.run([gdb, "-p", str(program), "-batch", "-ex", "break debugger_breaks_here",
+                               "-ex", "continue", "-ex", "shell sleep 0.8", "-ex", "continue",
+                               "-ex", "shell sleep 3", "-ex", "detach"],
+                              capture_output=True, text=True, timeout=60)
+        check(held.stdout.count("Breakpoint 1, debugger_breaks_here") == 2,
+              "gdb did not hold the loop at its breakpoint twice:\n" + held.stdout + held.stderr)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0 and "scenario: breakpoint done" in out, f"exit {proc.returncode}\n{out}{err}")
+        check(report_files(report_dir) == [], "a debugger's stop was reported as a hang:\n" + err)
+        check("hang in" not in err, err)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def case_stopped_during_hang():
+    """SIGSTOP 1.5 s into a 4 s hang (threshold 1 s), SIGCONT 1 s later: the
+    hang ends at the stop (hang_end "stopped", final duration 1.5 s), and the
+    time stopped is not held against the loop: the rest of the sleep, 1.5 s
+    after it runs again, is a new hang."""
+    proc, report_dir = start(["--threshold", "1s", "--", *scenario("sleephang", 4)])
+    try:
+        program = hwtest.program_of(proc.pid)
+        hwtest.wait_for(lambda: report_files(report_dir), "the hang's report", 30)
+        with open(report_files(report_dir)[0]) as f:
+            first = json.load(f)["hangwatch"]
+        began = first["detected_at_unix_ms"] / 1000 - first["block_duration_us"] / 1e6
+        time.sleep(max(0.0, began + 1.5 - time.time()))  # the scenario: stopped 1.5 s into the hang
+        os.kill(program, signal.SIGSTOP)
+        time.sleep(1.0)
+        os.kill(program, signal.SIGCONT)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
+        reports = [hwtest.load_report(p) for p in report_files(report_dir)]
+        check(len(reports) == 2, f"{len(reports)} reports\n{err}")
+        stopped, after = sorted(reports, key=lambda r: r["hangwatch"]["detected_at_unix_ms"])
+        h = stopped["hangwatch"]
+        check(h.get("hang_end") == "stopped" and abs(h["final_duration_us"] / 1e6 - 1.5) <= 0.15,
+              f"the first hang's end: {h.get('hang_end')} {h.get('final_duration_us')}")
+        h = after["hangwatch"]
+        check(h["stretch_report_index"] == 0 and h.get("hang_end") == "returned_to_wait", str(h))
+        check(1.0 < h["block_duration_us"] / 1e6 < 1.2, f"the clock did not start again: {h['block_duration_us']}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "fatal_hang_killed": case_fatal_hang_killed,
         "pause_expected_operation": case_pause_expected_operation,
         "ignore_frame_demo": case_ignore_frame_demo,
+        "debugger_stop": case_debugger_stop,
+        "stopped_during_hang": case_stopped_during_hang,
     })

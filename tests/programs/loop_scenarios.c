@@ -36,9 +36,9 @@
  *                  totals x 2 UNIT > z 1.6 UNIT > y 1.2 UNIT)
  *   sleephang SECS a timer callback sleeps SECS in sleep_until_killed()
  *                  (the tests kill the program during it: a fatal hang)
- *   breakpoint SECS  an idle loop ticking every 0.1 s for SECS seconds whose
- *                  ticks call debugger_breaks_here() (a debugger's
- *                  breakpoint holds the loop there)
+ *   breakpoint SECS  a loop ticking every 0.1 s for SECS seconds whose
+ *                  ticks call debugger_breaks_here() (where a debugger's
+ *                  breakpoint holds the loop) and then work 0.4 s
  *   cpuhot SECS    the main thread idles in its loop while a worker thread,
  *                  "hot-worker", spins in spin_in_worker() for SECS seconds
  *   waits SECS     blocking calls that must behave exactly as without
@@ -257,10 +257,19 @@ __attribute__((noinline)) static void sleep_until_killed(double seconds)
     sleep_seconds(seconds);
 }
 
-__attribute__((noinline)) static void debugger_breaks_here(double seconds)
+__attribute__((noinline)) static void debugger_breaks_here(void)
+{
+    g_sink += 37; /* distinct bodies: -O2 would fold identical functions into one */
+}
+
+__attribute__((noinline)) static void on_breakpoint_tick(double seconds)
 {
     (void)seconds;
-    g_sink += 37; /* distinct bodies: -O2 would fold identical functions into one */
+    debugger_breaks_here();
+    double end = now_seconds() + 0.4;
+    while (now_seconds() < end)
+        for (int i = 0; i < 1000; i++)
+            g_sink = g_sink * 11 + (uint64_t)i;
 }
 
 __attribute__((noinline)) static void spin_in_worker(double seconds)
@@ -773,7 +782,7 @@ int main(int argc, char **argv)
     else if (strcmp(argv[1], "sleephang") == 0)
         rc = run_from_timer(sleep_until_killed, seconds);
     else if (strcmp(argv[1], "breakpoint") == 0)
-        rc = run_ticks(debugger_breaks_here, seconds, 0.1);
+        rc = run_ticks(on_breakpoint_tick, seconds, 0.1);
     else if (strcmp(argv[1], "cpuhot") == 0)
         rc = run_cpuhot(seconds);
     else {
