@@ -78,6 +78,14 @@ typedef struct sampler {
     uint64_t parked_top;
 } sampler;
 
+/* CPU-high reports (cpu_high.c): a watched process's CPU readings and the
+ * samplers of its hottest threads. */
+typedef struct cpu_watch cpu_watch;
+typedef struct cpu_high_request cpu_high_request; /* below */
+#define CPU_HOT_THREADS 3     /* threads sampled */
+#define CPU_RING_SAMPLES 128  /* raw samples kept per sampled thread */
+#define CPU_REPORT_THREADS 32 /* threads listed in a report, hottest first */
+
 /* The report worker's record of one hang (report_worker.c). */
 typedef struct hang_record hang_record;
 
@@ -132,6 +140,7 @@ typedef struct watched_process {
     uint64_t next_wake_ns;      /* earliest of its loops' */
     loop_watch *loops[HW_PAGE_SLOTS];
     int end_status;             /* its wait status once a capture reaped it, else -1 (fatal hangs) */
+    cpu_watch *cpu;             /* --cpu-high, created at its first look */
 } watched_process;
 
 typedef struct report_worker report_worker;
@@ -185,6 +194,7 @@ typedef struct agent {
     unsigned long queue_dropped;
     bool said_queue_dropped;
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
+    bool said_no_cpu_samples;   /* CPU-high reports without samples: said once */
 } agent;
 
 uint64_t hw_monotonic_ns(void);
@@ -227,6 +237,13 @@ bool clock_source_accepts(const agent *a, uint32_t clock);
 bool clock_source_read(const agent *a, const watched_process *w, unsigned slot, hw_loop_reading *r);
 uint64_t clock_source_slack(const agent *a, const watched_process *w);
 
+/* cpu_high.c: a tick of --cpu-high for `w` if one is due; returns when the
+ * next is (UINT64_MAX when --cpu-high is off).  cpu_high_free when the
+ * process is no longer watched. */
+uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now);
+void cpu_high_free(watched_process *w);
+void cpu_high_request_free(cpu_high_request *cpu);
+
 /* loop_checks.c */
 void check_process(agent *a, watched_process *w, uint64_t now);
 size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max);
@@ -239,6 +256,9 @@ void hang_found(agent *a, watched_process *w, loop_watch *l, const hw_loop_readi
 void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch);
 void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c);
+/* Capture every thread of `w` (thread `tid` as the report's first) for a
+ * CPU-high report and hand it to the worker with `cpu` (taken over). */
+void report_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_request *cpu);
 /* Close the hangs of a process that is gone or no longer watched.  `end`
  * is why ("process_exited", "exec", "agent_exited"); `wait_status` is the
  * process's wait status when it died and it is known, else -1: a hang the
@@ -252,6 +272,32 @@ void send_ping(agent *a, const loop_watch *l);
 int open_events_socket(agent *a, const char *name);
 
 /* report_worker.c */
+
+/* A CPU-high report's figures (cpu_high.c), moved to the worker with its
+ * request. */
+typedef struct cpu_high_thread {
+    pid_t tid;
+    char name[16];
+    uint64_t cpu_ns; /* CPU used over the threads' window */
+} cpu_high_thread;
+
+typedef struct cpu_high_sampled {
+    pid_t tid;
+    size_t sample_count;
+    hw_thread_snapshot *samples; /* raw kernel samples of the window, unwound by the worker */
+} cpu_high_sampled;
+
+struct cpu_high_request {
+    unsigned percent;            /* the threshold */
+    uint64_t window_ns, cpu_ns;  /* the window measured and the CPU used in it */
+    uint64_t tenths;             /* the process's average, tenths of a percent of one CPU */
+    uint64_t threads_window_ns;  /* what the threads' figures cover (up to the window) */
+    uint64_t sample_interval_ns;
+    size_t thread_count;
+    cpu_high_thread threads[CPU_REPORT_THREADS];
+    size_t sampled_count;
+    cpu_high_sampled sampled[CPU_HOT_THREADS];
+};
 
 /* What the watch thread hands the worker for one capture. */
 typedef struct report_request {
@@ -278,6 +324,8 @@ typedef struct report_request {
     uint64_t keys[HW_ANNEAL_MAX_FRAMES];
     /* stutter reports */
     hw_stutter_verdict stutter;
+    /* CPU-high reports: owned by the request (NULL for every other) */
+    cpu_high_request *cpu;
 } report_request;
 
 void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_request *req);

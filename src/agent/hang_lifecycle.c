@@ -219,6 +219,35 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
     free(req);
 }
 
+/* A CPU-high report (cpu_high.c): every thread captured, `tid` (the
+ * hottest) first; nothing about a loop. */
+void report_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_request *cpu)
+{
+    report_request *req = calloc(1, sizeof *req);
+    if (!req) {
+        cpu_high_request_free(cpu);
+        return;
+    }
+    hw_capture_options copt;
+    capture_options(w, tid, &copt);
+    req->python = w->python;
+    req->check = (hw_check){.verdict = HW_VERDICT_HANG, .busy_ns = cpu->window_ns};
+    req->pid = w->pid;
+    req->tid = tid;
+    req->cpu = cpu;
+    snprintf(req->executable, sizeof req->executable, "%s", w->executable);
+    sampler_fill_request(NULL, w, 0, req);
+    req->detected_unix_ns = hw_realtime_ns();
+    req->captured_ns = hw_monotonic_ns();
+    int rc = hw_capture_process(w->pid, &copt, &req->snap);
+    req->py_names = hw_python_name_threads(python_namer(w), &req->snap, false);
+    if (rc < 0 && req->snap.process_name[0] == '\0')
+        snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
+    note_child_exit(a, w, &req->snap);
+    submit(a, NULL, req, false);
+    free(req);
+}
+
 /* ---- a hang's life ---- */
 
 /* The stretch `c` is a new hang: capture it now, report it, and look again

@@ -706,6 +706,9 @@ void check_process(agent *a, watched_process *w, uint64_t now)
         if (l->next_wake_ns < w->next_wake_ns)
             w->next_wake_ns = l->next_wake_ns;
     }
+    uint64_t cpu_tick = cpu_high_check(a, w, now);
+    if (cpu_tick < w->next_wake_ns)
+        w->next_wake_ns = cpu_tick;
     /* New loop threads are found on the next look. */
     uint64_t rescan = now + hw_detector_poll_interval(&a->opts->detector);
     if (a->opts->all_loop_threads && rescan < w->next_wake_ns)

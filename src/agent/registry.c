@@ -249,6 +249,7 @@ static void release_process(agent *a, watched_process *w)
         close(w->pidfd);
     w->pidfd = -1;
     free_loops(a, w);
+    cpu_high_free(w);
     hw_python_namer_free(w->python_namer);
     w->python_namer = NULL;
     if (w->page && hw_kobs_owns(a->kobs, w->page)) {

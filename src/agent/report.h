@@ -32,10 +32,36 @@ typedef struct hw_point_stack {
     const size_t *sources;   /* HW_SAMPLE_SOURCES counts: samples by how they were taken, or NULL */
 } hw_point_stack;
 
+/* A CPU-high report's section (hang_type "cpu_high"). */
+typedef struct hw_cpu_stack {
+    const hw_frame *frames; /* symbolized, innermost first */
+    size_t frame_count;
+    unsigned count;         /* samples with this stack (by function) */
+} hw_cpu_stack;
+
+typedef struct hw_cpu_thread_share {
+    pid_t tid;
+    const char *name;
+    uint64_t tenths;              /* its share, tenths of a percent of one CPU */
+    size_t sample_count;          /* samples of it in the window (0: not sampled) */
+    const hw_cpu_stack *stacks;   /* its distinct sampled stacks, most frequent first */
+    size_t stack_count;
+} hw_cpu_thread_share;
+
+typedef struct hw_cpu_high_info {
+    uint64_t window_ns;
+    unsigned threshold_percent;
+    uint64_t process_tenths;      /* the process's average over the window */
+    uint64_t threads_window_ns;   /* what the threads' shares are measured over */
+    uint64_t sample_interval_ns;
+    const hw_cpu_thread_share *threads; /* hottest first */
+    size_t thread_count;
+} hw_cpu_high_info;
+
 typedef struct hw_hang_info {
     const char *detector;          /* "runloop" ...; "none" for a snapshot (hangwatch stack) */
     const char *check_mode;        /* "exact" | "periodic" ...; "on_demand" for a snapshot */
-    const char *hang_type;         /* "hang" | "launch_hang" | "stutter" | "snapshot" */
+    const char *hang_type;         /* "hang" | "launch_hang" | "stutter" | "snapshot" | "cpu_high" */
     pid_t hung_tid;
     uint64_t block_duration_ns;    /* busy time when the hang was detected */
     uint64_t threshold_ns;
@@ -48,6 +74,8 @@ typedef struct hw_hang_info {
     /* hang_type "stutter": the window's figures */
     uint64_t stutter_window_ns, stutter_busy_ns;
     unsigned stutter_stalls;
+    /* hang_type "cpu_high": its section, else NULL */
+    const hw_cpu_high_info *cpu_high;
 } hw_hang_info;
 
 /*

@@ -178,6 +178,7 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
     }
     memset(&req->snap, 0, sizeof req->snap); /* the worker's now */
     req->py_names = NULL;
+    req->cpu = NULL;
     req->ps_named = NULL;
     return true;
 }
@@ -192,6 +193,8 @@ void report_request_release(report_request *req)
         hw_frame_clear(&req->ps_named[i]);
     free(req->ps_named);
     req->ps_named = NULL;
+    cpu_high_request_free(req->cpu);
+    req->cpu = NULL;
     hw_process_snapshot_free(&req->snap);
 }
 
@@ -438,6 +441,142 @@ static const char *ignore_rule_matching(const hw_agent_options *o, const hw_back
     return NULL;
 }
 
+/* ---- CPU-high reports ---- */
+
+#define CPU_STACKS_SHOWN 8     /* distinct stacks per sampled thread in a report */
+#define CPU_STACK_KEY_FRAMES 32
+
+/* One distinct sampled stack (by function, innermost 32 frames). */
+typedef struct cpu_stack_group {
+    hw_backtrace bt; /* the first sample's, symbolized */
+    uint64_t keys[CPU_STACK_KEY_FRAMES];
+    size_t key_count;
+    unsigned count;
+} cpu_stack_group;
+
+typedef struct cpu_report_parts {
+    hw_cpu_high_info info;
+    hw_cpu_thread_share shares[CPU_REPORT_THREADS];
+    hw_cpu_stack stacks[CPU_HOT_THREADS][CPU_STACKS_SHOWN];
+    cpu_stack_group *groups[CPU_HOT_THREADS];
+    size_t group_count[CPU_HOT_THREADS];
+} cpu_report_parts;
+
+static int by_count_descending(const void *x, const void *y)
+{
+    const cpu_stack_group *a = x, *b = y;
+    return a->count != b->count ? (a->count > b->count ? -1 : 1) : 0;
+}
+
+/* Unwind sampled thread k's samples and group them by stack. */
+static void group_samples(hw_symbolizer *sym, const cpu_high_sampled *s, cpu_report_parts *p, size_t k)
+{
+    cpu_stack_group *groups = calloc(s->sample_count ? s->sample_count : 1, sizeof *groups);
+    if (groups == NULL)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; sym && i < s->sample_count; i++) {
+        hw_backtrace bt = {0};
+        hw_unwind_thread(sym, &s->samples[i], HW_SAMPLE_MAX_FRAMES, &bt);
+        if (bt.count == 0) {
+            hw_backtrace_free(&bt);
+            continue;
+        }
+        uint64_t keys[CPU_STACK_KEY_FRAMES];
+        size_t key_count = 0;
+        for (; key_count < bt.count && key_count < CPU_STACK_KEY_FRAMES; key_count++)
+            keys[key_count] = hw_frame_function_key(&bt.frames[key_count]);
+        size_t g = 0;
+        while (g < n && (groups[g].key_count != key_count ||
+                         memcmp(groups[g].keys, keys, key_count * sizeof keys[0]) != 0))
+            g++;
+        if (g < n) {
+            groups[g].count++;
+            hw_backtrace_free(&bt);
+            continue;
+        }
+        groups[n].bt = bt;
+        memcpy(groups[n].keys, keys, key_count * sizeof keys[0]);
+        groups[n].key_count = key_count;
+        groups[n].count = 1;
+        n++;
+    }
+    qsort(groups, n, sizeof *groups, by_count_descending);
+    p->groups[k] = groups;
+    p->group_count[k] = n;
+}
+
+static void cpu_parts_build(hw_symbolizer *sym, const cpu_high_request *cpu, cpu_report_parts *p)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t k = 0; k < cpu->sampled_count; k++)
+        group_samples(sym, &cpu->sampled[k], p, k);
+    uint64_t span = cpu->threads_window_ns ? cpu->threads_window_ns : 1;
+    for (size_t i = 0; i < cpu->thread_count; i++) {
+        hw_cpu_thread_share *t = &p->shares[i];
+        t->tid = cpu->threads[i].tid;
+        t->name = cpu->threads[i].name;
+        unsigned __int128 tenths = (unsigned __int128)cpu->threads[i].cpu_ns * 1000 / span;
+        t->tenths = tenths > UINT64_MAX ? UINT64_MAX : (uint64_t)tenths;
+        for (size_t k = 0; k < cpu->sampled_count; k++) {
+            if (cpu->sampled[k].tid != t->tid)
+                continue;
+            t->sample_count = cpu->sampled[k].sample_count;
+            size_t shown = p->group_count[k] < CPU_STACKS_SHOWN ? p->group_count[k] : CPU_STACKS_SHOWN;
+            for (size_t g = 0; g < shown; g++)
+                p->stacks[k][g] = (hw_cpu_stack){p->groups[k][g].bt.frames, p->groups[k][g].bt.count,
+                                                 p->groups[k][g].count};
+            t->stacks = p->stacks[k];
+            t->stack_count = shown;
+        }
+    }
+    p->info = (hw_cpu_high_info){.window_ns = cpu->window_ns,
+                                 .threshold_percent = cpu->percent,
+                                 .process_tenths = cpu->tenths,
+                                 .threads_window_ns = cpu->threads_window_ns,
+                                 .sample_interval_ns = cpu->sample_interval_ns,
+                                 .threads = p->shares,
+                                 .thread_count = cpu->thread_count};
+}
+
+static void cpu_parts_free(cpu_report_parts *p)
+{
+    for (size_t k = 0; k < CPU_HOT_THREADS; k++) {
+        for (size_t g = 0; g < p->group_count[k]; g++)
+            hw_backtrace_free(&p->groups[k][g].bt);
+        free(p->groups[k]);
+    }
+}
+
+/* "hangwatch: CPU high in NAME (pid N): 99.8% of one CPU over 5s (threshold
+ * 80%); hottest thread 4243 (worker) 99.5% in spin < run" */
+static char *cpu_line(const report_request *req, const cpu_report_parts *p)
+{
+    const cpu_high_request *cpu = req->cpu;
+    char window[32], process[64], name[64], frames[400] = "";
+    hw_format_duration(cpu->window_ns / 1000000 * 1000000, window, sizeof window);
+    const hw_cpu_thread_share *hot = p->info.thread_count > 0 ? &p->shares[0] : NULL;
+    size_t used = 0;
+    for (size_t f = 0; hot && hot->stack_count > 0 && f < hot->stacks[0].frame_count && f < 4; f++) {
+        char tmp[200];
+        int n = snprintf(frames + used, sizeof frames - used, "%s%s", f ? " < " : " in ",
+                         frame_label(&hot->stacks[0].frames[f], tmp, sizeof tmp));
+        if (n < 0 || (size_t)n >= sizeof frames - used)
+            break;
+        used += (size_t)n;
+    }
+    char hottest[600] = "";
+    if (hot)
+        snprintf(hottest, sizeof hottest, "; hottest thread %d (%s) %.1f%%%s", (int)hot->tid,
+                 hw_escape_text(hot->name, name, sizeof name), (double)hot->tenths / 10.0, frames);
+    char *line = NULL;
+    if (asprintf(&line, "hangwatch: CPU high in %s (pid %d): %.1f%% of one CPU over %s (threshold %u%%)%s",
+                 hw_escape_text(req->snap.process_name, process, sizeof process), (int)req->pid,
+                 (double)cpu->tenths / 10.0, window, cpu->percent, hottest) < 0)
+        return NULL;
+    return line;
+}
+
 static void do_report(report_worker *wk, job *j)
 {
     agent *a = wk->a;
@@ -507,10 +646,13 @@ static void do_report(report_worker *wk, job *j)
                               .sources = req->ps_sources};
     }
     const hw_check *c = &req->check;
+    cpu_report_parts *cpu_parts = req->cpu ? malloc(sizeof *cpu_parts) : NULL;
+    if (cpu_parts)
+        cpu_parts_build(sym, req->cpu, cpu_parts);
     hw_hang_info info = {
         .detector = hw_detector_kind_name(a->opts->detector_kind),
         .check_mode = check_mode_name(a->opts),
-        .hang_type = c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
+        .hang_type = req->cpu ? "cpu_high" : c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
         .hung_tid = req->tid,
         .block_duration_ns = c->busy_ns,
         .threshold_ns = a->opts->detector.threshold_ns,
@@ -527,16 +669,22 @@ static void do_report(report_worker *wk, job *j)
         .stutter_window_ns = c->stutter ? req->stutter.window_ns : 0,
         .stutter_busy_ns = req->stutter.busy_ns,
         .stutter_stalls = req->stutter.stalls,
+        .cpu_high = cpu_parts ? &cpu_parts->info : NULL,
     };
+    if (req->cpu) {
+        info.detector = "cpu_usage";
+        info.check_mode = "periodic";
+        info.threshold_ns = req->cpu->window_ns;
+    }
     char id[37];
     json_t *report = hw_report_build(&info, snap, bts, images, image_count, id);
-    char *line = hang_line(a, req, target_bt);
+    char *line = cpu_parts ? cpu_line(req, cpu_parts) : hang_line(a, req, target_bt);
     if (h && !h->seen) {
         h->seen = true;
         h->pid = req->pid;
         hw_escape_text(snap->process_name, h->process, sizeof h->process);
     }
-    const char *ignored_by = ignore_rule_matching(a->opts, target_bt);
+    const char *ignored_by = req->cpu ? NULL : ignore_rule_matching(a->opts, target_bt);
     if (h && h->reports == 0)
         h->ignored = ignored_by != NULL;
     if (h)
@@ -572,6 +720,9 @@ static void do_report(report_worker *wk, job *j)
     free(line);
     for (size_t i = 0; i < ps.frame_count; i++)
         hw_frame_clear(&ps_frames[i]);
+    if (cpu_parts)
+        cpu_parts_free(cpu_parts);
+    free(cpu_parts);
 out:
     for (size_t i = 0; bts && i < snap->thread_count; i++)
         hw_backtrace_free(&bts[i]);

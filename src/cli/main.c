@@ -264,6 +264,7 @@ static int open_report_dir(hw_agent_options *opts)
  * values no short option can take. */
 enum {
     OPT_IGNORE_FRAME = 0x1500,
+    OPT_CPU_HIGH,
 };
 #define MAX_IGNORE_FRAMES 64
 #define MAX_IGNORE_FRAME_LEN 255
@@ -302,6 +303,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
         {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
         {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
         {"ignore-frame", required_argument, NULL, OPT_IGNORE_FRAME},
+        {"cpu-high", required_argument, NULL, OPT_CPU_HIGH},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -470,6 +472,14 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
             ignore_frames[opts.ignore_frame_count++] = optarg;
             opts.ignore_frames = ignore_frames;
             break;
+        case OPT_CPU_HIGH: {
+            const char *why = NULL;
+            if (hw_cpu_high_parse(optarg, &opts.cpu_high, &why) != 0) {
+                fprintf(stderr, "hangwatch: invalid --cpu-high '%s': %s\nTry 'hangwatch --help'.\n", optarg, why);
+                return 2;
+            }
+            break;
+        }
         case 'h':
             fputs(usage_text, stdout);
             return 0;

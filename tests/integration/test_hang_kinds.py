@@ -203,6 +203,43 @@ def case_stopped_during_hang():
         shutil.rmtree(report_dir, ignore_errors=True)
 
 
+# ---- CPU-high reports ----
+
+def case_cpu_high():
+    """A worker thread spins 3.5 s while the main thread idles in its loop,
+    under --cpu-high 50%/2s: one cpu_high report (the next would come a
+    window later, after the spin), whose hottest thread is the worker, first
+    in the report, with its samples in spin_in_worker; the idle main thread
+    barely counts."""
+    r = hwtest.run(["--cpu-high", "50%/2s", "--", *scenario("cpuhot", 3.5)])
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        rep = r.reports[0]
+        apm = rep["hangwatch"]
+        check(apm["hang_type"] == "cpu_high" and apm["detector"] == "cpu_usage", str(apm["hang_type"]))
+        cpu = apm["cpu_high"]
+        check(cpu["window_us"] >= 2_000_000 and cpu["threshold_percent"] == 50 and cpu["process_percent"] > 50,
+              f"window {cpu['window_us']} threshold {cpu['threshold_percent']} process {cpu['process_percent']}")
+        hot = cpu["threads"][0]
+        check(hot["name"] == "hot-worker" and hot["percent"] > 50, f"hottest thread {hot}")
+        check(apm["hung_thread"]["thread_identifier"] == hot["thread_identifier"]
+              and rep["crash"]["threads"][0]["thread_identifier"] == hot["thread_identifier"],
+              "the hottest thread is not the report's first")
+        check(hot["sample_count"] >= 10 and hot["stacks"]
+              and "spin_in_worker" in symbols(hot["stacks"][0]["backtrace"]["contents"]),
+              f"the samples do not name the spinning function: {hot.get('stacks', [])[:1]}")
+        main = [t for t in cpu["threads"] if t["thread_identifier"] == rep["report"]["pid"]]
+        check(main and main[0]["percent"] < 10, f"the idle main thread: {main}")
+        check(re.search(r"hangwatch: CPU high in loop-scenarios \(pid \d+\): [0-9.]+% of one CPU over [0-9.]+s "
+                        r"\(threshold 50%\); hottest thread \d+ \(hot-worker\) [0-9.]+% in spin_in_worker", r.stderr),
+              "the line on stderr:\n" + r.stderr)
+        text = show(r.report_paths[0])
+        check("CPU high in loop-scenarios" in text and "x  spin_in_worker" in text, text)
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "fatal_hang_killed": case_fatal_hang_killed,
@@ -210,4 +247,5 @@ if __name__ == "__main__":
         "ignore_frame_demo": case_ignore_frame_demo,
         "debugger_stop": case_debugger_stop,
         "stopped_during_hang": case_stopped_during_hang,
+        "cpu_high": case_cpu_high,
     })
