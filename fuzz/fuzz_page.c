@@ -256,8 +256,8 @@ static void store(hw_loop_slot *slot, unsigned field, uint64_t v)
     case 4: atomic_store(&slot->ping_answered, v); break;
     case 5: atomic_store(&slot->frames, v); break;
     case 6: atomic_store(&slot->late_frames, v); break;
-    case 7: atomic_store(&slot->paused, (uint32_t)v); break;
-    default: atomic_store(&slot->late_frame_gap_ns, v); break;
+    case 7: atomic_store(&slot->late_frame_gap_ns, v); break;
+    default: atomic_store(&slot->paused, (uint32_t)v); break;
     }
 }
 

@@ -96,6 +96,9 @@ hw_cpu_verdict hw_cpu_window_add(hw_cpu_window *w, uint64_t now_ns, uint64_t cpu
 
 int hw_cpu_high_parse(const char *text, hw_cpu_high_config *out, const char **why)
 {
+    const char *ignored;
+    if (why == NULL)
+        why = &ignored;
     const char *p = text;
     if (*p < '0' || *p > '9') {
         *why = "it must start with a whole number of percent of one CPU (80, 80%, 80%/60s)";

@@ -58,8 +58,10 @@ void hw_cpu_window_init(hw_cpu_window *w, const hw_cpu_high_config *cfg);
 /* One reading: the process had used `cpu_ns` of CPU by `now_ns`. */
 hw_cpu_verdict hw_cpu_window_add(hw_cpu_window *w, uint64_t now_ns, uint64_t cpu_ns);
 
-/* Parse "PERCENT[%][/DURATION]" ("80%/60s", "150", "50%/2s").  0, or -1
- * with *why set to a static sentence. */
+/* Parse "PERCENT[%][/DURATION]" ("80%/60s", "150", "50%/2s"): PERCENT a
+ * whole number from 1 to HW_CPU_HIGH_MAX_PERCENT, DURATION as
+ * hw_parse_duration takes it, at least 1 s (60 s when left out).  0, or -1
+ * with *why (when not NULL) set to a static sentence and *out untouched. */
 int hw_cpu_high_parse(const char *text, hw_cpu_high_config *out, const char **why);
 
 #endif
