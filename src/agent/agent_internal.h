@@ -11,6 +11,8 @@
  *     hang_lifecycle.c  a hang's start (the capture: the program is stopped
  *                       for well under a millisecond), its annealing
  *                       re-checks and its end;
+ *     cpu_high.c        --cpu-high: a process's CPU use, its hottest
+ *                       threads' kernel samples, CPU-high reports;
  *   the report worker (report_worker.c), at SCHED_IDLE, does everything that
  *     may happen later: unwinding, symbolizing, writing reports, adding
  *     final durations.  Any runnable thread of the watched program preempts
@@ -18,7 +20,7 @@
  *     are all captured promptly however slow writing is.
  *
  * Reading order for a newcomer: agent.c, launch.c, registry.c,
- * loop_checks.c, hang_lifecycle.c, report_worker.c.
+ * loop_checks.c, hang_lifecycle.c, report_worker.c, then cpu_high.c.
  */
 #ifndef HANGWATCH_AGENT_INTERNAL_H
 #define HANGWATCH_AGENT_INTERNAL_H

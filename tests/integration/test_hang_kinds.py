@@ -138,6 +138,40 @@ def case_ignore_frame_demo():
         hwtest.cleanup(r)
 
 
+def case_ignore_frame_python():
+    """--ignore-frame matches the user's Python functions too: a coroutine's
+    call to handle_request_synchronously(), which sleeps 3 s, is ignored."""
+    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "python_frames.py")
+    r = hwtest.run(["--ignore-frame", "handle_request_sync*", "--", "/usr/bin/python3", program, "sleep"])
+    try:
+        check(r.returncode == 0, r.describe())
+        check(r.reports == [], "an ignored hang was written\n" + r.describe())
+        check(re.search(r"hangwatch: hang in python3 .* handle_request_synchronously \(python_frames\.py:\d+\).*; "
+                        r"ignored: a frame matches --ignore-frame 'handle_request_sync\*', no report", r.stderr),
+              "the line says it was ignored:\n" + r.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_usage_errors():
+    """Bad values of the new options: a clear message and exit 2, nothing started."""
+    cases = [(["--cpu-high", "eighty"], "invalid --cpu-high 'eighty'"),
+             (["--cpu-high", "0%/5s"], "greater than zero"),
+             (["--cpu-high", "80%/500ms"], "at least 1s"),
+             (["--cpu-high", "80%/5"], "missing unit"),
+             (["--cpu-high", "100001"], "at most 100000"),
+             (["--ignore-frame", ""], "invalid --ignore-frame ''"),
+             (["--ignore-frame", "x" * 256], "a pattern of 1 to 255 characters"),
+             (["--ignore-frame"] * 1 + ["a"] + sum([["--ignore-frame", "a"] for _ in range(64)], []),
+              "too many --ignore-frame")]
+    for args, message in cases:
+        p = subprocess.run([hwtest.binary("hangwatch"), "run"] + args + ["--", "true"], capture_output=True,
+                           text=True, timeout=30)
+        check(p.returncode == 2 and message in p.stderr, f"{args[:3]}: exit {p.returncode}: {p.stderr}")
+    p = subprocess.run([hwtest.binary("hangwatch"), "--help"], capture_output=True, text=True, timeout=30)
+    check("--cpu-high PERCENT[/DUR]" in p.stdout and "--ignore-frame PATTERN" in p.stdout, p.stdout)
+
+
 # ---- debugger stops ----
 
 def case_debugger_stop():
@@ -245,6 +279,8 @@ if __name__ == "__main__":
         "fatal_hang_killed": case_fatal_hang_killed,
         "pause_expected_operation": case_pause_expected_operation,
         "ignore_frame_demo": case_ignore_frame_demo,
+        "ignore_frame_python": case_ignore_frame_python,
+        "usage_errors": case_usage_errors,
         "debugger_stop": case_debugger_stop,
         "stopped_during_hang": case_stopped_during_hang,
         "cpu_high": case_cpu_high,
