@@ -103,18 +103,27 @@ def run_api_pause(mode, seconds):
 
 
 def case_pause_expected_operation():
-    """A library loop (threshold 1 s) whose callback saves for 2 s between
+    """A library loop (threshold 1 s) whose callback saves for 1.5 s between
     hangwatch_loop_pause() and _resume() (nested), then works 0.5 s: no
     report, so the busy clock started again at the resume.  The same
     without the pause: one hang, the save on the stack of its first report
-    (a second one follows when the stack moves on to the work after it)."""
-    out, reports = run_api_pause("pause", 2)
+    (a second one follows when the stack moves on to the work after it).
+    Paused 1.5 s into a hang: that hang ends there, as "paused"."""
+    out, reports = run_api_pause("pause", 1.5)
     check(reports == [], "a paused loop was reported: " +
           str([symbols(frames(r))[:6] for r in reports]) + "\n" + out)
-    out, reports = run_api_pause("plain", 2)
+    out, reports = run_api_pause("plain", 1.5)
     first = [r for r in reports if r["hangwatch"]["stretch_report_index"] == 0]
     check(len(first) == 1 and "hangwatch: 1 hang, 0 fatal" in out, f"{len(reports)} reports without the pause\n{out}")
     check("save_for_a_long_time" in symbols(frames(first[0])), str(symbols(frames(first[0]))))
+    # Paused when already a hang (1.5 s into it): the hang ends at the pause.
+    out, reports = run_api_pause("late", 1)
+    check(len(reports) == 1, f"{len(reports)} reports when pausing late\n{out}")
+    h = reports[0]["hangwatch"]
+    check(any(name.startswith("late_in_the_save") for name in symbols(frames(reports[0]))),
+          str(symbols(frames(reports[0]))))  # GCC may name its clone late_in_the_save.constprop.0
+    check(h.get("hang_end") == "paused" and 1.4 <= h["final_duration_us"] / 1e6 <= 1.7,
+          f"hang_end {h.get('hang_end')}, final {h.get('final_duration_us')}\n{out}")
 
 
 def case_ignore_frame_demo():

@@ -7,7 +7,12 @@
  * threshold is 1 s: paused, nothing is a hang (the clock starts again at
  * the resume, and 0.5 s is under it); plain, the save is one hang.
  *
- *   api-pause REPORT_DIR pause|plain SECS
+ *
+ * With `late`, the callback is already a hang when it pauses: it sleeps
+ * 1.5 s (late_in_the_save()) before pausing for SECS more; the hang ends at
+ * the pause.
+ *
+ *   api-pause REPORT_DIR pause|plain|late SECS
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -48,8 +53,18 @@ __attribute__((noinline)) static void work_after_the_save(double seconds)
             g_sink = g_sink * 31 + (uint64_t)i;
 }
 
-__attribute__((noinline)) static void on_save_tick(hangwatch_loop *loop, int paused, double seconds)
+__attribute__((noinline)) static void late_in_the_save(double seconds)
 {
+    g_sink += 2; /* distinct bodies: -O2 would fold identical functions into one */
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+__attribute__((noinline)) static void on_save_tick(hangwatch_loop *loop, int paused, int late, double seconds)
+{
+    if (late)
+        late_in_the_save(1.5);
     if (paused) {
         hangwatch_loop_pause(loop);
         hangwatch_loop_pause(loop); /* nested: the outer resume ends the pause */
@@ -64,8 +79,8 @@ __attribute__((noinline)) static void on_save_tick(hangwatch_loop *loop, int pau
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 || (strcmp(argv[2], "pause") != 0 && strcmp(argv[2], "plain") != 0)) {
-        fprintf(stderr, "usage: api-pause REPORT_DIR pause|plain SECS\n");
+    if (argc != 4 || (strcmp(argv[2], "pause") != 0 && strcmp(argv[2], "plain") != 0 && strcmp(argv[2], "late") != 0)) {
+        fprintf(stderr, "usage: api-pause REPORT_DIR pause|plain|late SECS\n");
         return 2;
     }
     hangwatch_config cfg;
@@ -84,7 +99,7 @@ int main(int argc, char **argv)
         poll(NULL, 0, 100);
         hangwatch_loop_activity(loop, HANGWATCH_AFTER_WAITING);
         if (tick == 3)
-            on_save_tick(loop, strcmp(argv[2], "pause") == 0, atof(argv[3]));
+            on_save_tick(loop, strcmp(argv[2], "plain") != 0, strcmp(argv[2], "late") == 0, atof(argv[3]));
     }
     hangwatch_loop_activity(loop, HANGWATCH_EXIT);
     hangwatch_loop_unregister(loop);
