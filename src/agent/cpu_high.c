@@ -44,8 +44,8 @@ typedef struct cpu_thread {
 typedef struct cpu_hot_thread {
     pid_t tid; /* 0: a free place */
     hw_perf_sampler *perf;
-    hw_thread_snapshot ring[CPU_RING_SAMPLES]; /* raw samples, oldest at `first` */
-    uint64_t ring_time[CPU_RING_SAMPLES];
+    hw_thread_snapshot *ring; /* CPU_RING_SAMPLES raw samples, oldest at `first` (allocated while sampled) */
+    uint64_t *ring_time;
     unsigned first, count;
 } cpu_hot_thread;
 
@@ -55,8 +55,8 @@ struct cpu_watch {
     uint64_t last_cpu_ns, last_time_ns; /* the previous tick's reading */
     bool warm;                          /* the last tick was over the percentage */
     uint64_t threads_since_ns;          /* the threads' figures count from here */
-    cpu_thread threads[CPU_MAX_THREADS];
-    size_t thread_count;
+    cpu_thread *threads; /* allocated while warm, up to CPU_MAX_THREADS */
+    size_t thread_count, thread_cap;
     cpu_hot_thread hot[CPU_HOT_THREADS];
 };
 
@@ -77,8 +77,10 @@ static uint64_t sample_interval(const agent *a)
 static void drop_hot(cpu_hot_thread *h)
 {
     hw_perf_sampler_close(h->perf);
-    for (unsigned i = 0; i < h->count; i++)
+    for (unsigned i = 0; h->ring && i < h->count; i++)
         free(h->ring[(h->first + i) % CPU_RING_SAMPLES].stack);
+    free(h->ring);
+    free(h->ring_time);
     memset(h, 0, sizeof *h);
 }
 
@@ -100,6 +102,7 @@ void cpu_high_free(watched_process *w)
         return;
     for (unsigned i = 0; i < CPU_HOT_THREADS; i++)
         drop_hot(&w->cpu->hot[i]);
+    free(w->cpu->threads);
     free(w->cpu);
     w->cpu = NULL;
 }
@@ -109,7 +112,9 @@ static void cool_down(cpu_watch *cw)
 {
     for (unsigned i = 0; i < CPU_HOT_THREADS; i++)
         drop_hot(&cw->hot[i]);
-    cw->thread_count = 0;
+    free(cw->threads);
+    cw->threads = NULL;
+    cw->thread_count = cw->thread_cap = 0;
 }
 
 static cpu_thread *find_thread(cpu_watch *cw, pid_t tid)
@@ -139,8 +144,14 @@ static void read_threads(cpu_watch *cw, pid_t pid, bool fresh)
         uint64_t cpu = st.cpu_ticks * unit;
         cpu_thread *t = find_thread(cw, tids[i]);
         if (t == NULL) {
-            if (cw->thread_count == CPU_MAX_THREADS)
-                continue;
+            if (cw->thread_count == cw->thread_cap) {
+                size_t cap = cw->thread_cap ? 2 * cw->thread_cap : 16;
+                cpu_thread *more = cap <= CPU_MAX_THREADS ? realloc(cw->threads, cap * sizeof *more) : NULL;
+                if (more == NULL)
+                    continue;
+                cw->threads = more;
+                cw->thread_cap = cap;
+            }
             t = &cw->threads[cw->thread_count++];
             *t = (cpu_thread){.tid = tids[i], .base_ns = fresh ? cpu : 0, .last_ns = fresh ? cpu : 0};
         }
@@ -162,7 +173,7 @@ static void drain_samples(cpu_hot_thread *h)
 {
     hw_thread_snapshot t;
     uint64_t time_ns;
-    while (h->perf && hw_perf_sampler_next(h->perf, &t, &time_ns) == 1) {
+    while (h->perf && h->ring && hw_perf_sampler_next(h->perf, &t, &time_ns) == 1) {
         t.tid = h->tid;
         t.is_target = true;
         if (h->count == CPU_RING_SAMPLES) {
@@ -217,6 +228,12 @@ static void sample_hottest(agent *a, cpu_watch *cw, uint64_t tick_ns)
         if (place == NULL)
             return;
         drop_hot(place);
+        place->ring = calloc(CPU_RING_SAMPLES, sizeof *place->ring);
+        place->ring_time = calloc(CPU_RING_SAMPLES, sizeof *place->ring_time);
+        if (place->ring == NULL || place->ring_time == NULL) {
+            drop_hot(place);
+            return;
+        }
         char why[160];
         place->perf = hw_perf_sampler_open(top[k]->tid, sample_interval(a), CPU_SAMPLE_STACK_BYTES, why, sizeof why);
         if (place->perf == NULL || hw_perf_sampler_enable(place->perf, true) != 0) {
@@ -277,7 +294,7 @@ static void report_now(agent *a, watched_process *w, cpu_watch *cw, const hw_cpu
     uint64_t from = now > v->window_ns ? now - v->window_ns : 0;
     for (unsigned j = 0; j < CPU_HOT_THREADS; j++) {
         cpu_hot_thread *h = &cw->hot[j];
-        if (h->tid == 0)
+        if (h->tid == 0 || h->ring == NULL)
             continue;
         drain_samples(h);
         cpu_high_sampled *s = &cpu->sampled[cpu->sampled_count];
