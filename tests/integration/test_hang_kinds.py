@@ -86,6 +86,25 @@ def case_fatal_hang_killed():
         shutil.rmtree(report_dir, ignore_errors=True)
 
 
+def case_fatal_hang_exited():
+    """The program's own watchdog thread calls exit(3) 3 s after start,
+    while a callback has been hung for 2.8 s (threshold 1 s): hang_end
+    "exited" with exit status 3, the final duration up to the exit."""
+    r = hwtest.run(["--threshold", "1s", "--", *scenario("exithang", 3)])
+    try:
+        check(r.returncode == 3, r.describe())
+        check(len(r.reports) == 1, r.describe())
+        apm = r.reports[0]["hangwatch"]
+        check(apm.get("hang_end") == "exited" and apm.get("process_end") == {"exit_status": 3}, str(apm))
+        check(2.6 <= apm["final_duration_us"] / 1e6 <= 3.0, f"final {apm['final_duration_us']}")
+        check(re.search(r"fatal hang in loop-scenarios \(pid \d+\): the process exited with status 3, [0-9.]+ s "
+                        r"into this hang", r.stderr), r.stderr)
+        text = show(r.report_paths[0])
+        check("fatal: the process exited with status 3," in text, text)
+    finally:
+        hwtest.cleanup(r)
+
+
 # ---- expected long operations ----
 
 def run_api_pause(mode, seconds):
@@ -286,6 +305,7 @@ def case_cpu_high():
 if __name__ == "__main__":
     hwtest.main({
         "fatal_hang_killed": case_fatal_hang_killed,
+        "fatal_hang_exited": case_fatal_hang_exited,
         "pause_expected_operation": case_pause_expected_operation,
         "ignore_frame_demo": case_ignore_frame_demo,
         "ignore_frame_python": case_ignore_frame_python,

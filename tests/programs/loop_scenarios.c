@@ -36,6 +36,9 @@
  *                  totals x 2 UNIT > z 1.6 UNIT > y 1.2 UNIT)
  *   sleephang SECS a timer callback sleeps SECS in sleep_until_killed()
  *                  (the tests kill the program during it: a fatal hang)
+ *   exithang SECS  a timer callback sleeps 2 SECS in sleep_until_exit() while
+ *                  a watchdog thread calls exit(3) after SECS (a fatal
+ *                  hang ended by the program's own exit)
  *   breakpoint SECS  a loop ticking every 0.1 s for SECS seconds whose
  *                  ticks call debugger_breaks_here() (where a debugger's
  *                  breakpoint holds the loop) and then work 0.4 s
@@ -255,6 +258,29 @@ __attribute__((noinline)) static void sleep_until_killed(double seconds)
 {
     g_sink += 31; /* distinct bodies: -O2 would fold identical functions into one */
     sleep_seconds(seconds);
+}
+
+__attribute__((noinline)) static void sleep_until_exit(double seconds)
+{
+    g_sink += 41; /* distinct bodies: -O2 would fold identical functions into one */
+    sleep_seconds(seconds);
+}
+
+static void *watchdog_gives_up(void *arg)
+{
+    sleep_seconds(*(double *)arg);
+    fflush(stdout);
+    exit(3);
+}
+
+static int run_exithang(double seconds)
+{
+    static double after;
+    after = seconds;
+    pthread_t watchdog;
+    if (pthread_create(&watchdog, NULL, watchdog_gives_up, &after) != 0)
+        return 1;
+    return run_from_timer(sleep_until_exit, 2 * seconds);
 }
 
 __attribute__((noinline)) static void debugger_breaks_here(void)
@@ -781,6 +807,8 @@ int main(int argc, char **argv)
         rc = run_startpoll(seconds);
     else if (strcmp(argv[1], "sleephang") == 0)
         rc = run_from_timer(sleep_until_killed, seconds);
+    else if (strcmp(argv[1], "exithang") == 0)
+        rc = run_exithang(seconds);
     else if (strcmp(argv[1], "breakpoint") == 0)
         rc = run_ticks(on_breakpoint_tick, seconds, 0.1);
     else if (strcmp(argv[1], "cpuhot") == 0)
