@@ -7,7 +7,8 @@
  *
  * Cheap while the process is cool: one read of /proc/PID/stat per tick
  * (1/32 of the window, at least 100 ms).  A tick over the percentage makes
- * it warm: then each thread's CPU time is read too, and the hottest threads
+ * it warm (until 8 ticks in a row under it): then each thread's CPU time is
+ * read too, and the hottest threads
  * (at most CPU_HOT_THREADS, each over 10 % of a CPU in the last tick) get a
  * perf event each, the same kernel sampler as early sampling
  * (perf_sampler.h: no stop, a few microseconds per sample), whose samples
@@ -32,6 +33,7 @@
 #define CPU_MAX_THREADS 512
 #define CPU_MIN_HOT_TENTHS 100 /* 10 % of a CPU in the last tick */
 #define CPU_SAMPLE_STACK_BYTES 2048u /* the rest of a spinning thread's stack is read live when unwound */
+#define CPU_COOL_TICKS 8 /* ticks in a row under the percentage (a quarter window) before it cools down */
 
 typedef struct cpu_thread {
     pid_t tid;
@@ -53,7 +55,8 @@ struct cpu_watch {
     hw_cpu_window win;
     uint64_t next_tick_ns;
     uint64_t last_cpu_ns, last_time_ns; /* the previous tick's reading */
-    bool warm;                          /* the last tick was over the percentage */
+    bool warm;                          /* a recent tick was over the percentage */
+    unsigned cool_ticks;                /* ticks in a row under it since */
     uint64_t threads_since_ns;          /* the threads' figures count from here */
     cpu_thread *threads; /* allocated while warm, up to CPU_MAX_THREADS */
     size_t thread_count, thread_cap;
@@ -343,8 +346,13 @@ uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now)
         return cw->next_tick_ns;
     uint64_t cpu_ns = st.cpu_ticks * ns_per_clock_tick();
     uint64_t since = now > cw->last_time_ns ? now - cw->last_time_ns : 0;
-    bool warm = cw->last_time_ns != 0 && cpu_ns >= cw->last_cpu_ns && since > 0 &&
-                (cpu_ns - cw->last_cpu_ns) * 100 > (uint64_t)cfg->percent * since;
+    bool hot_tick = cw->last_time_ns != 0 && cpu_ns >= cw->last_cpu_ns && since > 0 &&
+                    (cpu_ns - cw->last_cpu_ns) * 100 > (uint64_t)cfg->percent * since;
+    /* Warm from a tick over the percentage until CPU_COOL_TICKS in a row
+     * under it: a process that is hot on average dips (other programs take
+     * its CPU for a tick on a busy machine), and its samples must go on. */
+    cw->cool_ticks = hot_tick ? 0 : cw->cool_ticks + 1;
+    bool warm = hot_tick || (cw->warm && cw->cool_ticks < CPU_COOL_TICKS);
     cw->last_cpu_ns = cpu_ns;
     cw->last_time_ns = now;
     if (warm) {
