@@ -61,6 +61,7 @@ def case_fatal_hang_killed():
         check(time.time() < began + 2.9, "the report came too late to kill the program 3 s into the hang")
         time.sleep(began + 3.0 - time.time())  # the scenario: the supervisor gives up 3 s into the hang
         os.kill(program, signal.SIGKILL)
+        killed_after = time.time() - began  # 3 s, or a little more on a busy machine
         out, err = proc.communicate(timeout=60)
         check(proc.returncode == 128 + signal.SIGKILL, f"exit {proc.returncode}\n{err}")
         paths = report_files(report_dir)
@@ -72,10 +73,11 @@ def case_fatal_hang_killed():
         check(apm.get("process_end") == {"signal": 9, "signal_name": "SIGKILL", "core_dumped": False},
               f"process_end {apm.get('process_end')}")
         final = apm["final_duration_us"] / 1e6
-        check(abs(final - 3.0) <= 0.1, f"final duration {final} s, expected 3 s")
+        check(killed_after < 3.3 and abs(final - killed_after) <= 0.1,
+              f"final duration {final} s, killed {killed_after:.3f} s into the hang")
         m = re.search(r"hangwatch: fatal hang in loop-scenarios \(pid (\d+)\): the process was killed by SIGKILL "
                       r"([0-9.]+) s into this hang; report (\S+)", err)
-        check(m and int(m.group(1)) == program and abs(float(m.group(2)) - 3.0) <= 0.11
+        check(m and int(m.group(1)) == program and abs(float(m.group(2)) - killed_after) <= 0.11
               and os.path.realpath(m.group(3)) == os.path.realpath(paths[0]), "the fatal line:\n" + err)
         check("hangwatch: 1 hang, 1 fatal" in err, "the summary at exit:\n" + err)
         text = show(paths[0])
@@ -211,7 +213,7 @@ def case_debugger_stop():
     gdb = shutil.which("gdb")
     if gdb is None:
         hwtest.fail("gdb is not installed (scripts/ensure-deps.sh test installs it)")
-    proc, report_dir = start(["--threshold", "1s", "--", *scenario("breakpoint", 6)])
+    proc, report_dir = start(["--threshold", "1s", "--", *scenario("breakpoint", 7)])
     try:
         program = hwtest.program_of(proc.pid)
         hwtest.wait_for(lambda: os.path.realpath(f"/proc/{program}/exe") == hwtest.binary("loop-scenarios"),
@@ -246,6 +248,7 @@ def case_stopped_during_hang():
         began = first["detected_at_unix_ms"] / 1000 - first["block_duration_us"] / 1e6
         time.sleep(max(0.0, began + 1.5 - time.time()))  # the scenario: stopped 1.5 s into the hang
         os.kill(program, signal.SIGSTOP)
+        stopped_after = time.time() - began
         time.sleep(1.0)
         os.kill(program, signal.SIGCONT)
         out, err = proc.communicate(timeout=60)
@@ -254,8 +257,9 @@ def case_stopped_during_hang():
         check(len(reports) == 2, f"{len(reports)} reports\n{err}")
         stopped, after = sorted(reports, key=lambda r: r["hangwatch"]["detected_at_unix_ms"])
         h = stopped["hangwatch"]
-        check(h.get("hang_end") == "stopped" and abs(h["final_duration_us"] / 1e6 - 1.5) <= 0.15,
-              f"the first hang's end: {h.get('hang_end')} {h.get('final_duration_us')}")
+        check(h.get("hang_end") == "stopped" and abs(h["final_duration_us"] / 1e6 - stopped_after) <= 0.15,
+              f"the first hang's end: {h.get('hang_end')} {h.get('final_duration_us')}, stopped {stopped_after:.3f} s "
+              "into it")
         h = after["hangwatch"]
         check(h["stretch_report_index"] == 0 and h.get("hang_end") == "returned_to_wait", str(h))
         check(1.0 < h["block_duration_us"] / 1e6 < 1.2, f"the clock did not start again: {h['block_duration_us']}")
