@@ -1,7 +1,7 @@
 /*
  * fuzz_cli_values.c - the parsers of command-line values: hw_parse_duration
- * (--threshold, --check-period, --sample-interval, --frame-interval) and
- * hw_parse_size (--max-dir-size).
+ * (--threshold, --check-period, --sample-interval, --frame-interval),
+ * hw_parse_size (--max-dir-size) and hw_cpu_high_parse (--cpu-high).
  *
  * Feeds: the input, NUL-terminated in a buffer of exactly its size plus
  * one (so ASan sees any read past the terminator), to both parsers.
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_window.h"
 #include "duration.h"
 #include "report_limits.h"
 
@@ -114,6 +115,28 @@ static void size(const char *text)
     CHECK(matched); /* nothing but digits and one suffix is accepted */
 }
 
+/* --cpu-high: deterministic; a refusal gives a reason and leaves the value
+ * untouched; an acceptance is a percentage in range, the number the text
+ * starts with, and a window of at least 1 s (60 s without one). */
+static void cpu_high(const char *text)
+{
+    hw_cpu_high_config a = {7, 7}, b = {7, 7};
+    const char *why_a = NULL, *why_b = NULL;
+    int ra = hw_cpu_high_parse(text, &a, &why_a);
+    int rb = hw_cpu_high_parse(text, &b, &why_b);
+    CHECK(ra == rb && (ra == 0 || ra == -1));
+    if (ra != 0) {
+        CHECK(a.percent == 7 && a.window_ns == 7 && why_a != NULL && why_a[0] != '\0');
+        return;
+    }
+    CHECK(a.percent == b.percent && a.window_ns == b.window_ns);
+    CHECK(a.percent >= 1 && a.percent <= HW_CPU_HIGH_MAX_PERCENT);
+    CHECK(a.window_ns >= 1000000000ull);
+    CHECK(strtoul(text, NULL, 10) == a.percent);
+    if (strchr(text, '/') == NULL)
+        CHECK(a.window_ns == HW_CPU_HIGH_DEFAULT_WINDOW_NS);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len);
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
@@ -124,6 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
     text[len] = '\0';
     duration(text);
     size(text);
+    cpu_high(text);
     free(text);
     return 0;
 }

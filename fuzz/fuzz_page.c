@@ -18,7 +18,8 @@
  *   for the slots the agent watches (slot 0, and every slot that names a
  *   thread), the reading fed to every detector the agent has
  *   (hw_detector_check, hw_stutter_observe, hw_semaphore_step, hw_ping_step,
- *   hw_frame_gap_look), one detector state per loop, afresh when the slot's
+ *   hw_frame_gap_look, the pause word through hw_loop_paused), one detector
+ *   state per loop, afresh when the slot's
  *   thread changes, as in the agent.
  * The agent's clock never goes back and stays below 2^63 (it is
  * CLOCK_MONOTONIC); everything in the page is arbitrary, including start
@@ -161,6 +162,11 @@ static void check_ping(world *w, loop *l, const hw_loop_slot *slot, const hw_loo
     uint64_t now = w->now;
     bool answered = w->pings_by_post ? atomic_load(&slot->ping_answered) >= l->ping.token : !r->busy;
     bool may_post = !w->waiting_only || (!r->busy && r->activity == HW_ACTIVITY_BEFORE_WAITING);
+    /* The pause word, as the agent reads it: only HW_LOOP_PAUSED pauses. */
+    bool paused = hw_loop_paused(slot);
+    CHECK(paused == (atomic_load(&slot->paused) == HW_LOOP_PAUSED));
+    answered = answered || paused;
+    may_post = may_post && !paused;
     uint64_t token = l->ping.token;
     bool outstanding = l->ping.outstanding;
     uint64_t posted = l->ping.posted_ns;
@@ -242,7 +248,7 @@ static const hw_activity activities[] = {
 /* The program stores `v` into field `field` of `slot`. */
 static void store(hw_loop_slot *slot, unsigned field, uint64_t v)
 {
-    switch (field % 8) {
+    switch (field % 9) {
     case 0: atomic_store(&slot->seq, v); break;
     case 1: atomic_store(&slot->busy_start_ns, v); break;
     case 2: atomic_store(&slot->activity, (uint32_t)v); break;
@@ -250,7 +256,8 @@ static void store(hw_loop_slot *slot, unsigned field, uint64_t v)
     case 4: atomic_store(&slot->ping_answered, v); break;
     case 5: atomic_store(&slot->frames, v); break;
     case 6: atomic_store(&slot->late_frames, v); break;
-    default: atomic_store(&slot->late_frame_gap_ns, v); break;
+    case 7: atomic_store(&slot->late_frame_gap_ns, v); break;
+    default: atomic_store(&slot->paused, (uint32_t)v); break;
     }
 }
 

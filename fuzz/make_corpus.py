@@ -107,7 +107,7 @@ ACT = {"entry": 0, "before_timers": 1, "before_sources": 2, "before_waiting": 3,
 ACT_VALUE = {"entry": 1, "before_timers": 2, "before_sources": 4, "before_waiting": 32, "after_waiting": 64,
              "exit": 128}
 FIELD = {"seq": 0, "busy_start_ns": 1, "activity": 2, "tid": 3, "ping_answered": 4, "frames": 5, "late_frames": 6,
-         "late_frame_gap_ns": 7}
+         "late_frame_gap_ns": 7, "paused": 8}
 
 
 def settings(threshold=0, period=0, slack=4 * NS_MS, periodic=False, pings_by_post=False, waiting_only=False,
@@ -136,7 +136,7 @@ LOOK = bytes([3])
 
 
 def slot(seq=0, start=0, activity=0, tid=0):
-    return struct.pack("<QQIiQQQQ8x", seq, start, activity, tid, 0, 0, 0, 0)
+    return struct.pack("<QQIiQQQQI4x", seq, start, activity, tid, 0, 0, 0, 0, 0)
 
 
 def page(slots, pid=4242, magic=PAGE_MAGIC, flags=0):
@@ -180,6 +180,12 @@ def page_seeds():
         "frame-gap": page_input(settings(threshold=100 * NS_MS), frames, busy_idle),
         "huge-threshold": page_input(settings(threshold=(1 << 64) - 6, period=(1 << 64) - 8), looks, busy_idle),
         "bad-header": page_input(settings(), looks, page([slot(3, 0, 64, 1)], magic=0, pid=1)),
+        # The C library's pause word (hangwatch_loop_pause): its value, and others, while pinged.
+        "paused-word": page_input(settings(pings_by_post=True, threshold=200 * NS_MS),
+                                  observe(0, "after_waiting") + store(0, "paused", 1) + observe(0, "before_waiting") +
+                                  LOOK + advance(1 * NS_S) + LOOK + store(0, "paused", 0xDEADBEEF) + LOOK +
+                                  advance(1 * NS_S) + store(0, "paused", 0) + observe(0, "after_waiting") + LOOK,
+                                  busy_idle),
         "empty": b"",
     }
 
@@ -192,7 +198,9 @@ def cli_seeds():
               "--", "-1s", "", "s", ".", "2", "2 s", "2sec", "1e309s", "nan", "inf", "0x10s",
               "18446744073709551616ns", "18446744073709551615ns", "307445734561825860m", "307445734561825861m",
               "99999999999999999999.999999999999s", "1.0000000000000000001s", "17179869184G", "17179869183G",
-              "18446744073709551615", "1\x00s", "\xff\xfe5s", "5ms\n"]
+              "18446744073709551615", "1\x00s", "\xff\xfe5s", "5ms\n",
+              # --cpu-high PERCENT[%][/DURATION]
+              "80%/5s", "150", "80%", "0%/1s", "50/500ms", "100000%/24h", "100001", "80%/", "80%%"]
     return {"v%02d" % i: v.encode("latin-1") for i, v in enumerate(values)}
 
 
@@ -260,8 +268,25 @@ def show_seeds():
     types["hangwatch"]["block_duration_us"] = "2s"
     types["crash"]["threads"][0]["backtrace"] = [1, 2]
     types["hangwatch"]["collection"]["scene_threads"]["items"] = {"0": None}
+    fatal = json.loads(text)
+    fatal["hangwatch"].update({"hang_end": "killed", "final_duration_us": 3012345,
+                               "process_end": {"signal": 9, "signal_name": "SIG\x1bKILL", "core_dumped": True}})
+    exited = json.loads(text)
+    exited["hangwatch"].update({"hang_end": "exited", "process_end": {"exit_status": "3"}})
+    cpu = json.loads(text)
+    cpu["hangwatch"].update({"hang_type": "cpu_high", "detector": "cpu_usage", "check_mode": "periodic"})
+    cpu["hangwatch"]["cpu_high"] = {
+        "window_us": 5004000, "threshold_percent": 80, "process_percent": 98.9, "threads_window_us": 4800000,
+        "sample_interval_us": 50000, "threads": [
+            {"thread_identifier": 4243, "name": "worker", "percent": 1e308, "sample_count": 96, "stacks": [
+                {"count": 90, "backtrace": {"skipped": 0, "contents": good["crash"]["threads"][0]["backtrace"]["contents"]}},
+                {"count": "6", "backtrace": [1]}]},
+            {"thread_identifier": 4242, "name": "hangwatch-demo", "percent": -1, "sample_count": 0}]}
     return {
         "report": text,
+        "report-fatal": json.dumps(fatal),
+        "report-exited-wrong-type": json.dumps(exited),
+        "report-cpu-high": json.dumps(cpu),
         "report-compact": json.dumps(good, separators=(",", ":")),
         "report-hostile": json.dumps(hostile),
         "report-wrong-types": json.dumps(types),

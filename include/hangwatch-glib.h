@@ -37,6 +37,16 @@ hangwatch_loop *hangwatch_glib_attach(GMainContext *context);
 void hangwatch_glib_detach(void);
 
 /*
+ * An expected long operation on the attached context's thread:
+ * hangwatch_loop_pause() / hangwatch_loop_resume() on its loop (nothing is
+ * reported in between, the busy clock starts again at the resume; the
+ * polls of a nested main loop meanwhile are ignored).  From the thread
+ * that runs the context; nothing happens when no context is attached.
+ */
+void hangwatch_glib_pause(void);
+void hangwatch_glib_resume(void);
+
+/*
  * A hangwatch_post_fn for GLib, for the ping detectors: posts the task as a
  * default-priority idle source on `context` (a GMainContext *; NULL: the
  * attached context, else the default one), like g_main_context_invoke()

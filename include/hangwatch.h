@@ -169,6 +169,21 @@ void hangwatch_loop_activity(hangwatch_loop *loop, hangwatch_activity activity);
 void hangwatch_loop_unregister(hangwatch_loop *loop);
 
 /*
+ * An expected long operation on `loop`'s thread (a blocking save dialog, a
+ * shutdown flush): between hangwatch_loop_pause() and
+ * hangwatch_loop_resume() the loop is not watched, so nothing is reported
+ * however long it takes, and at the resume its busy clock starts again (a
+ * callback that goes on working after the resume gets a whole threshold
+ * from there).  Activities reported while paused (a nested loop's waits)
+ * are ignored.  Pauses nest: the loop is watched again at the resume that
+ * matches the first pause.  From the loop's own thread; like
+ * hangwatch_loop_activity() a few memory stores, no lock, no system call.
+ * NULL is accepted.
+ */
+void hangwatch_loop_pause(hangwatch_loop *loop);
+void hangwatch_loop_resume(hangwatch_loop *loop);
+
+/*
  * FRAME_GAP: call from a timer on `loop` that fires every
  * hangwatch_frame_interval_ns(); a call that comes a threshold or more after
  * the previous one is a hang (reported when it comes, so after the hang).

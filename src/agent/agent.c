@@ -58,7 +58,7 @@ static void reap_children(agent *a)
         }
         watched_process *w = registry_find(a, pid);
         if (w) {
-            finish_process(a, w, hw_monotonic_ns(), "process_exited", WIFSIGNALED(status));
+            finish_process(a, w, hw_monotonic_ns(), "process_exited", status);
             registry_forget(a, w);
         }
     }
@@ -83,14 +83,15 @@ static void handle_signals(agent *a)
     reap_children(a);
 }
 
-/* A watched process ended (our child or not) and its pidfd says so.  Was
- * it killed by a signal?  Known while it is a zombie nobody has reaped. */
+/* A watched process ended (our child or not) and its pidfd says so.  How
+ * (a signal, an exit status) is known while it is a zombie nobody has
+ * reaped, or when a capture reaped it (w->end_status). */
 static void process_ended(agent *a, watched_process *w)
 {
+    uint64_t now = hw_monotonic_ns();
     hw_task_stat st;
-    bool killed = hw_task_stat_read(w->pid, 0, &st) == 0 && st.state == 'Z' && st.exit_code >= 0 &&
-                  WIFSIGNALED(st.exit_code);
-    finish_process(a, w, hw_monotonic_ns(), "process_exited", killed);
+    int status = hw_task_stat_read(w->pid, 0, &st) == 0 && st.state == 'Z' ? st.exit_code : -1;
+    finish_process(a, w, now, "process_exited", status);
     registry_forget(a, w);
 }
 
@@ -106,7 +107,7 @@ static void drop_faulted_pages(agent *a)
         if (!a->opts->quiet)
             fprintf(stderr,
                     "hangwatch: pid %d's loop page became unreadable: it is no longer watched\n", (int)w->pid);
-        finish_process(a, w, hw_monotonic_ns(), "agent_exited", false);
+        finish_process(a, w, hw_monotonic_ns(), "agent_exited", -1);
         registry_forget(a, w);
         i--;
     }
@@ -376,12 +377,11 @@ int hw_agent_run(const hw_agent_options *opts)
         }
     }
     int code = opts->attach_pid > 0 || a->watch_mode ? 0 : a->child_done ? launch_exit_code(a->child_status) : 1;
-    bool child_killed = a->child_done && WIFSIGNALED(a->child_status);
     while (a->watched_count > 0) {
         watched_process *w = &a->watched[0];
         bool is_child = w->pid == a->child && opts->attach_pid <= 0;
         finish_process(a, w, hw_monotonic_ns(), is_child ? "process_exited" : "agent_exited",
-                       is_child && child_killed);
+                       is_child && a->child_done ? a->child_status : -1);
         registry_forget(a, w);
     }
     /* Every capture becomes its report before we go. */

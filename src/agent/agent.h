@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../core/cpu_window.h"
 #include "../core/detector.h"
 #include "../core/report_limits.h"
 
@@ -79,6 +80,14 @@ typedef struct hw_agent_options {
     const char *metrics_file;   /* --metrics-file PATH: node_exporter's textfile, or NULL */
     const char *sentry_dsn;     /* --sentry-dsn or SENTRY_DSN, checked by the CLI, or NULL */
     /* ---- end of exports ---- */
+    /* --ignore-frame PATTERN...: a hang whose hung stack has a function
+     * matching one of these (fnmatch) is counted, said, not written
+     * (docs/decisions.md §32) */
+    const char *const *ignore_frames;
+    size_t ignore_frame_count;
+    /* --cpu-high PERCENT[/DURATION]: CPU-high reports (percent 0: off;
+     * decisions.md §34) */
+    hw_cpu_high_config cpu_high;
 } hw_agent_options;
 
 /*

@@ -11,6 +11,8 @@
  *     hang_lifecycle.c  a hang's start (the capture: the program is stopped
  *                       for well under a millisecond), its annealing
  *                       re-checks and its end;
+ *     cpu_high.c        --cpu-high: a process's CPU use, its hottest
+ *                       threads' kernel samples, CPU-high reports;
  *   the report worker (report_worker.c), at SCHED_IDLE, does everything that
  *     may happen later: unwinding, symbolizing, writing reports, adding
  *     final durations.  Any runnable thread of the watched program preempts
@@ -22,7 +24,7 @@
  *     writer (metrics_server.c), and the Sentry sender (sentry_sender.c).
  *
  * Reading order for a newcomer: agent.c, launch.c, registry.c,
- * loop_checks.c, hang_lifecycle.c, report_worker.c.
+ * loop_checks.c, hang_lifecycle.c, report_worker.c, then cpu_high.c.
  */
 #ifndef HANGWATCH_AGENT_INTERNAL_H
 #define HANGWATCH_AGENT_INTERNAL_H
@@ -56,6 +58,7 @@
 #define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
 #define PYTHON_LOOK_AGAIN_NS 10000000000ull /* no Python interpreter found: look again after 10 s */
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
+#define STOPPED_LOOK_NS 50000000ull   /* a stopped or traced process: look at its state every 50 ms */
 
 /* Early sampling of one process's loop thread: a ring per busy stretch. */
 typedef struct sampler {
@@ -81,6 +84,14 @@ typedef struct sampler {
     uint64_t parked_top;
 } sampler;
 
+/* CPU-high reports (cpu_high.c): a watched process's CPU readings and the
+ * samplers of its hottest threads. */
+typedef struct cpu_watch cpu_watch;
+typedef struct cpu_high_request cpu_high_request; /* below */
+#define CPU_HOT_THREADS 3     /* threads sampled */
+#define CPU_RING_SAMPLES 128  /* raw samples kept per sampled thread */
+#define CPU_REPORT_THREADS 32 /* threads listed in a report, hottest first */
+
 /* The report worker's record of one hang (report_worker.c). */
 typedef struct hang_record hang_record;
 
@@ -98,6 +109,10 @@ typedef struct loop_watch {
     uint64_t wait_previous, wait_current; /* Fibonacci waits, in periods, while the stack stays */
     hang_record *hang;          /* the worker's record of it */
     uint64_t resets_seen;       /* the worker's "the stack moved" decisions taken over */
+    /* stops (SIGSTOP, a debugger): decisions.md §33 */
+    bool held;                  /* the last look found the process stopped */
+    uint64_t next_stop_look_ns; /* while hung: the next look at its state */
+    uint64_t last_seen_running_ns; /* while hung: the last look that found it not stopped */
     sampler *sampler; /* NULL unless early sampling is on */
     bool warned_unseen_wait;
     unsigned launch_waits_seen; /* looks in a row that found the launch in a wait call */
@@ -135,6 +150,8 @@ typedef struct watched_process {
     uint64_t next_wake_ns;      /* earliest of its loops' */
     loop_watch *loops[HW_PAGE_SLOTS];
     char metrics_name[16];      /* its comm at registration, the metrics' process label ("" = not counted) */
+    int end_status;             /* its wait status once a capture reaped it, else -1 (fatal hangs) */
+    cpu_watch *cpu;             /* --cpu-high, created at its first look */
 } watched_process;
 
 typedef struct report_worker report_worker;
@@ -192,6 +209,7 @@ typedef struct agent {
     struct hw_metrics *metrics;           /* NULL without --metrics-listen / --metrics-file */
     struct hw_metrics_exporter *exporter; /* the /metrics server and the textfile writer */
     struct hw_sentry_sender *sentry;      /* NULL without a Sentry DSN */
+    bool said_no_cpu_samples;   /* CPU-high reports without samples: said once */
 } agent;
 
 uint64_t hw_monotonic_ns(void);
@@ -234,6 +252,13 @@ bool clock_source_accepts(const agent *a, uint32_t clock);
 bool clock_source_read(const agent *a, const watched_process *w, unsigned slot, hw_loop_reading *r);
 uint64_t clock_source_slack(const agent *a, const watched_process *w);
 
+/* cpu_high.c: a tick of --cpu-high for `w` if one is due; returns when the
+ * next is (UINT64_MAX when --cpu-high is off).  cpu_high_free when the
+ * process is no longer watched. */
+uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now);
+void cpu_high_free(watched_process *w);
+void cpu_high_request_free(cpu_high_request *cpu);
+
 /* loop_checks.c */
 void check_process(agent *a, watched_process *w, uint64_t now);
 size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max);
@@ -246,7 +271,14 @@ void hang_found(agent *a, watched_process *w, loop_watch *l, const hw_loop_readi
 void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch);
 void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c);
-void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, bool killed);
+/* Capture every thread of `w` (thread `tid` as the report's first) for a
+ * CPU-high report and hand it to the worker with `cpu` (taken over). */
+void report_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_request *cpu);
+/* Close the hangs of a process that is gone or no longer watched.  `end`
+ * is why ("process_exited", "exec", "agent_exited"); `wait_status` is the
+ * process's wait status when it died and it is known, else -1: a hang the
+ * death ended is then a fatal hang, "killed" or "exited" (decisions.md §31). */
+void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, int wait_status);
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
 void look_for_python(watched_process *w);
 bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
@@ -269,6 +301,32 @@ void exports_hang_end(agent *a, loop_watch *l, uint64_t now, uint64_t final_ns, 
 void exports_report_complete(agent *a, const char *file_name);
 
 /* report_worker.c */
+
+/* A CPU-high report's figures (cpu_high.c), moved to the worker with its
+ * request. */
+typedef struct cpu_high_thread {
+    pid_t tid;
+    char name[16];
+    uint64_t cpu_ns; /* CPU used over the threads' window */
+} cpu_high_thread;
+
+typedef struct cpu_high_sampled {
+    pid_t tid;
+    size_t sample_count;
+    hw_thread_snapshot *samples; /* raw kernel samples of the window, unwound by the worker */
+} cpu_high_sampled;
+
+struct cpu_high_request {
+    unsigned percent;            /* the threshold */
+    uint64_t window_ns, cpu_ns;  /* the window measured and the CPU used in it */
+    uint64_t tenths;             /* the process's average, tenths of a percent of one CPU */
+    uint64_t threads_window_ns;  /* what the threads' figures cover (up to the window) */
+    uint64_t sample_interval_ns;
+    size_t thread_count;
+    cpu_high_thread threads[CPU_REPORT_THREADS];
+    size_t sampled_count;
+    cpu_high_sampled sampled[CPU_HOT_THREADS];
+};
 
 /* What the watch thread hands the worker for one capture. */
 typedef struct report_request {
@@ -295,6 +353,8 @@ typedef struct report_request {
     uint64_t keys[HW_ANNEAL_MAX_FRAMES];
     /* stutter reports */
     hw_stutter_verdict stutter;
+    /* CPU-high reports: owned by the request (NULL for every other) */
+    cpu_high_request *cpu;
 } report_request;
 
 void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_request *req);
@@ -322,9 +382,11 @@ hang_record *worker_new_hang(bool launch);
  * counted). */
 bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck);
 /* The hang is over: final durations; a launch's held reports are written
- * (`keep_launch`) or dropped.  The record is the worker's afterwards. */
+ * (`keep_launch`) or dropped.  `wait_status`: the process's, when its death
+ * ended the hang (end "killed" or "exited"), else -1.  The record is the
+ * worker's afterwards. */
 void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
-                          const char *end, bool keep_launch);
+                          const char *end, bool keep_launch, int wait_status);
 /* How many re-checks the worker found with a moved stack (and reported),
  * and when the newest of them was captured. */
 uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../core/events.h"
@@ -91,9 +92,12 @@ int open_events_socket(agent *a, const char *name)
     return a->events_fd >= 0 ? 0 : -errno;
 }
 
-/* If the capture saw our own child exit and consumed its status, keep it. */
-static void note_child_exit(agent *a, const watched_process *w, const hw_process_snapshot *snap)
+/* If the capture saw a child of ours exit and consumed its status, keep it:
+ * our own child's for the exit status, any's for its hangs' end. */
+static void note_child_exit(agent *a, watched_process *w, const hw_process_snapshot *snap)
 {
+    if (snap->process_exited && snap->reaped && snap->exit_status >= 0)
+        w->end_status = snap->exit_status; /* for its hangs' end (finish_process) */
     if (snap->process_exited && snap->reaped && w->pid == a->child && !a->child_done) {
         a->child_done = true;
         a->child_status = snap->exit_status;
@@ -218,6 +222,35 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
     free(req);
 }
 
+/* A CPU-high report (cpu_high.c): every thread captured, `tid` (the
+ * hottest) first; nothing about a loop. */
+void report_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_request *cpu)
+{
+    report_request *req = calloc(1, sizeof *req);
+    if (!req) {
+        cpu_high_request_free(cpu);
+        return;
+    }
+    hw_capture_options copt;
+    capture_options(w, tid, &copt);
+    req->python = w->python;
+    req->check = (hw_check){.verdict = HW_VERDICT_HANG, .busy_ns = cpu->window_ns};
+    req->pid = w->pid;
+    req->tid = tid;
+    req->cpu = cpu;
+    snprintf(req->executable, sizeof req->executable, "%s", w->executable);
+    sampler_fill_request(NULL, w, 0, req);
+    req->detected_unix_ns = hw_realtime_ns();
+    req->captured_ns = hw_monotonic_ns();
+    int rc = hw_capture_process(w->pid, &copt, &req->snap);
+    req->py_names = hw_python_name_threads(python_namer(w), &req->snap, false);
+    if (rc < 0 && req->snap.process_name[0] == '\0')
+        snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
+    note_child_exit(a, w, &req->snap);
+    submit(a, NULL, req, false);
+    free(req);
+}
+
 /* ---- a hang's life ---- */
 
 /* The stretch `c` is a new hang: capture it now, report it, and look again
@@ -229,6 +262,8 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     l->hung_seq = c.seq;
     l->hung_start_ns = c.busy_start_ns;
     l->last_seen_hung_ns = now;
+    l->last_seen_running_ns = now; /* the detector looked at its state just now */
+    l->next_stop_look_ns = now + STOPPED_LOOK_NS;
     l->resets_seen = 0;
     l->wait_previous = l->wait_current = 1;
     /* A launch's reports wait until the process proves to be a loop
@@ -318,11 +353,9 @@ void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_
     l->next_wake_ns = end_poll < l->next_capture_ns ? end_poll : l->next_capture_ns;
 }
 
-/* The stretch reported as hung is over: its final duration goes into its
- * reports.  A launch's held reports are written if `keep_launch` (the
- * process reached its loop, was killed, or outlived the watch) and dropped
- * otherwise (it was a command that simply ran: no loop, no hang). */
-void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch)
+/* The stretch reported as hung is over at `now` (see hang_finish);
+ * `wait_status` is the process's when its death ended it, else -1. */
+static void end_hang(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch, int wait_status)
 {
     /* It ended between the last look that saw it hung and now. */
     uint64_t final_ns = now > l->hung_start_ns ? now - l->hung_start_ns : 0;
@@ -330,25 +363,44 @@ void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool ke
     uint64_t precision_ns = now > l->last_seen_hung_ns ? now - l->last_seen_hung_ns : 0;
     exports_hang_end(a, l, now, final_ns, keep_launch);
     if (l->hang)
-        worker_submit_finish(a->worker, l->hang, final_ns, precision_ns, end, keep_launch);
+        worker_submit_finish(a->worker, l->hang, final_ns, precision_ns, end, keep_launch, wait_status);
     l->hang = NULL;
     l->hung = false;
     l->detector.next_check_ns = now; /* the detector resumes now, not late */
 }
 
+/* The stretch reported as hung is over: its final duration goes into its
+ * reports.  A launch's held reports are written if `keep_launch` (the
+ * process reached its loop, was killed, or outlived the watch) and dropped
+ * otherwise (it was a command that simply ran: no loop, no hang). */
+void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch)
+{
+    end_hang(a, l, now, end, keep_launch, -1);
+}
+
 /* Close the hangs of a process that is gone (or that we stop watching): a
- * stretch its page shows already over ended by returning to its wait.
- * `killed`: a signal ended it (a launch stuck until someone killed it is
- * kept). */
-void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, bool killed)
+ * stretch its page shows already over ended by returning to its wait.  One
+ * still going on when the process died is a fatal hang: it ends "killed" or
+ * "exited" when the wait status is known (a launch stuck until someone
+ * killed it is kept). */
+void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, int wait_status)
 {
     bool watch_ends = strcmp(end, "agent_exited") == 0;
+    bool died = strcmp(end, "process_exited") == 0;
+    if (died && wait_status < 0)
+        wait_status = w->end_status;
+    bool known = died && wait_status >= 0;
+    bool killed = known && WIFSIGNALED(wait_status);
+    const char *death = !known ? end : killed ? "killed" : "exited";
     for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
         loop_watch *l = w->loops[i];
         if (!l || !l->hung)
             continue;
         hw_loop_reading r;
         bool over = hw_loop_read(&w->page->slots[i], &r, 8) && r.seq != l->hung_seq;
-        hang_finish(a, l, now, over ? "returned_to_wait" : end, over || killed || watch_ends);
+        if (over)
+            end_hang(a, l, now, "returned_to_wait", true, -1);
+        else
+            end_hang(a, l, now, death, killed || watch_ends, known ? wait_status : -1);
     }
 }

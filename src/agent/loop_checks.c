@@ -79,6 +79,28 @@ static char thread_state(pid_t pid, pid_t tid)
     return hw_task_stat_read(pid, tid, &st) == 0 ? st.state : '?';
 }
 
+/* Stopped by a signal (SIGSTOP, job control: 'T') or held by a tracer (a
+ * debugger at a breakpoint, after an attach: 't').  The agent's own
+ * captures are over by the time it looks (same thread). */
+static bool thread_stopped(pid_t pid, pid_t tid)
+{
+    char state = thread_state(pid, tid);
+    return state == 'T' || state == 't';
+}
+
+/* The loop's process was seen stopped in busy stretch `seq`: its loop
+ * cannot run, so nothing of the stretch so far is held against it; the
+ * busy clock (and stutter's) starts again now, and its state is looked at
+ * again soon so that the clock starts again close to when it runs again
+ * (decisions.md §33). */
+static void hold_stopped(loop_watch *l, uint64_t seq, uint64_t now)
+{
+    hw_detector_restart_clock(&l->detector, seq, now);
+    hw_stutter_restart(&l->stutter, seq, now);
+    l->held = true;
+    l->next_wake_ns = now + STOPPED_LOOK_NS;
+}
+
 
 /* ---- early sampling ----
  *
@@ -368,8 +390,11 @@ static void check_ping(agent *a, watched_process *w, loop_watch *l, const hw_loo
      * exited, runs no tasks: it is not pinged, and a ping it owes counts as
      * answered. */
     bool loop_runs = (r->seq != 0 || r->activity != 0) && r->activity != HW_ACTIVITY_EXIT;
-    answered = answered || !loop_runs;
-    may_post = may_post && loop_runs;
+    /* A paused loop (hangwatch_loop_pause) is in an operation the program
+     * expects to be long: it is not pinged, and a ping it owes is let go. */
+    bool paused = hw_loop_paused(slot);
+    answered = answered || !loop_runs || paused;
+    may_post = may_post && loop_runs && !paused;
     hw_ping_step_result res = hw_ping_step(&l->ping, now, answered, may_post);
     if (res.answered_late && l->hung)
         hang_finish(a, l, now, "ping_answered", true);
@@ -495,21 +520,63 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     }
     if (l->hung) {
         if (r.seq == l->hung_seq) {
+            if (now >= l->next_stop_look_ns) {
+                l->next_stop_look_ns = now + STOPPED_LOOK_NS;
+                if (thread_stopped(w->pid, tid)) {
+                    /* Stopped while hung (a debugger attached to look at
+                     * the hang, SIGSTOP): the hang ends here, between the
+                     * last look that saw it run and now. */
+                    l->last_seen_hung_ns = l->last_seen_running_ns;
+                    hang_finish(a, l, now, "stopped", true);
+                    hold_stopped(l, r.seq, now);
+                    return;
+                }
+                l->last_seen_running_ns = now;
+            }
             l->last_seen_hung_ns = now;
             hang_look_again(a, w, l, &r, now);
+            if (l->next_stop_look_ns < l->next_wake_ns)
+                l->next_wake_ns = l->next_stop_look_ns;
             return;
         }
-        hang_finish(a, l, now, "returned_to_wait", true);
+        /* A pause ends the stretch as a wait does (hangwatch_loop_pause). */
+        hang_finish(a, l, now, hw_loop_paused(&w->page->slots[l->slot]) ? "paused" : "returned_to_wait", true);
+    }
+
+    if (l->held) {
+        /* Stopped at the last look: still?  Then its clock starts again. */
+        if (r.busy && thread_stopped(w->pid, tid)) {
+            hold_stopped(l, r.seq, now);
+            return;
+        }
+        l->held = false;
     }
 
     hw_check c = hw_detector_check(&l->detector, &r, now);
     c.launch = c.launch && is_launch(w, l, r.seq);
     l->next_wake_ns = l->detector.next_check_ns;
+    /* A process another tracer holds (a debugger that attached, strace) may
+     * be stopped at any moment: look at its state every STOPPED_LOOK_NS
+     * while it is busy, so a breakpoint held for less than the threshold is
+     * not taken for part of a hang either. */
+    if (c.verdict == HW_VERDICT_BUSY && hw_task_tracer(w->pid, tid) > 0) {
+        if (thread_stopped(w->pid, tid)) {
+            hold_stopped(l, r.seq, now);
+            return;
+        }
+        if (now + STOPPED_LOOK_NS < l->next_wake_ns)
+            l->next_wake_ns = now + STOPPED_LOOK_NS;
+    }
     if (c.verdict != HW_VERDICT_HANG && r.busy && !l->warned_unseen_wait && is_launch(w, l, r.seq) &&
         !hw_kobs_owns(a->kobs, w->page) && now < l->watch_start_ns + a->opts->detector.threshold_ns)
         look_at_launch(a, w, l, now);
     if (a->opts->stutter && c.verdict != HW_VERDICT_HANG) {
-        hw_stutter_verdict v = hw_stutter_observe(&l->stutter, &r, now);
+        /* The stretch as the detector counts it: from its restart, if the
+         * process was stopped in it. */
+        hw_loop_reading sr = r;
+        if (sr.busy && sr.seq == l->detector.restart_seq && sr.busy_start_ns < l->detector.restart_ns)
+            sr.busy_start_ns = l->detector.restart_ns;
+        hw_stutter_verdict v = hw_stutter_observe(&l->stutter, &sr, now);
         if (v.stutter && r.busy) {
             /* Stuck in one of the stalls right now: capture it. */
             l->last_stutter = v;
@@ -525,8 +592,8 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
         return;
 
     /* A stopped process (SIGSTOP, job control, a debugger) is not hung: its
-     * loop cannot run.  Restart its busy clock and look again later. */
-    char state = thread_state(w->pid, tid);
+     * loop cannot run.  Restart its busy clock and look again soon. */
+    bool stopped = thread_stopped(w->pid, tid);
     /* A process that has never reached a loop and is waiting for a child
      * (a shell, make, a wrapper script) is supervising, not launching: the
      * child is watched on its own. */
@@ -538,7 +605,11 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     bool unseen_wait = hw_is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
     if (unseen_wait && !l->warned_unseen_wait)
         found_unseen_wait(a, w, l, blocked_in);
-    if (state == 'T' || state == 't' || supervising || unseen_wait) {
+    if (stopped) {
+        hold_stopped(l, r.seq, now);
+        return;
+    }
+    if (supervising || unseen_wait) {
         hw_detector_restart_clock(&l->detector, r.seq, now);
         l->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
         return;
@@ -624,7 +695,9 @@ void check_process(agent *a, watched_process *w, uint64_t now)
             if (!clock_source_read(a, w, i, &r)) {
                 l->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
             } else {
-                uint64_t sample_at = l->sampler ? sample_if_due(a, w, l, &r, now) : UINT64_MAX;
+                /* A stopped thread has nothing to sample (and a debugger's
+                 * would refuse a stop). */
+                uint64_t sample_at = l->sampler && !l->held ? sample_if_due(a, w, l, &r, now) : UINT64_MAX;
                 check_loop(a, w, l, r, now);
                 if (sample_at < l->next_wake_ns)
                     l->next_wake_ns = sample_at;
@@ -633,6 +706,9 @@ void check_process(agent *a, watched_process *w, uint64_t now)
         if (l->next_wake_ns < w->next_wake_ns)
             w->next_wake_ns = l->next_wake_ns;
     }
+    uint64_t cpu_tick = cpu_high_check(a, w, now);
+    if (cpu_tick < w->next_wake_ns)
+        w->next_wake_ns = cpu_tick;
     /* New loop threads are found on the next look. */
     uint64_t rescan = now + hw_detector_poll_interval(&a->opts->detector);
     if (a->opts->all_loop_threads && rescan < w->next_wake_ns)

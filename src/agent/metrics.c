@@ -20,9 +20,9 @@ const uint64_t hw_metrics_bucket_ns[HW_METRICS_BUCKETS] = {
 };
 static const char *const bucket_le[HW_METRICS_BUCKETS] = {"0.1", "0.25", "0.5", "1",  "2",   "3",   "5",
                                                           "10",  "20",   "30",  "60", "120", "300", "600"};
-static const char *const hang_type_names[HW_METRICS_HANG_TYPES] = {"hang", "launch_hang", "stutter"};
+static const char *const hang_type_names[HW_METRICS_HANG_TYPES] = {"hang", "launch_hang", "stutter", "cpu_high"};
 static const char *const drop_names[HW_METRICS_DROP_REASONS] = {"daily_limit", "size_cap", "write_error",
-                                                                "queue_full", "out_of_memory"};
+                                                                "queue_full", "out_of_memory", "ignored"};
 static const char *const sentry_drop_names[HW_METRICS_SENTRY_DROPS] = {"spool_full", "rejected", "unreadable"};
 
 typedef struct process_counts {
@@ -264,8 +264,8 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
            "Hangs detected (launch hangs once the process proved to be a loop; stutter with --stutter).");
     for (size_t i = 0; i < n; i++)
         for (unsigned t = 0; t < HW_METRICS_HANG_TYPES; t++) {
-            if (!shown(procs[i], t))
-                continue;
+            if (!shown(procs[i], t) || t == HW_METRICS_CPU_HIGH)
+                continue; /* a CPU-high report is not a hang */
             fputs("hangwatch_hangs_total{process=\"", f);
             put_label_value(f, procs[i]->name);
             fprintf(f, "\",detector=\"%s\",hang_type=\"%s\"} %llu\n", detector, hang_type_names[t],
@@ -276,8 +276,8 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
            "Final durations of hangs that are over: the whole busy stretch, in seconds.");
     for (size_t i = 0; i < n; i++)
         for (unsigned t = 0; t < HW_METRICS_HANG_TYPES; t++) {
-            if (!shown(procs[i], t) || t == HW_METRICS_STUTTER)
-                continue; /* stutter has no end, hence no final duration */
+            if (!shown(procs[i], t) || t == HW_METRICS_STUTTER || t == HW_METRICS_CPU_HIGH)
+                continue; /* stutter and CPU-high have no end, hence no final duration */
             uint64_t cumulative = 0;
             for (size_t b = 0; b <= HW_METRICS_BUCKETS; b++) {
                 if (b < HW_METRICS_BUCKETS)

@@ -32,6 +32,7 @@ typedef enum hw_metrics_hang_type {
     HW_METRICS_HANG = 0,
     HW_METRICS_LAUNCH_HANG,
     HW_METRICS_STUTTER,
+    HW_METRICS_CPU_HIGH, /* --cpu-high: reports only, never a hang */
     HW_METRICS_HANG_TYPES
 } hw_metrics_hang_type;
 
@@ -41,6 +42,7 @@ typedef enum hw_metrics_drop_reason {
     HW_METRICS_DROP_WRITE_ERROR,     /* the disk refused (full, read-only) */
     HW_METRICS_DROP_QUEUE_FULL,      /* the report worker was behind */
     HW_METRICS_DROP_OUT_OF_MEMORY,
+    HW_METRICS_DROP_IGNORED,         /* --ignore-frame matched the hung stack */
     HW_METRICS_DROP_REASONS
 } hw_metrics_drop_reason;
 

@@ -255,6 +255,7 @@ static void release_process(agent *a, watched_process *w)
         hw_metrics_watched(a->metrics, w->metrics_name, -1);
     w->metrics_name[0] = '\0';
     free_loops(a, w);
+    cpu_high_free(w);
     hw_python_namer_free(w->python_namer);
     w->python_namer = NULL;
     if (w->page && hw_kobs_owns(a->kobs, w->page)) {
@@ -284,6 +285,7 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
     w->pid = pid;
     w->page = page;
     w->clock = page->clock; /* once: the program may write its page at any time */
+    w->end_status = -1;
     a->ever_registered = true;
     char link[64];
     snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
@@ -351,7 +353,7 @@ static void accept_registration(agent *a, const hw_registration_parsed *m)
     watched_process *w = registry_find(a, m->pid);
     if (w) {
         /* Same pid again: the process exec'd a new image.  Start afresh. */
-        finish_process(a, w, hw_monotonic_ns(), "exec", false);
+        finish_process(a, w, hw_monotonic_ns(), "exec", -1);
         release_process(a, w);
     } else {
         if (a->watched_count == MAX_WATCHED) {

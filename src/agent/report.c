@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -243,6 +244,42 @@ static size_t *report_order(const hw_process_snapshot *snap)
     return order;
 }
 
+/* Tenths of a percent as a JSON number with one decimal (99.5). */
+static json_t *percent_json(uint64_t tenths)
+{
+    return json_real((double)(tenths > 100000000ull ? 100000000ull : tenths) / 10.0);
+}
+
+/* hangwatch.cpu_high: the window, the process's and each thread's share,
+ * and the sampled stacks of the hottest threads. */
+static json_t *cpu_high_json(const hw_cpu_high_info *c)
+{
+    json_t *threads = json_array();
+    for (size_t i = 0; threads && i < c->thread_count; i++) {
+        const hw_cpu_thread_share *t = &c->threads[i];
+        json_t *o = json_pack("{s:I, s:o, s:o, s:I}", "thread_identifier", (json_int_t)t->tid, "name",
+                              foreign_text(t->name ? t->name : "", 16), "percent", percent_json(t->tenths),
+                              "sample_count", (json_int_t)t->sample_count);
+        if (o && t->stack_count > 0) {
+            json_t *stacks = json_array();
+            for (size_t k = 0; stacks && k < t->stack_count; k++) {
+                json_t *contents = json_array();
+                for (size_t f = 0; contents && f < t->stacks[k].frame_count; f++)
+                    json_array_append_new(contents, frame_json(&t->stacks[k].frames[f]));
+                json_array_append_new(stacks, json_pack("{s:I, s:{s:o, s:i}}", "count",
+                                                        (json_int_t)t->stacks[k].count, "backtrace", "contents",
+                                                        contents, "skipped", 0));
+            }
+            json_object_set_new(o, "stacks", stacks);
+        }
+        json_array_append_new(threads, o);
+    }
+    return json_pack("{s:I, s:i, s:o, s:I, s:I, s:o}", "window_us", as_int(c->window_ns / 1000), "threshold_percent",
+                     (int)c->threshold_percent, "process_percent", percent_json(c->process_tenths),
+                     "threads_window_us", as_int(c->threads_window_ns / 1000), "sample_interval_us",
+                     as_int(c->sample_interval_ns / 1000), "threads", threads);
+}
+
 json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *snap, const hw_backtrace *backtraces,
                         const hw_image *images, size_t image_count, char id[37])
 {
@@ -326,6 +363,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         json_object_set_new(apm, "stutter",
                             json_pack("{s:I, s:I, s:i}", "window_us", as_int(info->stutter_window_ns / 1000), "busy_us",
                                       as_int(info->stutter_busy_ns / 1000), "stalls", (int)info->stutter_stalls));
+    if (apm && info->cpu_high)
+        json_object_set_new(apm, "cpu_high", cpu_high_json(info->cpu_high));
     if (apm) {
         if (info->executable)
             json_object_set_new(apm, "executable", FOREIGN(info->executable));
@@ -337,8 +376,43 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     return root;
 }
 
+const char *hw_signal_name(int sig, char *buf, size_t len)
+{
+    const char *abbrev = sig > 0 && sig < 65 ? sigabbrev_np(sig) : NULL;
+    if (abbrev != NULL)
+        snprintf(buf, len, "SIG%s", abbrev);
+    else
+        snprintf(buf, len, "SIG%d", sig);
+    return buf;
+}
+
+/* hangwatch.process_end of a fatal hang: how the process died. */
+static json_t *process_end_json(int wait_status)
+{
+    if (WIFSIGNALED(wait_status)) {
+        char name[32];
+        int sig = WTERMSIG(wait_status);
+        return json_pack("{s:i, s:s, s:b}", "signal", sig, "signal_name", hw_signal_name(sig, name, sizeof name),
+                         "core_dumped", WCOREDUMP(wait_status) != 0);
+    }
+    return json_pack("{s:i}", "exit_status", WEXITSTATUS(wait_status));
+}
+
+int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end, int wait_status)
+{
+    json_t *apm = json_object_get(report, "hangwatch");
+    if (!json_is_object(apm))
+        return -EINVAL;
+    json_object_set_new(apm, "final_duration_us", json_integer(as_int(final_ns / 1000)));
+    json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(precision_ns / 1000)));
+    json_object_set_new(apm, "hang_end", json_string(end));
+    if (wait_status >= 0)
+        json_object_set_new(apm, "process_end", process_end_json(wait_status));
+    return 0;
+}
+
 int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
-                                 const char *end)
+                                 const char *end, int wait_status)
 {
     char *text = NULL;
     size_t len = 0;
@@ -350,15 +424,9 @@ int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64
     free(text);
     if (!root)
         return -EINVAL;
-    json_t *apm = json_object_get(root, "hangwatch");
-    if (!json_is_object(apm)) {
-        json_decref(root);
-        return -EINVAL;
-    }
-    json_object_set_new(apm, "final_duration_us", json_integer(as_int(final_ns / 1000)));
-    json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(precision_ns / 1000)));
-    json_object_set_new(apm, "hang_end", json_string(end));
-    rc = hw_report_write(d, file_name, root);
+    rc = hw_report_set_final(root, final_ns, precision_ns, end, wait_status);
+    if (rc == 0)
+        rc = hw_report_write(d, file_name, root);
     json_decref(root);
     return rc;
 }

@@ -32,10 +32,36 @@ typedef struct hw_point_stack {
     const size_t *sources;   /* HW_SAMPLE_SOURCES counts: samples by how they were taken, or NULL */
 } hw_point_stack;
 
+/* A CPU-high report's section (hang_type "cpu_high"). */
+typedef struct hw_cpu_stack {
+    const hw_frame *frames; /* symbolized, innermost first */
+    size_t frame_count;
+    unsigned count;         /* samples with this stack (by function) */
+} hw_cpu_stack;
+
+typedef struct hw_cpu_thread_share {
+    pid_t tid;
+    const char *name;
+    uint64_t tenths;              /* its share, tenths of a percent of one CPU */
+    size_t sample_count;          /* samples of it in the window (0: not sampled) */
+    const hw_cpu_stack *stacks;   /* its distinct sampled stacks, most frequent first */
+    size_t stack_count;
+} hw_cpu_thread_share;
+
+typedef struct hw_cpu_high_info {
+    uint64_t window_ns;
+    unsigned threshold_percent;
+    uint64_t process_tenths;      /* the process's average over the window */
+    uint64_t threads_window_ns;   /* what the threads' shares are measured over */
+    uint64_t sample_interval_ns;
+    const hw_cpu_thread_share *threads; /* hottest first */
+    size_t thread_count;
+} hw_cpu_high_info;
+
 typedef struct hw_hang_info {
     const char *detector;          /* "runloop" ...; "none" for a snapshot (hangwatch stack) */
     const char *check_mode;        /* "exact" | "periodic" ...; "on_demand" for a snapshot */
-    const char *hang_type;         /* "hang" | "launch_hang" | "stutter" | "snapshot" */
+    const char *hang_type;         /* "hang" | "launch_hang" | "stutter" | "snapshot" | "cpu_high" */
     pid_t hung_tid;
     uint64_t block_duration_ns;    /* busy time when the hang was detected */
     uint64_t threshold_ns;
@@ -48,6 +74,8 @@ typedef struct hw_hang_info {
     /* hang_type "stutter": the window's figures */
     uint64_t stutter_window_ns, stutter_busy_ns;
     unsigned stutter_stalls;
+    /* hang_type "cpu_high": its section, else NULL */
+    const hw_cpu_high_info *cpu_high;
 } hw_hang_info;
 
 /*
@@ -75,12 +103,22 @@ int hw_report_write(hw_report_dir *d, const char *file_name, json_t *report);
 /*
  * Add the stretch's final duration to a report already written (once the
  * hang is over): hangwatch.final_duration_us, its precision, and how it
- * ended ("returned_to_wait", "process_exited", "agent_exited").  Read back
- * and rewritten through the directory's descriptor like the original.
- * 0 or -errno.
+ * ended ("returned_to_wait", "process_exited", "killed", "exited",
+ * "agent_exited" ...).  `wait_status` >= 0: the process's wait status when
+ * its death ended the hang (a fatal hang), written as
+ * hangwatch.process_end (hw_report_set_final).  Read back and rewritten
+ * through the directory's descriptor like the original.  0 or -errno.
  */
 int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
-                                 const char *end);
+                                 const char *end, int wait_status);
+
+/* The same on a report not yet written (its `hangwatch` object).  0, or
+ * -EINVAL when the report has no such object. */
+int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end, int wait_status);
+
+/* Signal `sig`'s name ("SIGKILL"), or "SIG<n>" for one without a name
+ * (a real-time signal), in `buf`; returns buf. */
+const char *hw_signal_name(int sig, char *buf, size_t len);
 
 /* A fresh random (version 4) UUID in upper case, as the seed's ids. */
 void hw_new_uuid(char out[37]);

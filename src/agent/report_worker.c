@@ -18,6 +18,7 @@
  * at the end.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "../core/duration.h"
@@ -54,6 +56,11 @@ struct hang_record {
     char held_names[MAX_STRETCH_REPORTS][96];
     pid_t held_tids[MAX_STRETCH_REPORTS];
     uint64_t held_busy[MAX_STRETCH_REPORTS];
+    /* for the line of a fatal hang: whose, and its first report */
+    pid_t pid;
+    char process[64]; /* escaped */
+    bool seen;        /* a report of it was made (written, held, refused or ignored) */
+    bool ignored;     /* its first report was ignored (--ignore-frame) */
 };
 
 typedef enum job_kind { JOB_REPORT, JOB_RECHECK, JOB_FINISH } job_kind;
@@ -67,6 +74,7 @@ typedef struct job {
     uint64_t final_ns, precision_ns;
     const char *end;
     bool keep_launch;
+    int wait_status; /* the process's, when its death ended the hang; else -1 */
     struct job *next;
 } job;
 
@@ -86,6 +94,8 @@ struct report_worker {
     bool said_limits;
     unsigned long write_failures;
     int first_write_error;
+    /* the summary at exit */
+    unsigned long hangs, fatal_hangs, ignored_hangs;
 };
 
 static void worker_say_totals(report_worker *wk);
@@ -169,6 +179,7 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
     }
     memset(&req->snap, 0, sizeof req->snap); /* the worker's now */
     req->py_names = NULL;
+    req->cpu = NULL;
     req->ps_named = NULL;
     return true;
 }
@@ -183,11 +194,13 @@ void report_request_release(report_request *req)
         hw_frame_clear(&req->ps_named[i]);
     free(req->ps_named);
     req->ps_named = NULL;
+    cpu_high_request_free(req->cpu);
+    req->cpu = NULL;
     hw_process_snapshot_free(&req->snap);
 }
 
 void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
-                          const char *end, bool keep_launch)
+                          const char *end, bool keep_launch, int wait_status)
 {
     job *j = calloc(1, sizeof *j);
     if (!j) {
@@ -200,6 +213,7 @@ void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_n
     j->precision_ns = precision_ns;
     j->end = end; /* a string literal */
     j->keep_launch = keep_launch;
+    j->wait_status = wait_status;
     enqueue(wk, j, false); /* never refused: a hang's end must reach its reports */
 }
 
@@ -431,6 +445,156 @@ static void unwind_with_runtime(hw_symbolizer *sym, const report_request *req, s
                            &req->python, req->executable, bt);
 }
 
+/* The --ignore-frame pattern a function of the hung stack matches (its
+ * symbol name, native or the user's Python and JavaScript functions), or
+ * NULL. */
+static const char *ignore_rule_matching(const hw_agent_options *o, const hw_backtrace *bt)
+{
+    for (size_t i = 0; bt && i < bt->count; i++) {
+        const char *name = bt->frames[i].symbol_name;
+        for (size_t k = 0; name && k < o->ignore_frame_count; k++)
+            if (fnmatch(o->ignore_frames[k], name, 0) == 0)
+                return o->ignore_frames[k];
+    }
+    return NULL;
+}
+
+/* ---- CPU-high reports ---- */
+
+#define CPU_STACKS_SHOWN 8     /* distinct stacks per sampled thread in a report */
+#define CPU_STACK_KEY_FRAMES 32
+
+/* One distinct sampled stack (by function, innermost 32 frames). */
+typedef struct cpu_stack_group {
+    hw_backtrace bt; /* the first sample's, symbolized */
+    uint64_t keys[CPU_STACK_KEY_FRAMES];
+    size_t key_count;
+    unsigned count;
+} cpu_stack_group;
+
+typedef struct cpu_report_parts {
+    hw_cpu_high_info info;
+    hw_cpu_thread_share shares[CPU_REPORT_THREADS];
+    hw_cpu_stack stacks[CPU_HOT_THREADS][CPU_STACKS_SHOWN];
+    cpu_stack_group *groups[CPU_HOT_THREADS];
+    size_t group_count[CPU_HOT_THREADS];
+} cpu_report_parts;
+
+static int by_count_descending(const void *x, const void *y)
+{
+    const cpu_stack_group *a = x, *b = y;
+    return a->count != b->count ? (a->count > b->count ? -1 : 1) : 0;
+}
+
+/* Unwind sampled thread k's samples and group them by stack. */
+static void group_samples(hw_symbolizer *sym, const cpu_high_sampled *s, cpu_report_parts *p, size_t k)
+{
+    cpu_stack_group *groups = calloc(s->sample_count ? s->sample_count : 1, sizeof *groups);
+    if (groups == NULL)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; sym && i < s->sample_count; i++) {
+        hw_backtrace bt = {0};
+        hw_unwind_thread(sym, &s->samples[i], HW_SAMPLE_MAX_FRAMES, &bt);
+        if (bt.count == 0) {
+            hw_backtrace_free(&bt);
+            continue;
+        }
+        uint64_t keys[CPU_STACK_KEY_FRAMES];
+        size_t key_count = 0;
+        for (; key_count < bt.count && key_count < CPU_STACK_KEY_FRAMES; key_count++)
+            keys[key_count] = hw_frame_function_key(&bt.frames[key_count]);
+        size_t g = 0;
+        while (g < n && (groups[g].key_count != key_count ||
+                         memcmp(groups[g].keys, keys, key_count * sizeof keys[0]) != 0))
+            g++;
+        if (g < n) {
+            groups[g].count++;
+            hw_backtrace_free(&bt);
+            continue;
+        }
+        groups[n].bt = bt;
+        memcpy(groups[n].keys, keys, key_count * sizeof keys[0]);
+        groups[n].key_count = key_count;
+        groups[n].count = 1;
+        n++;
+    }
+    qsort(groups, n, sizeof *groups, by_count_descending);
+    p->groups[k] = groups;
+    p->group_count[k] = n;
+}
+
+static void cpu_parts_build(hw_symbolizer *sym, const cpu_high_request *cpu, cpu_report_parts *p)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t k = 0; k < cpu->sampled_count; k++)
+        group_samples(sym, &cpu->sampled[k], p, k);
+    uint64_t span = cpu->threads_window_ns ? cpu->threads_window_ns : 1;
+    for (size_t i = 0; i < cpu->thread_count; i++) {
+        hw_cpu_thread_share *t = &p->shares[i];
+        t->tid = cpu->threads[i].tid;
+        t->name = cpu->threads[i].name;
+        unsigned __int128 tenths = (unsigned __int128)cpu->threads[i].cpu_ns * 1000 / span;
+        t->tenths = tenths > UINT64_MAX ? UINT64_MAX : (uint64_t)tenths;
+        for (size_t k = 0; k < cpu->sampled_count; k++) {
+            if (cpu->sampled[k].tid != t->tid)
+                continue;
+            t->sample_count = cpu->sampled[k].sample_count;
+            size_t shown = p->group_count[k] < CPU_STACKS_SHOWN ? p->group_count[k] : CPU_STACKS_SHOWN;
+            for (size_t g = 0; g < shown; g++)
+                p->stacks[k][g] = (hw_cpu_stack){p->groups[k][g].bt.frames, p->groups[k][g].bt.count,
+                                                 p->groups[k][g].count};
+            t->stacks = p->stacks[k];
+            t->stack_count = shown;
+        }
+    }
+    p->info = (hw_cpu_high_info){.window_ns = cpu->window_ns,
+                                 .threshold_percent = cpu->percent,
+                                 .process_tenths = cpu->tenths,
+                                 .threads_window_ns = cpu->threads_window_ns,
+                                 .sample_interval_ns = cpu->sample_interval_ns,
+                                 .threads = p->shares,
+                                 .thread_count = cpu->thread_count};
+}
+
+static void cpu_parts_free(cpu_report_parts *p)
+{
+    for (size_t k = 0; k < CPU_HOT_THREADS; k++) {
+        for (size_t g = 0; g < p->group_count[k]; g++)
+            hw_backtrace_free(&p->groups[k][g].bt);
+        free(p->groups[k]);
+    }
+}
+
+/* "hangwatch: CPU high in NAME (pid N): 99.8% of one CPU over 5s (threshold
+ * 80%); hottest thread 4243 (worker) 99.5% in spin < run" */
+static char *cpu_line(const report_request *req, const cpu_report_parts *p)
+{
+    const cpu_high_request *cpu = req->cpu;
+    char window[32], process[64], name[64], frames[400] = "";
+    hw_format_duration(cpu->window_ns / 1000000 * 1000000, window, sizeof window);
+    const hw_cpu_thread_share *hot = p->info.thread_count > 0 ? &p->shares[0] : NULL;
+    size_t used = 0;
+    for (size_t f = 0; hot && hot->stack_count > 0 && f < hot->stacks[0].frame_count && f < 4; f++) {
+        char tmp[200];
+        int n = snprintf(frames + used, sizeof frames - used, "%s%s", f ? " < " : " in ",
+                         frame_label(&hot->stacks[0].frames[f], tmp, sizeof tmp));
+        if (n < 0 || (size_t)n >= sizeof frames - used)
+            break;
+        used += (size_t)n;
+    }
+    char hottest[600] = "";
+    if (hot)
+        snprintf(hottest, sizeof hottest, "; hottest thread %d (%s) %.1f%%%s", (int)hot->tid,
+                 hw_escape_text(hot->name, name, sizeof name), (double)hot->tenths / 10.0, frames);
+    char *line = NULL;
+    if (asprintf(&line, "hangwatch: CPU high in %s (pid %d): %.1f%% of one CPU over %s (threshold %u%%)%s",
+                 hw_escape_text(req->snap.process_name, process, sizeof process), (int)req->pid,
+                 (double)cpu->tenths / 10.0, window, cpu->percent, hottest) < 0)
+        return NULL;
+    return line;
+}
+
 static void do_report(report_worker *wk, job *j)
 {
     agent *a = wk->a;
@@ -500,10 +664,13 @@ static void do_report(report_worker *wk, job *j)
                               .sources = req->ps_sources};
     }
     const hw_check *c = &req->check;
+    cpu_report_parts *cpu_parts = req->cpu ? malloc(sizeof *cpu_parts) : NULL;
+    if (cpu_parts)
+        cpu_parts_build(sym, req->cpu, cpu_parts);
     hw_hang_info info = {
         .detector = hw_detector_kind_name(a->opts->detector_kind),
         .check_mode = check_mode_name(a->opts),
-        .hang_type = c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
+        .hang_type = req->cpu ? "cpu_high" : c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
         .hung_tid = req->tid,
         .block_duration_ns = c->busy_ns,
         .threshold_ns = a->opts->detector.threshold_ns,
@@ -520,13 +687,34 @@ static void do_report(report_worker *wk, job *j)
         .stutter_window_ns = c->stutter ? req->stutter.window_ns : 0,
         .stutter_busy_ns = req->stutter.busy_ns,
         .stutter_stalls = req->stutter.stalls,
+        .cpu_high = cpu_parts ? &cpu_parts->info : NULL,
     };
+    if (req->cpu) {
+        info.detector = "cpu_usage";
+        info.check_mode = "periodic";
+        info.threshold_ns = req->cpu->window_ns;
+    }
     char id[37];
     json_t *report = hw_report_build(&info, snap, bts, images, image_count, id);
-    char *line = hang_line(a, req, target_bt);
+    char *line = cpu_parts ? cpu_line(req, cpu_parts) : hang_line(a, req, target_bt);
+    if (h && !h->seen) {
+        h->seen = true;
+        h->pid = req->pid;
+        hw_escape_text(snap->process_name, h->process, sizeof h->process);
+    }
+    const char *ignored_by = req->cpu ? NULL : ignore_rule_matching(a->opts, target_bt);
+    if (h && h->reports == 0)
+        h->ignored = ignored_by != NULL;
     if (h)
         h->reports++;
-    if (!report) {
+    if (ignored_by) {
+        /* An expected long operation: counted, said, not written. */
+        char rule[160];
+        hw_metrics_report_dropped(a->metrics, snap->process_name, HW_METRICS_DROP_IGNORED);
+        if (!a->opts->quiet && line)
+            fprintf(stderr, "%s; ignored: a frame matches --ignore-frame '%s', no report\n", line,
+                    hw_escape_text(ignored_by, rule, sizeof rule));
+    } else if (!report) {
         hw_metrics_report_dropped(a->metrics, snap->process_name, HW_METRICS_DROP_OUT_OF_MEMORY);
         if (!a->opts->quiet && line)
             fprintf(stderr, "%s; no report: out of memory\n", line);
@@ -552,22 +740,15 @@ static void do_report(report_worker *wk, job *j)
     free(line);
     for (size_t i = 0; i < ps.frame_count; i++)
         hw_frame_clear(&ps_frames[i]);
+    if (cpu_parts)
+        cpu_parts_free(cpu_parts);
+    free(cpu_parts);
 out:
     for (size_t i = 0; bts && i < snap->thread_count; i++)
         hw_backtrace_free(&bts[i]);
     free(bts);
     if (sym)
         hw_symbolizer_free(sym);
-}
-
-static void set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end)
-{
-    json_t *apm = json_object_get(report, "hangwatch");
-    if (!json_is_object(apm))
-        return;
-    json_object_set_new(apm, "final_duration_us", json_integer((json_int_t)(final_ns / 1000)));
-    json_object_set_new(apm, "final_duration_precision_us", json_integer((json_int_t)(precision_ns / 1000)));
-    json_object_set_new(apm, "hang_end", json_string(end));
 }
 
 static void free_hang(hang_record *h)
@@ -580,19 +761,43 @@ static void free_hang(hang_record *h)
     free(h);
 }
 
+/* A hang the process's death ended (hang_end "killed" or "exited"). */
+static bool is_fatal(const job *j)
+{
+    return j->wait_status >= 0 && (strcmp(j->end, "killed") == 0 || strcmp(j->end, "exited") == 0);
+}
+
+/* "the process was killed by SIGKILL 3.2 s into this hang" (also `show`'s words). */
+static void say_fatal(report_worker *wk, const job *j, const hang_record *h)
+{
+    const agent *a = wk->a;
+    if (a->opts->quiet)
+        return;
+    char how[64], name[32];
+    if (WIFSIGNALED(j->wait_status))
+        snprintf(how, sizeof how, "was killed by %s", hw_signal_name(WTERMSIG(j->wait_status), name, sizeof name));
+    else
+        snprintf(how, sizeof how, "exited with status %d,", WEXITSTATUS(j->wait_status));
+    const char *first = h->names[0];
+    fprintf(stderr, "hangwatch: fatal hang in %s (pid %d): the process %s %.1f s into this hang%s%s%s%s\n",
+            h->process[0] ? h->process : "?", (int)h->pid, how, (double)j->final_ns / 1e9, first ? "; report " : "",
+            first ? hw_report_dir_path(a->opts->report_dir_handle) : "", first ? "/" : "", first ? first : "");
+}
+
 static void do_finish(report_worker *wk, job *j)
 {
     agent *a = wk->a;
     hang_record *h = j->hang;
+    bool counted = h->seen && (!h->launch || j->keep_launch);
     if (h->launch) {
         for (size_t i = 0; i < MAX_STRETCH_REPORTS && h->held[i]; i++) {
             if (!j->keep_launch)
                 continue; /* no loop, no hang: dropped */
-            set_final(h->held[i], j->final_ns, j->precision_ns, j->end);
+            hw_report_set_final(h->held[i], j->final_ns, j->precision_ns, j->end, j->wait_status);
             int pid = 0;
             int64_t detected = 0;
             sscanf(h->held_names[i], "%d %" SCNd64, &pid, &detected);
-            write_now(wk, NULL, h->held[i], h->held_lines[i], (pid_t)pid, h->held_tids[i], detected,
+            write_now(wk, h, h->held[i], h->held_lines[i], (pid_t)pid, h->held_tids[i], detected,
                       h->held_busy[i]);
         }
     } else {
@@ -600,11 +805,19 @@ static void do_finish(report_worker *wk, job *j)
             if (!h->names[i])
                 continue;
             int rc = hw_report_add_final_duration(a->opts->report_dir_handle, h->names[i], j->final_ns,
-                                                  j->precision_ns, j->end);
+                                                  j->precision_ns, j->end, j->wait_status);
             if (rc != 0 && !a->opts->quiet)
                 fprintf(stderr, "hangwatch: cannot add the final duration to %s/%s: %s\n",
                         hw_report_dir_path(a->opts->report_dir_handle), h->names[i], strerror(-rc));
             exports_report_complete(a, h->names[i]);
+        }
+    }
+    if (counted) {
+        wk->hangs++;
+        wk->ignored_hangs += h->ignored;
+        if (is_fatal(j)) {
+            wk->fatal_hangs++;
+            say_fatal(wk, j, h);
         }
     }
     free_hang(h);
@@ -678,6 +891,13 @@ static void worker_say_totals(report_worker *wk)
     const hw_agent_options *o = wk->a->opts;
     if (o->quiet)
         return;
+    if (wk->hangs > 0 && o->ignore_frame_count > 0)
+        fprintf(stderr, "hangwatch: %lu hang%s, %lu fatal (the process died before the hang ended), %lu ignored "
+                        "(--ignore-frame)\n",
+                wk->hangs, wk->hangs == 1 ? "" : "s", wk->fatal_hangs, wk->ignored_hangs);
+    else if (wk->hangs > 0)
+        fprintf(stderr, "hangwatch: %lu hang%s, %lu fatal (the process died before the hang ended)\n", wk->hangs,
+                wk->hangs == 1 ? "" : "s", wk->fatal_hangs);
     if (wk->dropped_by_limits > 0)
         fprintf(stderr, "hangwatch: %lu hang report%s not written because of the report limits\n",
                 wk->dropped_by_limits, wk->dropped_by_limits == 1 ? " was" : "s were");

@@ -720,7 +720,7 @@ int hw_export_main(int argc, char **argv)
         return 1;
     }
     if (not_hangs > 0)
-        fprintf(stderr, "hangwatch: %zu stutter or snapshot report%s left out: not hangs\n", not_hangs,
+        fprintf(stderr, "hangwatch: %zu stutter, snapshot or CPU-high report%s left out: not hangs\n", not_hangs,
                 not_hangs == 1 ? "" : "s");
     json_t *out = hw_export_build(fmt == FORMAT_SPEEDSCOPE ? HW_EXPORT_SPEEDSCOPE : HW_EXPORT_CHROME_TRACE, s, n,
                                   counts.reports);

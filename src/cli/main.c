@@ -113,6 +113,16 @@ static const char usage_text[] =
     "                       grow past SIZE (default 256M; K, M, G; 0 = no cap)\n"
     "  -q, --quiet          no line on stderr per hang\n"
     HW_METRICS_SENTRY_USAGE
+    "  --ignore-frame PATTERN  a hang whose hung stack has a function matching\n"
+    "                       PATTERN (shell-style: block_*, *Dialog::run; Python\n"
+    "                       and JavaScript functions too) is counted and said on\n"
+    "                       stderr, not written (repeatable, at most 64)\n"
+    "  --cpu-high PERCENT[/DUR]  also report a process that uses more than\n"
+    "                       PERCENT of one CPU on average over DUR (default\n"
+    "                       60s, at least 1s; Matrix: 80%/60s): a cpu_high\n"
+    "                       report with each thread's share and the sampled\n"
+    "                       stacks of the hottest; again after 1, 2, 3, 5 ...\n"
+    "                       windows while it stays that hot\n"
     "\n"
     "DUR is a number and a unit: ns, us, ms, s or m (500ms, 1.5s, 2s).\n"
     "The exit status is PROG's own (128+N if signal N killed it), or 2 when\n"
@@ -268,6 +278,15 @@ static int open_report_dir(hw_agent_options *opts)
 /* The most processes one `hangwatch watch` takes (-p, repeated). */
 #define MAX_WATCH_PIDS 64
 
+/* Options of issue 15 (decisions.md §32, §34): long options only, with
+ * values no short option can take. */
+enum {
+    OPT_IGNORE_FRAME = 0x1500,
+    OPT_CPU_HIGH,
+};
+#define MAX_IGNORE_FRAMES 64
+#define MAX_IGNORE_FRAME_LEN 255
+
 typedef enum cli_mode { MODE_RUN, MODE_ATTACH, MODE_WATCH } cli_mode;
 
 /* `run` starts PROG; `attach` (internal, started by the C library) watches
@@ -278,6 +297,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
     bool attach = mode == MODE_ATTACH;
     pid_t watch_pids[MAX_WATCH_PIDS];
     size_t watch_pid_count = 0;
+    const char *ignore_frames[MAX_IGNORE_FRAMES];
     hw_agent_options opts = {0};
     opts.ready_fd = -1;
     hw_detector_config_default(&opts.detector);
@@ -301,6 +321,8 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
         {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
         {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
         HW_METRICS_SENTRY_LONG_OPTIONS,
+        {"ignore-frame", required_argument, NULL, OPT_IGNORE_FRAME},
+        {"cpu-high", required_argument, NULL, OPT_CPU_HIGH},
         {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -459,6 +481,22 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
             if (whole_number(optarg, 1, 10000, &n) != 0)
                 return usage_error("invalid --ring-size '%s': a whole number from 1 to 10000", optarg);
             opts.ring_size = (size_t)n;
+            break;
+        }
+        case OPT_IGNORE_FRAME:
+            if (*optarg == '\0' || strlen(optarg) > MAX_IGNORE_FRAME_LEN)
+                return usage_error("invalid --ignore-frame '%s': a pattern of 1 to 255 characters", optarg);
+            if (opts.ignore_frame_count == MAX_IGNORE_FRAMES)
+                return usage_error("%stoo many --ignore-frame: at most 64", "");
+            ignore_frames[opts.ignore_frame_count++] = optarg;
+            opts.ignore_frames = ignore_frames;
+            break;
+        case OPT_CPU_HIGH: {
+            const char *why = NULL;
+            if (hw_cpu_high_parse(optarg, &opts.cpu_high, &why) != 0) {
+                fprintf(stderr, "hangwatch: invalid --cpu-high '%s': %s\nTry 'hangwatch --help'.\n", optarg, why);
+                return 2;
+            }
             break;
         }
         case 'h':

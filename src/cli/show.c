@@ -195,6 +195,74 @@ static void print_thread_line(FILE *out, json_t *item, json_t *t)
     fputc('\n', out);
 }
 
+/* A JSON number (integer or real) at `key`, 0 when absent or not one. */
+static double number_at(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+/* A CPU-high report's threads by share and the hottest threads' sampled
+ * stacks (report-format.md, cpu_high): "  32x  spin < run < start_thread". */
+static void print_cpu_threads(FILE *out, json_t *cpu)
+{
+    json_t *threads = json_object_get(cpu, "threads");
+    fprintf(out, "\nCPU by thread (over %.3f s):\n", (double)hw_int_at(cpu, "threads_window_us", 0) / 1e6);
+    for (size_t i = 0; i < json_array_size(threads); i++) {
+        json_t *t = json_array_get(threads, i);
+        fprintf(out, "  %" JSON_INTEGER_FORMAT " (", hw_int_at(t, "thread_identifier", 0));
+        put_string_at(out, t, "name", "?");
+        fprintf(out, ") %.1f%%", number_at(t, "percent"));
+        if (hw_int_at(t, "sample_count", 0) > 0)
+            fprintf(out, ", %" JSON_INTEGER_FORMAT " samples", hw_int_at(t, "sample_count", 0));
+        fputc('\n', out);
+    }
+    for (size_t i = 0; i < json_array_size(threads); i++) {
+        json_t *t = json_array_get(threads, i);
+        json_t *stacks = json_object_get(t, "stacks");
+        if (json_array_size(stacks) == 0)
+            continue;
+        fprintf(out, "\nsampled stacks of thread %" JSON_INTEGER_FORMAT " (", hw_int_at(t, "thread_identifier", 0));
+        put_string_at(out, t, "name", "?");
+        fputs("), most frequent first:\n", out);
+        for (size_t k = 0; k < json_array_size(stacks); k++) {
+            json_t *st = json_array_get(stacks, k);
+            json_t *contents = json_object_get(json_object_get(st, "backtrace"), "contents");
+            fprintf(out, "  %4" JSON_INTEGER_FORMAT "x ", hw_int_at(st, "count", 0));
+            for (size_t f = 0; f < json_array_size(contents) && f < 6; f++) {
+                fputs(f ? " < " : " ", out);
+                put_string_at(out, json_array_get(contents, f), "symbol_name", "??");
+            }
+            fputc('\n', out);
+        }
+    }
+}
+
+/* How the hang ended: its final duration, or for a fatal hang (the
+ * process died during it, report-format.md process_end) how it died:
+ * "the process was killed by SIGKILL 3.2 s into this hang". */
+static void print_hang_end(FILE *out, json_t *apm)
+{
+    double final_s = (double)hw_int_at(apm, "final_duration_us", 0) / 1e6;
+    const char *end = hw_str_at(apm, "hang_end", "?");
+    json_t *death = json_object_get(apm, "process_end");
+    if (strcmp(end, "killed") == 0 && json_is_string(json_object_get(death, "signal_name"))) {
+        fputs("\nfatal: the process was killed by ", out);
+        put_string_at(out, death, "signal_name", "?");
+        fprintf(out, "%s %.1f s into this hang\n",
+                json_is_true(json_object_get(death, "core_dumped")) ? " (core dumped)" : "", final_s);
+        return;
+    }
+    if (strcmp(end, "exited") == 0 && json_is_integer(json_object_get(death, "exit_status"))) {
+        fprintf(out, "\nfatal: the process exited with status %" JSON_INTEGER_FORMAT ", %.1f s into this hang\n",
+                hw_int_at(death, "exit_status", 0), final_s);
+        return;
+    }
+    fprintf(out, "\nthe hang lasted %.3f s in all (", final_s);
+    put_string_at(out, apm, "hang_end", "?");
+    fputs(")\n", out);
+}
+
 static void print_report(const char *label, json_t *root, unsigned flags, FILE *out)
 {
     json_t *report = json_object_get(root, "report");
@@ -213,16 +281,26 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         hw_put_text(out, label);
         fputs(": ", out);
     }
+    bool cpu_high = strcmp(type, "cpu_high") == 0;
     if (snapshot)
         fputs("stack of ", out);
     else
         fprintf(out, "%s in ",
-                strcmp(type, "launch_hang") == 0 ? "launch hang" : strcmp(type, "stutter") == 0 ? "stutter" : "hang");
+                strcmp(type, "launch_hang") == 0 ? "launch hang"
+                : strcmp(type, "stutter") == 0   ? "stutter"
+                : cpu_high                       ? "CPU high"
+                                                 : "hang");
     put_string_at(out, report, "process_name", "?");
     fprintf(out, " (pid %" JSON_INTEGER_FORMAT ")\n", hw_int_at(report, "pid", 0));
 
+    json_t *cpu = json_object_get(apm, "cpu_high");
+    if (cpu_high) {
+        fprintf(out, "  %.1f%% of one CPU over %.3f s (threshold %" JSON_INTEGER_FORMAT "%%)\n",
+                number_at(cpu, "process_percent"), (double)hw_int_at(cpu, "window_us", 0) / 1e6,
+                hw_int_at(cpu, "threshold_percent", 0));
+    }
     /* What the detector measured (report-format.md, block_duration_us). */
-    if (!snapshot) {
+    if (!snapshot && !cpu_high) {
         const char *detector = hw_str_at(apm, "detector", "runloop");
         bool ping = strcmp(detector, "ping") == 0, frame_gap = strcmp(detector, "frame_gap") == 0;
         fprintf(out, "  %s %.3f s %s (threshold %.3f s, ",
@@ -250,7 +328,8 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         /* A hang report's hung thread keeps its heading and frames as they
          * always were; a snapshot's thread says when it was not captured. */
         json_t *item = snapshot ? item_of(items, (size_t)(index >= 0 ? index : 0)) : NULL;
-        const char *what = !snapshot                                             ? "hung thread"
+        const char *what = cpu_high                                              ? "hottest thread"
+                           : !snapshot                                           ? "hung thread"
                            : json_is_true(json_object_get(item, "is_main_thread")) ? "main thread"
                                                                                    : "thread";
         print_stack(out, what, thread, item);
@@ -269,11 +348,10 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
             print_frame(out, i, f);
         }
     }
-    if (json_is_integer(json_object_get(apm, "final_duration_us"))) {
-        fprintf(out, "\nthe hang lasted %.3f s in all (", (double)hw_int_at(apm, "final_duration_us", 0) / 1e6);
-        put_string_at(out, apm, "hang_end", "?");
-        fputs(")\n", out);
-    }
+    if (json_is_integer(json_object_get(apm, "final_duration_us")))
+        print_hang_end(out, apm);
+    if (cpu_high)
+        print_cpu_threads(out, cpu);
 
     bool every_stack = (flags & HW_SHOW_EVERY_STACK) != 0;
     if (json_array_size(items) > 1 && !every_stack)

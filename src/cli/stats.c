@@ -155,7 +155,7 @@ void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *count
     fprintf(out, "%zu hang%s in %zu group%s, from %zu report%s", st->hangs, st->hangs == 1 ? "" : "s",
             st->group_count, st->group_count == 1 ? "" : "s", counts->reports, counts->reports == 1 ? "" : "s");
     if (st->not_hangs > 0)
-        fprintf(out, " (%zu stutter or snapshot report%s set aside)", st->not_hangs, st->not_hangs == 1 ? "" : "s");
+        fprintf(out, " (%zu stutter, snapshot or CPU-high report%s set aside)", st->not_hangs, st->not_hangs == 1 ? "" : "s");
     if (counts->failed > 0)
         fprintf(out, "; %zu file%s or path%s could not be read (named above)", counts->failed,
                 counts->failed == 1 ? "" : "s", counts->failed == 1 ? "" : "s");

@@ -59,8 +59,16 @@ typedef struct hw_loop_slot {
     _Atomic uint64_t frames;            /* frame ticks seen (hangwatch_loop_frame) */
     _Atomic uint64_t late_frames;       /* of which came a threshold or more late */
     _Atomic uint64_t late_frame_gap_ns; /* the newest late tick's gap */
-    uint8_t pad_[8];
+    /* Written only by the C library: HW_LOOP_PAUSED while the program said
+     * its loop is in an expected long operation (hangwatch_loop_pause);
+     * the library also ends the busy stretch then and starts a new one at
+     * the resume, so the runloop detector needs nothing more.  Read through
+     * hw_loop_paused(): the program's word, any other value is not a pause. */
+    _Atomic uint32_t paused;
+    uint8_t pad_[4];
 } __attribute__((aligned(64))) hw_loop_slot;
+
+#define HW_LOOP_PAUSED 1u
 
 _Static_assert(sizeof(hw_loop_slot) == 64, "one cache line per slot");
 
@@ -108,6 +116,13 @@ static inline void hw_observe(hw_loop_slot *slot, hw_activity activity, uint64_t
         break;
     }
     atomic_store_explicit(&slot->activity, (uint32_t)activity, memory_order_relaxed);
+}
+
+/* Is the loop paused (hangwatch_loop_pause)?  Only the exact value the
+ * library stores counts: the page is the program's, never trusted. */
+static inline bool hw_loop_paused(const hw_loop_slot *slot)
+{
+    return atomic_load_explicit(&slot->paused, memory_order_acquire) == HW_LOOP_PAUSED;
 }
 
 /* What a reader got from a slot in one consistent read. */

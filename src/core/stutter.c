@@ -83,3 +83,9 @@ hw_stutter_verdict hw_stutter_observe(hw_stutter *s, const hw_loop_reading *r, u
     }
     return v;
 }
+
+void hw_stutter_restart(hw_stutter *s, uint64_t seq, uint64_t now_ns)
+{
+    if (s->current_seq == seq && s->current_start_ns < now_ns)
+        s->current_start_ns = now_ns;
+}

@@ -61,4 +61,11 @@ typedef struct hw_stutter_verdict {
  * when the rule holds (the window then starts afresh). */
 hw_stutter_verdict hw_stutter_observe(hw_stutter *s, const hw_loop_reading *r, uint64_t now_ns);
 
+/*
+ * The process was seen stopped (SIGSTOP, a debugger) in stretch `seq`: the
+ * stretch's time so far is not the loop's, so it counts from `now_ns` on,
+ * as the detector's busy clock does (hw_detector_restart_clock).
+ */
+void hw_stutter_restart(hw_stutter *s, uint64_t seq, uint64_t now_ns);
+
 #endif

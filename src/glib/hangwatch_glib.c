@@ -5,6 +5,7 @@
  * context, the thread that registered the loop.  For the comparison
  * detectors it also posts ping tasks as default-priority idle sources and,
  * with the frame-gap detector, runs the frame tick as a timeout source.
+ * hangwatch_glib_pause() and _resume() pause the attached loop.
  */
 #include "hangwatch-glib.h"
 
@@ -83,6 +84,16 @@ HW_API hangwatch_loop *hangwatch_glib_attach(GMainContext *context)
         g_source_attach(g_frame_source, context);
     }
     return loop;
+}
+
+HW_API void hangwatch_glib_pause(void)
+{
+    hangwatch_loop_pause(g_loop); /* NULL when nothing is attached: nothing happens */
+}
+
+HW_API void hangwatch_glib_resume(void)
+{
+    hangwatch_loop_resume(g_loop);
 }
 
 HW_API void hangwatch_glib_detach(void)

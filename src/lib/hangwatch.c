@@ -10,7 +10,10 @@
  * over exactly as the preloaded observer does (page_client.h).
  *
  * hangwatch_loop_activity() is the observer: the same inline state machine
- * as the preload's (loop_state.h), a few stores into the thread's slot.  It
+ * as the preload's (loop_state.h), a few stores into the thread's slot;
+ * hangwatch_loop_pause() and _resume() are a few more (an expected long
+ * operation: the stretch ends at the pause, a new one starts at the
+ * resume, and the slot says paused meanwhile).  It
  * stamps busy starts with CLOCK_MONOTONIC_COARSE, and its page says so
  * (shared_page.h): the agent that the library starts is never asked to
  * vouch for the time-stamp counter, and allows the coarse clock's slack.
@@ -72,6 +75,8 @@ struct hangwatch_loop {
     hw_loop_slot *slot; /* NULL: not watched */
     _Atomic uint64_t ping_token; /* the ping posted last (events thread -> loop thread) */
     uint64_t last_frame_ns;      /* the loop thread's own: its previous frame tick */
+    unsigned pause_depth;        /* the loop thread's own: pauses not yet resumed */
+    bool busy_at_pause;          /* ... and whether the loop was busy at the first */
 };
 
 static struct {
@@ -430,6 +435,8 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
         g.loops[i].slot = NULL;
         atomic_store_explicit(&g.loops[i].ping_token, 0, memory_order_relaxed);
         g.loops[i].last_frame_ns = 0;
+        g.loops[i].pause_depth = 0;
+        g.loops[i].busy_at_pause = false;
     }
 
     char events_name[96];
@@ -525,11 +532,37 @@ HW_API hangwatch_loop *hangwatch_loop_register(void)
 
 HW_API void hangwatch_loop_activity(hangwatch_loop *loop, hangwatch_activity activity)
 {
-    if (loop == NULL || loop->slot == NULL || !hw_activity_is_valid((uint32_t)activity))
+    if (loop == NULL || loop->slot == NULL || !hw_activity_is_valid((uint32_t)activity) || loop->pause_depth > 0)
         return;
     bool may_start = activity == HANGWATCH_AFTER_WAITING || activity == HANGWATCH_BEFORE_TIMERS ||
                      activity == HANGWATCH_BEFORE_SOURCES;
     hw_observe(loop->slot, (hw_activity)activity, may_start ? hw_coarse_now_ns() : 0);
+}
+
+/* A pause marks the slot paused (for the comparison detectors and the
+ * hang's end) and ends the busy stretch, as a wait would: the agent sees a
+ * loop that is not busy, whatever it knows of pauses.  The resume starts a
+ * new stretch, stamped now, if the loop was busy at the pause, then clears
+ * the mark (release: an agent that sees it cleared sees the new stretch). */
+HW_API void hangwatch_loop_pause(hangwatch_loop *loop)
+{
+    if (loop == NULL || loop->slot == NULL || loop->pause_depth++ > 0)
+        return;
+    hw_loop_slot *slot = loop->slot;
+    loop->busy_at_pause = (atomic_load_explicit(&slot->seq, memory_order_relaxed) & 1u) != 0;
+    atomic_store_explicit(&slot->paused, HW_LOOP_PAUSED, memory_order_release);
+    hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
+}
+
+HW_API void hangwatch_loop_resume(hangwatch_loop *loop)
+{
+    if (loop == NULL || loop->slot == NULL || loop->pause_depth == 0 || --loop->pause_depth > 0)
+        return;
+    hw_loop_slot *slot = loop->slot;
+    if (loop->busy_at_pause)
+        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, hw_coarse_now_ns());
+    loop->last_frame_ns = 0; /* no frame gap across the pause */
+    atomic_store_explicit(&slot->paused, 0, memory_order_release);
 }
 
 HW_API void hangwatch_loop_unregister(hangwatch_loop *loop)
@@ -549,6 +582,10 @@ HW_API void hangwatch_loop_frame(hangwatch_loop *loop)
     if (loop == NULL || loop->slot == NULL)
         return;
     hw_loop_slot *slot = loop->slot;
+    if (loop->pause_depth > 0) {
+        loop->last_frame_ns = 0; /* a tick during a pause (a nested loop's) measures nothing */
+        return;
+    }
     /* The precise clock (vDSO, no system call): a tick runs 60 times a
      * second, not on every loop turn, and a gap stamped with the coarse
      * clock can come out up to one tick short of the stall it spans. */

@@ -34,6 +34,16 @@
  *                  hang_in_y() spins 1.2 UNIT, hang_in_z() sleeps 1.6 UNIT,
  *                  and hang_in_x() sleeps UNIT again (for hangwatch stats:
  *                  totals x 2 UNIT > z 1.6 UNIT > y 1.2 UNIT)
+ *   sleephang SECS a timer callback sleeps SECS in sleep_until_killed()
+ *                  (the tests kill the program during it: a fatal hang)
+ *   exithang SECS  a timer callback sleeps 2 SECS in sleep_until_exit() while
+ *                  a watchdog thread calls exit(3) after SECS (a fatal
+ *                  hang ended by the program's own exit)
+ *   breakpoint SECS  a loop ticking every 0.1 s for SECS seconds whose
+ *                  ticks call debugger_breaks_here() (where a debugger's
+ *                  breakpoint holds the loop) and then work 0.4 s
+ *   cpuhot SECS    the main thread idles in its loop while a worker thread,
+ *                  "hot-worker", spins in spin_in_worker() for SECS seconds
  *   waits SECS     blocking calls that must behave exactly as without
  *                  hangwatch, each meant to take SECS: on the main thread
  *                  (inside one long callback) and on 4 other threads at the
@@ -242,6 +252,76 @@ static int run_from_timer(void (*callback)(double), double seconds)
     callback(seconds);
     epoll_wait(ep, &ev, 1, 300);
     return 0;
+}
+
+__attribute__((noinline)) static void sleep_until_killed(double seconds)
+{
+    g_sink += 31; /* distinct bodies: -O2 would fold identical functions into one */
+    sleep_seconds(seconds);
+}
+
+__attribute__((noinline)) static void sleep_until_exit(double seconds)
+{
+    g_sink += 41; /* distinct bodies: -O2 would fold identical functions into one */
+    sleep_seconds(seconds);
+}
+
+static void *watchdog_gives_up(void *arg)
+{
+    sleep_seconds(*(double *)arg);
+    fflush(stdout);
+    exit(3);
+}
+
+static int run_exithang(double seconds)
+{
+    static double after;
+    after = seconds;
+    pthread_t watchdog;
+    if (pthread_create(&watchdog, NULL, watchdog_gives_up, &after) != 0)
+        return 1;
+    return run_from_timer(sleep_until_exit, 2 * seconds);
+}
+
+__attribute__((noinline)) static void debugger_breaks_here(void)
+{
+    g_sink += 37; /* distinct bodies: -O2 would fold identical functions into one */
+}
+
+__attribute__((noinline)) static void on_breakpoint_tick(double seconds)
+{
+    (void)seconds;
+    debugger_breaks_here();
+    double end = now_seconds() + 0.4;
+    while (now_seconds() < end)
+        for (int i = 0; i < 1000; i++)
+            g_sink = g_sink * 11 + (uint64_t)i;
+}
+
+__attribute__((noinline)) static void spin_in_worker(double seconds)
+{
+    double end = now_seconds() + seconds; /* spins in its own body */
+    while (now_seconds() < end)
+        for (int i = 0; i < 1000; i++)
+            g_sink = g_sink * 13 + (uint64_t)i;
+}
+
+static void *hot_worker(void *arg)
+{
+    pthread_setname_np(pthread_self(), "hot-worker");
+    spin_in_worker(*(double *)arg);
+    return NULL;
+}
+
+/* The main thread idles in its loop while a worker spins for `seconds`. */
+static int run_cpuhot(double seconds)
+{
+    pthread_t worker;
+    if (pthread_create(&worker, NULL, hot_worker, &seconds) != 0)
+        return 1;
+    int rc = run_idle(seconds + 0.3);
+    pthread_join(worker, NULL);
+    return rc;
 }
 
 static int run_cpuspin(double seconds)
@@ -725,6 +805,14 @@ int main(int argc, char **argv)
         rc = run_forkstorm(seconds);
     else if (strcmp(argv[1], "startpoll") == 0)
         rc = run_startpoll(seconds);
+    else if (strcmp(argv[1], "sleephang") == 0)
+        rc = run_from_timer(sleep_until_killed, seconds);
+    else if (strcmp(argv[1], "exithang") == 0)
+        rc = run_exithang(seconds);
+    else if (strcmp(argv[1], "breakpoint") == 0)
+        rc = run_ticks(on_breakpoint_tick, seconds, 0.1);
+    else if (strcmp(argv[1], "cpuhot") == 0)
+        rc = run_cpuhot(seconds);
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[1]);
         return 2;

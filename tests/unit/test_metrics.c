@@ -104,7 +104,9 @@ static void test_reports_and_drops(void **state)
     hw_metrics *m = hw_metrics_new("runloop");
     hw_metrics_report_written(m, "a", HW_METRICS_HANG);
     hw_metrics_report_written(m, "a", HW_METRICS_STUTTER);
+    hw_metrics_report_written(m, "a", HW_METRICS_CPU_HIGH);
     hw_metrics_report_dropped(m, "a", HW_METRICS_DROP_DAILY_LIMIT);
+    hw_metrics_report_dropped(m, "a", HW_METRICS_DROP_IGNORED);
     hw_metrics_report_dropped(m, "a", HW_METRICS_DROP_QUEUE_FULL);
     hw_metrics_report_dropped(m, "a", HW_METRICS_DROP_QUEUE_FULL);
     hw_metrics_report_dropped(m, "a", (hw_metrics_drop_reason)99); /* ignored */
@@ -114,6 +116,11 @@ static void test_reports_and_drops(void **state)
     assert_true(value_of(text, "hangwatch_reports_written_total{process=\"a\",hang_type=\"stutter\"}") == 1);
     assert_true(value_of(text, "hangwatch_reports_dropped_total{process=\"a\",reason=\"daily_limit\"}") == 1);
     assert_true(value_of(text, "hangwatch_reports_dropped_total{process=\"a\",reason=\"queue_full\"}") == 2);
+    assert_true(value_of(text, "hangwatch_reports_dropped_total{process=\"a\",reason=\"ignored\"}") == 1);
+    /* a CPU-high report is a report, not a hang */
+    assert_true(value_of(text, "hangwatch_reports_written_total{process=\"a\",hang_type=\"cpu_high\"}") == 1);
+    assert_int_equal(count_lines_starting(text, "hangwatch_hangs_total{process=\"a\",detector=\"runloop\",hang_type=\"cpu_high\""), 0);
+    assert_int_equal(count_lines_starting(text, "hangwatch_hang_duration_seconds_count{process=\"a\",detector=\"runloop\",hang_type=\"cpu_high\""), 0);
     assert_true(value_of(text, "hangwatch_registrations_refused_total") == 1);
     /* stutter has no final duration: no histogram for it */
     assert_null(strstr(text, "hangwatch_hang_duration_seconds_count{process=\"a\",detector=\"runloop\",hang_type=\"stutter\"}"));

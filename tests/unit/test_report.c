@@ -243,7 +243,7 @@ static void test_final_duration_is_added_in_place(void **state)
     json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
     hw_report_dir *d = open_dir_or_fail(base);
     assert_int_equal(hw_report_write(d, "hang-2.json", r), 0);
-    assert_int_equal(hw_report_add_final_duration(d, "hang-2.json", 4500000000ull, 250000000ull, "returned_to_wait"),
+    assert_int_equal(hw_report_add_final_duration(d, "hang-2.json", 4500000000ull, 250000000ull, "returned_to_wait", -1),
                      0);
 
     char path[300];
@@ -261,14 +261,51 @@ static void test_final_duration_is_added_in_place(void **state)
     json_decref(back);
 
     /* A report that is missing or not JSON is an error, not a crash. */
-    assert_int_equal(hw_report_add_final_duration(d, "hang-missing.json", 1, 1, "returned_to_wait"), -ENOENT);
+    assert_int_equal(hw_report_add_final_duration(d, "hang-missing.json", 1, 1, "returned_to_wait", -1), -ENOENT);
     assert_int_equal(hw_report_dir_write(d, "hang-3.json", "{\"report\": ", 11), 0);
-    assert_int_equal(hw_report_add_final_duration(d, "hang-3.json", 1, 1, "returned_to_wait"), -EINVAL);
+    assert_int_equal(hw_report_add_final_duration(d, "hang-3.json", 1, 1, "returned_to_wait", -1), -EINVAL);
 
     hw_report_dir_close(d);
     json_decref(r);
     free_fixture(&fx);
     remove_tree(base);
+}
+
+/* A fatal hang: the process's death is in the report, by signal name or
+ * exit status, and no process_end without one. */
+static void test_fatal_hang_end_names_the_death(void **state)
+{
+    (void)state;
+    fixture fx;
+    make_fixture(&fx);
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    assert_int_equal(hw_report_set_final(r, 3000000000ull, 10000000ull, "killed", 9 /* SIGKILL */), 0);
+    json_t *apm = json_object_get(r, "hangwatch");
+    assert_string_equal(json_string_value(json_object_get(apm, "hang_end")), "killed");
+    json_t *pe = json_object_get(apm, "process_end");
+    assert_int_equal(json_integer_value(json_object_get(pe, "signal")), 9);
+    assert_string_equal(json_string_value(json_object_get(pe, "signal_name")), "SIGKILL");
+    assert_true(json_is_false(json_object_get(pe, "core_dumped")));
+    assert_null(json_object_get(pe, "exit_status"));
+
+    assert_int_equal(hw_report_set_final(r, 1, 1, "exited", 3 << 8 /* exit(3) */), 0);
+    pe = json_object_get(apm, "process_end");
+    assert_int_equal(json_integer_value(json_object_get(pe, "exit_status")), 3);
+    assert_null(json_object_get(pe, "signal"));
+    json_decref(r);
+
+    r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    assert_int_equal(hw_report_set_final(r, 1, 1, "returned_to_wait", -1), 0);
+    assert_null(json_object_get(json_object_get(r, "hangwatch"), "process_end"));
+    assert_int_equal(hw_report_set_final(json_object_get(r, "report"), 1, 1, "killed", 9), -EINVAL);
+    json_decref(r);
+
+    char name[32];
+    assert_string_equal(hw_signal_name(6, name, sizeof name), "SIGABRT");
+    assert_string_equal(hw_signal_name(40, name, sizeof name), "SIG40");
+    assert_string_equal(hw_signal_name(-1, name, sizeof name), "SIG-1");
+    free_fixture(&fx);
 }
 
 /* A capture refused because another tracer held the process names it in
@@ -469,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_unknown_fields_are_left_out),
         cmocka_unit_test(test_written_atomically_and_privately),
         cmocka_unit_test(test_final_duration_is_added_in_place),
+        cmocka_unit_test(test_fatal_hang_end_names_the_death),
         cmocka_unit_test(test_tracer_is_named),
         cmocka_unit_test(test_names_that_are_not_utf8_are_escaped),
         cmocka_unit_test(test_uuids_are_v4_and_distinct),

@@ -5,6 +5,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cmocka.h>
@@ -69,6 +70,37 @@ static void test_a_hang_is_not_stutter(void **state)
     assert_int_equal(first_stutter(2500 * MS, 300 * MS, 20 * S, &n), 0); /* each stall is a hang */
 }
 
+/* A stall the process spent stopped (a debugger's breakpoint) does not
+ * count: #567's pattern with the first 0.9 s of every 1 s stall stopped
+ * (the last look that saw it stopped at 0.85 s) leaves 0.15 s stalls,
+ * under the 250 ms a stall needs. */
+static void test_stopped_time_is_not_a_stall(void **state)
+{
+    (void)state;
+    hw_stutter_config cfg;
+    hw_stutter_config_default(&cfg, 2 * S);
+    hw_stutter st;
+    hw_stutter_init(&st, &cfg, 0);
+    uint64_t period = 1 * S + 300 * MS;
+    for (uint64_t t = 0; t <= 20 * S; t += TICK) {
+        uint64_t k = t / period, in = t % period;
+        bool busy = in < 1 * S;
+        hw_loop_reading r = {.seq = 2 * k + (busy ? 1 : 2), .busy_start_ns = k * period, .busy = busy};
+        if (busy && in < 900 * MS)
+            hw_stutter_restart(&st, r.seq, t); /* seen stopped: the clock starts again */
+        assert_false(hw_stutter_observe(&st, &r, t).stutter);
+    }
+    /* Only the stretch the restart names is moved, and only forwards. */
+    hw_loop_reading r = {.seq = 101, .busy_start_ns = 30 * S, .busy = true};
+    hw_stutter_observe(&st, &r, 30 * S);
+    hw_stutter_restart(&st, 99, 31 * S);
+    assert_int_equal(st.current_start_ns, 30 * S);
+    hw_stutter_restart(&st, 101, 29 * S);
+    assert_int_equal(st.current_start_ns, 30 * S);
+    hw_stutter_restart(&st, 101, 31 * S);
+    assert_int_equal(st.current_start_ns, 31 * S);
+}
+
 static void test_defaults(void **state)
 {
     (void)state;
@@ -87,6 +119,7 @@ int main(void)
         cmocka_unit_test(test_short_stalls_are_not_stutter),
         cmocka_unit_test(test_a_mostly_idle_loop_is_not_stutter),
         cmocka_unit_test(test_a_hang_is_not_stutter),
+        cmocka_unit_test(test_stopped_time_is_not_a_stall),
         cmocka_unit_test(test_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

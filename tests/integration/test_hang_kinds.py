@@ -1,0 +1,320 @@
+"""test_hang_kinds - what users of hang detectors ask for, end to end:
+fatal hangs (the process dies during the hang), expected long operations
+(the C library's pause and resume, --ignore-frame), debugger stops (no
+hang while a debugger holds the program) and CPU-high reports.
+
+Each case runs a real program under hangwatch and checks the reports it
+leaves (validated against the schema) and what hangwatch says on stderr.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import hwtest
+from hwtest import check, frames, symbols
+
+
+def scenario(*args):
+    return [hwtest.binary("loop-scenarios")] + [str(a) for a in args]
+
+
+def start(args):
+    """`hangwatch run ARGS` in the background: (process, report dir)."""
+    report_dir = tempfile.mkdtemp(prefix="hw-it-")
+    os.rmdir(report_dir)
+    proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir] + args,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, report_dir
+
+
+def report_files(report_dir):
+    if not os.path.isdir(report_dir):
+        return []
+    return sorted(os.path.join(report_dir, n) for n in os.listdir(report_dir) if n.endswith(".json"))
+
+
+def show(path):
+    p = subprocess.run([hwtest.binary("hangwatch"), "show", path], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, f"hangwatch show {path}: {p.stderr}")
+    return p.stdout
+
+
+# ---- fatal hangs ----
+
+def case_fatal_hang_killed():
+    """A callback sleeps 5 s; another process SIGKILLs the program 3 s into
+    that hang.  One report with the culprit, hang_end "killed" by SIGKILL,
+    final duration 3 s (+-100 ms); the line on stderr and `show` say so;
+    the summary at exit counts one fatal hang."""
+    proc, report_dir = start(["--", *scenario("sleephang", 5)])
+    try:
+        program = hwtest.program_of(proc.pid)
+        hwtest.wait_for(lambda: report_files(report_dir), "the hang's report", 30)
+        with open(report_files(report_dir)[0]) as f:
+            first = json.load(f)["hangwatch"]
+        began = first["detected_at_unix_ms"] / 1000 - first["block_duration_us"] / 1e6
+        check(time.time() < began + 2.9, "the report came too late to kill the program 3 s into the hang")
+        time.sleep(began + 3.0 - time.time())  # the scenario: the supervisor gives up 3 s into the hang
+        os.kill(program, signal.SIGKILL)
+        killed_after = time.time() - began  # 3 s, or a little more on a busy machine
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 128 + signal.SIGKILL, f"exit {proc.returncode}\n{err}")
+        paths = report_files(report_dir)
+        check(len(paths) == 1, f"{len(paths)} reports\n{err}")
+        rep = hwtest.load_report(paths[0])
+        apm = rep["hangwatch"]
+        check("sleep_until_killed" in symbols(frames(rep)), f"no culprit: {symbols(frames(rep))}")
+        check(apm.get("hang_end") == "killed", f"hang_end {apm.get('hang_end')}")
+        check(apm.get("process_end") == {"signal": 9, "signal_name": "SIGKILL", "core_dumped": False},
+              f"process_end {apm.get('process_end')}")
+        final = apm["final_duration_us"] / 1e6
+        check(killed_after < 3.3 and abs(final - killed_after) <= 0.1,
+              f"final duration {final} s, killed {killed_after:.3f} s into the hang")
+        m = re.search(r"hangwatch: fatal hang in loop-scenarios \(pid (\d+)\): the process was killed by SIGKILL "
+                      r"([0-9.]+) s into this hang; report (\S+)", err)
+        check(m and int(m.group(1)) == program and abs(float(m.group(2)) - killed_after) <= 0.11
+              and os.path.realpath(m.group(3)) == os.path.realpath(paths[0]), "the fatal line:\n" + err)
+        check("hangwatch: 1 hang, 1 fatal" in err, "the summary at exit:\n" + err)
+        text = show(paths[0])
+        check(re.search(r"fatal: the process was killed by SIGKILL [0-9.]+ s into this hang", text), text)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def case_fatal_hang_exited():
+    """The program's own watchdog thread calls exit(3) 3 s after start,
+    while a callback has been hung for 2.8 s (threshold 1 s): hang_end
+    "exited" with exit status 3, the final duration up to the exit."""
+    r = hwtest.run(["--threshold", "1s", "--", *scenario("exithang", 3)])
+    try:
+        check(r.returncode == 3, r.describe())
+        check(len(r.reports) == 1, r.describe())
+        apm = r.reports[0]["hangwatch"]
+        check(apm.get("hang_end") == "exited" and apm.get("process_end") == {"exit_status": 3}, str(apm))
+        check(2.6 <= apm["final_duration_us"] / 1e6 <= 3.0, f"final {apm['final_duration_us']}")
+        check(re.search(r"fatal hang in loop-scenarios \(pid \d+\): the process exited with status 3, [0-9.]+ s "
+                        r"into this hang", r.stderr), r.stderr)
+        text = show(r.report_paths[0])
+        check("fatal: the process exited with status 3," in text, text)
+    finally:
+        hwtest.cleanup(r)
+
+
+# ---- expected long operations ----
+
+def run_api_pause(mode, seconds):
+    """tests/programs/api_pause.c in `mode`: (its output, validated reports)."""
+    work = tempfile.mkdtemp(prefix="hw-api-")
+    try:
+        reports = os.path.join(work, "r")
+        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
+        p = subprocess.run([hwtest.binary("api-pause"), reports, mode, str(seconds)], capture_output=True, text=True,
+                           timeout=60, env=env)
+        check(p.returncode == 0 and "api-pause: done" in p.stdout, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+        return p.stdout + p.stderr, [hwtest.load_report(path) for path in report_files(reports)]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def case_pause_expected_operation():
+    """A library loop (threshold 1 s) whose callback saves for 1.5 s between
+    hangwatch_loop_pause() and _resume() (nested), then works 0.5 s: no
+    report, so the busy clock started again at the resume.  The same
+    without the pause: one hang, the save on the stack of its first report
+    (a second one follows when the stack moves on to the work after it).
+    Paused 1.5 s into a hang: that hang ends there, as "paused"."""
+    out, reports = run_api_pause("pause", 1.5)
+    check(reports == [], "a paused loop was reported: " +
+          str([symbols(frames(r))[:6] for r in reports]) + "\n" + out)
+    out, reports = run_api_pause("plain", 1.5)
+    first = [r for r in reports if r["hangwatch"]["stretch_report_index"] == 0]
+    check(len(first) == 1 and "hangwatch: 1 hang, 0 fatal" in out, f"{len(reports)} reports without the pause\n{out}")
+    check("save_for_a_long_time" in symbols(frames(first[0])), str(symbols(frames(first[0]))))
+    # Paused when already a hang (1.5 s into it): the hang ends at the pause.
+    out, reports = run_api_pause("late", 1)
+    check(len(reports) == 1, f"{len(reports)} reports when pausing late\n{out}")
+    h = reports[0]["hangwatch"]
+    check(any(name.startswith("late_in_the_save") for name in symbols(frames(reports[0]))),
+          str(symbols(frames(reports[0]))))  # GCC may name its clone late_in_the_save.constprop.0
+    check(h.get("hang_end") == "paused" and 1.4 <= h["final_duration_us"] / 1e6 <= 1.7,
+          f"hang_end {h.get('hang_end')}, final {h.get('final_duration_us')}\n{out}")
+
+
+def case_ignore_frame_demo():
+    """--ignore-frame 'block_*' on the demo: its hang (in
+    block_main_thread_for_four_seconds) is said on stderr as ignored, and
+    counted, but no report is written; the demo's sleep is untouched."""
+    r = hwtest.run(["--ignore-frame", "no_such_function", "--ignore-frame", "block_*", "--",
+                    hwtest.binary("hangwatch-demo")])
+    try:
+        check(r.returncode == 0, r.describe())
+        check(r.reports == [], "an ignored hang was written\n" + r.describe())
+        lines = [l for l in r.stderr.splitlines() if l.startswith("hangwatch: hang in")]
+        check(len(lines) == 1 and "block_main_thread_for_four_seconds" in lines[0]
+              and lines[0].endswith("; ignored: a frame matches --ignore-frame 'block_*', no report"),
+              "the line says it was ignored:\n" + r.stderr)
+        check("hangwatch: 1 hang, 0 fatal (the process died before the hang ended), 1 ignored (--ignore-frame)"
+              in r.stderr, "the summary:\n" + r.stderr)
+        m = re.search(r"sleep\(4\) on the main thread took ([0-9.]+) s", r.stdout)
+        check(m and 3.99 <= float(m.group(1)) <= 4.5, r.describe())
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_ignore_frame_python():
+    """--ignore-frame matches the user's Python functions too: a coroutine's
+    call to handle_request_synchronously(), which sleeps 3 s, is ignored."""
+    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "python_frames.py")
+    r = hwtest.run(["--ignore-frame", "handle_request_sync*", "--", "/usr/bin/python3", program, "sleep"])
+    try:
+        check(r.returncode == 0, r.describe())
+        check(r.reports == [], "an ignored hang was written\n" + r.describe())
+        check(re.search(r"hangwatch: hang in python3 .* handle_request_synchronously \(python_frames\.py:\d+\).*; "
+                        r"ignored: a frame matches --ignore-frame 'handle_request_sync\*', no report", r.stderr),
+              "the line says it was ignored:\n" + r.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_usage_errors():
+    """Bad values of the new options: a clear message and exit 2, nothing started."""
+    cases = [(["--cpu-high", "eighty"], "invalid --cpu-high 'eighty'"),
+             (["--cpu-high", "0%/5s"], "greater than zero"),
+             (["--cpu-high", "80%/500ms"], "at least 1s"),
+             (["--cpu-high", "80%/5"], "missing unit"),
+             (["--cpu-high", "100001"], "at most 100000"),
+             (["--ignore-frame", ""], "invalid --ignore-frame ''"),
+             (["--ignore-frame", "x" * 256], "a pattern of 1 to 255 characters"),
+             (["--ignore-frame"] * 1 + ["a"] + sum([["--ignore-frame", "a"] for _ in range(64)], []),
+              "too many --ignore-frame")]
+    for args, message in cases:
+        p = subprocess.run([hwtest.binary("hangwatch"), "run"] + args + ["--", "true"], capture_output=True,
+                           text=True, timeout=30)
+        check(p.returncode == 2 and message in p.stderr, f"{args[:3]}: exit {p.returncode}: {p.stderr}")
+    p = subprocess.run([hwtest.binary("hangwatch"), "--help"], capture_output=True, text=True, timeout=30)
+    check("--cpu-high PERCENT[/DUR]" in p.stdout and "--ignore-frame PATTERN" in p.stdout, p.stdout)
+
+
+# ---- debugger stops ----
+
+def case_debugger_stop():
+    """gdb attaches to a loop (threshold 1 s) whose ticks each stop at a
+    breakpoint and then work 0.4 s: held there 0.8 s, then 3 s.  No report:
+    a debugger's stop is not the loop's time (the 0.8 s stop and the work
+    after it add up to more than the threshold, and were reported as a hang
+    before the agent looked at a traced process's state while it is busy)."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        hwtest.fail("gdb is not installed (scripts/ensure-deps.sh test installs it)")
+    proc, report_dir = start(["--threshold", "1s", "--", *scenario("breakpoint", 7)])
+    try:
+        program = hwtest.program_of(proc.pid)
+        hwtest.wait_for(lambda: os.path.realpath(f"/proc/{program}/exe") == hwtest.binary("loop-scenarios"),
+                        "the program to start")
+        held = subprocess.run([gdb, "-p", str(program), "-batch", "-ex", "break debugger_breaks_here",
+                               "-ex", "continue", "-ex", "shell sleep 0.8", "-ex", "continue",
+                               "-ex", "shell sleep 3", "-ex", "detach"],
+                              capture_output=True, text=True, timeout=60)
+        check(held.stdout.count("Breakpoint 1, debugger_breaks_here") == 2,
+              "gdb did not hold the loop at its breakpoint twice:\n" + held.stdout + held.stderr)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0 and "scenario: breakpoint done" in out, f"exit {proc.returncode}\n{out}{err}")
+        check(report_files(report_dir) == [], "a debugger's stop was reported as a hang:\n" + err)
+        check("hang in" not in err, err)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def case_stopped_during_hang():
+    """SIGSTOP 1.5 s into a 4 s hang (threshold 1 s), SIGCONT 1 s later: the
+    hang ends at the stop (hang_end "stopped", final duration 1.5 s), and the
+    time stopped is not held against the loop: the rest of the sleep, 1.5 s
+    after it runs again, is a new hang."""
+    proc, report_dir = start(["--threshold", "1s", "--", *scenario("sleephang", 4)])
+    try:
+        program = hwtest.program_of(proc.pid)
+        hwtest.wait_for(lambda: report_files(report_dir), "the hang's report", 30)
+        with open(report_files(report_dir)[0]) as f:
+            first = json.load(f)["hangwatch"]
+        began = first["detected_at_unix_ms"] / 1000 - first["block_duration_us"] / 1e6
+        time.sleep(max(0.0, began + 1.5 - time.time()))  # the scenario: stopped 1.5 s into the hang
+        os.kill(program, signal.SIGSTOP)
+        stopped_after = time.time() - began
+        time.sleep(1.0)
+        os.kill(program, signal.SIGCONT)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
+        reports = [hwtest.load_report(p) for p in report_files(report_dir)]
+        check(len(reports) == 2, f"{len(reports)} reports\n{err}")
+        stopped, after = sorted(reports, key=lambda r: r["hangwatch"]["detected_at_unix_ms"])
+        h = stopped["hangwatch"]
+        check(h.get("hang_end") == "stopped" and abs(h["final_duration_us"] / 1e6 - stopped_after) <= 0.15,
+              f"the first hang's end: {h.get('hang_end')} {h.get('final_duration_us')}, stopped {stopped_after:.3f} s "
+              "into it")
+        h = after["hangwatch"]
+        check(h["stretch_report_index"] == 0 and h.get("hang_end") == "returned_to_wait", str(h))
+        check(1.0 < h["block_duration_us"] / 1e6 < 1.2, f"the clock did not start again: {h['block_duration_us']}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+# ---- CPU-high reports ----
+
+def case_cpu_high():
+    """A worker thread spins 3.5 s while the main thread idles in its loop,
+    under --cpu-high 50%/2s: one cpu_high report (the next would come a
+    window later, after the spin), whose hottest thread is the worker, first
+    in the report, with its samples in spin_in_worker; the idle main thread
+    barely counts."""
+    r = hwtest.run(["--cpu-high", "50%/2s", "--", *scenario("cpuhot", 3.5)])
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        rep = r.reports[0]
+        apm = rep["hangwatch"]
+        check(apm["hang_type"] == "cpu_high" and apm["detector"] == "cpu_usage", str(apm["hang_type"]))
+        cpu = apm["cpu_high"]
+        check(cpu["window_us"] >= 2_000_000 and cpu["threshold_percent"] == 50 and cpu["process_percent"] > 50,
+              f"window {cpu['window_us']} threshold {cpu['threshold_percent']} process {cpu['process_percent']}")
+        hot = cpu["threads"][0]
+        check(hot["name"] == "hot-worker" and hot["percent"] > 50, f"hottest thread {hot}")
+        check(apm["hung_thread"]["thread_identifier"] == hot["thread_identifier"]
+              and rep["crash"]["threads"][0]["thread_identifier"] == hot["thread_identifier"],
+              "the hottest thread is not the report's first")
+        check(hot["sample_count"] >= 5 and hot["stacks"]
+              and "spin_in_worker" in symbols(hot["stacks"][0]["backtrace"]["contents"]),
+              f"the samples do not name the spinning function: {hot.get('stacks', [])[:1]}")
+        main = [t for t in cpu["threads"] if t["thread_identifier"] == rep["report"]["pid"]]
+        check(main and main[0]["percent"] < 10, f"the idle main thread: {main}")
+        check(re.search(r"hangwatch: CPU high in loop-scenarios \(pid \d+\): [0-9.]+% of one CPU over [0-9.]+s "
+                        r"\(threshold 50%\); hottest thread \d+ \(hot-worker\) [0-9.]+% in spin_in_worker", r.stderr),
+              "the line on stderr:\n" + r.stderr)
+        text = show(r.report_paths[0])
+        check("CPU high in loop-scenarios" in text and "x  spin_in_worker" in text, text)
+    finally:
+        hwtest.cleanup(r)
+
+
+if __name__ == "__main__":
+    hwtest.main({
+        "fatal_hang_killed": case_fatal_hang_killed,
+        "fatal_hang_exited": case_fatal_hang_exited,
+        "pause_expected_operation": case_pause_expected_operation,
+        "ignore_frame_demo": case_ignore_frame_demo,
+        "ignore_frame_python": case_ignore_frame_python,
+        "usage_errors": case_usage_errors,
+        "debugger_stop": case_debugger_stop,
+        "stopped_during_hang": case_stopped_during_hang,
+        "cpu_high": case_cpu_high,
+    })
