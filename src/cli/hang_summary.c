@@ -270,7 +270,8 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
     out->tid = tid > 0 ? tid : -1;
     out->thread_name = dup_at(thread, "name", "?", &oom);
     if (!oom && json_is_object(thread) &&
-        frames_of(json_object_get(thread, "backtrace"), &out->frames, &out->frame_count) != 0)
+        frames_in(json_object_get(json_object_get(thread, "backtrace"), "contents"), HW_SUMMARY_MAX_FRAMES,
+                  &out->frames, &out->frame_count, &out->frames_more) != 0)
         oom = true;
     if (!oom)
         out->culprit = hw_culprit_frame(out->frames, out->frame_count, hw_str_at(apm, "executable", NULL),

@@ -47,6 +47,7 @@ typedef struct hw_hang_summary {
     char *hang_end;     /* how it ended, or NULL */
     hw_sframe *frames;  /* the hung thread's stack, innermost first */
     size_t frame_count;
+    size_t frames_more; /* frames of it beyond HW_SUMMARY_MAX_FRAMES, not kept */
     size_t culprit;     /* index into frames, or HW_NO_FRAME */
     hw_sframe *point;   /* the Point Stack (early sampling), innermost first */
     size_t point_count;

@@ -510,7 +510,8 @@ static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html
     if (rep->hang_end != NULL)
         set(d, "hang_end", hw_json_text(rep->hang_end));
     set(d, "stack", frames_json(rep->frames, rep->frame_count, SHOWN_FRAMES, false));
-    set(d, "stack_more", hw_json_u64(rep->frame_count > SHOWN_FRAMES ? rep->frame_count - SHOWN_FRAMES : 0));
+    set(d, "stack_more", hw_json_u64((rep->frame_count > SHOWN_FRAMES ? rep->frame_count - SHOWN_FRAMES : 0) +
+                                     rep->frames_more));
     set(d, "culprit", jint(rep->culprit == HW_NO_FRAME ? -1 : (int64_t)rep->culprit));
     if (rep->point_count > 0) {
         json_t *p = json_object();

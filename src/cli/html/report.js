@@ -5,8 +5,8 @@
  *
  * Everything in the data came from reports, which anyone may have written:
  * it reaches the page only as text (textContent, text nodes, SVG text and
- * attribute values set through the DOM), never as markup.  No innerHTML,
- * no URL from the data, nothing loaded from anywhere.
+ * attribute values set through the DOM), never parsed as markup; no URL
+ * comes from the data, and nothing is loaded from anywhere.
  */
 'use strict';
 (function () {
@@ -159,7 +159,8 @@
       notes.push(plural(data.not_hangs, 'stutter or snapshot report') + ' set aside (not hangs)');
     }
     if (data.unreadable > 0) {
-      notes.push(plural(data.unreadable, 'file or path') + ' could not be read (named when the page was made)');
+      notes.push(data.unreadable + (data.unreadable === 1 ? ' file or path' : ' files or paths') +
+                 ' could not be read (named when the page was made)');
     }
     if (data.group_count > data.groups.length) {
       notes.push('the table shows the ' + data.groups.length + ' groups with the most hang time');
