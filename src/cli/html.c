@@ -173,7 +173,7 @@ static long frame_add(flame *f, const hw_sframe *fr, const char *id)
     n->object = fr->object ? strdup(fr->object) : NULL;
     n->language = fr->language;
     if (n->name == NULL || (fr->file && n->file == NULL) || (fr->object && n->object == NULL) ||
-        json_object_set_new(f->frame_index, id, json_integer((json_int_t)f->frame_count)) != 0) {
+        json_object_set_new_nocheck(f->frame_index, id, json_integer((json_int_t)f->frame_count)) != 0) {
         free(n->name);
         free(n->file);
         free(n->object);
@@ -305,7 +305,7 @@ static flame *flame_of_key(hw_html *h, const char *key)
         h->flames = grown;
         h->flame_cap = cap;
     }
-    if (json_object_set_new(h->flame_index, key, json_integer((json_int_t)h->flame_count)) != 0)
+    if (json_object_set_new_nocheck(h->flame_index, key, json_integer((json_int_t)h->flame_count)) != 0)
         return NULL;
     flame *f = &h->flames[h->flame_count++];
     memset(f, 0, sizeof *f);
@@ -631,6 +631,7 @@ static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *u
     int64_t *end = n ? calloc(n, sizeof *end) : NULL;
     lane *lanes = NULL;
     size_t lane_count = 0;
+    json_t *lane_index = NULL;
     json_t *out = NULL;
     *unplaced = *lanes_more = 0;
     if (n && (!hang_index || !hangs || !link || !end))
@@ -656,7 +657,8 @@ static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *u
         }
     }
     lanes = m ? calloc(m, sizeof *lanes) : NULL;
-    if (m && lanes == NULL)
+    lane_index = json_object();
+    if ((m && lanes == NULL) || lane_index == NULL)
         goto done;
     bool oom = false;
     for (size_t k = 0; k < m && !oom; k++) {
@@ -668,14 +670,24 @@ static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *u
             (*unplaced)++;
             continue;
         }
-        lane *l = NULL;
-        for (size_t i = 0; i < lane_count && l == NULL; i++)
-            if (lanes[i].pid == s->pid && strcmp(lanes[i].process, s->process_name) == 0)
-                l = &lanes[i];
+        /* a process: its pid and name (pids are reused, on other machines too) */
+        char *id = NULL;
+        if (asprintf(&id, "%" PRId64 "/%s", s->pid, s->process_name) < 0) {
+            oom = true;
+            break;
+        }
+        json_t *at = json_object_get(lane_index, id);
+        lane *l = at != NULL ? &lanes[json_integer_value(at)] : NULL;
         if (l == NULL) {
+            if (json_object_set_new_nocheck(lane_index, id, json_integer((json_int_t)lane_count)) != 0) {
+                free(id);
+                oom = true;
+                break;
+            }
             l = &lanes[lane_count++];
             *l = (lane){s->pid, s->process_name, NULL, 0, 0, 0, start};
         }
+        free(id);
         if (start < l->first_us)
             l->first_us = start;
         if (l->count >= LANE_HANGS) {
@@ -733,6 +745,7 @@ done:
     for (size_t i = 0; i < lane_count; i++)
         free(lanes[i].bars);
     free(lanes);
+    json_decref(lane_index);
     free(hang_index);
     free(hangs);
     free(link);
@@ -780,7 +793,7 @@ static json_t *page_data(hw_html *h, const hw_stats *st, const hw_report_walk_co
     if (index == NULL || (h->count && group_of == NULL) || (shown && rep == NULL))
         goto done;
     for (size_t g = 0; g < shown; g++) {
-        json_object_set_new(index, st->groups[g].key, json_integer((json_int_t)g));
+        json_object_set_new_nocheck(index, st->groups[g].key, json_integer((json_int_t)g));
         rep[g] = SIZE_MAX;
     }
     for (size_t i = 0; i < h->count; i++) {

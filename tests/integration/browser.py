@@ -147,12 +147,13 @@ class Browser:
         """The URL of every request the page made."""
         return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
 
-    def screenshot(self, path, full_page=True):
+    def screenshot(self, path, full_page=True, height=None):
+        """The page (all of it, or the viewport), or its top `height` pixels, as a PNG file."""
         params = {"format": "png"}
-        if full_page:
+        if full_page or height:
             size = self.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
             params.update({"captureBeyondViewport": True,
-                           "clip": {"x": 0, "y": 0, "width": size[0], "height": size[1], "scale": 1}})
+                           "clip": {"x": 0, "y": 0, "width": size[0], "height": height or size[1], "scale": 1}})
         data = self.call("Page.captureScreenshot", params, timeout=120)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))

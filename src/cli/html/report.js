@@ -190,13 +190,16 @@
     {title: 'Culprit', key: function (g) { return g.culprit ? g.culprit.name : ''; }}
   ];
 
+  /* The table names the culprit's file without its directories (the
+   * whole path is its title, and in the group's stack). */
   function culpritCell(g) {
     if (!g.culprit) {
       return h('span', {class: 'muted'}, 'unknown (no frame names a function)');
     }
-    var where = place(g.culprit);
-    return [langBadge(g.culprit), h('span', {class: 'culprit-name'}, g.culprit.name),
-            where ? [' ', h('span', {class: 'culprit-place'}, where)] : null];
+    var f = g.culprit;
+    var where = f.file ? h('span', {class: 'culprit-place', title: place(f)},
+                           f.file.split('/').pop() + (f.line ? ':' + f.line : '')) : null;
+    return [langBadge(f), h('span', {class: 'culprit-name'}, f.name), where ? [' ', where] : null];
   }
 
   function groupLabel(i) {
