@@ -377,8 +377,8 @@ size_t hw_html_hang_count(const hw_html *h)
 
 /* ---- the data as JSON ---------------------------------------------------------- */
 
-/* Adds that cannot fail but for memory: the page is then not made (the
- * document is checked once, at the end, by json_dumps). */
+/* An add that fails only when out of memory, and then leaves the field
+ * out (as `stats --json` does); jansson takes NULL objects and values. */
 static void set(json_t *o, const char *key, json_t *v)
 {
     json_object_set_new(o, key, v);
