@@ -1,9 +1,10 @@
 /*
- * fuzz_stats.c - `hangwatch stats` and `export` on report text: the report
- * summarized (hw_hang_summary_of), grouped with a second report made from
- * the same text (so that stretch linking, medians and sorting have two to
- * work with), printed as the table and as JSON, and exported in both
- * formats.
+ * fuzz_stats.c - `hangwatch stats`, `export` and `html` on report text: the
+ * report summarized (hw_hang_summary_of), grouped with a second report made
+ * from the same text (so that stretch linking, medians and sorting have two
+ * to work with), printed as the table and as JSON, exported in both
+ * formats, and made into the HTML page (its samples' flame graph, its
+ * other threads, its timeline).
  *
  * Feeds: the input as the text of a report file (exactly its bytes); what
  * is not JSON or not shaped like a report stops where `stats` would name
@@ -13,15 +14,20 @@
  * Proves: no out-of-bounds access, leak or UBSan report whatever the JSON
  * holds (wrong types, negative or huge numbers, times near the ends of the
  * integers, deep or missing stacks); two copies of one hang make one group
- * of two reports; every export and the JSON form are built.
+ * of two reports; every export and the JSON form are built; the page is
+ * made, its data element holds JSON with no '<', '>', '&' or byte beyond
+ * ASCII, and the page has exactly its own two scripts.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "export.h"
 #include "hang_stats.h"
 #include "hang_summary.h"
+#include "html.h"
 #include "report_read.h"
 #include "stats.h"
 
@@ -32,6 +38,50 @@
     } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len);
+
+/* `hangwatch html` reads a group's newest report again: here, the same. */
+static json_t *reload_same(const char *path, void *ctx)
+{
+    (void)path;
+    return json_incref((json_t *)ctx);
+}
+
+static size_t occurrences(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, what); p != NULL; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* The page of two copies of the report: made, and its data safe. */
+static void check_html(json_t *root, bool is_hang)
+{
+    hw_html *h = hw_html_new();
+    CHECK(h != NULL);
+    CHECK(hw_html_add(h, root, "a/fuzz-report.json") == 0);
+    CHECK(hw_html_add(h, root, "b/fuzz-report.json") == 0);
+    CHECK(hw_html_hang_count(h) == (is_hang ? 2 : 0));
+    hw_report_walk_counts counts = {2, 1};
+    size_t len = 0;
+    char *page = hw_html_render(h, &counts, "bm9uY2Vub25jZW5vbmNlbm9u", 1796000000000LL, reload_same, root, &len);
+    CHECK(page != NULL && strlen(page) == len);
+    static const char open[] = "<script type=\"application/json\" id=\"hw-data\">";
+    const char *data = strstr(page, open);
+    CHECK(data != NULL);
+    data += sizeof open - 1;
+    const char *end = strstr(data, "</script>");
+    CHECK(end != NULL);
+    for (const char *p = data; p < end; p++)
+        CHECK(*p != '<' && *p != '>' && *p != '&' && (unsigned char)*p < 0x80);
+    json_error_t err;
+    json_t *parsed = json_loadb(data, (size_t)(end - data), 0, &err);
+    CHECK(json_is_object(parsed) && json_array_size(json_object_get(parsed, "groups")) == (is_hang ? 1 : 0));
+    json_decref(parsed);
+    CHECK(occurrences(page, "<script") == 2 && occurrences(page, "</script>") == 2);
+    free(page);
+    hw_html_free(h);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
 {
@@ -50,6 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
     hw_hang_summary s[2];
     CHECK(hw_hang_summary_of(root, "a/fuzz-report.json", &s[0]) == 0);
     CHECK(hw_hang_summary_of(root, "b/fuzz-report.json", &s[1]) == 0);
+    check_html(root, s[0].is_hang);
     json_decref(root);
 
     hw_stats st;

@@ -320,9 +320,19 @@ def stats_seeds():
         {"sample_count": 9223372036854775807, "sample_interval_us": 9223372036854775807})
     stutter = json.loads(json.dumps(sampled))
     stutter["hangwatch"]["hang_type"] = "stutter"
+    # every sample of the ring (for `hangwatch html`'s flame graph), with a
+    # stack naming a frame that is not there, a count of the wrong type and
+    # a name that would end the page's script
+    samples = json.loads(json.dumps(sampled))
+    sframes = samples["crash"]["threads"][0]["backtrace"]["contents"]
+    samples["hangwatch"]["collection"]["main_thread"]["samples"] = {
+        "frames": sframes + [dict(sframes[0], symbol_name="</script><!--<script>")],
+        "stacks": [{"count": 12, "frames": [0, 1], "point_stack": True}, {"count": 5, "frames": [2, 1]},
+                   {"count": 2, "frames": [7]}, {"count": "1", "frames": [0]}, {"count": 1, "frames": []}],
+        "left_out": 1}
     seeds.update({"report-sampled": json.dumps(sampled), "report-later": json.dumps(later),
                   "report-python": json.dumps(python), "report-extreme": json.dumps(extreme),
-                  "report-stutter": json.dumps(stutter)})
+                  "report-stutter": json.dumps(stutter), "report-samples": json.dumps(samples)})
     return seeds
 
 

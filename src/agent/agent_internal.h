@@ -41,6 +41,7 @@
 #include "../core/frame_gap.h"
 #include "../core/ping_detector.h"
 #include "../core/point_stack.h"
+#include "../core/ring_stacks.h"
 #include "../core/semaphore_detector.h"
 #include "../core/shared_page.h"
 #include "../core/stutter.h"
@@ -347,6 +348,9 @@ typedef struct report_request {
     hw_frame *ps_named;           /* ps_depth entries: the Point Stack's Python frames named, or NULL */
     size_t ps_sample_count, ps_ring_capacity, ps_chosen_index, ps_top_repeat;
     size_t ps_sources[HW_SAMPLE_SOURCES]; /* samples in the ring by how they were taken */
+    /* every sample of the ring, as distinct stacks of distinct addresses */
+    hw_ring_stacks ring;
+    hw_frame *ring_named;         /* ring.addr_count entries: their Python frames named, or NULL */
     /* a re-check with early sampling: the newest sample's function keys
      * decide the annealing, not the captured stack */
     size_t key_count; /* 0: unwind the captured hung thread */

@@ -23,6 +23,7 @@
 
 #include "agent_internal.h"
 #include "perf_sampler.h"
+#include "report.h"
 
 static void sampler_free(sampler *s)
 {
@@ -739,7 +740,10 @@ void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_r
     req->ps_chosen_index = (size_t)idx;
     req->ps_top_repeat = hw_ring_repeat_at(&s->ring, (size_t)idx);
     hw_ring_count_sources(&s->ring, req->ps_sources);
-    /* Its Python frames are named now, while the process most likely lives. */
+    /* Every sample, for a flame graph (none when out of memory). */
+    if (hw_ring_stacks_of(&s->ring, idx, HW_REPORT_MAX_SAMPLE_STACKS, &req->ring) != 0)
+        memset(&req->ring, 0, sizeof req->ring);
+    /* Their Python frames are named now, while the process most likely lives. */
     hw_python_namer *namer = python_namer(w);
     for (size_t i = 0; namer && i < req->ps_depth; i++) {
         if (!hw_python_key_is_python(req->ps_pcs[i]))
@@ -747,6 +751,13 @@ void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_r
         if (!req->ps_named && !(req->ps_named = calloc(req->ps_depth, sizeof *req->ps_named)))
             break;
         hw_python_frame_from_key(namer, req->ps_pcs[i], &req->ps_named[i]);
+    }
+    for (size_t i = 0; namer && i < req->ring.addr_count; i++) {
+        if (!hw_python_key_is_python(req->ring.addrs[i].pc))
+            continue;
+        if (!req->ring_named && !(req->ring_named = calloc(req->ring.addr_count, sizeof *req->ring_named)))
+            break;
+        hw_python_frame_from_key(namer, req->ring.addrs[i].pc, &req->ring_named[i]);
     }
     req->main_thread_state = "collected";
     req->main_thread_reason = "early_sampling";

@@ -220,6 +220,29 @@ void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
+/* collection.main_thread.samples: every sample of the ring as distinct
+ * stacks ({"count", "frames": indexes into the frames, innermost first,
+ * "point_stack" on the one the Point Stack is a sample of}), each distinct
+ * address once in "frames", and the samples left out. */
+static json_t *samples_json(const hw_ring_stacks *rs, const hw_frame *frames)
+{
+    json_t *fr = json_array();
+    for (size_t i = 0; fr && i < rs->addr_count; i++)
+        json_array_append_new(fr, frame_json(&frames[i]));
+    json_t *stacks = json_array();
+    for (size_t s = 0; stacks && s < rs->stack_count; s++) {
+        const hw_ring_stack *st = &rs->stacks[s];
+        json_t *idx = json_array();
+        for (size_t k = 0; idx && k < st->depth; k++)
+            json_array_append_new(idx, json_integer((json_int_t)rs->frames[st->first + k]));
+        json_t *o = json_pack("{s:I, s:o}", "count", (json_int_t)st->count, "frames", idx);
+        if (o && st->point_stack)
+            json_object_set_new(o, "point_stack", json_true());
+        json_array_append_new(stacks, o);
+    }
+    return json_pack("{s:o, s:o, s:I}", "frames", fr, "stacks", stacks, "left_out", (json_int_t)rs->left_out);
+}
+
 /* capture.tracer_pid and capture.tracer_name: who held the threads that
  * could not be captured. */
 static void add_tracer(json_t *capture, const hw_process_snapshot *snap)
@@ -348,6 +371,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                           "stopped", (json_int_t)ps->sources[HW_SAMPLE_STOPPED], "reused",
                                           (json_int_t)ps->sources[HW_SAMPLE_REUSED]));
         json_object_set_new(main_thread, "backtrace", json_pack("{s:o, s:i}", "contents", contents, "skipped", 0));
+        if (ps->stacks && ps->stack_frames && ps->stacks->stack_count > 0)
+            json_object_set_new(main_thread, "samples", samples_json(ps->stacks, ps->stack_frames));
     }
     json_t *collection = json_pack("{s:{s:I, s:o}, s:o}", "scene_threads", "enumerated_thread_count",
                                    (json_int_t)snap->enumerated_thread_count, "items", items, "main_thread",

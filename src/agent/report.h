@@ -16,10 +16,16 @@
 
 #include "capture.h"
 #include "point_stack.h"
+#include "ring_stacks.h"
 #include "report_dir.h"
 #include "unwind.h"
 
-/* Early sampling's representative stack (Matrix's Point Stack). */
+/* The distinct stacks of a ring written into a report, at most (the
+ * samples of the others are counted as left out). */
+#define HW_REPORT_MAX_SAMPLE_STACKS 256
+
+/* Early sampling's representative stack (Matrix's Point Stack), and every
+ * sample of the ring. */
 typedef struct hw_point_stack {
     const hw_frame *frames;       /* symbolized, innermost first */
     const unsigned *repeat_counts; /* per frame: occurrences over the ring */
@@ -30,6 +36,8 @@ typedef struct hw_point_stack {
     size_t chosen_index;     /* oldest sample = 0 */
     size_t top_repeat;       /* its 0-based run length */
     const size_t *sources;   /* HW_SAMPLE_SOURCES counts: samples by how they were taken, or NULL */
+    const hw_ring_stacks *stacks; /* every sample, as distinct stacks; or NULL */
+    const hw_frame *stack_frames; /* stacks->addr_count entries, symbolized */
 } hw_point_stack;
 
 /* A CPU-high report's section (hang_type "cpu_high"). */

@@ -181,6 +181,8 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
     req->py_names = NULL;
     req->cpu = NULL;
     req->ps_named = NULL;
+    req->ring_named = NULL;
+    memset(&req->ring, 0, sizeof req->ring);
     return true;
 }
 
@@ -196,6 +198,11 @@ void report_request_release(report_request *req)
     req->ps_named = NULL;
     cpu_high_request_free(req->cpu);
     req->cpu = NULL;
+    for (size_t i = 0; req->ring_named && i < req->ring.addr_count; i++)
+        hw_frame_clear(&req->ring_named[i]);
+    free(req->ring_named);
+    req->ring_named = NULL;
+    hw_ring_stacks_free(&req->ring);
     hw_process_snapshot_free(&req->snap);
 }
 
@@ -438,6 +445,20 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
 
 /* ---- the jobs ---- */
 
+/* An address of early sampling symbolized with this capture's maps: as the
+ * Python frame named when the request was made (`named`, may be NULL), else
+ * from the address (`exact`: where the thread was, not a return address). */
+static void symbolize_sampled(hw_symbolizer *sym, uint64_t pc, bool exact, const hw_frame *named, hw_frame *out)
+{
+    if (named && named->language != HW_LANG_NATIVE && named->symbol_name) {
+        *out = *named;
+        out->symbol_name = strdup(named->symbol_name);
+        out->source_file = named->source_file ? strdup(named->source_file) : NULL;
+    } else {
+        hw_symbolize_frame(sym, pc, exact, out);
+    }
+}
+
 /* Unwind thread i of the request's snapshot with its runtime frames. */
 static void unwind_with_runtime(hw_symbolizer *sym, const report_request *req, size_t i, hw_backtrace *bt)
 {
@@ -641,18 +662,15 @@ static void do_report(report_worker *wk, job *j)
     /* Early sampling's Point Stack, symbolized with this capture's maps. */
     hw_point_stack ps = {0};
     hw_frame ps_frames[HW_SAMPLE_MAX_FRAMES];
+    hw_frame *ring_frames = NULL;
     if (req->ps_depth && sym) {
-        for (size_t i = 0; i < req->ps_depth; i++) {
-            /* Python frames were named when the request was made. */
-            const hw_frame *named = req->ps_named ? &req->ps_named[i] : NULL;
-            if (named && named->language != HW_LANG_NATIVE && named->symbol_name) {
-                ps_frames[i] = *named;
-                ps_frames[i].symbol_name = strdup(named->symbol_name);
-                ps_frames[i].source_file = named->source_file ? strdup(named->source_file) : NULL;
-            } else {
-                hw_symbolize_frame(sym, req->ps_pcs[i], i == 0, &ps_frames[i]);
-            }
-        }
+        for (size_t i = 0; i < req->ps_depth; i++)
+            symbolize_sampled(sym, req->ps_pcs[i], i == 0, req->ps_named ? &req->ps_named[i] : NULL, &ps_frames[i]);
+        /* and every sample's addresses, for a flame graph */
+        if (req->ring.stack_count > 0 && (ring_frames = calloc(req->ring.addr_count, sizeof *ring_frames)) != NULL)
+            for (size_t i = 0; i < req->ring.addr_count; i++)
+                symbolize_sampled(sym, req->ring.addrs[i].pc, req->ring.addrs[i].innermost,
+                                  req->ring_named ? &req->ring_named[i] : NULL, &ring_frames[i]);
         ps = (hw_point_stack){.frames = ps_frames,
                               .repeat_counts = req->ps_counts,
                               .frame_count = req->ps_depth,
@@ -661,7 +679,9 @@ static void do_report(report_worker *wk, job *j)
                               .interval_ns = a->opts->sample_interval_ns,
                               .chosen_index = req->ps_chosen_index,
                               .top_repeat = req->ps_top_repeat,
-                              .sources = req->ps_sources};
+                              .sources = req->ps_sources,
+                              .stacks = ring_frames ? &req->ring : NULL,
+                              .stack_frames = ring_frames};
     }
     const hw_check *c = &req->check;
     cpu_report_parts *cpu_parts = req->cpu ? malloc(sizeof *cpu_parts) : NULL;
@@ -743,6 +763,9 @@ static void do_report(report_worker *wk, job *j)
     if (cpu_parts)
         cpu_parts_free(cpu_parts);
     free(cpu_parts);
+    for (size_t i = 0; ring_frames && i < req->ring.addr_count; i++)
+        hw_frame_clear(&ring_frames[i]);
+    free(ring_frames);
 out:
     for (size_t i = 0; bts && i < snap->thread_count; i++)
         hw_backtrace_free(&bts[i]);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "report_read.h"
+#include "saturating.h"
 
 /* A non-negative integer field, or false. */
 static bool uint_at(json_t *obj, const char *key, uint64_t *out)
@@ -89,16 +90,16 @@ static int frame_of(json_t *frame, hw_sframe *out)
     return 0;
 }
 
-/* The frames of a backtrace object's "contents", at most
- * HW_SUMMARY_MAX_FRAMES.  0, or -1 (out of memory). */
-static int frames_of(json_t *backtrace, hw_sframe **frames, size_t *count)
+/* The frames of a JSON array of frames, at most `max`. */
+static int frames_in(json_t *contents, size_t max, hw_sframe **frames, size_t *count, size_t *more)
 {
-    json_t *contents = json_object_get(backtrace, "contents");
     size_t n = json_array_size(contents);
-    if (n > HW_SUMMARY_MAX_FRAMES)
-        n = HW_SUMMARY_MAX_FRAMES;
     *frames = NULL;
     *count = 0;
+    if (more != NULL)
+        *more = n > max ? n - max : 0;
+    if (n > max)
+        n = max;
     if (n == 0)
         return 0;
     hw_sframe *f = calloc(n, sizeof *f);
@@ -106,14 +107,94 @@ static int frames_of(json_t *backtrace, hw_sframe **frames, size_t *count)
         return -1;
     for (size_t i = 0; i < n; i++) {
         if (frame_of(json_array_get(contents, i), &f[i]) != 0) {
-            for (size_t k = 0; k < i; k++)
-                frame_clear(&f[k]);
-            free(f);
+            hw_sframes_free(f, i);
             return -1;
         }
     }
     *frames = f;
     *count = n;
+    return 0;
+}
+
+/* The frames of a backtrace object's "contents", at most
+ * HW_SUMMARY_MAX_FRAMES.  0, or -1 (out of memory). */
+static int frames_of(json_t *backtrace, hw_sframe **frames, size_t *count)
+{
+    return frames_in(json_object_get(backtrace, "contents"), HW_SUMMARY_MAX_FRAMES, frames, count, NULL);
+}
+
+int hw_sframes_of(json_t *backtrace, size_t max, hw_sframe **frames, size_t *count, size_t *more)
+{
+    return frames_in(json_object_get(backtrace, "contents"), max, frames, count, more);
+}
+
+void hw_sframes_free(hw_sframe *frames, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        frame_clear(&frames[i]);
+    free(frames);
+}
+
+void hw_sampled_free(hw_sampled *s)
+{
+    hw_sframes_free(s->frames, s->frame_count);
+    for (size_t i = 0; i < s->stack_count; i++)
+        free(s->stacks[i].frames);
+    free(s->stacks);
+    memset(s, 0, sizeof *s);
+}
+
+int hw_sampled_of(json_t *root, hw_sampled *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *samples = json_object_get(
+        json_object_get(json_object_get(json_object_get(root, "hangwatch"), "collection"), "main_thread"), "samples");
+    json_t *stacks = json_object_get(samples, "stacks");
+    if (!json_is_array(stacks) || json_array_size(stacks) == 0)
+        return 0;
+    uint64_t left_out;
+    if (uint_at(samples, "left_out", &left_out))
+        out->left_out = left_out;
+    if (frames_in(json_object_get(samples, "frames"), HW_SAMPLED_MAX_FRAMES, &out->frames, &out->frame_count, NULL) != 0)
+        return -1;
+    size_t n = json_array_size(stacks);
+    out->stacks = calloc(n < HW_SAMPLED_MAX_STACKS ? n : HW_SAMPLED_MAX_STACKS, sizeof *out->stacks);
+    if (out->stacks == NULL) {
+        hw_sampled_free(out);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *st = json_array_get(stacks, i);
+        json_t *frames = json_object_get(st, "frames");
+        uint64_t count;
+        if (!uint_at(st, "count", &count) || count == 0)
+            continue;
+        size_t depth = json_array_size(frames);
+        bool usable = out->stack_count < HW_SAMPLED_MAX_STACKS && depth > 0 && depth <= HW_SUMMARY_MAX_FRAMES;
+        for (size_t k = 0; usable && k < depth; k++) {
+            json_t *v = json_array_get(frames, k);
+            usable = json_is_integer(v) && json_integer_value(v) >= 0 &&
+                     (uint64_t)json_integer_value(v) < out->frame_count;
+        }
+        if (!usable) {
+            out->left_out = hw_add_sat(out->left_out, count);
+            continue;
+        }
+        hw_sampled_stack *s = &out->stacks[out->stack_count];
+        if ((s->frames = calloc(depth, sizeof *s->frames)) == NULL) {
+            hw_sampled_free(out);
+            return -1;
+        }
+        for (size_t k = 0; k < depth; k++)
+            s->frames[k] = (uint32_t)json_integer_value(json_array_get(frames, k));
+        s->depth = depth;
+        s->count = count;
+        s->point_stack = json_is_true(json_object_get(st, "point_stack"));
+        out->samples = hw_add_sat(out->samples, count);
+        out->stack_count++;
+    }
+    if (out->stack_count == 0)
+        hw_sampled_free(out); /* nothing to draw; left_out goes with it */
     return 0;
 }
 
@@ -189,7 +270,8 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
     out->tid = tid > 0 ? tid : -1;
     out->thread_name = dup_at(thread, "name", "?", &oom);
     if (!oom && json_is_object(thread) &&
-        frames_of(json_object_get(thread, "backtrace"), &out->frames, &out->frame_count) != 0)
+        frames_in(json_object_get(json_object_get(thread, "backtrace"), "contents"), HW_SUMMARY_MAX_FRAMES,
+                  &out->frames, &out->frame_count, &out->frames_more) != 0)
         oom = true;
     if (!oom)
         out->culprit = hw_culprit_frame(out->frames, out->frame_count, hw_str_at(apm, "executable", NULL),

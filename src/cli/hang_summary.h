@@ -47,6 +47,7 @@ typedef struct hw_hang_summary {
     char *hang_end;     /* how it ended, or NULL */
     hw_sframe *frames;  /* the hung thread's stack, innermost first */
     size_t frame_count;
+    size_t frames_more; /* frames of it beyond HW_SUMMARY_MAX_FRAMES, not kept */
     size_t culprit;     /* index into frames, or HW_NO_FRAME */
     hw_sframe *point;   /* the Point Stack (early sampling), innermost first */
     size_t point_count;
@@ -59,6 +60,44 @@ typedef struct hw_hang_summary {
  */
 int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out);
 void hw_hang_summary_free(hw_hang_summary *s);
+
+/* The frames of a backtrace object's "contents" (innermost first), at most
+ * `max`; *more says how many were left out.  0, or -1 when out of memory
+ * (then nothing is held).  Free with hw_sframes_free. */
+int hw_sframes_of(json_t *backtrace, size_t max, hw_sframe **frames, size_t *count, size_t *more);
+void hw_sframes_free(hw_sframe *frames, size_t count);
+
+/*
+ * Every sample of early sampling's ring (collection.main_thread.samples,
+ * written since reports carry them): distinct frames, and distinct stacks
+ * of them with a count each.  A stack that names a frame that is not there
+ * or has no frame is dropped and its samples counted in left_out; at most
+ * HW_SAMPLED_MAX_STACKS stacks and HW_SAMPLED_MAX_FRAMES frames are kept
+ * (the agent writes at most 256 stacks of at most 128 frames).
+ */
+#define HW_SAMPLED_MAX_STACKS 4096
+#define HW_SAMPLED_MAX_FRAMES 65536
+
+typedef struct hw_sampled_stack {
+    uint64_t count;
+    uint32_t *frames; /* indexes into hw_sampled.frames, innermost first */
+    size_t depth;     /* at most HW_SUMMARY_MAX_FRAMES */
+    bool point_stack; /* the Point Stack is one of its samples */
+} hw_sampled_stack;
+
+typedef struct hw_sampled {
+    hw_sframe *frames;
+    size_t frame_count;
+    hw_sampled_stack *stacks;
+    size_t stack_count;
+    uint64_t samples;  /* in stacks, added (saturating) */
+    uint64_t left_out; /* the report's left_out and what was dropped here */
+} hw_sampled;
+
+/* The samples of a report already checked for its shape: 0 (with none when
+ * the report has none), or -1 when out of memory (then nothing is held). */
+int hw_sampled_of(json_t *root, hw_sampled *out);
+void hw_sampled_free(hw_sampled *s);
 
 /* The hang's duration: its final duration when known, else the time it had
  * been busy when detected (a lower bound). */

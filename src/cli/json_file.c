@@ -48,16 +48,14 @@ static int write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
-int hw_json_file_write(const char *path, const char *what, json_t *json, size_t flags)
+/* `len` bytes of `text`, and `tail` (may be NULL), into `path` for good. */
+static int write_file(const char *path, const char *what, const char *text, size_t len, const char *tail)
 {
     if (hw_json_file_check(path, what) != 0)
         return -ELOOP;
-    char *text = json_dumps(json, flags);
     char *tmp = NULL;
-    if (text == NULL || asprintf(&tmp, "%s.XXXXXX", path) < 0) {
-        free(text);
+    if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
         return -ENOMEM;
-    }
     int rc = 0;
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
@@ -66,9 +64,9 @@ int hw_json_file_write(const char *path, const char *what, json_t *json, size_t 
         if (fchmod(fd, 0600) != 0)
             rc = -errno;
         if (rc == 0)
-            rc = write_all(fd, text, strlen(text));
-        if (rc == 0)
-            rc = write_all(fd, "\n", 1);
+            rc = write_all(fd, text, len);
+        if (rc == 0 && tail != NULL)
+            rc = write_all(fd, tail, strlen(tail));
         if (rc == 0 && fsync(fd) != 0)
             rc = -errno;
         if (close(fd) != 0 && rc == 0)
@@ -79,6 +77,20 @@ int hw_json_file_write(const char *path, const char *what, json_t *json, size_t 
             unlink(tmp);
     }
     free(tmp);
+    return rc;
+}
+
+int hw_json_file_write(const char *path, const char *what, json_t *json, size_t flags)
+{
+    char *text = json_dumps(json, flags);
+    if (text == NULL)
+        return -ENOMEM;
+    int rc = write_file(path, what, text, strlen(text), "\n");
     free(text);
     return rc;
+}
+
+int hw_text_file_write(const char *path, const char *what, const char *text, size_t len)
+{
+    return write_file(path, what, text, len, NULL);
 }

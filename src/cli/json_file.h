@@ -1,6 +1,6 @@
 /*
  * json_file.h - writing a JSON file for the user (`stack --json`,
- * `export -o`): never through a symbolic link, never over something that
+ * `export -o`), or another text file (`html -o`): never through a symbolic link, never over something that
  * is not a regular file, atomically (a reader sees the old file or the
  * whole new one) and private (mode 0600: stacks name a program's files and
  * functions, as reports do).
@@ -20,5 +20,9 @@ int hw_json_file_check(const char *path, const char *what);
  * and never follows a symlink put there since the check.  0, or -errno
  * (-ELOOP after hw_json_file_check said why). */
 int hw_json_file_write(const char *path, const char *what, json_t *json, size_t flags);
+
+/* The same for `len` bytes of any text (`hangwatch html -o`), written as
+ * they are. */
+int hw_text_file_write(const char *path, const char *what, const char *text, size_t len);
 
 #endif

@@ -7,6 +7,7 @@
  *   hangwatch stack PID [--json FILE]           every thread's stack, now
  *   hangwatch stats [--json] REPORT.json|DIR... hangs grouped, by total time
  *   hangwatch export --format F -o FILE REPORT.json|DIR...  for speedscope, Perfetto
+ *   hangwatch html -o FILE REPORT.json|DIR...   one self-contained HTML page
  *
  * Usage errors (an unknown flag, a malformed duration, no program) and an
  * unusable report directory print a message and exit 2 before anything is
@@ -30,6 +31,7 @@
 #include "../core/hw_version.h"
 #include "export.h"
 #include "metrics_sentry_options.h"
+#include "html.h"
 #include "show.h"
 #include "stack.h"
 #include "stats.h"
@@ -43,6 +45,7 @@ static const char usage_text[] =
     "       hangwatch stats [--json] REPORT.json|DIR...\n"
     "       hangwatch export --format speedscope|chrome-trace -o FILE REPORT.json|DIR...\n"
     "       hangwatch upload [--sentry-dsn DSN] DIR\n"
+    "       hangwatch html -o FILE REPORT.json|DIR...\n"
     "       hangwatch attach --pid PID --socket @NAME [OPTIONS]   (started by the C library)\n"
     "       hangwatch --help | --version\n"
     "\n"
@@ -154,9 +157,12 @@ static const char usage_text[] =
     "duration, first and last seen, processes and culprit frame, sorted by\n"
     "total hang time (--json: as JSON).  export writes the hangs for\n"
     "existing viewers: speedscope's file format, or Chrome's Trace Event\n"
-    "JSON for Perfetto.  Both name each file they cannot read and go on;\n"
+    "JSON for Perfetto.  html writes one self-contained HTML page: the\n"
+    "groups as a sortable table, each group's stack, other threads and\n"
+    "flame graph of its samples, a timeline per process; it loads nothing\n"
+    "and opens offline.  They name each file they cannot read and go on;\n"
     "they exit 1 only when nothing could be read (hangwatch stats --help,\n"
-    "hangwatch export --help).\n"
+    "hangwatch export --help, hangwatch html --help).\n"
     "\n"
     "upload sends the Sentry events an agent left in DIR/sentry-spool when the\n"
     "server could not be reached (hangwatch upload --help).\n";
@@ -587,7 +593,7 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%sa command is needed: run, watch, show, stack, stats or export", "");
+        return usage_error("%sa command is needed: run, watch, show, stack, stats, export or html", "");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage_text, stdout);
@@ -613,5 +619,7 @@ int main(int argc, char **argv)
         return hw_export_main(argc - 1, argv + 1);
     if (strcmp(cmd, "upload") == 0)
         return hw_upload_main(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (use run, watch, show, stack, stats, export or upload)", cmd);
+    if (strcmp(cmd, "html") == 0)
+        return hw_html_main(argc - 1, argv + 1);
+    return usage_error("unknown command '%s' (use run, watch, show, stack, stats, export, html or upload)", cmd);
 }

@@ -88,6 +88,16 @@ def validate(report, where="report"):
               f"{where}: report_array_index of thread {item['thread_identifier']} points elsewhere")
         check(item["frame_count"] == len(t["backtrace"]["contents"]),
               f"{where}: frame_count of thread {item['thread_identifier']} is wrong")
+    samples = report["hangwatch"]["collection"]["main_thread"].get("samples")
+    if samples is not None:
+        n = len(samples["frames"])
+        check(all(0 <= i < n for st in samples["stacks"] for i in st["frames"]),
+              f"{where}: a sampled stack refers to a frame that is not there")
+        counted = sum(st["count"] for st in samples["stacks"]) + samples["left_out"]
+        check(counted == report["hangwatch"]["collection"]["main_thread"]["sample_count"],
+              f"{where}: the sampled stacks count {counted} samples, not sample_count")
+        check(len([st for st in samples["stacks"] if st.get("point_stack")]) <= 1,
+              f"{where}: more than one sampled stack holds the Point Stack")
     hung = report["hangwatch"]["hung_thread"]
     if hung["report_array_index"] >= 0:
         check(threads[hung["report_array_index"]]["thread_identifier"] == hung["thread_identifier"],

@@ -249,6 +249,17 @@ def case_early_sampling_kernel():
             # The spin's pc moves; its caller's return address is in every sample.
             caller = ms["backtrace"]["contents"][1]
             check(caller["repeat_count"] >= ms["sample_count"] - 1, f"{sampler}: the spin is not in every sample: {caller}")
+            # Every sample is in the report (for a flame graph), each stack
+            # once with its count; nearly all of them pass through the spin.
+            samples = ms["samples"]
+            check(sum(st["count"] for st in samples["stacks"]) == ms["sample_count"] and samples["left_out"] == 0,
+                  f"{sampler}: samples {samples['stacks']}")
+            through = sum(st["count"] for st in samples["stacks"]
+                          if "spin_on_cpu" in [samples["frames"][i].get("symbol_name") for i in st["frames"]])
+            check(through >= ms["sample_count"] - 1, f"{sampler}: {through} of the samples pass through the spin")
+            point = [st for st in samples["stacks"] if st.get("point_stack")]
+            check(len(point) == 1 and [samples["frames"][i].get("symbol_name") for i in point[0]["frames"]] == names,
+                  f"{sampler}: the Point Stack's sample is not marked: {point}")
         finally:
             hwtest.cleanup(r)
     bad = subprocess.run([hwtest.binary("hangwatch"), "run", "--sampler", "magic", "--", "true"], capture_output=True,

@@ -206,6 +206,13 @@ def case_py_point_stack():
         serve = [f for f in python if f["symbol_name"] == "serve"]
         check(serve and serve[0]["repeat_count"] >= 2, "serve()'s call site not counted over samples:\n" + describe(ps))
         check(main["top_repeat_count"] >= 1, f"the samples' tops never repeated: {main['top_repeat_count']}")
+        # every sample (for hangwatch html's flame graph) names its Python frames too
+        samples = main["samples"]
+        named = [f.get("symbol_name") for f in samples["frames"] if f.get("language") == "python"]
+        check("spin_in_python" in named and "serve" in named, f"samples' Python frames: {named}")
+        through = sum(st["count"] for st in samples["stacks"]
+                      if any(samples["frames"][i].get("symbol_name") == "spin_in_python" for i in st["frames"]))
+        check(through >= main["sample_count"] - 1, f"{through} of {main['sample_count']} samples in spin_in_python")
     finally:
         hwtest.cleanup(r)
 

@@ -44,6 +44,11 @@
  *                  breakpoint holds the loop) and then work 0.4 s
  *   cpuhot SECS    the main thread idles in its loop while a worker thread,
  *                  "hot-worker", spins in spin_in_worker() for SECS seconds
+ *   request SECS   a callback spins SECS seconds in handle_request(), in
+ *                  slices of 3.1 ms in parse_request(), 7.3 ms in
+ *                  render_template() (2.9 of them in escape_html(), which
+ *                  it calls) and 4.7 ms in compress_reply(): a flame graph
+ *                  of its samples shows the shares (hangwatch html)
  *   waits SECS     blocking calls that must behave exactly as without
  *                  hangwatch, each meant to take SECS: on the main thread
  *                  (inside one long callback) and on 4 other threads at the
@@ -216,6 +221,57 @@ __attribute__((noinline)) static void on_hang_tick(int tick, double unit)
         hang_in_y(1.2 * unit);
     else
         hang_in_z(1.6 * unit);
+}
+
+/* ---- a request handler spinning in several functions (hangwatch html) ---- */
+
+/* Spin for `seconds`, each body its own (-O2 would fold identical ones). */
+__attribute__((noinline)) static void parse_request(double seconds)
+{
+    double end = now_seconds() + seconds;
+    while (now_seconds() < end)
+        for (int i = 0; i < 100; i++)
+            g_sink = g_sink * 11 + (uint64_t)i;
+}
+
+__attribute__((noinline)) static void escape_html(double seconds)
+{
+    double end = now_seconds() + seconds;
+    while (now_seconds() < end)
+        for (int i = 0; i < 100; i++)
+            g_sink = g_sink * 13 + (uint64_t)i;
+}
+
+__attribute__((noinline)) static void render_template(double seconds)
+{
+    double end = now_seconds() + seconds * 0.6;
+    while (now_seconds() < end)
+        for (int i = 0; i < 100; i++)
+            g_sink = g_sink * 17 + (uint64_t)i;
+    escape_html(seconds * 0.4);
+}
+
+__attribute__((noinline)) static void compress_reply(double seconds)
+{
+    double end = now_seconds() + seconds;
+    while (now_seconds() < end)
+        for (int i = 0; i < 100; i++)
+            g_sink = g_sink * 19 + (uint64_t)i;
+}
+
+/* Slices far shorter than a sample interval, and of no common period with
+ * it; read from memory, so that the compiler makes no copies of the
+ * functions for constant arguments. */
+static volatile double g_request_slices[3] = {0.0031, 0.0073, 0.0047};
+
+__attribute__((noinline)) static void handle_request(double seconds)
+{
+    double end = now_seconds() + seconds;
+    while (now_seconds() < end) {
+        parse_request(g_request_slices[0]);
+        render_template(g_request_slices[1]);
+        compress_reply(g_request_slices[2]);
+    }
 }
 
 /* A loop ticking every 0.1 s whose first four ticks each hang (the loop
@@ -779,6 +835,8 @@ int main(int argc, char **argv)
         rc = run_from_timer(on_abca_timer, seconds);
     else if (strcmp(argv[1], "threehangs") == 0)
         rc = run_threehangs(seconds);
+    else if (strcmp(argv[1], "request") == 0)
+        rc = run_from_timer(handle_request, seconds);
     else if (strcmp(argv[1], "threads12") == 0)
         rc = run_threads12(seconds);
     else if (strcmp(argv[1], "launch") == 0)

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "point_stack.h"
+#include "ring_stacks.h"
 
 #define CAP 20
 static hw_sample g_samples[CAP];
@@ -165,6 +166,80 @@ static void test_depth_is_capped(void **state)
     assert_int_equal(hw_ring_at(&ring, 0)->depth, HW_SAMPLE_MAX_FRAMES);
 }
 
+/* ---- every sample as distinct stacks (ring_stacks.h) ---- */
+
+static void add_stack(hw_sample_ring *ring, const uint64_t *pcs, size_t depth)
+{
+    hw_ring_add(ring, pcs, depth, pcs[0], 0);
+}
+
+static void test_ring_stacks_count_distinct_stacks(void **state)
+{
+    (void)state;
+    /* A spin: its pc moves (0x11, 0x12), the callers stay; one sleep. */
+    const uint64_t spin1[] = {0x11, 0x2000, 0x3000}, spin2[] = {0x12, 0x2000, 0x3000};
+    const uint64_t sleep[] = {0x2000, 0x2500, 0x3000, 0x4000};
+    hw_sample_ring ring;
+    init(&ring, CAP);
+    add_stack(&ring, spin1, 3);
+    add_stack(&ring, spin2, 3);
+    add_stack(&ring, spin1, 3);
+    add_stack(&ring, sleep, 4);
+    add_stack(&ring, spin1, 3);
+    hw_ring_stacks rs;
+    assert_int_equal(hw_ring_stacks_of(&ring, 1, 16, &rs), 0);
+    assert_int_equal(rs.stack_count, 3);
+    assert_int_equal(rs.left_out, 0);
+    /* the most frequent first, then the older */
+    assert_int_equal(rs.stacks[0].count, 3);
+    assert_int_equal(rs.stacks[1].count, 1);
+    assert_int_equal(rs.stacks[2].count, 1);
+    assert_true(rs.stacks[1].depth == 3 && rs.stacks[2].depth == 4);
+    assert_true(!rs.stacks[0].point_stack && rs.stacks[1].point_stack && !rs.stacks[2].point_stack);
+    /* 0x2000 is innermost in one stack and a return address in others:
+     * two entries; 0x11, 0x12, 0x2000 x2, 0x2500, 0x3000, 0x4000 */
+    assert_int_equal(rs.addr_count, 7);
+    assert_true(hw_ring_stacks_find(&rs, 0x2000, true) >= 0 && hw_ring_stacks_find(&rs, 0x2000, false) >= 0);
+    assert_int_equal(hw_ring_stacks_find(&rs, 0x11, false), -1);
+    for (size_t s = 0; s < rs.stack_count; s++) {
+        const uint64_t *want = s == 0 ? spin1 : s == 1 ? spin2 : sleep;
+        for (size_t k = 0; k < rs.stacks[s].depth; k++) {
+            const hw_ring_addr *a = &rs.addrs[rs.frames[rs.stacks[s].first + k]];
+            assert_int_equal(a->pc, want[k]);
+            assert_int_equal(a->innermost, k == 0);
+        }
+    }
+    assert_int_equal(rs.frame_count, 10);
+    hw_ring_stacks_free(&rs);
+}
+
+static void test_ring_stacks_bounded(void **state)
+{
+    (void)state;
+    hw_sample_ring ring;
+    init(&ring, CAP);
+    for (uint64_t i = 0; i < 12; i++) {
+        uint64_t pcs[2] = {0x100 + i % 5, 0x9000};
+        add_stack(&ring, pcs, 2);
+    }
+    hw_ring_add(&ring, NULL, 0, 0, 0); /* a sample without a frame */
+    hw_ring_stacks rs;
+    assert_int_equal(hw_ring_stacks_of(&ring, -1, 2, &rs), 0);
+    /* 0x100 and 0x101 three times each, the others twice */
+    assert_int_equal(rs.stack_count, 2);
+    assert_int_equal(rs.stacks[0].count + rs.stacks[1].count, 6);
+    assert_int_equal(rs.left_out, 7);
+    assert_int_equal(rs.addrs[rs.frames[rs.stacks[0].first]].pc, 0x100);
+    assert_int_equal(rs.addrs[rs.frames[rs.stacks[1].first]].pc, 0x101);
+    hw_ring_stacks_free(&rs);
+
+    hw_ring_clear(&ring);
+    assert_int_equal(hw_ring_stacks_of(&ring, -1, 2, &rs), 0);
+    assert_int_equal(rs.stack_count, 0);
+    assert_int_equal(rs.addr_count, 0);
+    hw_ring_stacks_free(&rs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +252,8 @@ int main(void)
         cmocka_unit_test(test_empty_ring_and_clear),
         cmocka_unit_test(test_function_keys_make_a_spin_a_run),
         cmocka_unit_test(test_depth_is_capped),
+        cmocka_unit_test(test_ring_stacks_count_distinct_stacks),
+        cmocka_unit_test(test_ring_stacks_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
