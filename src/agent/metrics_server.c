@@ -2,6 +2,7 @@
  * metrics_server.c - see metrics_server.h.
  */
 #include "metrics_server.h"
+#include "report_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -197,16 +198,7 @@ static int write_file(hw_metrics_exporter *e)
         free(text);
         return -errno;
     }
-    int rc = 0;
-    for (size_t off = 0; off < len && rc == 0;) {
-        ssize_t n = write(fd, text + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            rc = n < 0 ? -errno : -EIO;
-        else
-            off += (size_t)n;
-    }
+    int rc = hw_write_all(fd, text, len);
     free(text);
     /* Readable by node_exporter, which runs as its own user. */
     if (rc == 0 && fchmod(fd, 0644) != 0)

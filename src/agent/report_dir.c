@@ -273,15 +273,14 @@ static bool plain_name(const char *name)
     return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+int hw_write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
         buf += n;
         len -= (size_t)n;
     }
@@ -302,7 +301,7 @@ int hw_report_dir_write(hw_report_dir *d, const char *file_name, const char *tex
     if (fchmod(fd, 0600) != 0) /* whatever the umask took away */
         rc = -errno;
     if (rc == 0)
-        rc = write_all(fd, text, len);
+        rc = hw_write_all(fd, text, len);
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     if (close(fd) != 0 && rc == 0)

@@ -2,6 +2,7 @@
  * sentry_spool.c - see sentry_spool.h.
  */
 #include "sentry_spool.h"
+#include "report_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -197,16 +198,7 @@ int hw_sentry_spool_add(hw_sentry_spool *s, const char *event_id, const char *te
     int fd = openat(s->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
-    int rc = 0;
-    for (size_t off = 0; off < len && rc == 0;) {
-        ssize_t n = write(fd, text + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            rc = n < 0 ? -errno : -EIO;
-        else
-            off += (size_t)n;
-    }
+    int rc = hw_write_all(fd, text, len);
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     close(fd);
