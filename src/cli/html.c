@@ -889,19 +889,6 @@ char *hw_html_render(hw_html *h, const hw_report_walk_counts *counts, const char
 
 /* ---- the command ----------------------------------------------------------------- */
 
-typedef struct adding {
-    hw_html *h;
-    bool oom;
-} adding;
-
-static void add_one(const char *path, json_t *root, void *ctx)
-{
-    adding *a = ctx;
-    if (!a->oom && hw_html_add(a->h, root, path) != 0)
-        a->oom = true;
-    json_decref(root);
-}
-
 static json_t *reload_file(const char *path, void *ctx)
 {
     (void)ctx;
@@ -924,86 +911,74 @@ static void make_nonce(char out[25])
     out[24] = '\0';
 }
 
-/* The value of "-o VALUE", "-oVALUE" is not taken; "--output=VALUE" is. */
-static bool is_option(const char *a, const char *name)
+/* What the command line says, and the page's data as the reports are read. */
+typedef struct html_run {
+    const char *output;
+    hw_html *h;
+} html_run;
+
+static int take_output(const char *value, void *ctx)
 {
-    size_t n = strlen(name);
-    return strncmp(a, name, n) == 0 && (a[n] == '\0' || (a[n] == '=' && name[1] == '-'));
+    return hw_take_output_option("html", value, &((html_run *)ctx)->output);
 }
+
+static int check_options(void *ctx)
+{
+    if (((const html_run *)ctx)->output == NULL)
+        return hw_usage_error("html", "html needs -o FILE (or -o - for standard output)", NULL);
+    return 0;
+}
+
+/* The file is checked before anything is read (2 when it may not be
+ * written); then the page's data is made ready. */
+static int before_reading(void *ctx)
+{
+    html_run *run = ctx;
+    if (strcmp(run->output, "-") != 0 && hw_json_file_check(run->output, "the page") != 0)
+        return 2;
+    if ((run->h = hw_html_new()) == NULL) {
+        fputs("hangwatch: out of memory while reading the reports\n", stderr);
+        return 1;
+    }
+    return 0;
+}
+
+static int take_report(const char *path, json_t *root, void *ctx)
+{
+    return hw_html_add(((html_run *)ctx)->h, root, path);
+}
+
+static const hw_report_option html_options[] = {
+    {"--output", "-o", true, take_output},
+};
+
+static const hw_report_command html_command = {
+    .name = "html",
+    .help = html_help,
+    .options = html_options,
+    .option_count = sizeof html_options / sizeof html_options[0],
+    .check_options = check_options,
+    .needs_paths = "html needs reports or directories: hangwatch html -o FILE REPORT.json|DIR...",
+    .before_reading = before_reading,
+    .take_report = take_report,
+    .none_read = ": no page written",
+};
 
 int hw_html_main(int argc, char **argv)
 {
-    const char *output = NULL;
-    bool options_done = false;
-    char **paths = calloc((size_t)argc, sizeof *paths);
-    size_t count = 0;
-    if (paths == NULL)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!options_done && strcmp(a, "--") == 0) {
-            options_done = true;
-        } else if (!options_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            free(paths);
-            fputs(html_help, stdout);
-            return 0;
-        } else if (!options_done && (is_option(a, "-o") || is_option(a, "--output"))) {
-            const char *v = strchr(a, '=') != NULL && a[1] == '-' ? strchr(a, '=') + 1 : NULL;
-            if (v == NULL && i + 1 < argc)
-                v = argv[++i];
-            if (v == NULL) {
-                free(paths);
-                return hw_usage_error("html", "option needs a value:", a);
-            }
-            if (output != NULL) {
-                free(paths);
-                return hw_usage_error("html", "-o is given twice", NULL);
-            }
-            if (v[0] == '\0') {
-                free(paths);
-                return hw_usage_error("html", "-o needs a file name (or - for standard output)", NULL);
-            }
-            output = v;
-        } else if (!options_done && a[0] == '-' && a[1] != '\0') {
-            free(paths);
-            return hw_usage_error("html", "unknown option for html:", a);
-        } else {
-            paths[count++] = argv[i];
-        }
+    html_run run = {NULL, NULL};
+    hw_report_walk_counts counts;
+    int rc;
+    if (!hw_report_command_read(&html_command, argc, argv, &run, &counts, &rc)) {
+        hw_html_free(run.h);
+        return rc;
     }
-    if (output == NULL || count == 0) {
-        free(paths);
-        return hw_usage_error("html",
-                              output == NULL ? "html needs -o FILE (or -o - for standard output)"
-                                             : "html needs reports or directories: hangwatch html -o FILE "
-                                               "REPORT.json|DIR...",
-                              NULL);
-    }
-    bool to_stdout = strcmp(output, "-") == 0;
-    if (!to_stdout && hw_json_file_check(output, "the page") != 0) {
-        free(paths);
-        return 2;
-    }
-
-    adding a = {hw_html_new(), false};
-    hw_report_walk_counts counts = {0, 0};
-    if (a.h != NULL)
-        hw_report_walk(paths, count, add_one, &a, &counts);
-    free(paths);
-    if (a.h == NULL || a.oom) {
-        fputs("hangwatch: out of memory while reading the reports\n", stderr);
-        hw_html_free(a.h);
-        return 1;
-    }
-    if (counts.reports == 0) {
-        fputs("hangwatch: no report could be read: no page written\n", stderr);
-        hw_html_free(a.h);
-        return 1;
-    }
-    size_t hangs = hw_html_hang_count(a.h);
+    hw_html *h = run.h;
+    bool to_stdout = strcmp(run.output, "-") == 0;
+    size_t hangs = hw_html_hang_count(h);
     if (hangs == 0) {
         fputs("hangwatch: the reports hold no hang (only stutter or snapshots): no page written\n", stderr);
-        hw_html_free(a.h);
+        hw_html_free(h);
         return 1;
     }
     if (hangs < counts.reports)
@@ -1014,10 +989,9 @@ int hw_html_main(int argc, char **argv)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     size_t len = 0;
-    char *page = hw_html_render(a.h, &counts, nonce, (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, reload_file,
+    char *page = hw_html_render(h, &counts, nonce, (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, reload_file,
                                 NULL, &len);
-    hw_html_free(a.h);
-    int rc = 0;
+    hw_html_free(h);
     if (page == NULL) {
         fputs("hangwatch: out of memory while making the page\n", stderr);
         rc = 1;
@@ -1027,9 +1001,9 @@ int hw_html_main(int argc, char **argv)
             rc = 1;
         }
     } else {
-        int w = hw_text_file_write(output, "the page", page, len);
+        int w = hw_text_file_write(run.output, "the page", page, len);
         if (w != 0 && w != -ELOOP) {
-            hw_say_about(output);
+            hw_say_about(run.output);
             fprintf(stderr, "cannot write the page: %s\n", strerror(-w));
         }
         rc = w != 0;
