@@ -604,125 +604,98 @@ json_t *hw_export_build(hw_export_format format, const hw_hang_summary *s, size_
 
 typedef enum format { FORMAT_NONE, FORMAT_SPEEDSCOPE, FORMAT_CHROME } format;
 
-/* The value of an option given as "--opt VALUE" or "--opt=VALUE" (long)
- * or "-o VALUE" (short); NULL, after a message, when it has none. */
-static const char *option_value(int argc, char **argv, int *i, const char *name, bool *bad)
+/* What the command line says, and the summaries of the reports read. */
+typedef struct export_run {
+    format fmt;
+    const char *output;
+    hw_summaries all;
+} export_run;
+
+static int take_format(const char *value, void *ctx)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) == 0 && a[n] == '=')
-        return a + n + 1;
-    if (*i + 1 < argc)
-        return argv[++*i];
-    hw_usage_error("export", "option needs a value:", name);
-    *bad = true;
-    return NULL;
+    export_run *run = ctx;
+    if (run->fmt != FORMAT_NONE)
+        return hw_usage_error("export", "--format is given twice", NULL);
+    if (strcmp(value, "speedscope") == 0)
+        run->fmt = FORMAT_SPEEDSCOPE;
+    else if (strcmp(value, "chrome-trace") == 0)
+        run->fmt = FORMAT_CHROME;
+    else
+        return hw_usage_error("export", "unknown --format (use speedscope or chrome-trace):", value);
+    return 0;
 }
 
-static bool is_option(const char *a, const char *name)
+static int take_output(const char *value, void *ctx)
 {
-    size_t n = strlen(name);
-    return strncmp(a, name, n) == 0 && (a[n] == '\0' || (a[n] == '=' && name[1] == '-'));
+    return hw_take_output_option("export", value, &((export_run *)ctx)->output);
 }
+
+static int check_options(void *ctx)
+{
+    const export_run *run = ctx;
+    if (run->fmt == FORMAT_NONE)
+        return hw_usage_error("export", "export needs --format speedscope or --format chrome-trace", NULL);
+    if (run->output == NULL)
+        return hw_usage_error("export", "export needs -o FILE (or -o - for standard output)", NULL);
+    return 0;
+}
+
+/* The file is checked before anything is read (2 when it may not be written). */
+static int check_output_file(void *ctx)
+{
+    const export_run *run = ctx;
+    if (strcmp(run->output, "-") != 0 && hw_json_file_check(run->output, "the export") != 0)
+        return 2;
+    return 0;
+}
+
+static int take_report(const char *path, json_t *root, void *ctx)
+{
+    return hw_summaries_add(&((export_run *)ctx)->all, path, root);
+}
+
+static const hw_report_option export_options[] = {
+    {"--format", NULL, true, take_format},
+    {"--output", "-o", true, take_output},
+};
+
+static const hw_report_command export_command = {
+    .name = "export",
+    .help = export_help,
+    .options = export_options,
+    .option_count = sizeof export_options / sizeof export_options[0],
+    .check_options = check_options,
+    .needs_paths = "export needs reports or directories: hangwatch export --format FORMAT -o FILE "
+                   "REPORT.json|DIR...",
+    .before_reading = check_output_file,
+    .take_report = take_report,
+    .none_read = ": nothing exported",
+};
 
 int hw_export_main(int argc, char **argv)
 {
-    format fmt = FORMAT_NONE;
-    const char *output = NULL;
-    bool options_done = false, bad = false;
-    char **paths = calloc((size_t)argc, sizeof *paths);
-    size_t count = 0;
-    if (paths == NULL)
-        return 1;
-    for (int i = 1; i < argc && !bad; i++) {
-        const char *a = argv[i];
-        if (!options_done && strcmp(a, "--") == 0) {
-            options_done = true;
-        } else if (!options_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            free(paths);
-            fputs(export_help, stdout);
-            return 0;
-        } else if (!options_done && is_option(a, "--format")) {
-            const char *v = option_value(argc, argv, &i, "--format", &bad);
-            if (bad)
-                break;
-            if (fmt != FORMAT_NONE) {
-                bad = true;
-                hw_usage_error("export", "--format is given twice", NULL);
-            } else if (strcmp(v, "speedscope") == 0) {
-                fmt = FORMAT_SPEEDSCOPE;
-            } else if (strcmp(v, "chrome-trace") == 0) {
-                fmt = FORMAT_CHROME;
-            } else {
-                bad = true;
-                hw_usage_error("export", "unknown --format (use speedscope or chrome-trace):", v);
-            }
-        } else if (!options_done && (is_option(a, "-o") || is_option(a, "--output"))) {
-            const char *v = option_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output", &bad);
-            if (bad)
-                break;
-            if (output != NULL) {
-                bad = true;
-                hw_usage_error("export", "-o is given twice", NULL);
-            } else if (v[0] == '\0') {
-                bad = true;
-                hw_usage_error("export", "-o needs a file name (or - for standard output)", NULL);
-            } else {
-                output = v;
-            }
-        } else if (!options_done && a[0] == '-' && a[1] != '\0') {
-            bad = true;
-            hw_usage_error("export", "unknown option for export:", a);
-        } else {
-            paths[count++] = argv[i];
-        }
-    }
-    if (!bad && fmt == FORMAT_NONE) {
-        bad = true;
-        hw_usage_error("export", "export needs --format speedscope or --format chrome-trace", NULL);
-    } else if (!bad && output == NULL) {
-        bad = true;
-        hw_usage_error("export", "export needs -o FILE (or -o - for standard output)", NULL);
-    } else if (!bad && count == 0) {
-        bad = true;
-        hw_usage_error("export", "export needs reports or directories: hangwatch export --format FORMAT -o FILE "
-                    "REPORT.json|DIR...",
-                    NULL);
-    }
-    bool to_stdout = output != NULL && strcmp(output, "-") == 0;
-    if (!bad && !to_stdout && hw_json_file_check(output, "the export") != 0) {
-        free(paths);
-        return 2;
-    }
-    if (bad) {
-        free(paths);
-        return 2;
-    }
-
-    hw_hang_summary *s = NULL;
-    size_t n = 0;
+    export_run run = {FORMAT_NONE, NULL, {0}};
     hw_report_walk_counts counts;
-    int rc = hw_collect_summaries(paths, count, &s, &n, &counts);
-    free(paths);
-    if (rc != 0)
-        return 1;
-    if (counts.reports == 0) {
-        fputs("hangwatch: no report could be read: nothing exported\n", stderr);
-        hw_free_summaries(s, n);
-        return 1;
+    int rc;
+    if (!hw_report_command_read(&export_command, argc, argv, &run, &counts, &rc)) {
+        hw_summaries_free(&run.all);
+        return rc;
     }
+    const hw_hang_summary *s = run.all.s;
+    size_t n = run.all.count;
+    bool to_stdout = strcmp(run.output, "-") == 0;
     size_t not_hangs = 0;
     for (size_t i = 0; i < n; i++)
         not_hangs += !s[i].is_hang;
     if (not_hangs == n) {
         fputs("hangwatch: the reports hold no hang (only stutter or snapshots): nothing exported\n", stderr);
-        hw_free_summaries(s, n);
+        hw_summaries_free(&run.all);
         return 1;
     }
     if (not_hangs > 0)
         fprintf(stderr, "hangwatch: %zu stutter, snapshot or CPU-high report%s left out: not hangs\n", not_hangs,
                 not_hangs == 1 ? "" : "s");
-    json_t *out = hw_export_build(fmt == FORMAT_SPEEDSCOPE ? HW_EXPORT_SPEEDSCOPE : HW_EXPORT_CHROME_TRACE, s, n,
+    json_t *out = hw_export_build(run.fmt == FORMAT_SPEEDSCOPE ? HW_EXPORT_SPEEDSCOPE : HW_EXPORT_CHROME_TRACE, s, n,
                                   counts.reports);
     if (out == NULL) {
         fputs("hangwatch: out of memory while exporting\n", stderr);
@@ -733,14 +706,14 @@ int hw_export_main(int argc, char **argv)
             rc = 1;
         }
     } else {
-        int w = hw_json_file_write(output, "the export", out, JSON_COMPACT);
+        int w = hw_json_file_write(run.output, "the export", out, JSON_COMPACT);
         if (w != 0 && w != -ELOOP) {
-            hw_say_about(output);
+            hw_say_about(run.output);
             fprintf(stderr, "cannot write the export: %s\n", strerror(-w));
         }
         rc = w != 0;
     }
     json_decref(out);
-    hw_free_summaries(s, n);
+    hw_summaries_free(&run.all);
     return rc;
 }

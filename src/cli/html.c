@@ -4,49 +4,32 @@
  * file, offline (docs/decisions.md §28):
  *
  *   - a summary table of the hang groups, grouped and figured exactly as
- *     `hangwatch stats` does (hang_stats.h), sortable by any column;
- *   - for each group (the DETAILED_GROUPS largest): the hung thread's stack
- *     of its newest report, with file:line and the culprit marked, that
- *     report's other threads in a compact list, and, where the reports
- *     carry early sampling's samples, a flame graph (an icicle: callers
- *     above callees) of all the samples of the group's reports, the Point
- *     Stack of the newest one highlighted;
+ *     `hangwatch stats` does, sortable by any column;
+ *   - for each group: the hung thread's stack of its newest report, that
+ *     report's other threads, and a flame graph of early sampling's samples
+ *     where the reports carry them;
  *   - a timeline per process: each hang a bar from its start to its end,
  *     its detection marked.
  *
- * The page is a fixed template (src/cli/html/report.css and report.js,
- * embedded at build time) and the data: everything taken from reports goes
- * into one JSON text in a <script type="application/json"> element, in
- * which every '<', '>' and '&' is written as a \u escape (so neither
- * "</script>" nor "<!--" can end or change the element) and everything
- * beyond ASCII too (U+2028 and U+2029 included).  The script builds the
- * page from it with DOM calls and textContent only, never markup from data,
- * and the page's Content-Security-Policy allows no network access at all
- * and only its own script and style (a fresh nonce per page).  Reports are
- * foreign input: names may hold anything.
- *
- * Everything is bounded: a group's flame graph, all flame graphs together,
- * the frames and threads shown, the groups shown in detail and the hangs
- * on the timeline; what is left out is counted on the page.
+ * The work is in three files, one role each: this one is the command (its
+ * options, reading the reports, writing the page out); html_data.c turns
+ * the reports into the page's data, bounded, as JSON; html_page.c writes
+ * the page around that data, with its template, script and
+ * Content-Security-Policy.  Reports are foreign input: names may hold
+ * anything.
  */
 #include "html.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../agent/random_bytes.h"
-#include "hang_stats.h"
-#include "hang_summary.h"
-#include "html_assets.h"
-#include "hw_version.h"
+#include "html_internal.h"
 #include "json_file.h"
 #include "report_read.h"
-#include "saturating.h"
 
 static const char html_help[] =
     "usage: hangwatch html -o FILE REPORT.json|DIR...\n"
@@ -73,834 +56,7 @@ static const char html_help[] =
     "skipped.  The exit status is 0 when a page was written, 1 when no hang\n"
     "could be read (nothing is written), 2 for a usage error.\n";
 
-/* ---- limits ------------------------------------------------------------------ */
-
-#define TABLE_GROUPS 5000           /* groups in the table */
-#define DETAILED_GROUPS 100         /* groups with a section of their own */
-#define GROUP_PROCESSES 20          /* process names of a group */
-#define SHOWN_FRAMES 256            /* of the hung thread's stack */
-#define POINT_FRAMES 256            /* of the Point Stack */
-#define OTHER_THREADS 64            /* other threads of a group's report */
-#define OTHER_FRAMES 8              /* innermost frames of each */
-#define FLAME_NODES_PER_GROUP 4000  /* nodes of one flame graph */
-#define FLAME_NODES_TOTAL 400000    /* of all of them */
-#define FLAME_DEPTH 256             /* levels below the root */
-#define LANES 100                   /* processes on the timeline */
-#define LANE_HANGS 2000             /* hangs of each */
-
-/* ---- flame graphs --------------------------------------------------------------- */
-
-typedef struct fl_frame {
-    char *name, *file, *object;
-    const char *language;
-} fl_frame;
-
-typedef struct fl_node {
-    uint32_t parent, frame; /* the root: UINT32_MAX, UINT32_MAX */
-    uint32_t first_child, next_sibling;
-    uint64_t count;             /* samples through it */
-    int64_t line_min, line_max; /* of its frames in those samples; 0 when unknown */
-    bool point;                 /* on the Point Stack's path */
-} fl_node;
-
-#define NO_NODE UINT32_MAX
-
-/* The samples of one group, as a tree: node 0 is the root (every sample),
- * each path from it a stack, outermost first. */
-typedef struct flame {
-    fl_frame *frames; /* distinct frames (language, name, file) */
-    size_t frame_count;
-    json_t *frame_index; /* a frame's identity -> its index */
-    fl_node *nodes;
-    size_t node_count, node_cap;
-    uint64_t samples;  /* every sample added (the root's count) */
-    uint64_t cut;      /* samples whose stacks were cut short by the limits */
-    uint64_t left_out; /* samples the reports themselves left out */
-    size_t reports;    /* reports that gave samples */
-} flame;
-
-struct hw_html {
-    hw_hang_summary *s;
-    size_t count, cap;
-    flame *flames;
-    size_t flame_count, flame_cap;
-    json_t *flame_index; /* grouping key -> index into flames */
-    size_t nodes_total;
-};
-
-static void flame_free(flame *f)
-{
-    for (size_t i = 0; i < f->frame_count; i++) {
-        free(f->frames[i].name);
-        free(f->frames[i].file);
-        free(f->frames[i].object);
-    }
-    free(f->frames);
-    free(f->nodes);
-    json_decref(f->frame_index);
-    memset(f, 0, sizeof *f);
-}
-
-/* A frame's identity in a flame graph: its language, function and file
- * (lines differ from sample to sample in one function). */
-static char *frame_identity(const hw_sframe *fr)
-{
-    char *id = NULL;
-    const char *file = fr->file ? fr->file : "";
-    if (asprintf(&id, "%s|%zu:%s|%s", fr->language, strlen(fr->name), fr->name, file) < 0)
-        return NULL;
-    return id;
-}
-
-/* The frame's index in f, or -1 when it has none. */
-static long frame_find(const flame *f, const char *id)
-{
-    json_t *at = f->frame_index ? json_object_get(f->frame_index, id) : NULL;
-    return at ? (long)json_integer_value(at) : -1;
-}
-
-static long frame_add(flame *f, const hw_sframe *fr, const char *id)
-{
-    if (f->frame_index == NULL && (f->frame_index = json_object()) == NULL)
-        return -1;
-    fl_frame *grown = realloc(f->frames, (f->frame_count + 1) * sizeof *grown);
-    if (grown == NULL)
-        return -1;
-    f->frames = grown;
-    fl_frame *n = &f->frames[f->frame_count];
-    n->name = strdup(fr->name);
-    n->file = fr->file ? strdup(fr->file) : NULL;
-    n->object = fr->object ? strdup(fr->object) : NULL;
-    n->language = fr->language;
-    if (n->name == NULL || (fr->file && n->file == NULL) || (fr->object && n->object == NULL) ||
-        json_object_set_new_nocheck(f->frame_index, id, json_integer((json_int_t)f->frame_count)) != 0) {
-        free(n->name);
-        free(n->file);
-        free(n->object);
-        return -1;
-    }
-    return (long)f->frame_count++;
-}
-
-static uint32_t child_of(const flame *f, uint32_t node, uint32_t frame)
-{
-    for (uint32_t c = f->nodes[node].first_child; c != NO_NODE; c = f->nodes[c].next_sibling)
-        if (f->nodes[c].frame == frame)
-            return c;
-    return NO_NODE;
-}
-
-static int node_add(flame *f, uint32_t parent, uint32_t frame, uint32_t *out)
-{
-    if (f->node_count == f->node_cap) {
-        size_t cap = f->node_cap ? f->node_cap * 2 : 16;
-        fl_node *grown = realloc(f->nodes, cap * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        f->nodes = grown;
-        f->node_cap = cap;
-    }
-    uint32_t i = (uint32_t)f->node_count++;
-    f->nodes[i] = (fl_node){parent, frame, NO_NODE, NO_NODE, 0, 0, 0, false};
-    if (parent != NO_NODE) {
-        f->nodes[i].next_sibling = f->nodes[parent].first_child;
-        f->nodes[parent].first_child = i;
-    }
-    *out = i;
-    return 0;
-}
-
-static void note_line(fl_node *n, int64_t line)
-{
-    if (line <= 0)
-        return;
-    if (n->line_min == 0 || line < n->line_min)
-        n->line_min = line;
-    if (line > n->line_max)
-        n->line_max = line;
-}
-
-/* Add one report's samples to its group's flame graph.  0, or -1 when out
- * of memory. */
-static int flame_add(flame *f, const hw_sampled *sam, size_t *nodes_total)
-{
-    uint32_t root;
-    if (f->node_count == 0) {
-        if (node_add(f, NO_NODE, NO_NODE, &root) != 0)
-            return -1;
-        (*nodes_total)++;
-    }
-    f->reports++;
-    f->left_out = hw_add_sat(f->left_out, sam->left_out);
-    for (size_t s = 0; s < sam->stack_count; s++) {
-        const hw_sampled_stack *st = &sam->stacks[s];
-        uint32_t node = 0;
-        f->nodes[0].count = hw_add_sat(f->nodes[0].count, st->count);
-        f->samples = hw_add_sat(f->samples, st->count);
-        size_t levels = 0;
-        for (size_t k = st->depth; k-- > 0;) {
-            const hw_sframe *fr = &sam->frames[st->frames[k]];
-            char *id = frame_identity(fr);
-            if (id == NULL)
-                return -1;
-            long frame = frame_find(f, id);
-            uint32_t child = frame >= 0 ? child_of(f, node, (uint32_t)frame) : NO_NODE;
-            if (child == NO_NODE) {
-                if (levels >= FLAME_DEPTH || f->node_count >= FLAME_NODES_PER_GROUP ||
-                    *nodes_total >= FLAME_NODES_TOTAL) {
-                    free(id);
-                    f->cut = hw_add_sat(f->cut, st->count);
-                    break;
-                }
-                if (frame < 0)
-                    frame = frame_add(f, fr, id);
-                if (frame < 0 || node_add(f, node, (uint32_t)frame, &child) != 0) {
-                    free(id);
-                    return -1;
-                }
-                (*nodes_total)++;
-            }
-            free(id);
-            f->nodes[child].count = hw_add_sat(f->nodes[child].count, st->count);
-            note_line(&f->nodes[child], fr->line);
-            node = child;
-            levels++;
-        }
-    }
-    return 0;
-}
-
-/* Mark the path of `point` (innermost first) from the root, as far as the
- * flame graph has it. */
-static void flame_mark(flame *f, const hw_sframe *point, size_t count)
-{
-    if (f->node_count == 0)
-        return;
-    uint32_t node = 0;
-    f->nodes[0].point = true;
-    for (size_t k = count; k-- > 0;) {
-        char *id = frame_identity(&point[k]);
-        long frame = id ? frame_find(f, id) : -1;
-        free(id);
-        uint32_t child = frame >= 0 ? child_of(f, node, (uint32_t)frame) : NO_NODE;
-        if (child == NO_NODE)
-            return;
-        f->nodes[child].point = true;
-        node = child;
-    }
-}
-
-static flame *flame_of_key(hw_html *h, const char *key)
-{
-    if (h->flame_index == NULL && (h->flame_index = json_object()) == NULL)
-        return NULL;
-    json_t *at = json_object_get(h->flame_index, key);
-    if (at != NULL)
-        return &h->flames[json_integer_value(at)];
-    if (h->flame_count == h->flame_cap) {
-        size_t cap = h->flame_cap ? h->flame_cap * 2 : 16;
-        flame *grown = realloc(h->flames, cap * sizeof *grown);
-        if (grown == NULL)
-            return NULL;
-        h->flames = grown;
-        h->flame_cap = cap;
-    }
-    if (json_object_set_new_nocheck(h->flame_index, key, json_integer((json_int_t)h->flame_count)) != 0)
-        return NULL;
-    flame *f = &h->flames[h->flame_count++];
-    memset(f, 0, sizeof *f);
-    return f;
-}
-
-static const flame *flame_find_key(const hw_html *h, const char *key)
-{
-    json_t *at = h->flame_index ? json_object_get(h->flame_index, key) : NULL;
-    return at ? &h->flames[json_integer_value(at)] : NULL;
-}
-
-/* ---- the reports, one at a time ---------------------------------------------- */
-
-hw_html *hw_html_new(void)
-{
-    return calloc(1, sizeof(hw_html));
-}
-
-void hw_html_free(hw_html *h)
-{
-    if (h == NULL)
-        return;
-    for (size_t i = 0; i < h->count; i++)
-        hw_hang_summary_free(&h->s[i]);
-    free(h->s);
-    for (size_t i = 0; i < h->flame_count; i++)
-        flame_free(&h->flames[i]);
-    free(h->flames);
-    json_decref(h->flame_index);
-    free(h);
-}
-
-int hw_html_add(hw_html *h, json_t *root, const char *path)
-{
-    if (h->count == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        hw_hang_summary *grown = realloc(h->s, cap * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        h->s = grown;
-        h->cap = cap;
-    }
-    hw_hang_summary *s = &h->s[h->count];
-    if (hw_hang_summary_of(root, path, s) != 0)
-        return -1;
-    h->count++;
-    if (!s->is_hang)
-        return 0;
-    hw_sampled sam;
-    if (hw_sampled_of(root, &sam) != 0)
-        return -1;
-    int rc = 0;
-    if (sam.stack_count > 0) {
-        flame *f = flame_of_key(h, s->key);
-        rc = f != NULL ? flame_add(f, &sam, &h->nodes_total) : -1;
-    }
-    hw_sampled_free(&sam);
-    return rc;
-}
-
-size_t hw_html_hang_count(const hw_html *h)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < h->count; i++)
-        n += h->s[i].is_hang;
-    return n;
-}
-
-/* ---- the data as JSON ---------------------------------------------------------- */
-
-/* An add that fails only when out of memory, and then leaves the field
- * out (as `stats --json` does); jansson takes NULL objects and values. */
-static void set(json_t *o, const char *key, json_t *v)
-{
-    json_object_set_new(o, key, v);
-}
-
-static json_t *jint(int64_t v)
-{
-    return json_integer((json_int_t)v);
-}
-
-static json_t *frame_json(const hw_sframe *f)
-{
-    json_t *o = json_object();
-    set(o, "name", hw_json_text(f->name));
-    if (f->file != NULL)
-        set(o, "file", hw_json_text(f->file));
-    if (f->line > 0)
-        set(o, "line", jint(f->line));
-    if (f->object != NULL)
-        set(o, "object", hw_json_text(f->object));
-    if (strcmp(f->language, "native") != 0)
-        set(o, "language", json_string(f->language));
-    return o;
-}
-
-static json_t *frames_json(const hw_sframe *frames, size_t count, size_t max, bool repeat)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < count && i < max; i++) {
-        json_t *f = frame_json(&frames[i]);
-        if (repeat)
-            set(f, "repeat", jint(frames[i].repeat_count));
-        json_array_append_new(a, f);
-    }
-    return a;
-}
-
-static json_t *flame_json(const flame *f)
-{
-    json_t *frames = json_array();
-    for (size_t i = 0; i < f->frame_count; i++) {
-        const fl_frame *fr = &f->frames[i];
-        json_t *o = json_object();
-        set(o, "name", hw_json_text(fr->name));
-        if (fr->file != NULL)
-            set(o, "file", hw_json_text(fr->file));
-        if (fr->object != NULL)
-            set(o, "object", hw_json_text(fr->object));
-        if (strcmp(fr->language, "native") != 0)
-            set(o, "language", json_string(fr->language));
-        json_array_append_new(frames, o);
-    }
-    /* [parent, frame, samples, first line, last line, on the Point Stack];
-     * a parent comes before its children */
-    json_t *nodes = json_array();
-    for (size_t i = 0; i < f->node_count; i++) {
-        const fl_node *n = &f->nodes[i];
-        json_array_append_new(nodes, json_pack("[I, I, o, I, I, i]", n->parent == NO_NODE ? (json_int_t)-1 : (json_int_t)n->parent,
-                                               n->frame == NO_NODE ? (json_int_t)-1 : (json_int_t)n->frame,
-                                               hw_json_u64(n->count), (json_int_t)n->line_min, (json_int_t)n->line_max,
-                                               n->point ? 1 : 0));
-    }
-    json_t *o = json_object();
-    set(o, "frames", frames);
-    set(o, "nodes", nodes);
-    set(o, "samples", hw_json_u64(f->samples));
-    set(o, "reports", hw_json_u64(f->reports));
-    set(o, "cut", hw_json_u64(f->cut));
-    set(o, "left_out", hw_json_u64(f->left_out));
-    return o;
-}
-
-/* The report's other threads, compactly: name, id, status, innermost frames. */
-static json_t *other_threads_json(json_t *root, size_t *more)
-{
-    json_t *threads = json_object_get(json_object_get(root, "crash"), "threads");
-    json_t *apm = json_object_get(root, "hangwatch");
-    json_int_t hung = hw_int_at(json_object_get(apm, "hung_thread"), "report_array_index", -1);
-    json_t *items = json_object_get(json_object_get(json_object_get(apm, "collection"), "scene_threads"), "items");
-    json_t *out = json_array();
-    *more = 0;
-    for (size_t i = 0; i < json_array_size(threads); i++) {
-        if ((json_int_t)i == hung)
-            continue;
-        if (json_array_size(out) >= OTHER_THREADS) {
-            (*more)++;
-            continue;
-        }
-        json_t *t = json_array_get(threads, i);
-        json_t *o = json_object();
-        set(o, "name", hw_json_text(hw_str_at(t, "name", "?")));
-        set(o, "tid", jint(hw_int_at(t, "thread_identifier", -1)));
-        for (size_t k = 0; k < json_array_size(items); k++) {
-            json_t *it = json_array_get(items, k);
-            if (hw_int_at(it, "report_array_index", -1) == (json_int_t)i) {
-                set(o, "status", hw_json_text(hw_str_at(it, "status", "?")));
-                const char *error = hw_str_at(it, "error", NULL);
-                if (error != NULL)
-                    set(o, "error", hw_json_text(error));
-                break;
-            }
-        }
-        hw_sframe *frames = NULL;
-        size_t count = 0, frames_more = 0;
-        if (hw_sframes_of(json_object_get(t, "backtrace"), OTHER_FRAMES, &frames, &count, &frames_more) == 0) {
-            set(o, "frames", frames_json(frames, count, OTHER_FRAMES, false));
-            set(o, "more", hw_json_u64(frames_more));
-            hw_sframes_free(frames, count);
-        }
-        json_array_append_new(out, o);
-    }
-    return out;
-}
-
-static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html_reload_fn reload, void *ctx)
-{
-    json_t *d = json_object();
-    set(d, "report", hw_json_text(rep->path));
-    set(d, "process", hw_json_text(rep->process_name));
-    set(d, "pid", jint(rep->pid));
-    set(d, "tid", jint(rep->tid));
-    set(d, "thread", hw_json_text(rep->thread_name));
-    set(d, "hang_type", hw_json_text(rep->hang_type));
-    if (rep->seen_known)
-        set(d, "seen_ms", jint(rep->seen_ms));
-    set(d, "busy_us", hw_json_u64(rep->block_us));
-    if (rep->final_known)
-        set(d, "final_us", hw_json_u64(rep->final_us));
-    if (rep->hang_end != NULL)
-        set(d, "hang_end", hw_json_text(rep->hang_end));
-    set(d, "stack", frames_json(rep->frames, rep->frame_count, SHOWN_FRAMES, false));
-    set(d, "stack_more", hw_json_u64((rep->frame_count > SHOWN_FRAMES ? rep->frame_count - SHOWN_FRAMES : 0) +
-                                     rep->frames_more));
-    set(d, "culprit", jint(rep->culprit == HW_NO_FRAME ? -1 : (int64_t)rep->culprit));
-    if (rep->point_count > 0) {
-        json_t *p = json_object();
-        set(p, "frames", frames_json(rep->point, rep->point_count, POINT_FRAMES, true));
-        set(p, "more", hw_json_u64(rep->point_count > POINT_FRAMES ? rep->point_count - POINT_FRAMES : 0));
-        set(p, "samples", hw_json_u64(rep->sample_count));
-        set(p, "interval_us", hw_json_u64(rep->sample_interval_us));
-        set(d, "point", p);
-    }
-    const flame *f = flame_find_key(h, rep->key);
-    if (f != NULL && f->node_count > 1)
-        set(d, "flame", flame_json(f));
-
-    /* The other threads are read again from the report: only for the
-     * groups shown, so that thousands of reports need not be held. */
-    json_t *root = reload != NULL ? reload(rep->path, ctx) : NULL;
-    if (root == NULL) {
-        set(d, "threads_note", json_string("the report could not be read again for its other threads"));
-    } else if (strcmp(hw_str_at(json_object_get(root, "hangwatch"), "grouping_key", "?"), rep->key) != 0 &&
-               strcmp(rep->key, "?") != 0) {
-        set(d, "threads_note", json_string("the report changed since it was read: its other threads are not shown"));
-    } else {
-        size_t more = 0;
-        set(d, "threads", other_threads_json(root, &more));
-        set(d, "threads_more", hw_json_u64(more));
-    }
-    json_decref(root);
-    return d;
-}
-
-static json_t *group_json(const hw_stats_group *g)
-{
-    json_t *o = json_object();
-    set(o, "key", hw_json_text(g->key));
-    set(o, "count", hw_json_u64(g->hangs));
-    set(o, "total_us", hw_json_u64(g->total_us));
-    set(o, "median_us", hw_json_u64(g->median_us));
-    set(o, "worst_us", hw_json_u64(g->worst_us));
-    set(o, "open", hw_json_u64(g->open_hangs));
-    set(o, "moved_here", hw_json_u64(g->moved_here));
-    set(o, "reports", hw_json_u64(g->reports));
-    if (g->seen_known) {
-        set(o, "first_ms", jint(g->first_seen_ms));
-        set(o, "last_ms", jint(g->last_seen_ms));
-    }
-    json_t *p = json_array();
-    for (size_t k = 0; k < g->process_count && k < GROUP_PROCESSES; k++)
-        json_array_append_new(p, hw_json_text(g->processes[k]));
-    set(o, "processes", p);
-    set(o, "processes_more", hw_json_u64(g->process_count > GROUP_PROCESSES ? g->process_count - GROUP_PROCESSES : 0));
-    set(o, "culprit", g->has_culprit ? frame_json(&g->culprit) : json_null());
-    return o;
-}
-
-/* Is report a a better one to show for its group than b: one that names a
- * culprit, then the newest (as hang_stats.c takes the group's culprit)? */
-static bool shows_better(const hw_hang_summary *a, const hw_hang_summary *b)
-{
-    bool ca = a->culprit != HW_NO_FRAME, cb = b->culprit != HW_NO_FRAME;
-    if (ca != cb)
-        return ca;
-    return a->seen_known && (!b->seen_known || a->seen_ms > b->seen_ms);
-}
-
-/* ---- the timeline ---------------------------------------------------------------- */
-
-typedef struct bar {
-    size_t group;
-    int64_t tid;
-    const char *thread;
-    int64_t start_us, detect_us, end_us; /* end_us -1: never recorded */
-} bar;
-
-typedef struct lane {
-    int64_t pid;
-    const char *process;
-    bar *bars;
-    size_t count, cap, more;
-    int64_t first_us;
-} lane;
-
-static int by_lane_start(const void *pa, const void *pb)
-{
-    const lane *a = pa, *b = pb;
-    if (a->first_us != b->first_us)
-        return a->first_us < b->first_us ? -1 : 1;
-    return (a->pid > b->pid) - (a->pid < b->pid);
-}
-
-static int by_bar_start(const void *pa, const void *pb)
-{
-    const bar *a = pa, *b = pb;
-    if (a->start_us != b->start_us)
-        return a->start_us < b->start_us ? -1 : 1;
-    return (a->tid > b->tid) - (a->tid < b->tid);
-}
-
-static int64_t add_clamped(int64_t a, uint64_t b)
-{
-    if (b > (uint64_t)INT64_MAX || a > INT64_MAX - (int64_t)b)
-        return INT64_MAX;
-    return a + (int64_t)b;
-}
-
-/*
- * The hangs (stretches, as `stats` counts them) of each process, on a time
- * axis: start (detection less busy time), detection, end (start plus the
- * final duration, when recorded).  `group_of[i]` is summary i's group in
- * the table, or SIZE_MAX.
- */
-static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *unplaced, size_t *lanes_more)
-{
-    size_t n = h->count;
-    size_t *hang_index = n ? calloc(n, sizeof *hang_index) : NULL;
-    hw_hang_summary *hangs = n ? calloc(n, sizeof *hangs) : NULL;
-    size_t *link = n ? calloc(n, sizeof *link) : NULL;
-    int64_t *end = n ? calloc(n, sizeof *end) : NULL;
-    lane *lanes = NULL;
-    size_t lane_count = 0;
-    json_t *lane_index = NULL;
-    json_t *out = NULL;
-    *unplaced = *lanes_more = 0;
-    if (n && (!hang_index || !hangs || !link || !end))
-        goto done;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (h->s[i].is_hang) {
-            hangs[m] = h->s[i]; /* shallow: only read */
-            hang_index[m++] = i;
-        }
-    if (hw_link_stretches(hangs, m, link) != 0)
-        goto done;
-    /* a stretch ends at its start plus the longest final duration its reports say */
-    for (size_t k = 0; k < m; k++)
-        end[k] = -1;
-    for (size_t k = 0; k < m; k++) {
-        const hw_hang_summary *head = &hangs[link[k]];
-        int64_t start;
-        if (hangs[k].final_known && hw_stretch_start_us(head, &start)) {
-            int64_t e = add_clamped(start, hangs[k].final_us);
-            if (e > end[link[k]])
-                end[link[k]] = e;
-        }
-    }
-    lanes = m ? calloc(m, sizeof *lanes) : NULL;
-    lane_index = json_object();
-    if ((m && lanes == NULL) || lane_index == NULL)
-        goto done;
-    bool oom = false;
-    for (size_t k = 0; k < m && !oom; k++) {
-        if (link[k] != k)
-            continue;
-        const hw_hang_summary *s = &hangs[k];
-        int64_t start;
-        if (!hw_stretch_start_us(s, &start) || group_of[hang_index[k]] == SIZE_MAX) {
-            (*unplaced)++;
-            continue;
-        }
-        /* a process: its pid and name (pids are reused, on other machines too) */
-        char *id = NULL;
-        if (asprintf(&id, "%" PRId64 "/%s", s->pid, s->process_name) < 0) {
-            oom = true;
-            break;
-        }
-        json_t *at = json_object_get(lane_index, id);
-        lane *l = at != NULL ? &lanes[json_integer_value(at)] : NULL;
-        if (l == NULL) {
-            if (json_object_set_new_nocheck(lane_index, id, json_integer((json_int_t)lane_count)) != 0) {
-                free(id);
-                oom = true;
-                break;
-            }
-            l = &lanes[lane_count++];
-            *l = (lane){s->pid, s->process_name, NULL, 0, 0, 0, start};
-        }
-        free(id);
-        if (start < l->first_us)
-            l->first_us = start;
-        if (l->count >= LANE_HANGS) {
-            l->more++;
-            continue;
-        }
-        if (l->count == l->cap) {
-            size_t cap = l->cap ? l->cap * 2 : 8;
-            bar *grown = realloc(l->bars, cap * sizeof *grown);
-            if (grown == NULL) {
-                oom = true;
-                break;
-            }
-            l->bars = grown;
-            l->cap = cap;
-        }
-        int64_t detect = add_clamped(start, s->block_us);
-        int64_t e = end[k] >= detect ? end[k] : -1;
-        l->bars[l->count++] = (bar){group_of[hang_index[k]], s->tid, s->thread_name, start, detect, e};
-    }
-    if (oom)
-        goto done;
-    if (lane_count > 1)
-        qsort(lanes, lane_count, sizeof *lanes, by_lane_start);
-    out = json_array();
-    for (size_t i = 0; i < lane_count; i++) {
-        lane *l = &lanes[i];
-        if (i >= LANES) {
-            *lanes_more += 1;
-            continue;
-        }
-        if (l->count > 1)
-            qsort(l->bars, l->count, sizeof *l->bars, by_bar_start);
-        json_t *bars = json_array(), *threads = json_array();
-        for (size_t b = 0; b < l->count; b++) {
-            const bar *x = &l->bars[b];
-            bool named = false;
-            for (size_t k = 0; k < b && !named; k++)
-                named = l->bars[k].tid == x->tid;
-            if (!named)
-                json_array_append_new(threads, json_pack("[I, o]", (json_int_t)x->tid, hw_json_text(x->thread)));
-            json_array_append_new(bars, json_pack("[I, I, I, I, I]", (json_int_t)x->group, (json_int_t)x->tid,
-                                                  (json_int_t)x->start_us, (json_int_t)x->detect_us,
-                                                  (json_int_t)x->end_us));
-        }
-        json_t *o = json_object();
-        set(o, "pid", jint(l->pid));
-        set(o, "process", hw_json_text(l->process));
-        set(o, "hangs", bars);
-        set(o, "threads", threads);
-        set(o, "more", hw_json_u64(l->more));
-        json_array_append_new(out, o);
-    }
-done:
-    for (size_t i = 0; i < lane_count; i++)
-        free(lanes[i].bars);
-    free(lanes);
-    json_decref(lane_index);
-    free(hang_index);
-    free(hangs);
-    free(link);
-    free(end);
-    return out;
-}
-
-/* ---- the page -------------------------------------------------------------------- */
-
-/* The data as JSON that is safe inside a <script> element: no '<', '>' or
- * '&' (each written as its \u escape, which JSON reads back the same),
- * nothing beyond ASCII.  0, or -1 when out of memory. */
-static int put_script_json(FILE *out, const json_t *data)
-{
-    char *text = json_dumps(data, JSON_COMPACT | JSON_ENSURE_ASCII);
-    if (text == NULL)
-        return -1;
-    for (const char *p = text; *p; p++) {
-        switch (*p) {
-        case '<':
-            fputs("\\u003c", out);
-            break;
-        case '>':
-            fputs("\\u003e", out);
-            break;
-        case '&':
-            fputs("\\u0026", out);
-            break;
-        default:
-            fputc(*p, out);
-        }
-    }
-    free(text);
-    return 0;
-}
-
-static json_t *page_data(hw_html *h, const hw_stats *st, const hw_report_walk_counts *counts, long long generated_ms,
-                         hw_html_reload_fn reload, void *ctx)
-{
-    size_t shown = st->group_count < TABLE_GROUPS ? st->group_count : TABLE_GROUPS;
-    json_t *index = json_object();
-    size_t *group_of = h->count ? calloc(h->count, sizeof *group_of) : NULL;
-    size_t *rep = shown ? calloc(shown, sizeof *rep) : NULL;
-    json_t *data = NULL;
-    if (index == NULL || (h->count && group_of == NULL) || (shown && rep == NULL))
-        goto done;
-    for (size_t g = 0; g < shown; g++) {
-        json_object_set_new_nocheck(index, st->groups[g].key, json_integer((json_int_t)g));
-        rep[g] = SIZE_MAX;
-    }
-    for (size_t i = 0; i < h->count; i++) {
-        json_t *at = h->s[i].is_hang ? json_object_get(index, h->s[i].key) : NULL;
-        group_of[i] = at ? (size_t)json_integer_value(at) : SIZE_MAX;
-        size_t g = group_of[i];
-        if (g != SIZE_MAX && (rep[g] == SIZE_MAX || shows_better(&h->s[i], &h->s[rep[g]])))
-            rep[g] = i;
-    }
-    json_t *groups = json_array();
-    for (size_t g = 0; g < shown; g++) {
-        json_t *o = group_json(&st->groups[g]);
-        if (g < DETAILED_GROUPS && rep[g] != SIZE_MAX) {
-            const hw_hang_summary *r = &h->s[rep[g]];
-            json_t *at = h->flame_index ? json_object_get(h->flame_index, r->key) : NULL;
-            if (at != NULL)
-                flame_mark(&h->flames[json_integer_value(at)], r->point, r->point_count);
-            set(o, "detail", detail_json(h, r, reload, ctx));
-        }
-        json_array_append_new(groups, o);
-    }
-    size_t unplaced = 0, lanes_more = 0;
-    json_t *timeline = timeline_json(h, group_of, &unplaced, &lanes_more);
-    if (timeline == NULL) {
-        json_decref(groups);
-        goto done;
-    }
-    data = json_object();
-    set(data, "generator", json_string("hangwatch " HW_VERSION_STRING));
-    set(data, "generated_ms", json_integer((json_int_t)generated_ms));
-    set(data, "reports", hw_json_u64(counts->reports));
-    set(data, "unreadable", hw_json_u64(counts->failed));
-    set(data, "hangs", hw_json_u64(st->hangs));
-    set(data, "not_hangs", hw_json_u64(st->not_hangs));
-    set(data, "group_count", hw_json_u64(st->group_count));
-    set(data, "detailed", hw_json_u64(shown < DETAILED_GROUPS ? shown : DETAILED_GROUPS));
-    set(data, "groups", groups);
-    set(data, "timeline", timeline);
-    set(data, "timeline_unplaced", hw_json_u64(unplaced));
-    set(data, "timeline_lanes_more", hw_json_u64(lanes_more));
-done:
-    json_decref(index);
-    free(group_of);
-    free(rep);
-    return data;
-}
-
-char *hw_html_render(hw_html *h, const hw_report_walk_counts *counts, const char *nonce, long long generated_ms,
-                     hw_html_reload_fn reload, void *ctx, size_t *len)
-{
-    hw_stats st;
-    hw_stats_init(&st);
-    if (hw_stats_build(&st, h->s, h->count) != 0) {
-        hw_stats_free(&st);
-        return NULL;
-    }
-    json_t *data = page_data(h, &st, counts, generated_ms, reload, ctx);
-    char *text = NULL;
-    size_t size = 0;
-    FILE *out = data != NULL ? open_memstream(&text, &size) : NULL;
-    int rc = out != NULL ? 0 : -1;
-    if (rc == 0) {
-        fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", out);
-        /* Nothing may be loaded from anywhere; only this page's own script
-         * and style run. */
-        fprintf(out,
-                "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-                "script-src 'nonce-%s'; style-src 'nonce-%s'; base-uri 'none'; form-action 'none'\">\n",
-                nonce, nonce);
-        fputs("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n", out);
-        fputs("<meta name=\"generator\" content=\"hangwatch " HW_VERSION_STRING "\">\n", out);
-        fprintf(out, "<title>hangwatch: %zu hang%s in %zu group%s</title>\n", st.hangs, st.hangs == 1 ? "" : "s",
-                st.group_count, st.group_count == 1 ? "" : "s");
-        fprintf(out, "<style nonce=\"%s\">\n%s</style>\n</head>\n<body>\n", nonce, hw_html_css);
-        fputs("<noscript><p>This report is drawn by its own script, which is part of the file: allow JavaScript "
-              "for this file to see it.</p></noscript>\n<main id=\"app\"></main>\n",
-              out);
-        fputs("<script type=\"application/json\" id=\"hw-data\">", out);
-        rc = put_script_json(out, data);
-        fprintf(out, "</script>\n<script nonce=\"%s\">\n%s</script>\n</body>\n</html>\n", nonce, hw_html_js);
-        if (fclose(out) != 0)
-            rc = -1;
-    }
-    json_decref(data);
-    hw_stats_free(&st);
-    if (rc != 0) {
-        free(text);
-        return NULL;
-    }
-    *len = size;
-    return text;
-}
-
 /* ---- the command ----------------------------------------------------------------- */
-
-typedef struct adding {
-    hw_html *h;
-    bool oom;
-} adding;
-
-static void add_one(const char *path, json_t *root, void *ctx)
-{
-    adding *a = ctx;
-    if (!a->oom && hw_html_add(a->h, root, path) != 0)
-        a->oom = true;
-    json_decref(root);
-}
 
 static json_t *reload_file(const char *path, void *ctx)
 {
@@ -908,116 +64,87 @@ static json_t *reload_file(const char *path, void *ctx)
     return hw_report_load(path, true);
 }
 
-/* 16 random bytes in base64: the page's nonce. */
-static void make_nonce(char out[25])
+/* What the command line says, and the page's data as the reports are read. */
+typedef struct html_run {
+    const char *output;
+    hw_html *h;
+} html_run;
+
+static int take_output(const char *value, void *ctx)
 {
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    unsigned char r[18];
-    hw_random_bytes(r, sizeof r);
-    for (size_t i = 0, o = 0; i < sizeof r; i += 3) {
-        uint32_t v = (uint32_t)r[i] << 16 | (uint32_t)r[i + 1] << 8 | r[i + 2];
-        out[o++] = b64[v >> 18 & 63];
-        out[o++] = b64[v >> 12 & 63];
-        out[o++] = b64[v >> 6 & 63];
-        out[o++] = b64[v & 63];
-    }
-    out[24] = '\0';
+    return hw_take_output_option("html", value, &((html_run *)ctx)->output);
 }
 
-/* The value of "-o VALUE", "-oVALUE" is not taken; "--output=VALUE" is. */
-static bool is_option(const char *a, const char *name)
+static int check_options(void *ctx)
 {
-    size_t n = strlen(name);
-    return strncmp(a, name, n) == 0 && (a[n] == '\0' || (a[n] == '=' && name[1] == '-'));
+    if (((const html_run *)ctx)->output == NULL)
+        return hw_usage_error("html", "html needs -o FILE (or -o - for standard output)", NULL);
+    return 0;
 }
+
+/* The file is checked before anything is read (2 when it may not be
+ * written); then the page's data is made ready. */
+static int before_reading(void *ctx)
+{
+    html_run *run = ctx;
+    if (strcmp(run->output, "-") != 0 && hw_json_file_check(run->output, "the page") != 0)
+        return 2;
+    if ((run->h = hw_html_new()) == NULL) {
+        fputs("hangwatch: out of memory while reading the reports\n", stderr);
+        return 1;
+    }
+    return 0;
+}
+
+static int take_report(const char *path, json_t *root, void *ctx)
+{
+    return hw_html_add(((html_run *)ctx)->h, root, path);
+}
+
+static const hw_report_option html_options[] = {
+    {"--output", "-o", true, take_output},
+};
+
+static const hw_report_command html_command = {
+    .name = "html",
+    .help = html_help,
+    .options = html_options,
+    .option_count = sizeof html_options / sizeof html_options[0],
+    .check_options = check_options,
+    .needs_paths = "html needs reports or directories: hangwatch html -o FILE REPORT.json|DIR...",
+    .before_reading = before_reading,
+    .take_report = take_report,
+    .none_read = ": no page written",
+};
 
 int hw_html_main(int argc, char **argv)
 {
-    const char *output = NULL;
-    bool options_done = false;
-    char **paths = calloc((size_t)argc, sizeof *paths);
-    size_t count = 0;
-    if (paths == NULL)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!options_done && strcmp(a, "--") == 0) {
-            options_done = true;
-        } else if (!options_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            free(paths);
-            fputs(html_help, stdout);
-            return 0;
-        } else if (!options_done && (is_option(a, "-o") || is_option(a, "--output"))) {
-            const char *v = strchr(a, '=') != NULL && a[1] == '-' ? strchr(a, '=') + 1 : NULL;
-            if (v == NULL && i + 1 < argc)
-                v = argv[++i];
-            if (v == NULL) {
-                free(paths);
-                return hw_usage_error("html", "option needs a value:", a);
-            }
-            if (output != NULL) {
-                free(paths);
-                return hw_usage_error("html", "-o is given twice", NULL);
-            }
-            if (v[0] == '\0') {
-                free(paths);
-                return hw_usage_error("html", "-o needs a file name (or - for standard output)", NULL);
-            }
-            output = v;
-        } else if (!options_done && a[0] == '-' && a[1] != '\0') {
-            free(paths);
-            return hw_usage_error("html", "unknown option for html:", a);
-        } else {
-            paths[count++] = argv[i];
-        }
+    html_run run = {NULL, NULL};
+    hw_report_walk_counts counts;
+    int rc;
+    if (!hw_report_command_read(&html_command, argc, argv, &run, &counts, &rc)) {
+        hw_html_free(run.h);
+        return rc;
     }
-    if (output == NULL || count == 0) {
-        free(paths);
-        return hw_usage_error("html",
-                              output == NULL ? "html needs -o FILE (or -o - for standard output)"
-                                             : "html needs reports or directories: hangwatch html -o FILE "
-                                               "REPORT.json|DIR...",
-                              NULL);
-    }
-    bool to_stdout = strcmp(output, "-") == 0;
-    if (!to_stdout && hw_json_file_check(output, "the page") != 0) {
-        free(paths);
-        return 2;
-    }
-
-    adding a = {hw_html_new(), false};
-    hw_report_walk_counts counts = {0, 0};
-    if (a.h != NULL)
-        hw_report_walk(paths, count, add_one, &a, &counts);
-    free(paths);
-    if (a.h == NULL || a.oom) {
-        fputs("hangwatch: out of memory while reading the reports\n", stderr);
-        hw_html_free(a.h);
-        return 1;
-    }
-    if (counts.reports == 0) {
-        fputs("hangwatch: no report could be read: no page written\n", stderr);
-        hw_html_free(a.h);
-        return 1;
-    }
-    size_t hangs = hw_html_hang_count(a.h);
+    hw_html *h = run.h;
+    bool to_stdout = strcmp(run.output, "-") == 0;
+    size_t hangs = hw_html_hang_count(h);
     if (hangs == 0) {
         fputs("hangwatch: the reports hold no hang (only stutter or snapshots): no page written\n", stderr);
-        hw_html_free(a.h);
+        hw_html_free(h);
         return 1;
     }
     if (hangs < counts.reports)
         fprintf(stderr, "hangwatch: %zu stutter or snapshot report%s set aside: not hangs\n", counts.reports - hangs,
                 counts.reports - hangs == 1 ? "" : "s");
-    char nonce[25];
-    make_nonce(nonce);
+    char nonce[HW_HTML_NONCE_SIZE];
+    hw_html_make_nonce(nonce);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     size_t len = 0;
-    char *page = hw_html_render(a.h, &counts, nonce, (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, reload_file,
+    char *page = hw_html_render(h, &counts, nonce, (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, reload_file,
                                 NULL, &len);
-    hw_html_free(a.h);
-    int rc = 0;
+    hw_html_free(h);
     if (page == NULL) {
         fputs("hangwatch: out of memory while making the page\n", stderr);
         rc = 1;
@@ -1027,9 +154,9 @@ int hw_html_main(int argc, char **argv)
             rc = 1;
         }
     } else {
-        int w = hw_text_file_write(output, "the page", page, len);
+        int w = hw_text_file_write(run.output, "the page", page, len);
         if (w != 0 && w != -ELOOP) {
-            hw_say_about(output);
+            hw_say_about(run.output);
             fprintf(stderr, "cannot write the page: %s\n", strerror(-w));
         }
         rc = w != 0;

@@ -1,5 +1,6 @@
-/* html.h - `hangwatch html -o FILE REPORT.json|DIR...` (html.c): the hangs
- * of many reports as one self-contained HTML page. */
+/* html.h - `hangwatch html -o FILE REPORT.json|DIR...` (html.c, with
+ * html_data.c and html_page.c): the hangs of many reports as one
+ * self-contained HTML page. */
 #ifndef HANGWATCH_HTML_H
 #define HANGWATCH_HTML_H
 

@@ -47,55 +47,28 @@ static const char stats_help[] =
 
 /* ---- reading -------------------------------------------------------------- */
 
-typedef struct collected {
-    hw_hang_summary *s;
-    size_t count, cap;
-    bool oom;
-} collected;
-
-static void collect(const char *path, json_t *root, void *ctx)
+int hw_summaries_add(hw_summaries *all, const char *path, json_t *root)
 {
-    collected *c = ctx;
-    if (!c->oom && c->count == c->cap) {
-        size_t bigger = c->cap ? c->cap * 2 : 64;
-        hw_hang_summary *grown = realloc(c->s, bigger * sizeof *grown);
+    if (all->count == all->cap) {
+        size_t bigger = all->cap ? all->cap * 2 : 64;
+        hw_hang_summary *grown = realloc(all->s, bigger * sizeof *grown);
         if (grown == NULL)
-            c->oom = true;
-        else {
-            c->s = grown;
-            c->cap = bigger;
-        }
+            return -1;
+        all->s = grown;
+        all->cap = bigger;
     }
-    if (!c->oom && hw_hang_summary_of(root, path, &c->s[c->count]) != 0)
-        c->oom = true;
-    if (!c->oom)
-        c->count++;
-    json_decref(root);
-}
-
-int hw_collect_summaries(char *const *paths, size_t count, hw_hang_summary **out, size_t *out_count,
-                         hw_report_walk_counts *counts)
-{
-    collected c = {0};
-    memset(counts, 0, sizeof *counts);
-    hw_report_walk(paths, count, collect, &c, counts);
-    if (c.oom) {
-        for (size_t i = 0; i < c.count; i++)
-            hw_hang_summary_free(&c.s[i]);
-        free(c.s);
-        fputs("hangwatch: out of memory while reading the reports\n", stderr);
+    if (hw_hang_summary_of(root, path, &all->s[all->count]) != 0)
         return -1;
-    }
-    *out = c.s;
-    *out_count = c.count;
+    all->count++;
     return 0;
 }
 
-void hw_free_summaries(hw_hang_summary *s, size_t count)
+void hw_summaries_free(hw_summaries *all)
 {
-    for (size_t i = 0; i < count; i++)
-        hw_hang_summary_free(&s[i]);
-    free(s);
+    for (size_t i = 0; i < all->count; i++)
+        hw_hang_summary_free(&all->s[i]);
+    free(all->s);
+    memset(all, 0, sizeof *all);
 }
 
 /* ---- printing ------------------------------------------------------------- */
@@ -243,52 +216,55 @@ json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts
     return root;
 }
 
+/* ---- the command ------------------------------------------------------------ */
+
+/* What the command line says, and the summaries of the reports read. */
+typedef struct stats_run {
+    bool as_json;
+    hw_summaries all;
+} stats_run;
+
+static int take_json(const char *value, void *ctx)
+{
+    (void)value;
+    ((stats_run *)ctx)->as_json = true;
+    return 0;
+}
+
+static int take_report(const char *path, json_t *root, void *ctx)
+{
+    return hw_summaries_add(&((stats_run *)ctx)->all, path, root);
+}
+
+static const hw_report_option stats_options[] = {
+    {"--json", NULL, false, take_json},
+};
+
+static const hw_report_command stats_command = {
+    .name = "stats",
+    .help = stats_help,
+    .options = stats_options,
+    .option_count = sizeof stats_options / sizeof stats_options[0],
+    .needs_paths = "stats needs reports or directories: hangwatch stats [--json] REPORT.json|DIR...",
+    .take_report = take_report,
+    .none_read = "",
+};
+
 int hw_stats_main(int argc, char **argv)
 {
-    bool as_json = false, options_done = false;
-    char **paths = calloc((size_t)argc, sizeof *paths);
-    size_t count = 0;
-    if (paths == NULL)
-        return 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!options_done && strcmp(a, "--") == 0) {
-            options_done = true;
-        } else if (!options_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            free(paths);
-            fputs(stats_help, stdout);
-            return 0;
-        } else if (!options_done && strcmp(a, "--json") == 0) {
-            as_json = true;
-        } else if (!options_done && a[0] == '-' && a[1] != '\0') {
-            free(paths);
-            return hw_usage_error("stats", "unknown option for stats:", a);
-        } else {
-            paths[count++] = argv[i];
-        }
-    }
-    if (count == 0) {
-        free(paths);
-        return hw_usage_error("stats", "stats needs reports or directories: hangwatch stats [--json] REPORT.json|DIR...", NULL);
-    }
-    hw_hang_summary *s = NULL;
-    size_t n = 0;
+    stats_run run = {0};
     hw_report_walk_counts counts;
-    int rc = hw_collect_summaries(paths, count, &s, &n, &counts);
-    free(paths);
-    if (rc != 0)
-        return 1;
-    if (counts.reports == 0) {
-        fputs("hangwatch: no report could be read\n", stderr);
-        hw_free_summaries(s, n);
-        return 1;
+    int rc;
+    if (!hw_report_command_read(&stats_command, argc, argv, &run, &counts, &rc)) {
+        hw_summaries_free(&run.all);
+        return rc;
     }
     hw_stats st;
     hw_stats_init(&st);
-    if (hw_stats_build(&st, s, n) != 0) {
+    if (hw_stats_build(&st, run.all.s, run.all.count) != 0) {
         fputs("hangwatch: out of memory while grouping the reports\n", stderr);
         rc = 1;
-    } else if (as_json) {
+    } else if (run.as_json) {
         json_t *root = hw_stats_to_json(&st, &counts);
         if (root == NULL || json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
             fputs("hangwatch: out of memory while printing the groups\n", stderr);
@@ -300,6 +276,6 @@ int hw_stats_main(int argc, char **argv)
         hw_stats_print_table(&st, &counts, stdout);
     }
     hw_stats_free(&st);
-    hw_free_summaries(s, n);
+    hw_summaries_free(&run.all);
     return rc;
 }

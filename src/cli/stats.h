@@ -14,14 +14,19 @@
 int hw_stats_main(int argc, char **argv);
 
 /*
- * The summaries of every report named by `paths` (files, directories:
- * hw_report_walk), with what could not be read named on stderr and
- * counted in *counts.  0, or -1 (out of memory, said on stderr).
- * Free with hw_free_summaries.
+ * The summaries of many reports, one added at a time (as
+ * hw_report_command_read reads them).  Start from {0}; free with
+ * hw_summaries_free.
  */
-int hw_collect_summaries(char *const *paths, size_t count, hw_hang_summary **out, size_t *out_count,
-                         hw_report_walk_counts *counts);
-void hw_free_summaries(hw_hang_summary *s, size_t count);
+typedef struct hw_summaries {
+    hw_hang_summary *s;
+    size_t count, cap;
+} hw_summaries;
+
+/* Add the summary of `root` (lent), read from `path`: 0, or -1 when out
+ * of memory. */
+int hw_summaries_add(hw_summaries *all, const char *path, json_t *root);
+void hw_summaries_free(hw_summaries *all);
 
 /* The groups as a table for people (every string from a report escaped),
  * or as JSON; `counts` says how many reports were read and failed. */
