@@ -2,7 +2,7 @@
  * bench_sampling_cost.c - what early sampling (and a hang's capture) costs
  * a spinning loop thread, measured from inside it.
  *
- *   bench-sampling-cost SPIN_MS
+ *   bench-sampling-cost SPIN_MS [GAPS_FILE]
  *
  * The main thread is a poll() loop on a 10 ms timerfd (so the observer sees
  * a loop); after ten turns one callback spins for SPIN_MS, reading
@@ -13,6 +13,11 @@
  * as gaps; the driver (bench/sampling_cost.py) subtracts the same
  * program's gaps without hangwatch, measured alternately in the same run.
  * Nothing is allocated or printed while spinning.
+ *
+ * With GAPS_FILE, every gap is also written there after the spin, one line
+ * each, "START_NS LENGTH_NS" (CLOCK_MONOTONIC; its first line is "TID
+ * SPIN_START_NS SPIN_END_NS"), so that the driver can tell which gap held
+ * which of the kernel's timer interrupts (it traces them meanwhile).
  *
  * Output after the loop ends (a few more turns after the spin, so the agent
  * sees the stretch end):
@@ -29,6 +34,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +44,11 @@
 
 #define GAP_NS 1000ull
 #define SHORT_GAP_NS 1000000ull /* below: interrupts, samples, stops; above: scheduler slices */
+#define MAX_NOTED_GAPS (1u << 17) /* a busy 4 s spin here has up to ~30,000 */
+
+/* Each gap's start and length, for GAPS_FILE; touched before the spin. */
+static uint64_t gap_start_ns[MAX_NOTED_GAPS], gap_length_ns[MAX_NOTED_GAPS];
+static unsigned noted_gaps;
 
 static uint64_t now_ns(void)
 {
@@ -46,7 +58,7 @@ static uint64_t now_ns(void)
 }
 
 typedef struct gaps {
-    uint64_t count, total_ns, longest_ns, spin_ns;
+    uint64_t count, total_ns, longest_ns, spin_ns, start_ns;
     uint64_t short_count, short_ns; /* gaps under SHORT_GAP_NS */
 } gaps;
 
@@ -65,20 +77,39 @@ __attribute__((noinline)) static void spin_and_note_gaps(uint64_t spin_ns, gaps 
                 g->short_count++;
                 g->short_ns += d;
             }
+            if (noted_gaps < MAX_NOTED_GAPS) {
+                gap_start_ns[noted_gaps] = prev;
+                gap_length_ns[noted_gaps++] = d;
+            }
         }
         prev = t;
         if (t >= end)
             break;
     }
     g->spin_ns = prev - start;
+    g->start_ns = start;
+}
+
+static int write_gaps(const char *path, const gaps *g)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "%ld %llu %llu\n", (long)syscall(SYS_gettid), (unsigned long long)g->start_ns,
+            (unsigned long long)(g->start_ns + g->spin_ns));
+    for (unsigned i = 0; i < noted_gaps; i++)
+        fprintf(f, "%llu %llu\n", (unsigned long long)gap_start_ns[i], (unsigned long long)gap_length_ns[i]);
+    return fclose(f);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 || atol(argv[1]) <= 0) {
-        fprintf(stderr, "usage: bench-sampling-cost SPIN_MS\n");
+    if ((argc != 2 && argc != 3) || atol(argv[1]) <= 0) {
+        fprintf(stderr, "usage: bench-sampling-cost SPIN_MS [GAPS_FILE]\n");
         return 2;
     }
+    memset(gap_start_ns, 0, sizeof gap_start_ns); /* its pages are faulted in now, not in the spin */
+    memset(gap_length_ns, 0, sizeof gap_length_ns);
     uint64_t spin_ns = (uint64_t)atol(argv[1]) * 1000000ull;
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
     struct itimerspec every_10ms = {{0, 10000000}, {0, 10000000}};
@@ -96,6 +127,10 @@ int main(int argc, char **argv)
         }
         if (turn == 10)
             spin_and_note_gaps(spin_ns, &g);
+    }
+    if (argc == 3 && write_gaps(argv[2], &g) != 0) {
+        perror(argv[2]);
+        return 1;
     }
     printf("observer %s\n", observer_active() ? "active" : "inert");
     printf("spin %llu gaps %llu %llu %llu short %llu %llu\n", (unsigned long long)g.spin_ns,

@@ -45,6 +45,7 @@ typedef struct hw_agent_options {
     bool early_sampling;      /* Matrix's early sampling (off by default) */
     uint64_t sample_interval_ns; /* default 50 ms */
     bool samples_by_ptrace;   /* --sampler ptrace: every early sample stops the thread */
+    bool samples_by_task_clock; /* --sampler task-clock: kernel samples on an interrupt of their own, never the tick */
     size_t ring_size;         /* default check period / interval (20) */
     hw_report_limits limits;  /* daily limit and directory cap */
     bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */

@@ -78,6 +78,8 @@ typedef struct sampler {
     size_t raw_pending;
     bool perf_on;            /* enabled for the current busy stretch */
     bool perf_refused;       /* cannot be had: every sample stops the thread */
+    pid_t perf_tid;          /* the thread it samples */
+    bool perf_is_main;
     /* the stack taken while the thread was blocked, reused while it stays so */
     char parked_line[160];   /* its /proc/PID/task/TID/syscall line then */
     uint64_t parked_pcs[HW_SAMPLE_MAX_FRAMES];
@@ -348,6 +350,8 @@ typedef struct report_request {
     hw_frame *ps_named;           /* ps_depth entries: the Point Stack's Python frames named, or NULL */
     size_t ps_sample_count, ps_ring_capacity, ps_chosen_index, ps_top_repeat;
     size_t ps_sources[HW_SAMPLE_SOURCES]; /* samples in the ring by how they were taken */
+    const char *ps_kernel_trigger; /* the kernel sampler's trigger (a static name), or NULL */
+    uint64_t ps_kernel_period_ns;  /* and the interval it samples at */
     /* every sample of the ring, as distinct stacks of distinct addresses */
     hw_ring_stacks ring;
     hw_frame *ring_named;         /* ring.addr_count entries: their Python frames named, or NULL */

@@ -238,7 +238,10 @@ static void sample_hottest(agent *a, cpu_watch *cw, uint64_t tick_ns)
             return;
         }
         char why[160];
-        place->perf = hw_perf_sampler_open(top[k]->tid, sample_interval(a), CPU_SAMPLE_STACK_BYTES, why, sizeof why);
+        place->perf = hw_perf_sampler_open(top[k]->tid, sample_interval(a), CPU_SAMPLE_STACK_BYTES,
+                                           a->opts->samples_by_task_clock ? HW_PERF_TRIGGER_TASK_CLOCK
+                                                                          : HW_PERF_TRIGGER_ANY,
+                                           why, sizeof why);
         if (place->perf == NULL || hw_perf_sampler_enable(place->perf, true) != 0) {
             bool opened = place->perf != NULL;
             drop_hot(place);

@@ -243,7 +243,11 @@ static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
         return false;
     }
     char why[160];
-    s->perf = hw_perf_sampler_open(l->tid, a->opts->sample_interval_ns, HW_PERF_SAMPLE_STACK_BYTES, why, sizeof why);
+    s->perf_tid = l->tid;
+    s->perf_is_main = l->tid == w->pid;
+    s->perf = hw_perf_sampler_open(l->tid, a->opts->sample_interval_ns, HW_PERF_SAMPLE_STACK_BYTES,
+                                   a->opts->samples_by_task_clock ? HW_PERF_TRIGGER_TASK_CLOCK : HW_PERF_TRIGGER_ANY, why,
+                                   sizeof why);
     if (s->perf)
         return true;
     s->perf_refused = true;
@@ -255,10 +259,30 @@ static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
     return false;
 }
 
+/* Move the kernel's samples from its ring into ours; how many came. */
+static unsigned drain_kernel_samples(sampler *s)
+{
+    if (!s->perf || !s->perf_on || !s->sym)
+        return 0;
+    hw_thread_snapshot t;
+    uint64_t time_ns;
+    unsigned taken = 0;
+    while (hw_perf_sampler_next(s->perf, &t, &time_ns) == 1) {
+        t.tid = s->perf_tid;
+        t.is_target = true;
+        t.is_main = s->perf_is_main;
+        if (time_ns >= s->stretch_start_ns) /* not a sample of the previous stretch */
+            add_raw_sample(s, &t, time_ns);
+        free(t.stack);
+        taken++;
+    }
+    return taken;
+}
+
 /* One sampling tick of a busy stretch through the kernel: the samples it
- * took since the last tick, or, if none and the thread is off its CPU, its
- * blocked stack (taken once, then reused). */
-static void take_kernel_samples(agent *a, watched_process *w, loop_watch *l, uint64_t now)
+ * took since the last tick (their count), or, if none and the thread is
+ * off its CPU, its blocked stack (taken once, then reused). */
+static unsigned take_kernel_samples(agent *a, watched_process *w, loop_watch *l, uint64_t now)
 {
     sampler *s = l->sampler;
     if (!s->sym) {
@@ -270,38 +294,42 @@ static void take_kernel_samples(agent *a, watched_process *w, loop_watch *l, uin
             s->sym = hw_symbolizer_new(w->pid, maps, len, NULL);
         free(maps);
         if (!s->sym)
-            return;
+            return 0;
     }
-    hw_thread_snapshot t;
-    uint64_t time_ns;
-    unsigned taken = 0;
-    while (hw_perf_sampler_next(s->perf, &t, &time_ns) == 1) {
-        t.tid = l->tid;
-        t.is_target = true;
-        t.is_main = l->tid == w->pid;
-        if (time_ns >= s->stretch_start_ns) /* not a sample of the previous stretch */
-            add_raw_sample(s, &t, time_ns);
-        free(t.stack);
-        taken++;
-    }
+    unsigned taken = drain_kernel_samples(s);
     if (taken > 0) {
         s->parked_line[0] = '\0';
-        return;
+        return taken;
     }
     char state = thread_state(w->pid, l->tid);
     if (state != 'S' && state != 'D')
-        return; /* running or runnable: the kernel samples it as it runs */
+        return 0; /* running or runnable: the kernel samples it as it runs */
     char line[sizeof s->parked_line];
     if (hw_task_syscall_line(w->pid, l->tid, line, sizeof line) <= 0)
         line[0] = '\0';
     if (line[0] != '\0' && strcmp(line, s->parked_line) == 0 && s->parked_depth > 0) {
         drop_raw(s, s->ring.tail);
         hw_ring_add_from(&s->ring, s->parked_pcs, s->parked_depth, s->parked_top, now, HW_SAMPLE_REUSED);
-        return;
+        return 0;
     }
     s->parked_depth = 0;
     take_stopped_sample(a, w, l, now, true);
     snprintf(s->parked_line, sizeof s->parked_line, "%s", line);
+    return 0;
+}
+
+/* While the kernel samples a running thread, the agent need not look at
+ * every interval: it reads the ring every 100 ms, or sooner if the ring
+ * would fill first (half of it), never more often than the interval.  Each
+ * look is a wake-up of the agent, which lands on the thread's own CPU
+ * whenever the other is busy (docs/decisions.md §35). */
+#define KERNEL_DRAIN_NS 100000000ull
+static uint64_t kernel_drain_period(const sampler *s, uint64_t interval)
+{
+    uint64_t half_ring = hw_perf_sampler_ring_samples(s->perf, HW_PERF_SAMPLE_STACK_BYTES) / 2 *
+                         hw_perf_sampler_period_ns(s->perf);
+    uint64_t period = half_ring < KERNEL_DRAIN_NS ? half_ring : KERNEL_DRAIN_NS;
+    return period > interval ? period : interval;
 }
 
 /* Sample if one is due for the current busy stretch; returns when the next
@@ -334,7 +362,10 @@ static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const
     if (now >= s->next_sample_ns) {
         if (perf_ready(a, w, l) && (s->perf_on || hw_perf_sampler_enable(s->perf, true) == 0)) {
             s->perf_on = true;
-            take_kernel_samples(a, w, l, now);
+            if (take_kernel_samples(a, w, l, now) > 0) { /* running: the kernel samples it */
+                s->next_sample_ns = now + kernel_drain_period(s, interval);
+                return s->next_sample_ns;
+            }
         } else { /* no perf event, or it would not start: stop the thread */
             take_stopped_sample(a, w, l, now, false);
         }
@@ -348,8 +379,10 @@ static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const
 /* Function keys of the newest sample, for annealing; 0 if none. */
 size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max)
 {
-    if (s)
+    if (s) {
+        drain_kernel_samples(s);
         unwind_raw_samples(s);
+    }
     if (!s || s->ring.count == 0 || !s->sym)
         return 0;
     const hw_sample *newest = hw_ring_at(&s->ring, s->ring.count - 1);
@@ -726,6 +759,7 @@ void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_r
         return;
     req->main_thread_state = "empty";
     req->main_thread_reason = "no_samples";
+    drain_kernel_samples(s);
     if (s->seq == seq)
         unwind_raw_samples(s);
     long idx = s->seq == seq ? hw_ring_point_stack(&s->ring) : -1;
@@ -740,6 +774,10 @@ void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_r
     req->ps_chosen_index = (size_t)idx;
     req->ps_top_repeat = hw_ring_repeat_at(&s->ring, (size_t)idx);
     hw_ring_count_sources(&s->ring, req->ps_sources);
+    if (s->perf) {
+        req->ps_kernel_trigger = hw_perf_trigger_name(hw_perf_sampler_trigger(s->perf));
+        req->ps_kernel_period_ns = hw_perf_sampler_period_ns(s->perf);
+    }
     /* Every sample, for a flame graph (none when out of memory). */
     if (hw_ring_stacks_of(&s->ring, idx, HW_REPORT_MAX_SAMPLE_STACKS, &req->ring) != 0)
         memset(&req->ring, 0, sizeof req->ring);

@@ -370,6 +370,10 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                 json_pack("{s:I, s:I, s:I}", "kernel", (json_int_t)ps->sources[HW_SAMPLE_KERNEL],
                                           "stopped", (json_int_t)ps->sources[HW_SAMPLE_STOPPED], "reused",
                                           (json_int_t)ps->sources[HW_SAMPLE_REUSED]));
+        if (ps->sources && ps->sources[HW_SAMPLE_KERNEL] > 0 && ps->kernel_trigger)
+            json_object_set_new(main_thread, "kernel_sampler",
+                                json_pack("{s:s, s:I}", "trigger", ps->kernel_trigger, "interval_us",
+                                          as_int(ps->kernel_period_ns / 1000)));
         json_object_set_new(main_thread, "backtrace", json_pack("{s:o, s:i}", "contents", contents, "skipped", 0));
         if (ps->stacks && ps->stack_frames && ps->stacks->stack_count > 0)
             json_object_set_new(main_thread, "samples", samples_json(ps->stacks, ps->stack_frames));

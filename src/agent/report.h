@@ -36,6 +36,8 @@ typedef struct hw_point_stack {
     size_t chosen_index;     /* oldest sample = 0 */
     size_t top_repeat;       /* its 0-based run length */
     const size_t *sources;   /* HW_SAMPLE_SOURCES counts: samples by how they were taken, or NULL */
+    const char *kernel_trigger;  /* the kernel sampler's trigger ("timer_tick", "task_clock"), or NULL */
+    uint64_t kernel_period_ns;   /* the interval the kernel sampled at */
     const hw_ring_stacks *stacks; /* every sample, as distinct stacks; or NULL */
     const hw_frame *stack_frames; /* stacks->addr_count entries, symbolized */
 } hw_point_stack;

@@ -680,6 +680,8 @@ static void do_report(report_worker *wk, job *j)
                               .chosen_index = req->ps_chosen_index,
                               .top_repeat = req->ps_top_repeat,
                               .sources = req->ps_sources,
+                              .kernel_trigger = req->ps_kernel_trigger,
+                              .kernel_period_ns = req->ps_kernel_period_ns,
                               .stacks = ring_frames ? &req->ring : NULL,
                               .stack_frames = ring_frames};
     }

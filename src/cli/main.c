@@ -70,11 +70,16 @@ static const char usage_text[] =
     "                       each report (off by default, as in Matrix)\n"
     "  --sample-interval DUR  early-sampling interval (default 50ms)\n"
     "  --sampler HOW        kernel (default): while the thread runs, the kernel\n"
-    "                       takes its samples (a perf event: no stop); a thread\n"
+    "                       takes its samples (a perf event: no stop), in the\n"
+    "                       timer ticks it takes anyway where tracefs is mounted\n"
+    "                       and the agent may use it (the interval is then whole\n"
+    "                       ticks), else on an interrupt of their own; a thread\n"
     "                       blocked off its CPU is stopped once and that stack\n"
     "                       reused while it stays blocked; Python processes and\n"
     "                       systems without perf events are stopped for each\n"
-    "                       sample (said once); ptrace: stop it for every sample\n"
+    "                       sample (said once); task-clock: kernel samples always\n"
+    "                       on their own interrupt (CPUs without ticks, nohz_full);\n"
+    "                       ptrace: stop the thread for every sample\n"
     "  --ring-size N        samples kept (default check period / interval = 20)\n"
     "  --wait-site MODE     auto (default): only the loop's own wait call ends a\n"
     "                       busy stretch, a wait nested in a callback is work;\n"
@@ -366,10 +371,12 @@ static int cmd_watch(int argc, char **argv, cli_mode mode)
         case 'H':
             if (strcmp(optarg, "kernel") == 0)
                 opts.samples_by_ptrace = false;
+            else if (strcmp(optarg, "task-clock") == 0)
+                opts.samples_by_task_clock = true;
             else if (strcmp(optarg, "ptrace") == 0)
                 opts.samples_by_ptrace = true;
             else
-                return usage_error("invalid --sampler '%s': use kernel or ptrace", optarg);
+                return usage_error("invalid --sampler '%s': use kernel, task-clock or ptrace", optarg);
             break;
         case 'U':
             opts.stutter = true;

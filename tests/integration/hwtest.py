@@ -23,6 +23,28 @@ SCHEMA = None
 SOURCE_DIR = None
 
 
+
+TICK_TRACEPOINT = "events/irq_vectors/local_timer_entry/id"
+
+
+def tick_tracepoint_ready():
+    """True when the kernel sampler can ride on the timer tick: tracefs with
+    the tick's tracepoint, mounted here (as root) if no tracefs is mounted yet,
+    as a machine without systemd leaves it."""
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if os.path.exists(os.path.join(root, TICK_TRACEPOINT)):
+            return True
+    if os.geteuid() == 0 and os.path.isdir("/sys/kernel/tracing"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], capture_output=True)
+    return os.path.exists(os.path.join("/sys/kernel/tracing", TICK_TRACEPOINT))
+
+
+def tick_ns():
+    """The kernel's tick, as its coarse clock's resolution gives it (clock id 6:
+    CLOCK_MONOTONIC_COARSE, which the time module does not name)."""
+    return round(time.clock_getres(getattr(time, "CLOCK_MONOTONIC_COARSE", 6)) * 1e9)
+
+
 def setup(bin_dir, source_dir):
     global BIN, SCHEMA, SOURCE_DIR
     BIN = bin_dir

@@ -230,9 +230,12 @@ def case_early_sampling_demo():
 
 
 def case_early_sampling_kernel():
-    """A spinning callback is sampled by the kernel (no stop), and the Point Stack names it; with
-    --sampler ptrace every sample stops the thread, and names it the same."""
-    for sampler in ("kernel", "ptrace"):
+    """A spinning callback is sampled by the kernel (no stop), and the Point Stack names it: in the
+    timer ticks (tracefs mounted, as root) at the interval rounded to whole ticks, or with
+    --sampler task-clock on an interrupt of its own at the interval asked; with --sampler ptrace
+    every sample stops the thread, and names it the same."""
+    tick_ready = hwtest.tick_tracepoint_ready()
+    for sampler in ("kernel", "task-clock", "ptrace"):
         r = hwtest.run(["--early-sampling", "--sampler", sampler, "--"] + scenario("cpuspin", 3))
         try:
             check(r.returncode == 0 and len(r.reports) == 1, r.describe())
@@ -240,10 +243,17 @@ def case_early_sampling_kernel():
             check(ms["state"] == "collected" and ms["sample_count"] >= 10, str(ms))
             src = ms["sample_sources"]
             check(sum(src.values()) == ms["sample_count"], str(src))
-            if sampler == "kernel":
+            if sampler != "ptrace":
                 check(src["kernel"] >= 10 and src["stopped"] == 0, f"a spinning thread was stopped: {src}")
+                ks = ms["kernel_sampler"]
+                if sampler == "task-clock" or not tick_ready:
+                    check(ks == {"trigger": "task_clock", "interval_us": 50000}, f"{sampler}: {ks}")
+                else:
+                    tick = hwtest.tick_ns()
+                    ticks = max(1, (50000000 + tick // 2) // tick)
+                    check(ks == {"trigger": "timer_tick", "interval_us": ticks * tick // 1000}, f"{sampler}: {ks}")
             else:
-                check(src["stopped"] == ms["sample_count"], f"--sampler ptrace: {src}")
+                check(src["stopped"] == ms["sample_count"] and "kernel_sampler" not in ms, f"--sampler ptrace: {ms}")
             names = [f.get("symbol_name") for f in ms["backtrace"]["contents"]]
             check(names[:2] == ["spin_on_cpu", "on_spin_timer"], f"{sampler}: Point Stack {names}")
             # The spin's pc moves; its caller's return address is in every sample.

@@ -7,9 +7,13 @@
  * size field that disagrees, a stack copy longer than its room).
  *
  * The sampler (perf_sampler.h) for real, on a thread of this test that
- * spins: samples arrive only once enabled, each with the thread's pc inside
- * the spinning function and a stack copy starting at its stack pointer; the
- * event's CPU time grows while it runs; nothing arrives while disabled.
+ * spins, with each trigger (the task clock; the timer tick, for which the
+ * test mounts tracefs when it runs as root and finds none): samples arrive
+ * only once enabled, each with the thread's pc inside the spinning function
+ * and a stack copy starting at its stack pointer; the event's count grows
+ * while it runs; nothing arrives while disabled.  The tick's interval
+ * rounding and the reading of its tracepoint id from a tracefs laid out by
+ * hand, malformed ids included.
  */
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -21,6 +25,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,23 +198,31 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void test_sampler_on_a_spinning_thread(void **state)
+static void sample_a_spinning_thread(hw_perf_trigger trigger)
 {
-    (void)state;
     pthread_t t;
     atomic_store(&spinning, 1);
     assert_int_equal(pthread_create(&t, NULL, spinner, NULL), 0);
     while (atomic_load(&spinner_tid) == 0)
         sched_yield();
     char why[160] = "";
-    hw_perf_sampler *s = hw_perf_sampler_open(atomic_load(&spinner_tid), 5000000, HW_PERF_SAMPLE_STACK_BYTES, why,
-                                              sizeof why);
+    hw_perf_sampler *s = hw_perf_sampler_open(atomic_load(&spinner_tid), 5000000, HW_PERF_SAMPLE_STACK_BYTES, trigger,
+                                              why, sizeof why);
     if (s == NULL && (errno == ENOENT || errno == ENOSYS || errno == EOPNOTSUPP)) {
         atomic_store(&spinning, 0);
         pthread_join(t, NULL);
         skip(); /* no perf events in this kernel */
     }
     assert_non_null(s);
+    assert_int_equal(hw_perf_sampler_trigger(s), trigger);
+    struct timespec res;
+    assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+    uint64_t tick = (uint64_t)res.tv_nsec;
+    uint64_t period = hw_perf_sampler_period_ns(s);
+    if (trigger == HW_PERF_TRIGGER_TICK)
+        assert_int_equal(period, hw_perf_ticks_per_sample(5000000, tick) * tick);
+    else
+        assert_int_equal(period, 5000000);
 
     /* Disabled: nothing comes. */
     uint64_t until = now_ns() + 60000000;
@@ -236,29 +252,113 @@ static void test_sampler_on_a_spinning_thread(void **state)
         free(snap.stack);
     }
     assert_int_equal(got, 5);
-    uint64_t cpu = hw_perf_sampler_cpu_ns(s);
-    assert_true(cpu != UINT64_MAX && cpu >= 5 * 5000000ull);
+    /* The count: CPU time for the task clock, ticks for the tick. */
+    uint64_t count = hw_perf_sampler_count(s);
+    assert_true(count != UINT64_MAX);
+    if (trigger == HW_PERF_TRIGGER_TICK)
+        assert_true(count >= 5 * hw_perf_ticks_per_sample(5000000, tick));
+    else
+        assert_true(count >= 5 * 5000000ull);
 
-    /* Disabled again: the CPU time stops growing and no sample follows the drain. */
+    /* Disabled again: the count stops growing and no sample follows the drain. */
     assert_int_equal(hw_perf_sampler_enable(s, false), 0);
     while (hw_perf_sampler_next(s, &snap, &time_ns) == 1)
         free(snap.stack);
-    uint64_t frozen = hw_perf_sampler_cpu_ns(s);
+    uint64_t frozen = hw_perf_sampler_count(s);
     until = now_ns() + 60000000;
     while (now_ns() < until)
         assert_int_equal(hw_perf_sampler_next(s, &snap, &time_ns), 0);
-    assert_int_equal(hw_perf_sampler_cpu_ns(s), frozen);
+    assert_int_equal(hw_perf_sampler_count(s), frozen);
 
     hw_perf_sampler_close(s);
     atomic_store(&spinning, 0);
     pthread_join(t, NULL);
+    atomic_store(&spinning, 1);
+    atomic_store(&spinner_tid, 0);
 }
+
+static void test_sampler_on_the_task_clock(void **state)
+{
+    (void)state;
+    sample_a_spinning_thread(HW_PERF_TRIGGER_TASK_CLOCK);
+}
+
+/* The tick needs its tracepoint's id from tracefs: mounted here when this
+ * test runs as root and finds none (a machine without systemd may have
+ * none mounted). */
+static void test_sampler_on_the_timer_tick(void **state)
+{
+    (void)state;
+    if (hw_perf_tick_tracepoint_id("/sys/kernel/tracing") < 0 && geteuid() == 0)
+        (void)mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);
+    if (hw_perf_tick_tracepoint_id("/sys/kernel/tracing") < 0 &&
+        hw_perf_tick_tracepoint_id("/sys/kernel/debug/tracing") < 0)
+        skip(); /* no tracefs to be had: the agent uses the task clock */
+    sample_a_spinning_thread(HW_PERF_TRIGGER_TICK);
+}
+
+/* Nearest whole number of ticks, at least one. */
+static void test_ticks_per_sample(void **state)
+{
+    (void)state;
+    assert_int_equal(hw_perf_ticks_per_sample(5000000, 4000000), 1);   /* 1.25 */
+    assert_int_equal(hw_perf_ticks_per_sample(6000000, 4000000), 2);   /* 1.5 rounds up */
+    assert_int_equal(hw_perf_ticks_per_sample(50000000, 4000000), 13); /* 12.5 */
+    assert_int_equal(hw_perf_ticks_per_sample(48000000, 4000000), 12);
+    assert_int_equal(hw_perf_ticks_per_sample(1000000, 4000000), 1);   /* below one tick */
+    assert_int_equal(hw_perf_ticks_per_sample(0, 4000000), 1);
+    assert_int_equal(hw_perf_ticks_per_sample(50000000, 1000000), 50); /* HZ 1000 */
+    assert_int_equal(hw_perf_ticks_per_sample(50000000, 3333333), 15); /* HZ 300 */
+    assert_int_equal(hw_perf_ticks_per_sample(5000000, 0), 1);
+}
+
+/* A tracefs laid out by hand: the id file's text is checked. */
+static void write_id(const char *root, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/events/irq_vectors/local_timer_entry/id", root);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_tick_tracepoint_id(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/hw-tracefs-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    assert_int_equal(hw_perf_tick_tracepoint_id(root), -1); /* nothing there */
+    char path[512];
+    const char *dirs[] = {"/events", "/events/irq_vectors", "/events/irq_vectors/local_timer_entry"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s%s", root, dirs[i]);
+        assert_int_equal(mkdir(path, 0700), 0);
+    }
+    write_id(root, "165\n");
+    assert_int_equal(hw_perf_tick_tracepoint_id(root), 165);
+    write_id(root, "42");
+    assert_int_equal(hw_perf_tick_tracepoint_id(root), 42);
+    const char *bad[] = {"", "\n", "abc\n", "0\n", "-5\n", "12x\n", "99999999999\n", "165 \n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_id(root, bad[i]);
+        assert_int_equal(hw_perf_tick_tracepoint_id(root), -1);
+    }
+    snprintf(path, sizeof path, "%s/events/irq_vectors/local_timer_entry/id", root);
+    unlink(path);
+    for (size_t i = 3; i-- > 0;) {
+        snprintf(path, sizeof path, "%s%s", root, dirs[i]);
+        rmdir(path);
+    }
+    rmdir(root);
+}
+
 
 static void test_sampler_refuses_a_missing_thread(void **state)
 {
     (void)state;
     char why[160] = "";
-    hw_perf_sampler *s = hw_perf_sampler_open(0x3ffffff0, 5000000, 4096, why, sizeof why);
+    hw_perf_sampler *s = hw_perf_sampler_open(0x3ffffff0, 5000000, 4096, HW_PERF_TRIGGER_ANY, why, sizeof why);
     assert_null(s);
     assert_true(errno == ESRCH);
     assert_true(strstr(why, "perf_event_open") != NULL);
@@ -271,7 +371,10 @@ int main(void)
         cmocka_unit_test(test_no_user_registers),
         cmocka_unit_test(test_lost_and_other),
         cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_sampler_on_a_spinning_thread),
+        cmocka_unit_test(test_sampler_on_the_task_clock),
+        cmocka_unit_test(test_sampler_on_the_timer_tick),
+        cmocka_unit_test(test_ticks_per_sample),
+        cmocka_unit_test(test_tick_tracepoint_id),
         cmocka_unit_test(test_sampler_refuses_a_missing_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
