@@ -88,6 +88,7 @@ HANG_THRESHOLD_MS = 500
 HANG_PERIOD_MS = 250
 HANG_LONG = (850, 30)         # long enough for periodic mode to see every one
 HANG_SHORT = (600, 10)        # threshold + 100 ms: periodic mode misses most
+EXACT_HANGS = (75, 25)        # exact mode: 100 hangs, so that its p99 is not just the largest
 HANG_IDLE_MIN_MS = 50
 LOST_PAIRS = 8                # runs per worker policy, interleaved (ABBA order)
 LOST_THRESHOLD_MS = 500
@@ -388,17 +389,18 @@ def bench_detection(b, mode, seed, kernel=False):
     """kernel: watched through the kernel observer (`run --observer kernel`,
     as `watch` watches), whose busy start is the precise clock at the wait
     call's exit rather than the preloaded observer's coarse stamp."""
-    n_hangs = HANG_LONG[1] + HANG_SHORT[1]
+    n_long, n_short = EXACT_HANGS if mode == "exact" else (HANG_LONG[1], HANG_SHORT[1])
+    n_hangs = n_long + n_short
     log(f"4. detection, {mode} mode{' (kernel observer)' if kernel else ''}: {n_hangs} hangs "
-        f"({HANG_LONG[1]} x {HANG_LONG[0]} ms, "
-        f"{HANG_SHORT[1]} x {HANG_SHORT[0]} ms) at random phases, threshold {HANG_THRESHOLD_MS} ms, "
-        f"period {HANG_PERIOD_MS} ms (about 40 s)")
+        f"({n_long} x {HANG_LONG[0]} ms, "
+        f"{n_short} x {HANG_SHORT[0]} ms) at random phases, threshold {HANG_THRESHOLD_MS} ms, "
+        f"period {HANG_PERIOD_MS} ms (about {n_hangs} s)")
     tag = f"{mode}-kernel" if kernel else mode
     reports = os.path.join(b.work, f"reports-{tag}")
     out = os.path.join(b.work, f"hangs-{tag}.tsv")
     prog = [os.path.join(b.bin, "bench-hang-loop"), out, str(seed), str(HANG_THRESHOLD_MS),
-            str(HANG_IDLE_MIN_MS), str(HANG_PERIOD_MS), f"{HANG_LONG[0]}:{HANG_LONG[1]}",
-            f"{HANG_SHORT[0]}:{HANG_SHORT[1]}"]
+            str(HANG_IDLE_MIN_MS), str(HANG_PERIOD_MS), f"{HANG_LONG[0]}:{n_long}",
+            f"{HANG_SHORT[0]}:{n_short}"]
     argv = [b.hangwatch, "run", "-q", "--report-dir", reports, "--threshold", f"{HANG_THRESHOLD_MS}ms",
             "--check-period", f"{HANG_PERIOD_MS}ms", "--check-mode", mode, *b.no_limits,
             *(["--observer", "kernel"] if kernel else []), "--", *prog]
