@@ -13,8 +13,9 @@
  *                       re-checks and its end;
  *     cpu_high.c        --cpu-high: a process's CPU use, its hottest
  *                       threads' kernel samples, CPU-high reports;
- *   the report worker (report_worker.c), at SCHED_IDLE, does everything that
- *     may happen later: unwinding, symbolizing, writing reports, adding
+ *   the report worker (report_worker.c, with report_samples.c and
+ *     report_cpu_high.c: report_worker.h), at SCHED_IDLE, does everything
+ *     that may happen later: unwinding, symbolizing, writing reports, adding
  *     final durations.  Any runnable thread of the watched program preempts
  *     it (docs/benchmarks.md measures what is left), and many hangs at once
  *     are all captured promptly however slow writing is.
@@ -306,7 +307,7 @@ void exports_report_complete(agent *a, const char *file_name);
 /* report_worker.c */
 
 /* A CPU-high report's figures (cpu_high.c), moved to the worker with its
- * request. */
+ * request (report_cpu_high.c makes the report's section of them). */
 typedef struct cpu_high_thread {
     pid_t tid;
     char name[16];

@@ -5,8 +5,8 @@
  * V8 writes /tmp/perf-PID.map (start, size, name of each function it
  * compiles) when started with --perf-basic-prof-only-functions, and with
  * --interpreted-frames-native-stack gives interpreted functions a code
- * address of their own too; unwind.c names JIT frames from that file
- * (perf_map_file.h).  `hangwatch run` adds both flags to NODE_OPTIONS,
+ * address of their own too; symbolizer_jit.c names JIT frames from that
+ * file (perf_map_file.h).  `hangwatch run` adds both flags to NODE_OPTIONS,
  * which node reads and every other program ignores, keeping what the user
  * set there; --no-js-frames leaves NODE_OPTIONS alone.
  *

@@ -16,6 +16,10 @@
  * by the watch thread; a report the limits refuse or the disk cannot take is
  * counted here; each kind is said once when it first happens and totalled
  * at the end.
+ *
+ * Two parts of a report have files of their own (report_worker.h):
+ * report_samples.c symbolizes early sampling's stacks, report_cpu_high.c
+ * builds a CPU-high report's section and line.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -33,10 +37,9 @@
 #include "../core/events.h"
 #include "../core/report_limits.h"
 #include "../core/text_escape.h"
-#include "agent_internal.h"
 #include "metrics.h"
-#include "report.h"
 #include "report_dir.h"
+#include "report_worker.h"
 #include "runtime_frames.h"
 
 #define MAX_JOBS 256
@@ -233,7 +236,7 @@ uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns)
 
 /* ---- building a report ---- */
 
-static const char *frame_label(const hw_frame *f, char *buf, size_t len)
+const char *hw_report_frame_label(const hw_frame *f, char *buf, size_t len)
 {
     char raw[320];
     if (f->language != HW_LANG_NATIVE && f->symbol_name && f->source_file) {
@@ -309,7 +312,7 @@ static char *hang_line(const agent *a, const report_request *req, const hw_backt
             continue;
         char tmp[200];
         int n = snprintf(frames + used, sizeof frames - used, "%s%s", shown ? " < " : "",
-                         frame_label(&bt->frames[i], tmp, sizeof tmp));
+                         hw_report_frame_label(&bt->frames[i], tmp, sizeof tmp));
         if (n < 0 || (size_t)n >= sizeof frames - used)
             break;
         used += (size_t)n;
@@ -445,20 +448,6 @@ static void write_now(report_worker *wk, hang_record *h, json_t *report, const c
 
 /* ---- the jobs ---- */
 
-/* An address of early sampling symbolized with this capture's maps: as the
- * Python frame named when the request was made (`named`, may be NULL), else
- * from the address (`exact`: where the thread was, not a return address). */
-static void symbolize_sampled(hw_symbolizer *sym, uint64_t pc, bool exact, const hw_frame *named, hw_frame *out)
-{
-    if (named && named->language != HW_LANG_NATIVE && named->symbol_name) {
-        *out = *named;
-        out->symbol_name = strdup(named->symbol_name);
-        out->source_file = named->source_file ? strdup(named->source_file) : NULL;
-    } else {
-        hw_symbolize_frame(sym, pc, exact, out);
-    }
-}
-
 /* Unwind thread i of the request's snapshot with its runtime frames. */
 static void unwind_with_runtime(hw_symbolizer *sym, const report_request *req, size_t i, hw_backtrace *bt)
 {
@@ -478,142 +467,6 @@ static const char *ignore_rule_matching(const hw_agent_options *o, const hw_back
                 return o->ignore_frames[k];
     }
     return NULL;
-}
-
-/* ---- CPU-high reports ---- */
-
-#define CPU_STACKS_SHOWN 8     /* distinct stacks per sampled thread in a report */
-#define CPU_STACK_KEY_FRAMES 32
-
-/* One distinct sampled stack (by function, innermost 32 frames). */
-typedef struct cpu_stack_group {
-    hw_backtrace bt; /* the first sample's, symbolized */
-    uint64_t keys[CPU_STACK_KEY_FRAMES];
-    size_t key_count;
-    unsigned count;
-} cpu_stack_group;
-
-typedef struct cpu_report_parts {
-    hw_cpu_high_info info;
-    hw_cpu_thread_share shares[CPU_REPORT_THREADS];
-    hw_cpu_stack stacks[CPU_HOT_THREADS][CPU_STACKS_SHOWN];
-    cpu_stack_group *groups[CPU_HOT_THREADS];
-    size_t group_count[CPU_HOT_THREADS];
-} cpu_report_parts;
-
-static int by_count_descending(const void *x, const void *y)
-{
-    const cpu_stack_group *a = x, *b = y;
-    return a->count != b->count ? (a->count > b->count ? -1 : 1) : 0;
-}
-
-/* Unwind sampled thread k's samples and group them by stack. */
-static void group_samples(hw_symbolizer *sym, const cpu_high_sampled *s, cpu_report_parts *p, size_t k)
-{
-    cpu_stack_group *groups = calloc(s->sample_count ? s->sample_count : 1, sizeof *groups);
-    if (groups == NULL)
-        return;
-    size_t n = 0;
-    for (size_t i = 0; sym && i < s->sample_count; i++) {
-        hw_backtrace bt = {0};
-        hw_unwind_thread(sym, &s->samples[i], HW_SAMPLE_MAX_FRAMES, &bt);
-        if (bt.count == 0) {
-            hw_backtrace_free(&bt);
-            continue;
-        }
-        uint64_t keys[CPU_STACK_KEY_FRAMES];
-        size_t key_count = 0;
-        for (; key_count < bt.count && key_count < CPU_STACK_KEY_FRAMES; key_count++)
-            keys[key_count] = hw_frame_function_key(&bt.frames[key_count]);
-        size_t g = 0;
-        while (g < n && (groups[g].key_count != key_count ||
-                         memcmp(groups[g].keys, keys, key_count * sizeof keys[0]) != 0))
-            g++;
-        if (g < n) {
-            groups[g].count++;
-            hw_backtrace_free(&bt);
-            continue;
-        }
-        groups[n].bt = bt;
-        memcpy(groups[n].keys, keys, key_count * sizeof keys[0]);
-        groups[n].key_count = key_count;
-        groups[n].count = 1;
-        n++;
-    }
-    qsort(groups, n, sizeof *groups, by_count_descending);
-    p->groups[k] = groups;
-    p->group_count[k] = n;
-}
-
-static void cpu_parts_build(hw_symbolizer *sym, const cpu_high_request *cpu, cpu_report_parts *p)
-{
-    memset(p, 0, sizeof *p);
-    for (size_t k = 0; k < cpu->sampled_count; k++)
-        group_samples(sym, &cpu->sampled[k], p, k);
-    uint64_t span = cpu->threads_window_ns ? cpu->threads_window_ns : 1;
-    for (size_t i = 0; i < cpu->thread_count; i++) {
-        hw_cpu_thread_share *t = &p->shares[i];
-        t->tid = cpu->threads[i].tid;
-        t->name = cpu->threads[i].name;
-        unsigned __int128 tenths = (unsigned __int128)cpu->threads[i].cpu_ns * 1000 / span;
-        t->tenths = tenths > UINT64_MAX ? UINT64_MAX : (uint64_t)tenths;
-        for (size_t k = 0; k < cpu->sampled_count; k++) {
-            if (cpu->sampled[k].tid != t->tid)
-                continue;
-            t->sample_count = cpu->sampled[k].sample_count;
-            size_t shown = p->group_count[k] < CPU_STACKS_SHOWN ? p->group_count[k] : CPU_STACKS_SHOWN;
-            for (size_t g = 0; g < shown; g++)
-                p->stacks[k][g] = (hw_cpu_stack){p->groups[k][g].bt.frames, p->groups[k][g].bt.count,
-                                                 p->groups[k][g].count};
-            t->stacks = p->stacks[k];
-            t->stack_count = shown;
-        }
-    }
-    p->info = (hw_cpu_high_info){.window_ns = cpu->window_ns,
-                                 .threshold_percent = cpu->percent,
-                                 .process_tenths = cpu->tenths,
-                                 .threads_window_ns = cpu->threads_window_ns,
-                                 .sample_interval_ns = cpu->sample_interval_ns,
-                                 .threads = p->shares,
-                                 .thread_count = cpu->thread_count};
-}
-
-static void cpu_parts_free(cpu_report_parts *p)
-{
-    for (size_t k = 0; k < CPU_HOT_THREADS; k++) {
-        for (size_t g = 0; g < p->group_count[k]; g++)
-            hw_backtrace_free(&p->groups[k][g].bt);
-        free(p->groups[k]);
-    }
-}
-
-/* "hangwatch: CPU high in NAME (pid N): 99.8% of one CPU over 5s (threshold
- * 80%); hottest thread 4243 (worker) 99.5% in spin < run" */
-static char *cpu_line(const report_request *req, const cpu_report_parts *p)
-{
-    const cpu_high_request *cpu = req->cpu;
-    char window[32], process[64], name[64], frames[400] = "";
-    hw_format_duration(cpu->window_ns / 1000000 * 1000000, window, sizeof window);
-    const hw_cpu_thread_share *hot = p->info.thread_count > 0 ? &p->shares[0] : NULL;
-    size_t used = 0;
-    for (size_t f = 0; hot && hot->stack_count > 0 && f < hot->stacks[0].frame_count && f < 4; f++) {
-        char tmp[200];
-        int n = snprintf(frames + used, sizeof frames - used, "%s%s", f ? " < " : " in ",
-                         frame_label(&hot->stacks[0].frames[f], tmp, sizeof tmp));
-        if (n < 0 || (size_t)n >= sizeof frames - used)
-            break;
-        used += (size_t)n;
-    }
-    char hottest[600] = "";
-    if (hot)
-        snprintf(hottest, sizeof hottest, "; hottest thread %d (%s) %.1f%%%s", (int)hot->tid,
-                 hw_escape_text(hot->name, name, sizeof name), (double)hot->tenths / 10.0, frames);
-    char *line = NULL;
-    if (asprintf(&line, "hangwatch: CPU high in %s (pid %d): %.1f%% of one CPU over %s (threshold %u%%)%s",
-                 hw_escape_text(req->snap.process_name, process, sizeof process), (int)req->pid,
-                 (double)cpu->tenths / 10.0, window, cpu->percent, hottest) < 0)
-        return NULL;
-    return line;
 }
 
 static void do_report(report_worker *wk, job *j)
@@ -659,36 +512,15 @@ static void do_report(report_worker *wk, job *j)
     const hw_image *images = NULL;
     size_t image_count = sym ? hw_symbolizer_images(sym, &images) : 0;
 
-    /* Early sampling's Point Stack, symbolized with this capture's maps. */
-    hw_point_stack ps = {0};
-    hw_frame ps_frames[HW_SAMPLE_MAX_FRAMES];
-    hw_frame *ring_frames = NULL;
-    if (req->ps_depth && sym) {
-        for (size_t i = 0; i < req->ps_depth; i++)
-            symbolize_sampled(sym, req->ps_pcs[i], i == 0, req->ps_named ? &req->ps_named[i] : NULL, &ps_frames[i]);
-        /* and every sample's addresses, for a flame graph */
-        if (req->ring.stack_count > 0 && (ring_frames = calloc(req->ring.addr_count, sizeof *ring_frames)) != NULL)
-            for (size_t i = 0; i < req->ring.addr_count; i++)
-                symbolize_sampled(sym, req->ring.addrs[i].pc, req->ring.addrs[i].innermost,
-                                  req->ring_named ? &req->ring_named[i] : NULL, &ring_frames[i]);
-        ps = (hw_point_stack){.frames = ps_frames,
-                              .repeat_counts = req->ps_counts,
-                              .frame_count = req->ps_depth,
-                              .sample_count = req->ps_sample_count,
-                              .ring_capacity = req->ps_ring_capacity,
-                              .interval_ns = a->opts->sample_interval_ns,
-                              .chosen_index = req->ps_chosen_index,
-                              .top_repeat = req->ps_top_repeat,
-                              .sources = req->ps_sources,
-                              .kernel_trigger = req->ps_kernel_trigger,
-                              .kernel_period_ns = req->ps_kernel_period_ns,
-                              .stacks = ring_frames ? &req->ring : NULL,
-                              .stack_frames = ring_frames};
-    }
+    /* Early sampling's Point Stack, symbolized with this capture's maps
+     * (report_samples.c). */
+    hw_report_samples samples;
+    hw_report_samples_build(sym, req, a->opts->sample_interval_ns, &samples);
+    const hw_point_stack *ps = &samples.ps;
     const hw_check *c = &req->check;
     cpu_report_parts *cpu_parts = req->cpu ? malloc(sizeof *cpu_parts) : NULL;
     if (cpu_parts)
-        cpu_parts_build(sym, req->cpu, cpu_parts);
+        hw_cpu_parts_build(sym, req->cpu, cpu_parts);
     hw_hang_info info = {
         .detector = hw_detector_kind_name(a->opts->detector_kind),
         .check_mode = check_mode_name(a->opts),
@@ -697,15 +529,15 @@ static void do_report(report_worker *wk, job *j)
         .block_duration_ns = c->busy_ns,
         .threshold_ns = a->opts->detector.threshold_ns,
         .detected_unix_ns = req->detected_unix_ns,
-        .main_thread_state = ps.frame_count ? req->main_thread_state
+        .main_thread_state = ps->frame_count ? req->main_thread_state
                              : strcmp(req->main_thread_state, "collected") == 0 ? "empty"
                                                                                  : req->main_thread_state,
-        .main_thread_reason = ps.frame_count ? req->main_thread_reason
+        .main_thread_reason = ps->frame_count ? req->main_thread_reason
                               : strcmp(req->main_thread_reason, "early_sampling") == 0 ? "no_samples"
                                                                                        : req->main_thread_reason,
         .executable = req->executable[0] ? req->executable : NULL,
         .stretch_report_index = h ? h->reports : 0,
-        .point_stack = ps.frame_count ? &ps : NULL,
+        .point_stack = ps->frame_count ? ps : NULL,
         .stutter_window_ns = c->stutter ? req->stutter.window_ns : 0,
         .stutter_busy_ns = req->stutter.busy_ns,
         .stutter_stalls = req->stutter.stalls,
@@ -718,7 +550,7 @@ static void do_report(report_worker *wk, job *j)
     }
     char id[37];
     json_t *report = hw_report_build(&info, snap, bts, images, image_count, id);
-    char *line = cpu_parts ? cpu_line(req, cpu_parts) : hang_line(a, req, target_bt);
+    char *line = cpu_parts ? hw_cpu_line(req, cpu_parts) : hang_line(a, req, target_bt);
     if (h && !h->seen) {
         h->seen = true;
         h->pid = req->pid;
@@ -760,14 +592,10 @@ static void do_report(report_worker *wk, job *j)
     }
     json_decref(report);
     free(line);
-    for (size_t i = 0; i < ps.frame_count; i++)
-        hw_frame_clear(&ps_frames[i]);
+    hw_report_samples_free(&samples);
     if (cpu_parts)
-        cpu_parts_free(cpu_parts);
+        hw_cpu_parts_free(cpu_parts);
     free(cpu_parts);
-    for (size_t i = 0; ring_frames && i < req->ring.addr_count; i++)
-        hw_frame_clear(&ring_frames[i]);
-    free(ring_frames);
 out:
     for (size_t i = 0; bts && i < snap->thread_count; i++)
         hw_backtrace_free(&bts[i]);

@@ -8,6 +8,11 @@
  * when present, build-ids for offline symbolization.  One hw_symbolizer is
  * made per capture from the process's /proc/PID/maps text as read at capture
  * time, so a process that exits in the meantime still gets its report.
+ *
+ * symbolizer.c makes the symbolizer and looks addresses up (symbols, lines,
+ * images, build-ids), symbolizer_jit.c names JIT code from node's perf map,
+ * unwind.c walks the captured stacks; symbolizer_internal.h is what they
+ * share.
  */
 #ifndef HANGWATCH_UNWIND_H
 #define HANGWATCH_UNWIND_H

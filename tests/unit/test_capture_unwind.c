@@ -1,5 +1,6 @@
 /*
- * test_capture_unwind.c - capture.c and unwind.c against a real process.
+ * test_capture_unwind.c - capture.c, symbolizer.c and unwind.c against a
+ * real process.
  *
  * Runs capture_target (path in argv[1] or $HW_CAPTURE_TARGET), waits until
  * its threads sit in known system calls (/proc/PID/task/TID/syscall, polled
