@@ -188,6 +188,9 @@ def _run_once(bin_dir, env, sampler, interval_ms, tracer):
         tracer.clear()
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     made = sorted(os.listdir(reports)) if reports and os.path.isdir(reports) else []
+    if sampler and made:  # keep what it said, for the error below
+        with open(os.path.join(reports, made[0])) as f:
+            made.append(f.read()[:4000])
     if reports:
         subprocess.run(["rm", "-rf", reports])
     with open(gaps_file) as f:
@@ -200,7 +203,7 @@ def _run_once(bin_dir, env, sampler, interval_ms, tracer):
     if active != (interval_ms is not None):
         sys.exit(f"bench: the observer was {'active' if active else 'inert'} in a {sampler or 'plain'} run")
     if sampler and made:
-        sys.exit(f"bench: a sampling run reported a hang: {made}")
+        sys.exit(f"bench: a {sampler} {interval_ms} ms sampling run reported a hang: {made}\n{p.stderr}")
     if interval_ms == 0 and not made:
         sys.exit("bench: the capture run wrote no report")
     f = lines[1].split()

@@ -50,8 +50,10 @@ def case_fatal_hang_killed():
     """A callback sleeps 5 s; another process SIGKILLs the program 3 s into
     that hang.  One report with the culprit, hang_end "killed" by SIGKILL,
     final duration 3 s (+-100 ms); the line on stderr and `show` say so;
-    the summary at exit counts one fatal hang."""
-    proc, report_dir = start(["--", *scenario("sleephang", 5)])
+    the summary at exit counts one fatal hang.  The threshold is 1 s, so
+    that the report, written by a worker that runs only when a CPU is free,
+    has 2 s to come on a machine busy with other tests."""
+    proc, report_dir = start(["--threshold", "1s", "--", *scenario("sleephang", 5)])
     try:
         program = hwtest.program_of(proc.pid)
         hwtest.wait_for(lambda: report_files(report_dir), "the hang's report", 30)
@@ -235,18 +237,20 @@ def case_debugger_stop():
 
 
 def case_stopped_during_hang():
-    """SIGSTOP 1.5 s into a 4 s hang (threshold 1 s), SIGCONT 1 s later: the
-    hang ends at the stop (hang_end "stopped", final duration 1.5 s), and the
-    time stopped is not held against the loop: the rest of the sleep, 1.5 s
-    after it runs again, is a new hang."""
-    proc, report_dir = start(["--threshold", "1s", "--", *scenario("sleephang", 4)])
+    """SIGSTOP 2.5 s into a 6 s hang (threshold 1 s: the report, written by
+    a worker that runs only when a CPU is free, has 1.5 s to come), SIGCONT
+    1 s later: the hang ends at the stop (hang_end "stopped", final duration
+    2.5 s), and the time stopped is not held against the loop: the rest of
+    the sleep, 3.5 s after it runs again, is a new hang."""
+    proc, report_dir = start(["--threshold", "1s", "--", *scenario("sleephang", 6)])
     try:
         program = hwtest.program_of(proc.pid)
         hwtest.wait_for(lambda: report_files(report_dir), "the hang's report", 30)
         with open(report_files(report_dir)[0]) as f:
             first = json.load(f)["hangwatch"]
         began = first["detected_at_unix_ms"] / 1000 - first["block_duration_us"] / 1e6
-        time.sleep(max(0.0, began + 1.5 - time.time()))  # the scenario: stopped 1.5 s into the hang
+        check(time.time() < began + 2.4, "the report came too late to stop the program 2.5 s into the hang")
+        time.sleep(max(0.0, began + 2.5 - time.time()))  # the scenario: stopped 2.5 s into the hang
         os.kill(program, signal.SIGSTOP)
         stopped_after = time.time() - began
         time.sleep(1.0)
