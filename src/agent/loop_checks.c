@@ -321,8 +321,8 @@ static unsigned take_kernel_samples(agent *a, watched_process *w, loop_watch *l,
 /* While the kernel samples a running thread, the agent need not look at
  * every interval: it reads the ring every 100 ms, or sooner if the ring
  * would fill first (half of it), never more often than the interval.  Each
- * look is a wake-up of the agent, which lands on the thread's own CPU
- * whenever the other is busy (docs/decisions.md §35). */
+ * look is a wake-up of the real-time watch thread, which can preempt the
+ * thread on its own CPU (docs/decisions.md §35). */
 #define KERNEL_DRAIN_NS 100000000ull
 static uint64_t kernel_drain_period(const sampler *s, uint64_t interval)
 {
