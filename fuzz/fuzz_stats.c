@@ -100,6 +100,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
     hw_hang_summary s[2];
     CHECK(hw_hang_summary_of(root, "a/fuzz-report.json", &s[0]) == 0);
     CHECK(hw_hang_summary_of(root, "b/fuzz-report.json", &s[1]) == 0);
+    hw_sampled rings[2];
+    CHECK(hw_sampled_of(root, &rings[0]) == 0);
+    CHECK(hw_sampled_of(root, &rings[1]) == 0);
     check_html(root, s[0].is_hang);
     json_decref(root);
 
@@ -123,11 +126,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
     hw_stats_free(&st);
 
     for (int f = 0; f < 2; f++) {
-        json_t *e = hw_export_build(f ? HW_EXPORT_CHROME_TRACE : HW_EXPORT_SPEEDSCOPE, s, 2, 2);
+        json_t *e = hw_export_build(f ? HW_EXPORT_CHROME_TRACE : HW_EXPORT_SPEEDSCOPE, s, rings, 2, 2);
         CHECK(e != NULL);
         json_dumpf(e, out, JSON_COMPACT);
         json_decref(e);
     }
+    hw_sampled_free(&rings[0]);
+    hw_sampled_free(&rings[1]);
     hw_hang_summary_free(&s[0]);
     hw_hang_summary_free(&s[1]);
     return 0;

@@ -16,9 +16,13 @@
  *   schema.json): for each hung thread a "sampled" profile of its captured
  *   stacks, each weighted by the time it stands for (from the previous
  *   capture of the stretch, or the stretch's start, to this one; the last
- *   also to the end), so a thread's weights add up to its hang time; and,
+ *   also to the end), so a thread's weights add up to its hang time;
  *   where there are Point Stacks, a second profile of those, each weighted
- *   by its ring's span (samples x interval).
+ *   by its ring's span (samples x interval); and where reports carry every
+ *   sample of the ring (collection.main_thread.samples), a third: each
+ *   distinct sampled stack weighted by its count x the interval, from the
+ *   last report of each hang that has them (a hang's follow-up reports
+ *   hold the same ring, so their samples would be counted again).
  *
  *   chrome-trace (the Trace Event Format's JSON object form): each hang a
  *   complete ("X") event on its process and thread, from its start
@@ -53,8 +57,10 @@ static const char export_help[] =
     "  speedscope     speedscope's JSON file format (open it at speedscope.app,\n"
     "                 or with the speedscope command): for each hung thread a\n"
     "                 sampled profile of its captured stacks weighted by the\n"
-    "                 hang time each stands for, and one of its Point Stacks\n"
-    "                 (--early-sampling) weighted by the samples' span\n"
+    "                 hang time each stands for; with --early-sampling, one\n"
+    "                 of its Point Stacks weighted by the samples' span and\n"
+    "                 one of every sample (each hang's last ring) weighted\n"
+    "                 by count x interval\n"
     "  chrome-trace   Chrome's Trace Event JSON (open it in Perfetto,\n"
     "                 chrome://tracing or speedscope): each hang as a complete\n"
     "                 event on its process and thread, its captured stacks as\n"
@@ -391,7 +397,46 @@ static json_t *sampled_profile(const char *name, sampled *p)
     return o;
 }
 
-static json_t *speedscope_of(const timeline *t, size_t report_count)
+/* A sampled stack of a report's ring, outermost (root) first. */
+static json_t *ring_stack(frame_table *ft, const hw_sampled *r, const hw_sampled_stack *st)
+{
+    json_t *stack = json_array();
+    for (size_t k = st->depth; stack && k-- > 0;) {
+        const hw_sframe *f = &r->frames[st->frames[k]];
+        json_int_t i = frame_index(ft, f->name, f->file, f->line);
+        if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
+            json_decref(stack);
+            return NULL;
+        }
+    }
+    return stack;
+}
+
+/* The ring samples of stretch `st`: those of its last report that has
+ * any.  0, or -1 when out of memory. */
+static int add_ring_samples(sampled *p, frame_table *ft, const stretch *st, const hw_hang_summary *base,
+                            const hw_sampled *all)
+{
+    for (size_t c = st->capture_count; all && c-- > 0;) {
+        const hw_hang_summary *s = st->captures[c].s;
+        const hw_sampled *r = &all[s - base];
+        if (r->stack_count == 0)
+            continue;
+        uint64_t interval = s->sample_interval_us > 0 ? s->sample_interval_us : 1;
+        for (size_t k = 0; k < r->stack_count; k++) {
+            uint64_t weight;
+            if (__builtin_mul_overflow(r->stacks[k].count, interval, &weight))
+                weight = UINT64_MAX;
+            if (r->stacks[k].depth > 0 && add_sample(p, ring_stack(ft, r, &r->stacks[k]), weight) != 0)
+                return -1;
+        }
+        return 0;
+    }
+    return 0;
+}
+
+static json_t *speedscope_of(const timeline *t, const hw_hang_summary *base, const hw_sampled *all,
+                             size_t report_count)
 {
     frame_table ft = {json_array(), json_object()};
     json_t *profiles = json_array();
@@ -400,9 +445,12 @@ static json_t *speedscope_of(const timeline *t, size_t report_count)
     for (size_t h = 0; !oom && h < t->thread_count; h++) {
         const hung_thread *ht = &t->threads[h];
         sampled captured = {json_array(), json_array(), 0}, points = {json_array(), json_array(), 0};
+        sampled ring = {json_array(), json_array(), 0};
         for (size_t k = 0; !oom && k < ht->count; k++) {
             const stretch *st = &t->stretches[ht->stretches[k]];
             hangs++;
+            if (add_ring_samples(&ring, &ft, st, base, all) != 0)
+                oom = true;
             /* Each captured stack stands for the time since the one before
              * (or the stretch's start); the last one also for the rest. */
             int64_t from = st->start_us;
@@ -436,6 +484,13 @@ static json_t *speedscope_of(const timeline *t, size_t report_count)
             json_array_append_new(profiles, sampled_profile(name, &points));
             points.samples = points.weights = NULL;
         }
+        free(name);
+        name = NULL;
+        if (!oom && label != NULL && json_array_size(ring.samples) > 0 &&
+            asprintf(&name, "%s: early samples", label) >= 0) {
+            json_array_append_new(profiles, sampled_profile(name, &ring));
+            ring.samples = ring.weights = NULL;
+        }
         oom |= label == NULL;
         free(name);
         free(label);
@@ -443,6 +498,8 @@ static json_t *speedscope_of(const timeline *t, size_t report_count)
         json_decref(captured.weights);
         json_decref(points.samples);
         json_decref(points.weights);
+        json_decref(ring.samples);
+        json_decref(ring.weights);
     }
     json_t *root = NULL;
     if (!oom) {
@@ -590,12 +647,14 @@ static json_t *chrome_trace_of(const timeline *t, size_t report_count)
     return root;
 }
 
-json_t *hw_export_build(hw_export_format format, const hw_hang_summary *s, size_t count, size_t report_count)
+json_t *hw_export_build(hw_export_format format, const hw_hang_summary *s, const hw_sampled *sampled, size_t count,
+                        size_t report_count)
 {
     timeline t;
     if (timeline_of(s, count, &t) != 0)
         return NULL;
-    json_t *out = format == HW_EXPORT_SPEEDSCOPE ? speedscope_of(&t, report_count) : chrome_trace_of(&t, report_count);
+    json_t *out = format == HW_EXPORT_SPEEDSCOPE ? speedscope_of(&t, s, sampled, report_count)
+                                                 : chrome_trace_of(&t, report_count);
     timeline_free(&t);
     return out;
 }
@@ -604,12 +663,24 @@ json_t *hw_export_build(hw_export_format format, const hw_hang_summary *s, size_
 
 typedef enum format { FORMAT_NONE, FORMAT_SPEEDSCOPE, FORMAT_CHROME } format;
 
-/* What the command line says, and the summaries of the reports read. */
+/* What the command line says, and the summaries of the reports read with
+ * each one's early samples (sampled[i] is all.s[i]'s). */
 typedef struct export_run {
     format fmt;
     const char *output;
     hw_summaries all;
+    hw_sampled *sampled;
+    size_t sampled_cap;
 } export_run;
+
+static void export_run_free(export_run *run)
+{
+    for (size_t i = 0; run->sampled && i < run->all.count; i++)
+        hw_sampled_free(&run->sampled[i]);
+    free(run->sampled);
+    run->sampled = NULL;
+    hw_summaries_free(&run->all);
+}
 
 static int take_format(const char *value, void *ctx)
 {
@@ -651,7 +722,23 @@ static int check_output_file(void *ctx)
 
 static int take_report(const char *path, json_t *root, void *ctx)
 {
-    return hw_summaries_add(&((export_run *)ctx)->all, path, root);
+    export_run *run = ctx;
+    if (run->all.count == run->sampled_cap) {
+        size_t bigger = run->sampled_cap ? run->sampled_cap * 2 : 64;
+        hw_sampled *grown = realloc(run->sampled, bigger * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        run->sampled = grown;
+        run->sampled_cap = bigger;
+    }
+    hw_sampled *mine = &run->sampled[run->all.count];
+    if (hw_sampled_of(root, mine) != 0)
+        return -1;
+    if (hw_summaries_add(&run->all, path, root) != 0) {
+        hw_sampled_free(mine);
+        return -1;
+    }
+    return 0;
 }
 
 static const hw_report_option export_options[] = {
@@ -674,11 +761,11 @@ static const hw_report_command export_command = {
 
 int hw_export_main(int argc, char **argv)
 {
-    export_run run = {FORMAT_NONE, NULL, {0}};
+    export_run run = {FORMAT_NONE, NULL, {0}, NULL, 0};
     hw_report_walk_counts counts;
     int rc;
     if (!hw_report_command_read(&export_command, argc, argv, &run, &counts, &rc)) {
-        hw_summaries_free(&run.all);
+        export_run_free(&run);
         return rc;
     }
     const hw_hang_summary *s = run.all.s;
@@ -689,14 +776,14 @@ int hw_export_main(int argc, char **argv)
         not_hangs += !s[i].is_hang;
     if (not_hangs == n) {
         fputs("hangwatch: the reports hold no hang (only stutter or snapshots): nothing exported\n", stderr);
-        hw_summaries_free(&run.all);
+        export_run_free(&run);
         return 1;
     }
     if (not_hangs > 0)
         fprintf(stderr, "hangwatch: %zu stutter, snapshot or CPU-high report%s left out: not hangs\n", not_hangs,
                 not_hangs == 1 ? "" : "s");
-    json_t *out = hw_export_build(run.fmt == FORMAT_SPEEDSCOPE ? HW_EXPORT_SPEEDSCOPE : HW_EXPORT_CHROME_TRACE, s, n,
-                                  counts.reports);
+    json_t *out = hw_export_build(run.fmt == FORMAT_SPEEDSCOPE ? HW_EXPORT_SPEEDSCOPE : HW_EXPORT_CHROME_TRACE, s,
+                                  run.sampled, n, counts.reports);
     if (out == NULL) {
         fputs("hangwatch: out of memory while exporting\n", stderr);
         rc = 1;
@@ -714,6 +801,6 @@ int hw_export_main(int argc, char **argv)
         rc = w != 0;
     }
     json_decref(out);
-    hw_summaries_free(&run.all);
+    export_run_free(&run);
     return rc;
 }

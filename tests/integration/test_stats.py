@@ -251,10 +251,10 @@ def case_export_speedscope():
         frames = doc["shared"]["frames"]
         names = [p["name"] for p in doc["profiles"]]
         pid = reps[0]["report"]["pid"]
-        check(len(doc["profiles"]) == 2 and names[0].endswith(": hung stacks")
-              and names[1].endswith(": Point Stacks (early sampling)") and f"(pid {pid})" in names[0],
-              f"profiles: {names}")
-        hung, points = doc["profiles"]
+        check(len(doc["profiles"]) == 3 and names[0].endswith(": hung stacks")
+              and names[1].endswith(": Point Stacks (early sampling)") and names[2].endswith(": early samples")
+              and f"(pid {pid})" in names[0], f"profiles: {names}")
+        hung, points, ring = doc["profiles"]
         # Each hang here had one report: its captured stack weighs the whole
         # hang, less what overlaps the next hang (its end is known to the
         # agent's last look, ~10 ms, its start to a millisecond).
@@ -275,6 +275,19 @@ def case_export_speedscope():
         for stack in points["samples"]:
             named = [frames[i]["name"] for i in stack]
             check(any(n in named for n in ("hang_in_x", "hang_in_y", "hang_in_z")), f"Point Stack {named}")
+        # Every sample of each hang's ring (one report per hang here), each
+        # distinct stack weighted by its count x the interval.
+        expected_ring = sorted(st["count"] * r["hangwatch"]["collection"]["main_thread"]["sample_interval_us"]
+                               for r in reps for st in r["hangwatch"]["collection"]["main_thread"]["samples"]["stacks"])
+        check(sorted(ring["weights"]) == expected_ring and ring["endValue"] == sum(expected_ring),
+              f"early samples' weights {sorted(ring['weights'])} vs {expected_ring}")
+        through = sum(w for stack, w in zip(ring["samples"], ring["weights"])
+                      if any(frames[i]["name"] in ("hang_in_x", "hang_in_y", "hang_in_z") for i in stack))
+        check(through >= sum(expected_ring) * 0.9, f"{through} of {sum(expected_ring)} us of samples in a culprit")
+        for stack in ring["samples"]:  # root first: main above the culprit
+            named = [frames[i]["name"] for i in stack]
+            culprit = [k for k, n in enumerate(named) if n in ("hang_in_x", "hang_in_y", "hang_in_z")]
+            check("main" not in named or not culprit or named.index("main") < culprit[0], f"not root first: {named}")
         located = [f for f in frames if f["name"] == "hang_in_z"]
         check(located and located[0].get("file", "").endswith("loop_scenarios.c") and located[0]["line"] > 0,
               f"hang_in_z's frame: {located}")
