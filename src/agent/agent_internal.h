@@ -149,6 +149,7 @@ typedef struct watched_process {
     uint64_t python_next_look_ns; /* when to look for one (again), 0 = at the first capture */
     bool python_looked;
     uint32_t clock;             /* its page's HW_PAGE_CLOCK_*, read once when the page came */
+    uint64_t born_ns;           /* CLOCK_MONOTONIC before the process began (0: unknown): no stretch starts earlier */
     bool wants_kernel;          /* seen waiting through raw system calls: move it to the kernel observer */
     bool kernel_refused;        /* that was tried and could not be done */
     uint64_t next_wake_ns;      /* earliest of its loops' */

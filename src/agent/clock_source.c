@@ -207,5 +207,11 @@ bool clock_source_read(const agent *a, const watched_process *w, unsigned slot, 
         return false;
     if (w->clock == HW_PAGE_CLOCK_TSC && r->busy)
         r->busy_start_ns = hw_tsc_to_ns_latest(&a->clock.tsc, r->busy_start_ns);
+    /* No stretch began before its process did.  A stamp that says so (a
+     * counter that jumped back before the calibration noticed, a page the
+     * program scribbled on) would make a hang of any stretch at once; it is
+     * taken as the process's start instead. */
+    if (r->busy && r->busy_start_ns < w->born_ns)
+        r->busy_start_ns = w->born_ns;
     return true;
 }

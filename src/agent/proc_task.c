@@ -111,8 +111,9 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
     ps->exit_code = -1;
     ps->processor = -1;
     ps->cpu_ticks = 0;
+    ps->start_ticks = 0;
     /* Fields after the comm, numbered as in proc(5): 3 = state, 4 = ppid,
-     * 14 = utime, 15 = stime, 39 = processor, 52 = exit_code. */
+     * 14 = utime, 15 = stime, 22 = starttime, 39 = processor, 52 = exit_code. */
     int field = 3;
     char *save = NULL;
     for (char *tok = strtok_r(p + 1, " \n", &save); tok != NULL; tok = strtok_r(NULL, " \n", &save), field++) {
@@ -122,6 +123,8 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
             ps->ppid = (pid_t)strtol(tok, NULL, 10);
         else if (field == 14 || field == 15)
             ps->cpu_ticks += strtoull(tok, NULL, 10);
+        else if (field == 22)
+            ps->start_ticks = strtoull(tok, NULL, 10);
         else if (field == 39)
             ps->processor = (int)strtol(tok, NULL, 10);
         else if (field == 52)

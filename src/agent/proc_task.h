@@ -25,6 +25,7 @@ typedef struct hw_task_stat {
     int processor; /* CPU it last ran on, -1 if unknown */
     int exit_code; /* wait status of a dead task, -1 if absent */
     unsigned long long cpu_ticks; /* utime + stime, in clock ticks (the process's: its dead threads' too) */
+    unsigned long long start_ticks; /* when it started, in clock ticks after boot */
 } hw_task_stat;
 
 /* 0, or -errno (-ENOENT when the thread is gone). */

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/registration.h"
@@ -278,6 +279,26 @@ void registry_forget(agent *a, watched_process *w)
 }
 
 /* Watch process `pid` through `page` from now on. */
+/* A time in CLOCK_MONOTONIC no later than the start of process `pid`, from
+ * its start in clock ticks after boot (/proc/PID/stat), one tick early for
+ * the conversion between the boot clock and the monotonic one; 0 when it
+ * cannot be read. */
+static uint64_t process_born_ns(pid_t pid)
+{
+    hw_task_stat st;
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot;
+    if (hw_task_stat_read(pid, 0, &st) != 0 || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+        return 0;
+    uint64_t mono = hw_monotonic_ns();
+    uint64_t tick = 1000000000ull / (uint64_t)hz;
+    uint64_t boot_now = (uint64_t)boot.tv_sec * 1000000000ull + (uint64_t)boot.tv_nsec;
+    if (st.start_ticks > (boot_now / tick))
+        return 0; /* not a start we can believe */
+    uint64_t age = boot_now - st.start_ticks * tick + tick;
+    return age < mono ? mono - age : 0;
+}
+
 static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, const hw_shared_page *page)
 {
     memset(w, 0, sizeof *w);
@@ -285,6 +306,7 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
     w->pid = pid;
     w->page = page;
     w->clock = page->clock; /* once: the program may write its page at any time */
+    w->born_ns = process_born_ns(pid);
     w->end_status = -1;
     a->ever_registered = true;
     char link[64];

@@ -5,7 +5,8 @@
  * detector's slack; a counter-stamped busy start is read back as the latest
  * CLOCK_MONOTONIC time it can stand for, other pages' as they are; and
  * where this machine's counter is found usable, a fresh counter value
- * converts to the clock's present.
+ * converts to the clock's present; no busy start is read as earlier than
+ * the process's birth (a counter that jumped back, a scribbled page).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -118,6 +119,49 @@ static void test_counter_stamps_read_as_their_latest_time(void **state)
     free(a);
 }
 
+static void test_no_stretch_before_the_process(void **state)
+{
+    (void)state;
+    agent *a = new_agent();
+    watched_process w = {0};
+    w.clock = HW_PAGE_CLOCK_MONOTONIC;
+    w.born_ns = 50 * S;
+    hw_loop_reading r;
+    /* A start before the process began: its birth instead. */
+    w.page = busy_page(HW_PAGE_CLOCK_MONOTONIC, 3 * S);
+    assert_true(clock_source_read(a, &w, 0, &r));
+    assert_true(r.busy);
+    assert_int_equal(r.busy_start_ns, 50 * S);
+    free((void *)w.page);
+    w.page = busy_page(HW_PAGE_CLOCK_MONOTONIC, 0);
+    assert_true(clock_source_read(a, &w, 0, &r));
+    assert_int_equal(r.busy_start_ns, 50 * S);
+    free((void *)w.page);
+    /* A start after it: as it is. */
+    w.page = busy_page(HW_PAGE_CLOCK_MONOTONIC, 60 * S);
+    assert_true(clock_source_read(a, &w, 0, &r));
+    assert_int_equal(r.busy_start_ns, 60 * S);
+    free((void *)w.page);
+    /* Birth unknown (0): nothing is changed. */
+    w.born_ns = 0;
+    w.page = busy_page(HW_PAGE_CLOCK_MONOTONIC, 3 * S);
+    assert_true(clock_source_read(a, &w, 0, &r));
+    assert_int_equal(r.busy_start_ns, 3 * S);
+    free((void *)w.page);
+    /* A counter stamp converted to before the birth: the birth. */
+    a->clock.tsc_usable = true;
+    hw_tsc_init(&a->clock.tsc, 0);
+    hw_tsc_add(&a->clock.tsc, hw_tsc_sample_make(1000000000000ull - 50, 100 * S, 1000000000000ull + 50));
+    hw_tsc_add(&a->clock.tsc, hw_tsc_sample_make(1000004000000ull - 50, 100 * S + 2 * MS, 1000004000000ull + 50));
+    w.clock = HW_PAGE_CLOCK_TSC;
+    w.born_ns = 90 * S;
+    w.page = busy_page(HW_PAGE_CLOCK_TSC, 1000000000000ull - 40000000000ull); /* 20 s before 100 s */
+    assert_true(clock_source_read(a, &w, 0, &r));
+    assert_int_equal(r.busy_start_ns, 90 * S);
+    free((void *)w.page);
+    free(a);
+}
+
 static void test_this_machines_counter_if_usable(void **state)
 {
     (void)state;
@@ -155,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_asked_for_coarse_falls_back),
         cmocka_unit_test(test_only_coarse_pages_get_slack),
         cmocka_unit_test(test_counter_stamps_read_as_their_latest_time),
+        cmocka_unit_test(test_no_stretch_before_the_process),
         cmocka_unit_test(test_this_machines_counter_if_usable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
