@@ -664,23 +664,12 @@ json_t *hw_export_build(hw_export_format format, const hw_hang_summary *s, const
 typedef enum format { FORMAT_NONE, FORMAT_SPEEDSCOPE, FORMAT_CHROME } format;
 
 /* What the command line says, and the summaries of the reports read with
- * each one's early samples (sampled[i] is all.s[i]'s). */
+ * each one's early samples. */
 typedef struct export_run {
     format fmt;
     const char *output;
     hw_summaries all;
-    hw_sampled *sampled;
-    size_t sampled_cap;
 } export_run;
-
-static void export_run_free(export_run *run)
-{
-    for (size_t i = 0; run->sampled && i < run->all.count; i++)
-        hw_sampled_free(&run->sampled[i]);
-    free(run->sampled);
-    run->sampled = NULL;
-    hw_summaries_free(&run->all);
-}
 
 static int take_format(const char *value, void *ctx)
 {
@@ -722,23 +711,7 @@ static int check_output_file(void *ctx)
 
 static int take_report(const char *path, json_t *root, void *ctx)
 {
-    export_run *run = ctx;
-    if (run->all.count == run->sampled_cap) {
-        size_t bigger = run->sampled_cap ? run->sampled_cap * 2 : 64;
-        hw_sampled *grown = realloc(run->sampled, bigger * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        run->sampled = grown;
-        run->sampled_cap = bigger;
-    }
-    hw_sampled *mine = &run->sampled[run->all.count];
-    if (hw_sampled_of(root, mine) != 0)
-        return -1;
-    if (hw_summaries_add(&run->all, path, root) != 0) {
-        hw_sampled_free(mine);
-        return -1;
-    }
-    return 0;
+    return hw_summaries_add(&((export_run *)ctx)->all, path, root);
 }
 
 static const hw_report_option export_options[] = {
@@ -761,11 +734,11 @@ static const hw_report_command export_command = {
 
 int hw_export_main(int argc, char **argv)
 {
-    export_run run = {FORMAT_NONE, NULL, {0}, NULL, 0};
+    export_run run = {FORMAT_NONE, NULL, {.with_samples = true}};
     hw_report_walk_counts counts;
     int rc;
     if (!hw_report_command_read(&export_command, argc, argv, &run, &counts, &rc)) {
-        export_run_free(&run);
+        hw_summaries_free(&run.all);
         return rc;
     }
     const hw_hang_summary *s = run.all.s;
@@ -776,14 +749,14 @@ int hw_export_main(int argc, char **argv)
         not_hangs += !s[i].is_hang;
     if (not_hangs == n) {
         fputs("hangwatch: the reports hold no hang (only stutter or snapshots): nothing exported\n", stderr);
-        export_run_free(&run);
+        hw_summaries_free(&run.all);
         return 1;
     }
     if (not_hangs > 0)
         fprintf(stderr, "hangwatch: %zu stutter, snapshot or CPU-high report%s left out: not hangs\n", not_hangs,
                 not_hangs == 1 ? "" : "s");
     json_t *out = hw_export_build(run.fmt == FORMAT_SPEEDSCOPE ? HW_EXPORT_SPEEDSCOPE : HW_EXPORT_CHROME_TRACE, s,
-                                  run.sampled, n, counts.reports);
+                                  run.all.sampled, n, counts.reports);
     if (out == NULL) {
         fputs("hangwatch: out of memory while exporting\n", stderr);
         rc = 1;
@@ -801,6 +774,6 @@ int hw_export_main(int argc, char **argv)
         rc = w != 0;
     }
     json_decref(out);
-    export_run_free(&run);
+    hw_summaries_free(&run.all);
     return rc;
 }

@@ -34,6 +34,7 @@
 #include "hw_version.h"
 #include "report_read.h"
 #include "saturating.h"
+#include "stats.h"
 
 /* ---- limits ------------------------------------------------------------------ */
 
@@ -82,8 +83,7 @@ typedef struct flame {
 } flame;
 
 struct hw_html {
-    hw_hang_summary *s;
-    size_t count, cap;
+    hw_summaries all;
     flame *flames;
     size_t flame_count, flame_cap;
     json_t *flame_index; /* grouping key -> index into flames */
@@ -291,9 +291,7 @@ void hw_html_free(hw_html *h)
 {
     if (h == NULL)
         return;
-    for (size_t i = 0; i < h->count; i++)
-        hw_hang_summary_free(&h->s[i]);
-    free(h->s);
+    hw_summaries_free(&h->all);
     for (size_t i = 0; i < h->flame_count; i++)
         flame_free(&h->flames[i]);
     free(h->flames);
@@ -303,18 +301,9 @@ void hw_html_free(hw_html *h)
 
 int hw_html_add(hw_html *h, json_t *root, const char *path)
 {
-    if (h->count == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        hw_hang_summary *grown = realloc(h->s, cap * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        h->s = grown;
-        h->cap = cap;
-    }
-    hw_hang_summary *s = &h->s[h->count];
-    if (hw_hang_summary_of(root, path, s) != 0)
+    if (hw_summaries_add(&h->all, path, root) != 0)
         return -1;
-    h->count++;
+    const hw_hang_summary *s = &h->all.s[h->all.count - 1];
     if (!s->is_hang)
         return 0;
     hw_sampled sam;
@@ -332,8 +321,8 @@ int hw_html_add(hw_html *h, json_t *root, const char *path)
 size_t hw_html_hang_count(const hw_html *h)
 {
     size_t n = 0;
-    for (size_t i = 0; i < h->count; i++)
-        n += h->s[i].is_hang;
+    for (size_t i = 0; i < h->all.count; i++)
+        n += h->all.s[i].is_hang;
     return n;
 }
 
@@ -586,7 +575,7 @@ static int64_t add_clamped(int64_t a, uint64_t b)
  */
 static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *unplaced, size_t *lanes_more)
 {
-    size_t n = h->count;
+    size_t n = h->all.count;
     size_t *hang_index = n ? calloc(n, sizeof *hang_index) : NULL;
     hw_hang_summary *hangs = n ? calloc(n, sizeof *hangs) : NULL;
     size_t *link = n ? calloc(n, sizeof *link) : NULL;
@@ -600,8 +589,8 @@ static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *u
         goto done;
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (h->s[i].is_hang) {
-            hangs[m] = h->s[i]; /* shallow: only read */
+        if (h->all.s[i].is_hang) {
+            hangs[m] = h->all.s[i]; /* shallow: only read */
             hang_index[m++] = i;
         }
     if (hw_link_stretches(hangs, m, link) != 0)
@@ -722,27 +711,27 @@ static json_t *page_data(hw_html *h, const hw_stats *st, const hw_report_walk_co
 {
     size_t shown = st->group_count < TABLE_GROUPS ? st->group_count : TABLE_GROUPS;
     json_t *index = json_object();
-    size_t *group_of = h->count ? calloc(h->count, sizeof *group_of) : NULL;
+    size_t *group_of = h->all.count ? calloc(h->all.count, sizeof *group_of) : NULL;
     size_t *rep = shown ? calloc(shown, sizeof *rep) : NULL;
     json_t *data = NULL;
-    if (index == NULL || (h->count && group_of == NULL) || (shown && rep == NULL))
+    if (index == NULL || (h->all.count && group_of == NULL) || (shown && rep == NULL))
         goto done;
     for (size_t g = 0; g < shown; g++) {
         json_object_set_new_nocheck(index, st->groups[g].key, json_integer((json_int_t)g));
         rep[g] = SIZE_MAX;
     }
-    for (size_t i = 0; i < h->count; i++) {
-        json_t *at = h->s[i].is_hang ? json_object_get(index, h->s[i].key) : NULL;
+    for (size_t i = 0; i < h->all.count; i++) {
+        json_t *at = h->all.s[i].is_hang ? json_object_get(index, h->all.s[i].key) : NULL;
         group_of[i] = at ? (size_t)json_integer_value(at) : SIZE_MAX;
         size_t g = group_of[i];
-        if (g != SIZE_MAX && (rep[g] == SIZE_MAX || shows_better(&h->s[i], &h->s[rep[g]])))
+        if (g != SIZE_MAX && (rep[g] == SIZE_MAX || shows_better(&h->all.s[i], &h->all.s[rep[g]])))
             rep[g] = i;
     }
     json_t *groups = json_array();
     for (size_t g = 0; g < shown; g++) {
         json_t *o = group_json(&st->groups[g]);
         if (g < DETAILED_GROUPS && rep[g] != SIZE_MAX) {
-            const hw_hang_summary *r = &h->s[rep[g]];
+            const hw_hang_summary *r = &h->all.s[rep[g]];
             json_t *at = h->flame_index ? json_object_get(h->flame_index, r->key) : NULL;
             if (at != NULL)
                 flame_mark(&h->flames[json_integer_value(at)], r->point, r->point_count);
@@ -779,7 +768,7 @@ done:
 json_t *hw_html_data(hw_html *h, const hw_report_walk_counts *counts, long long generated_ms, hw_html_reload_fn reload,
                      void *ctx, hw_stats *st)
 {
-    if (hw_stats_build(st, h->s, h->count) != 0)
+    if (hw_stats_build(st, h->all.s, h->all.count) != 0)
         return NULL;
     return page_data(h, st, counts, generated_ms, reload, ctx);
 }

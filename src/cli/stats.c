@@ -55,19 +55,34 @@ int hw_summaries_add(hw_summaries *all, const char *path, json_t *root)
         if (grown == NULL)
             return -1;
         all->s = grown;
+        if (all->with_samples) {
+            hw_sampled *more = realloc(all->sampled, bigger * sizeof *more);
+            if (more == NULL)
+                return -1;
+            all->sampled = more;
+        }
         all->cap = bigger;
     }
-    if (hw_hang_summary_of(root, path, &all->s[all->count]) != 0)
+    if (all->with_samples && hw_sampled_of(root, &all->sampled[all->count]) != 0)
         return -1;
+    if (hw_hang_summary_of(root, path, &all->s[all->count]) != 0) {
+        if (all->with_samples)
+            hw_sampled_free(&all->sampled[all->count]);
+        return -1;
+    }
     all->count++;
     return 0;
 }
 
 void hw_summaries_free(hw_summaries *all)
 {
-    for (size_t i = 0; i < all->count; i++)
+    for (size_t i = 0; i < all->count; i++) {
         hw_hang_summary_free(&all->s[i]);
+        if (all->sampled)
+            hw_sampled_free(&all->sampled[i]);
+    }
     free(all->s);
+    free(all->sampled);
     memset(all, 0, sizeof *all);
 }
 

@@ -4,6 +4,7 @@
 #define HANGWATCH_STATS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "hang_stats.h"
@@ -15,12 +16,15 @@ int hw_stats_main(int argc, char **argv);
 
 /*
  * The summaries of many reports, one added at a time (as
- * hw_report_command_read reads them).  Start from {0}; free with
- * hw_summaries_free.
+ * hw_report_command_read reads them).  Start from {0}, or with
+ * `with_samples` set to keep each report's early samples too (sampled[i]
+ * is s[i]'s, hw_sampled_of); free with hw_summaries_free.
  */
 typedef struct hw_summaries {
     hw_hang_summary *s;
+    hw_sampled *sampled; /* with_samples: count entries, else NULL */
     size_t count, cap;
+    bool with_samples;
 } hw_summaries;
 
 /* Add the summary of `root` (lent), read from `path`: 0, or -1 when out
