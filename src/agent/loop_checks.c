@@ -326,7 +326,7 @@ static unsigned take_kernel_samples(agent *a, watched_process *w, loop_watch *l,
 #define KERNEL_DRAIN_NS 100000000ull
 static uint64_t kernel_drain_period(const sampler *s, uint64_t interval)
 {
-    uint64_t half_ring = hw_perf_sampler_ring_samples(s->perf, HW_PERF_SAMPLE_STACK_BYTES) / 2 *
+    uint64_t half_ring = hw_perf_sampler_ring_samples(s->perf) / 2 *
                          hw_perf_sampler_period_ns(s->perf);
     uint64_t period = half_ring < KERNEL_DRAIN_NS ? half_ring : KERNEL_DRAIN_NS;
     return period > interval ? period : interval;

@@ -13,13 +13,13 @@
 #include "perf_sampler.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <fcntl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +42,7 @@ struct hw_perf_sampler {
     size_t map_len;
     size_t page_size;
     size_t ring_pages;
+    uint32_t stack_bytes; /* copied per sample */
     uint64_t lost;
     unsigned char record[MAX_RECORD];
 };
@@ -152,7 +153,7 @@ hw_perf_sampler *hw_perf_sampler_open(pid_t tid, uint64_t interval_ns, uint32_t 
     if (fd < 0) {
         attr.type = PERF_TYPE_SOFTWARE;
         attr.config = PERF_COUNT_SW_TASK_CLOCK;
-        attr.sample_period = interval_ns > 0 ? interval_ns : 1;
+        attr.sample_period = period_ns;
         attr.exclude_kernel = 1; /* user stacks only; also what perf_event_paranoid 2 allows */
         fd = open_event(&attr, tid);
     }
@@ -174,6 +175,7 @@ hw_perf_sampler *hw_perf_sampler_open(pid_t tid, uint64_t interval_ns, uint32_t 
     s->fd = fd;
     s->trigger = used;
     s->period_ns = period_ns;
+    s->stack_bytes = (uint32_t)attr.sample_stack_user;
     s->page_size = page_size;
     s->ring_pages = HW_PERF_RING_PAGES;
     s->map_len = (1 + s->ring_pages) * page_size;
@@ -204,11 +206,11 @@ uint64_t hw_perf_sampler_period_ns(const hw_perf_sampler *s)
     return s->period_ns;
 }
 
-size_t hw_perf_sampler_ring_samples(const hw_perf_sampler *s, uint32_t stack_bytes)
+size_t hw_perf_sampler_ring_samples(const hw_perf_sampler *s)
 {
     /* a sample record: header, time, ABI, registers, stack size, stack, its
      * dynamic size */
-    size_t record = 8 + 8 + 8 + HW_PERF_REGS_COUNT * 8 + 8 + stack_bytes + 8;
+    size_t record = 8 + 8 + 8 + HW_PERF_REGS_COUNT * 8 + 8 + (size_t)s->stack_bytes + 8;
     return s->ring_pages * s->page_size / record;
 }
 

@@ -59,9 +59,9 @@ hw_perf_sampler *hw_perf_sampler_open(pid_t tid, uint64_t interval_ns, uint32_t 
 hw_perf_trigger hw_perf_sampler_trigger(const hw_perf_sampler *s);
 uint64_t hw_perf_sampler_period_ns(const hw_perf_sampler *s);
 
-/* Samples of `stack_bytes` of stack the ring holds before the kernel drops
- * new ones: how long the agent may leave it unread. */
-size_t hw_perf_sampler_ring_samples(const hw_perf_sampler *s, uint32_t stack_bytes);
+/* Whole samples the ring holds before the kernel drops new ones: how long
+ * the agent may leave it unread. */
+size_t hw_perf_sampler_ring_samples(const hw_perf_sampler *s);
 
 /* Name of a trigger in reports: "timer_tick" or "task_clock". */
 const char *hw_perf_trigger_name(hw_perf_trigger trigger);

@@ -215,6 +215,9 @@ static void sample_a_spinning_thread(hw_perf_trigger trigger)
     }
     assert_non_null(s);
     assert_int_equal(hw_perf_sampler_trigger(s), trigger);
+    /* 256 KiB (or 64 KiB short of locked memory) of 8 KiB stack copies */
+    size_t room = hw_perf_sampler_ring_samples(s);
+    assert_true(room == 31 || room == 7);
     struct timespec res;
     assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
     uint64_t tick = (uint64_t)res.tv_nsec;
