@@ -1,5 +1,5 @@
 /*
- * bench_capture.c - how long hw_capture_process (src/agent/capture.h) holds
+ * bench_capture.c - how long hw_capture_process (src/agent/capture/snapshot.h) holds
  * a target stopped: the number that says whether hangwatch changes the
  * program it watches.  It forks a sleeping target (ptrace needs it to be our
  * child under Yama scope 1, just as `hangwatch run` is the program's parent)
@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture.h"
+#include "agent/capture/snapshot.h"
 
 static uint64_t now_ns(void)
 {

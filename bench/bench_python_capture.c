@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture.h"
-#include "proc_task.h"
-#include "python_frames.h"
+#include "agent/capture/snapshot.h"
+#include "agent/capture/proc_task.h"
+#include "agent/symbols/python_frames.h"
 
 static const char SCRIPT[] = "import sys, threading, time\n"
                              "threads, depth = int(sys.argv[1]), int(sys.argv[2])\n"

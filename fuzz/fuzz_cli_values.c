@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_window.h"
-#include "duration.h"
-#include "report_limits.h"
+#include "core/cpu_window.h"
+#include "core/parse/duration.h"
+#include "core/report_limits.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "listen_address.h"
-#include "sentry_dsn.h"
+#include "core/parse/listen_address.h"
+#include "core/parse/sentry_dsn.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

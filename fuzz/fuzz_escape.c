@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text_escape.h"
+#include "core/text_escape.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

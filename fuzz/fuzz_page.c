@@ -38,13 +38,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "detector.h"
-#include "frame_gap.h"
-#include "loop_state.h"
-#include "ping_detector.h"
-#include "semaphore_detector.h"
-#include "shared_page.h"
-#include "stutter.h"
+#include "core/detector.h"
+#include "core/frame_gap.h"
+#include "core/abi/loop_state.h"
+#include "core/ping_detector.h"
+#include "core/semaphore_detector.h"
+#include "core/abi/shared_page.h"
+#include "core/stutter.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_record.h"
+#include "core/parse/perf_record.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

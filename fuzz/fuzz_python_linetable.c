@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "python_linetable.h"
+#include "core/parse/python_linetable.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

@@ -25,8 +25,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "registration.h"
-#include "shared_page.h"
+#include "core/abi/registration.h"
+#include "core/abi/shared_page.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

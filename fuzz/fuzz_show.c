@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "show.h"
+#include "cli/show.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

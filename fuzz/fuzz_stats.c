@@ -24,12 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
-#include "hang_stats.h"
-#include "hang_summary.h"
-#include "html.h"
-#include "report_read.h"
-#include "stats.h"
+#include "cli/export.h"
+#include "cli/hang_stats.h"
+#include "cli/hang_summary.h"
+#include "cli/html.h"
+#include "cli/report_read.h"
+#include "cli/stats.h"
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

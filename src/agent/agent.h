@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../core/cpu_window.h"
-#include "../core/detector.h"
-#include "../core/report_limits.h"
+#include "core/cpu_window.h"
+#include "core/detector.h"
+#include "core/report_limits.h"
 
 /* Which detector decides what is a hang (docs/decisions.md §20-21). */
 typedef enum hw_detector_kind {

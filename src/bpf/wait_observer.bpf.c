@@ -1,9 +1,9 @@
 /*
  * wait_observer.bpf.c - the kernel-side loop observer: the same loop state
- * the preloaded observer keeps (src/core/loop_state.h), kept by the kernel
+ * the preloaded observer keeps (src/core/abi/loop_state.h), kept by the kernel
  * at the entry and exit of the wait system calls, for programs the preload
  * cannot see into (already running, statically linked, waiting through raw
- * system calls or io_uring).  Loaded by src/agent/kernel_observer.c.
+ * system calls or io_uring).  Loaded by src/agent/watch/kernel_observer.c.
  *
  * Attach points: the per-system-call tracepoints of the wait calls
  * (syscalls:sys_enter_epoll_wait, ...), so a process that is not watched
@@ -16,7 +16,7 @@
  * watched (with --threads loops, each of their threads gets a slot at its
  * first wait call); `threads` maps each watched thread to
  * its page and slot and keeps its wait-point rule state
- * (src/core/wait_point.h: the shallowest repeated (return site, stack
+ * (src/core/abi/wait_point.h: the shallowest repeated (return site, stack
  * pointer) is the loop's own wait; a deeper wait is work).  The user stack
  * pointer and the return site are the thread's user registers at the
  * system call's entry.

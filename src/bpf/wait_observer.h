@@ -1,7 +1,7 @@
 /*
  * wait_observer.h - what the kernel observer (wait_observer.bpf.c) and the
- * agent (src/agent/kernel_observer.c) share: the layout of its pages, which
- * is hw_shared_page's (src/core/shared_page.h; kernel_observer.c checks the
+ * agent (src/agent/watch/kernel_observer.c) share: the layout of its pages, which
+ * is hw_shared_page's (src/core/abi/shared_page.h; kernel_observer.c checks the
  * two agree at compile time), and its per-thread record.  Plain types only:
  * this header is compiled for the BPF target too.
  */

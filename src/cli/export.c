@@ -41,12 +41,12 @@
 #include <string.h>
 
 #include "hang_summary.h"
-#include "hw_version.h"
+#include "core/hw_version.h"
 #include "json_file.h"
 #include "report_read.h"
-#include "saturating.h"
+#include "core/saturating.h"
 #include "stats.h"
-#include "text_escape.h"
+#include "core/text_escape.h"
 
 static const char export_help[] =
     "usage: hangwatch export --format speedscope|chrome-trace -o FILE REPORT.json|DIR...\n"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "saturating.h"
+#include "core/saturating.h"
 
 void hw_stats_init(hw_stats *st)
 {

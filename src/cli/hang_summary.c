@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "report_read.h"
-#include "saturating.h"
+#include "core/saturating.h"
 
 /* A non-negative integer field, or false. */
 static bool uint_at(json_t *obj, const char *key, uint64_t *out)

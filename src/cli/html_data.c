@@ -31,9 +31,9 @@
 #include "hang_summary.h"
 #include "html.h"
 #include "html_internal.h"
-#include "hw_version.h"
+#include "core/hw_version.h"
 #include "report_read.h"
-#include "saturating.h"
+#include "core/saturating.h"
 #include "stats.h"
 
 /* ---- limits ------------------------------------------------------------------ */

@@ -18,12 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../agent/random_bytes.h"
+#include "agent/common/random_id.h"
 #include "hang_stats.h"
 #include "html.h"
 #include "html_assets.h"
 #include "html_internal.h"
-#include "hw_version.h"
+#include "core/hw_version.h"
 
 /* The data as JSON that is safe inside a <script> element: no '<', '>' or
  * '&' (each written as its \u escape, which JSON reads back the same),

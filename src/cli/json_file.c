@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "text_escape.h"
+#include "core/text_escape.h"
 
 int hw_json_file_check(const char *path, const char *what)
 {

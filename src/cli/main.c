@@ -24,11 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../agent/agent.h"
-#include "../agent/report_dir.h"
-#include "../core/duration.h"
-#include "../core/frame_gap.h"
-#include "../core/hw_version.h"
+#include "agent/agent.h"
+#include "agent/common/report_dir.h"
+#include "core/parse/duration.h"
+#include "core/frame_gap.h"
+#include "core/hw_version.h"
 #include "export.h"
 #include "metrics_sentry_options.h"
 #include "html.h"

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/listen_address.h"
-#include "../core/sentry_dsn.h"
-#include "../core/text_escape.h"
+#include "core/parse/listen_address.h"
+#include "core/parse/sentry_dsn.h"
+#include "core/text_escape.h"
 
 static int usage(const char *option, const char *value, const char *why)
 {

@@ -9,7 +9,7 @@
 
 #include <getopt.h>
 
-#include "../agent/agent.h"
+#include "agent/agent.h"
 
 /* getopt_long codes, above every character. */
 enum {

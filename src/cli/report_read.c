@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "text_escape.h"
+#include "core/text_escape.h"
 
 #define ESCAPE_CHUNK 256 /* input bytes escaped at a time: at most 4 output bytes each */
 #define MAX_DEPTH 32     /* directory levels searched below an argument */

@@ -36,14 +36,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../agent/capture.h"
-#include "../agent/runtime_frames.h"
-#include "../agent/perf_map_file.h"
-#include "../agent/proc_task.h"
-#include "../agent/python_frames.h"
-#include "../agent/report.h"
-#include "../agent/unwind.h"
-#include "../core/text_escape.h"
+#include "agent/capture/snapshot.h"
+#include "agent/symbols/runtime_frames.h"
+#include "agent/symbols/jit_map_file.h"
+#include "agent/capture/proc_task.h"
+#include "agent/symbols/python_frames.h"
+#include "agent/report/report_model.h"
+#include "agent/symbols/unwind.h"
+#include "core/text_escape.h"
 #include "json_file.h"
 #include "show.h"
 

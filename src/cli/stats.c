@@ -22,7 +22,7 @@
 #include "hang_stats.h"
 #include "hang_summary.h"
 #include "report_read.h"
-#include "text_escape.h"
+#include "core/text_escape.h"
 
 static const char stats_help[] =
     "usage: hangwatch stats [--json] REPORT.json|DIR...\n"

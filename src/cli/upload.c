@@ -20,11 +20,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../agent/report_dir.h"
-#include "../agent/sentry_sender.h"
-#include "../agent/sentry_spool.h"
-#include "../core/sentry_dsn.h"
-#include "../core/text_escape.h"
+#include "agent/common/report_dir.h"
+#include "agent/exports/sentry_sender.h"
+#include "agent/exports/sentry_spool.h"
+#include "core/parse/sentry_dsn.h"
+#include "core/text_escape.h"
 
 static const char upload_usage[] =
     "usage: hangwatch upload [--sentry-dsn DSN] DIR\n"

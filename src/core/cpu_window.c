@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "duration.h"
+#include "core/parse/duration.h"
 #include "saturating.h"
 
 uint64_t hw_cpu_tick_ns(const hw_cpu_high_config *cfg)

@@ -29,7 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "loop_state.h"
+#include "core/abi/loop_state.h"
 
 typedef enum hw_check_mode {
     HW_CHECK_EXACT = 0,

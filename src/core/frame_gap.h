@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "loop_state.h"
+#include "core/abi/loop_state.h"
 
 #define HW_FRAME_INTERVAL_DEFAULT_NS 16666667ull /* 60 Hz */
 

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "loop_state.h"
+#include "core/abi/loop_state.h"
 
 typedef struct hw_semaphore_detector {
     uint64_t interval_ns;   /* the semaphore wait's timeout: 50 ms */

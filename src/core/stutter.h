@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "loop_state.h"
+#include "core/abi/loop_state.h"
 
 #define HW_STUTTER_MAX_STALLS 64
 

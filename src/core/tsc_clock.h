@@ -21,7 +21,7 @@
  *
  * Pure arithmetic, unit-tested (tests/unit/test_tsc_clock.c); reading the
  * counter and deciding whether it can be trusted at all is the agent's
- * (src/agent/clock_source.c).
+ * (src/agent/watch/clock_source.c).
  */
 #ifndef HANGWATCH_TSC_CLOCK_H
 #define HANGWATCH_TSC_CLOCK_H

@@ -47,13 +47,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/events.h"
-#include "../core/frame_gap.h"
-#include "../core/loop_state.h"
-#include "../core/shared_page.h"
-#include "../core/socket_name.h"
-#include "../observer/coarse_clock.h"
-#include "../observer/page_client.h"
+#include "core/abi/events.h"
+#include "core/frame_gap.h"
+#include "core/abi/loop_state.h"
+#include "core/abi/shared_page.h"
+#include "core/abi/socket_name.h"
+#include "observer/coarse_clock.h"
+#include "observer/page_client.h"
 
 #define HW_API __attribute__((visibility("default")))
 #define AGENT_START_TIMEOUT_MS 5000

@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/registration.h"
-#include "../core/socket_name.h"
+#include "core/abi/registration.h"
+#include "core/abi/socket_name.h"
 
 #define REGISTRATION_BUDGET_MS 200
 #define PAGE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/shared_page.h"
+#include "core/abi/shared_page.h"
 
 /*
  * Create and register this process's page, whose busy starts are stamped

@@ -51,12 +51,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/registration.h"
-#include "../core/shared_page.h"
-#include "../core/wait_point.h"
+#include "core/abi/registration.h"
+#include "core/abi/shared_page.h"
+#include "core/abi/wait_point.h"
 #include "coarse_clock.h"
 #include "page_client.h"
-#include "tsc_read.h"
+#include "core/abi/tsc_read.h"
 
 #define HW_EXPORT __attribute__((visibility("default")))
 

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "annealing.h"
+#include "core/annealing.h"
 
 /* Function keys, innermost first; all share the loop's outer frames. */
 static const uint64_t STACK_A[] = {0x10, 0x11, 0x12, 0xA0, 0x900, 0x901};

@@ -1,6 +1,6 @@
 /*
  * test_clock_source.c - the agent's side of the observers' clock
- * (src/agent/clock_source.c): asked for the coarse clock it falls back to
+ * (src/agent/watch/clock_source.c): asked for the coarse clock it falls back to
  * it and refuses counter-stamped pages; only coarse-stamped pages get the
  * detector's slack; a counter-stamped busy start is read back as the latest
  * CLOCK_MONOTONIC time it can stand for, other pages' as they are; and
@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "../../src/observer/tsc_read.h"
-#include "registration.h"
-#include "agent_internal.h"
+#include "core/abi/tsc_read.h"
+#include "core/abi/registration.h"
+#include "agent/watch/watch.h"
 
 #define MS 1000000ull
 #define S 1000000000ull

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "cpu_window.h"
+#include "core/cpu_window.h"
 
 #define MS 1000000ull
 #define S 1000000000ull

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "detector.h"
+#include "core/detector.h"
 
 #define MS 1000000ull
 #define S 1000000000ull

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "duration.h"
+#include "core/parse/duration.h"
 
 static uint64_t parse_ok(const char *text)
 {

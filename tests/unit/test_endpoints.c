@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "listen_address.h"
-#include "sentry_dsn.h"
+#include "core/parse/listen_address.h"
+#include "core/parse/sentry_dsn.h"
 
 static void listen_ok(const char *text, const char *host, unsigned port, int ipv6)
 {

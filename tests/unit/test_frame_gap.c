@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "frame_gap.h"
+#include "core/frame_gap.h"
 
 #define MS 1000000ull
 #define T (2000 * MS)

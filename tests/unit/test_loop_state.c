@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "loop_state.h"
+#include "core/abi/loop_state.h"
 
 static hw_loop_reading read_slot(const hw_loop_slot *slot)
 {

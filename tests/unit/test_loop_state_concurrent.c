@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "loop_state.h"
+#include "core/abi/loop_state.h"
 
 #define TURNS 200000
 

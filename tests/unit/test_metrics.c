@@ -1,5 +1,5 @@
 /* test_metrics.c - the agent's Prometheus counts and their exposition text
- * (src/agent/metrics.c): what a scrape reads after hangs, reports, drops. */
+ * (src/agent/exports/metrics.c): what a scrape reads after hangs, reports, drops. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "agent/exports/metrics.h"
 
 /* The value on the line that starts with `series` (name and labels, as
  * rendered), or -1 when there is none. */

@@ -26,10 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "page_client.h"
-#include "registration.h"
-#include "shared_page.h"
-#include "socket_name.h"
+#include "observer/page_client.h"
+#include "core/abi/registration.h"
+#include "core/abi/shared_page.h"
+#include "core/abi/socket_name.h"
 
 #define WATCHDOG_SECONDS 20 /* a registration that blocks kills the test instead of hanging it */
 #define BUDGET_LIMIT_MS 1000 /* the client promises 200 ms; allow a loaded machine five times that */

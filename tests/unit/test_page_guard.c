@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "agent_internal.h"
+#include "agent/watch/watch.h"
 
 static void test_shrunk_page_reads_as_zeros(void **state)
 {

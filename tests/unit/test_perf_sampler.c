@@ -35,8 +35,8 @@
 
 #include <cmocka.h>
 
-#include "perf_record.h"
-#include "perf_sampler.h"
+#include "core/parse/perf_record.h"
+#include "agent/capture/perf_sampler.h"
 
 /* ---- records built by hand ---------------------------------------------- */
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "ping_detector.h"
+#include "core/ping_detector.h"
 
 #define MS 1000000ull
 #define T (2000 * MS)

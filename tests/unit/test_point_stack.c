@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "point_stack.h"
-#include "ring_stacks.h"
+#include "core/point_stack.h"
+#include "core/ring_stacks.h"
 
 #define CAP 20
 static hw_sample g_samples[CAP];

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "python_linetable.h"
+#include "core/parse/python_linetable.h"
 
 #define ENTRY(code, units) (uint8_t)(0x80 | ((code) << 3) | ((units) - 1))
 

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "registration.h"
-#include "shared_page.h"
+#include "core/abi/registration.h"
+#include "core/abi/shared_page.h"
 
 /* A control buffer being filled, header after header. */
 typedef struct control {

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "report.h"
+#include "agent/report/report_model.h"
 
 static hw_frame make_frame(uint64_t pc, const char *sym, const char *obj, const char *file, int line)
 {

@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "report_dir.h"
+#include "agent/common/report_dir.h"
 
 #define NOBODY_UID 65534
 

@@ -5,7 +5,7 @@
 
 #include <cmocka.h>
 
-#include "report_limits.h"
+#include "core/report_limits.h"
 
 static void test_daily_limit(void **state)
 {

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "semaphore_detector.h"
+#include "core/semaphore_detector.h"
 
 static hw_loop_reading at(uint64_t seq, uint32_t activity)
 {

@@ -16,8 +16,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "sentry_event.h"
-#include "sentry_spool.h"
+#include "agent/exports/sentry_event.h"
+#include "agent/exports/sentry_spool.h"
 
 static void test_debug_id(void **state)
 {

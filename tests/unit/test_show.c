@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "show.h"
+#include "cli/show.h"
 
 #define MUTATIONS 20000
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "text_escape.h"
+#include "core/text_escape.h"
 
 static void test_printable_ascii_passes(void **state)
 {

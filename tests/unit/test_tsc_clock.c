@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "tsc_clock.h"
+#include "core/tsc_clock.h"
 
 #define US 1000ull
 #define MS 1000000ull

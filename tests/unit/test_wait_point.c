@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "wait_point.h"
+#include "core/abi/wait_point.h"
 
 #define LOOP_SITE 0x401000u
 #define LOOP_SP 0x7ffff000u

@@ -1,0 +1,763 @@
+/*
+ * snapshot.c - stopping a process's threads with ptrace from the outside,
+ * copying their registers and stacks, and letting them go (snapshot.h).
+ *
+ * Sequence: enumerate /proc/PID/task; PTRACE_SEIZE every thread, then
+ * PTRACE_INTERRUPT every thread, then wait for each stop, so that all of them
+ * are held at once; look again for threads created meanwhile; PTRACE_GETREGS
+ * and process_vm_readv of each stack; PTRACE_DETACH everything.  Buffers are
+ * allocated and touched before the first stop, so the stopped window holds
+ * only system calls.
+ *
+ * Why a helper thread: a tracer is a *thread*, and a tracee can only be
+ * detached while it sits in a ptrace stop.  A thread that does not stop in
+ * time (uninterruptible sleep, a vfork parent) cannot be detached by us, and
+ * with an interrupt pending it would stop for good as soon as it came back to
+ * user space.  The kernel detaches all tracees of a thread that exits
+ * (exit_ptrace), which also drops their pending interrupt.  So every capture
+ * runs its ptrace session in a short-lived helper thread; whatever it could
+ * not detach is released when it ends.
+ *
+ * Waiting: SIGCHLD is blocked in the calling thread and in the helper, which
+ * sleeps in sigtimedwait(SIGCHLD) for at most the time left and re-checks
+ * waitpid(tid, __WALL | WNOHANG) after every wake-up, so a stop is seen as it
+ * happens and nothing is lost if a SIGCHLD arrives between the two calls.  If
+ * some other thread of the agent takes the SIGCHLD, or SIGCHLD is ignored (no
+ * notification is sent then), the wait still ends: each sigtimedwait is
+ * capped at WAIT_SLICE_NS.  A SIGCHLD consumed here may have hidden one meant
+ * for the agent's own children (standard signals do not queue), so one is
+ * raised again for the process before the mask is restored.
+ *
+ * Transparency: PTRACE_INTERRUPT makes a blocking system call return with a
+ * restart code; after the detach the kernel restarts it with the time left,
+ * so sleep(2) still sleeps two seconds.  Other stop kinds:
+ *  - signal-delivery-stop (a signal arrived between SEIZE and the interrupt):
+ *    registers are captured there and the signal is handed back with
+ *    PTRACE_DETACH's data argument, so it is delivered as if we never came.
+ *  - group-stop (PTRACE_EVENT_STOP with WSTOPSIG SIGSTOP, SIGTSTP, SIGTTIN or
+ *    SIGTTOU: the process is being or was stopped by job control): registers
+ *    are captured and the thread is detached with no signal; the kernel then
+ *    puts it back into the group-stop (__ptrace_unlink re-arms it), so the
+ *    process stays stopped until its SIGCONT, and its parent gets no extra
+ *    stop notification.  thread->group_stopped records it.
+ *
+ * Exits: a thread that is gone (ESRCH, or a zombie: PTRACE_SEIZE gives EPERM
+ * for those) or that reports WIFEXITED/WIFSIGNALED is HW_THREAD_EXITED.  When
+ * the whole process has ended (its /proc entry is gone, or its leader is a
+ * zombie with every other thread dead too), out->process_exited says so,
+ * its status is recorded and, if we are its parent, consumed (out->reaped).
+ *
+ * Refusals: a live thread that PTRACE_SEIZE refuses with EPERM is usually
+ * held by another tracer (strace -p, gdb): its TracerPid and that tracer's
+ * comm go into the snapshot, so the report and the agent's line can say who.
+ */
+#include "snapshot.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/text_escape.h"
+
+#if !defined(__x86_64__)
+#error "capture.c supports x86_64 only (struct user_regs_struct, rsp, the 128-byte red zone)"
+#endif
+
+#define RED_ZONE_BYTES 128u                 /* x86_64 SysV: below rsp, may hold live data */
+#define WAIT_SLICE_NS (5ull * 1000 * 1000)  /* longest single sigtimedwait, see above */
+#define RESCAN_ROUNDS 3                     /* passes looking for threads born during the stop */
+#define RELEASE_WAIT_NS (200ull * 1000 * 1000)
+#define LEADER_EXIT_WAIT_NS (100ull * 1000 * 1000) /* a dying process's leader becoming a zombie */
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+
+const char *hw_thread_status_name(hw_thread_status status)
+{
+    switch (status) {
+    case HW_THREAD_CAPTURED:
+        return "captured";
+    case HW_THREAD_EXITED:
+        return "exited";
+    case HW_THREAD_TIMEOUT:
+        return "timeout";
+    case HW_THREAD_DENIED:
+        return "denied";
+    }
+    return "unknown";
+}
+
+void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid)
+{
+    if (opts == NULL)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->target_tid = target_tid;
+    opts->all_threads = true;
+    opts->target_stack_bytes = 512 * 1024;
+    opts->other_stack_bytes = 64 * 1024;
+    opts->stop_timeout_ms = 500;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the ptrace session ------------------------------------------------- */
+
+typedef struct tracee {
+    bool seized;          /* attached and not yet detached or reaped */
+    bool stopped;         /* a ptrace stop was reported and we have not resumed it */
+    int inject;           /* signal to hand back at PTRACE_DETACH */
+    uint64_t interrupted; /* when PTRACE_INTERRUPT was sent */
+    size_t stack_cap;     /* bytes allocated at thread->stack */
+} tracee;
+
+typedef struct session {
+    pid_t pid;
+    pid_t target;
+    hw_capture_options opts;
+    uint64_t timeout_ns;
+    hw_process_snapshot *out;
+    tracee *tr; /* parallel to out->threads */
+    size_t cap; /* entries allocated in both */
+    bool is_parent;
+    bool consumed_sigchld;
+    sigset_t sigchld;
+    pid_t helper_tid;
+    uint64_t first_interrupt, last_resume;
+} session;
+
+/* Append a thread entry (not yet seized); allocates and touches its stack
+ * buffer now, before anything is stopped.  Index, or -ENOMEM. */
+static ssize_t add_thread(session *s, pid_t tid)
+{
+    hw_process_snapshot *out = s->out;
+    if (out->thread_count == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 8;
+        hw_thread_snapshot *t = realloc(out->threads, ncap * sizeof *t);
+        if (t == NULL)
+            return -ENOMEM;
+        out->threads = t;
+        tracee *r = realloc(s->tr, ncap * sizeof *r);
+        if (r == NULL)
+            return -ENOMEM;
+        s->tr = r;
+        s->cap = ncap;
+    }
+    size_t i = out->thread_count;
+    hw_thread_snapshot *th = &out->threads[i];
+    tracee *t = &s->tr[i];
+    memset(th, 0, sizeof *th);
+    memset(t, 0, sizeof *t);
+    th->tid = tid;
+    th->is_main = tid == s->pid;
+    th->is_target = tid == s->target;
+    th->status = HW_THREAD_EXITED; /* until it is captured */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)s->pid, (int)tid);
+    hw_proc_read_comm(path, th->name);
+    size_t want = th->is_target ? s->opts.target_stack_bytes : s->opts.other_stack_bytes;
+    if (want > 0) {
+        th->stack = malloc(want);
+        if (th->stack != NULL) {
+            memset(th->stack, 0, want); /* fault the pages in now, not while the thread waits */
+            t->stack_cap = want;
+        }
+    }
+    if (s->opts.interp_frames > 0) {
+        th->interp.frames = calloc(s->opts.interp_frames, sizeof *th->interp.frames);
+        th->interp.capacity = s->opts.interp_frames;
+        if (th->interp.frames == NULL) {
+            free(th->stack);
+            th->stack = NULL;
+            return -ENOMEM;
+        }
+    }
+    out->thread_count++;
+    return (ssize_t)i;
+}
+
+/* A live thread refused us: note who else traces it (the first one seen). */
+static void note_tracer(session *s, pid_t tid)
+{
+    hw_process_snapshot *out = s->out;
+    if (out->tracer_pid > 0)
+        return;
+    pid_t tracer = hw_task_tracer(s->pid, tid);
+    if (tracer <= 0)
+        return;
+    out->tracer_pid = tracer;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)tracer);
+    hw_proc_read_comm(path, out->tracer_name);
+}
+
+static void seize(session *s, size_t i)
+{
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (ptrace(PTRACE_SEIZE, th->tid, NULL, NULL) == 0) {
+        s->tr[i].seized = true;
+        return;
+    }
+    int e = errno;
+    /* A zombie cannot be attached either (EPERM): tell it from a refusal. */
+    if (e == ESRCH || hw_task_is_dead(s->pid, th->tid)) {
+        th->status = HW_THREAD_EXITED;
+        return;
+    }
+    th->status = HW_THREAD_DENIED;
+    th->error = e;
+    if (e == EPERM)
+        note_tracer(s, th->tid);
+}
+
+static void interrupt(session *s, size_t i)
+{
+    tracee *t = &s->tr[i];
+    if (!t->seized)
+        return;
+    t->interrupted = now_ns();
+    if (s->first_interrupt == 0)
+        s->first_interrupt = t->interrupted;
+    /* ESRCH: it is exiting; waitpid will report that. */
+    (void)ptrace(PTRACE_INTERRUPT, s->out->threads[i].tid, NULL, NULL);
+}
+
+/* Wait for tid's next report until `deadline`.  1 with *status, 0 on
+ * timeout, -1 with errno (ECHILD: not ours to wait for any more). */
+static int wait_report(session *s, pid_t tid, int *status, uint64_t deadline)
+{
+    for (;;) {
+        pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+        if (r == tid)
+            return 1;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return 0;
+        uint64_t left = deadline - now;
+        if (left > WAIT_SLICE_NS)
+            left = WAIT_SLICE_NS;
+        struct timespec ts = {.tv_sec = (time_t)(left / NS_PER_S), .tv_nsec = (long)(left % NS_PER_S)};
+        if (sigtimedwait(&s->sigchld, NULL, &ts) == SIGCHLD)
+            s->consumed_sigchld = true;
+        /* woken, timed out or interrupted: waitpid tells what happened */
+    }
+}
+
+static void note_exit(session *s, size_t i, int status)
+{
+    hw_thread_snapshot *th = &s->out->threads[i];
+    s->tr[i].seized = false; /* reaped by that waitpid: nothing to detach */
+    s->tr[i].stopped = false;
+    th->status = HW_THREAD_EXITED;
+    th->error = 0;
+    if (th->tid == s->pid) {
+        /* The leader's exit is reported only once the whole group is gone.
+         * As tracer and parent this waitpid reaped it; as tracer only, the
+         * kernel passes the status on to the real parent. */
+        s->out->process_exited = true;
+        s->out->exit_status = status;
+        s->out->reaped = s->is_parent;
+    }
+}
+
+static void note_report(session *s, size_t i, int status)
+{
+    tracee *t = &s->tr[i];
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        note_exit(s, i, status);
+        return;
+    }
+    if (!WIFSTOPPED(status))
+        return;
+    int sig = WSTOPSIG(status);
+    unsigned event = ((unsigned)status >> 16) & 0xffu;
+    t->stopped = true;
+    t->inject = 0;
+    if (event == 0) {
+        /* signal-delivery-stop: hand the signal back at detach */
+        t->inject = sig;
+        th->injected_signal = sig;
+    } else if (event == PTRACE_EVENT_STOP && sig != SIGTRAP) {
+        /* group-stop: detached with no signal, it goes back to the stop */
+        th->group_stopped = true;
+    }
+}
+
+/* Our wait found nothing (timeout) or could not wait (ECHILD).  If the
+ * thread is in a ptrace stop anyway (its report was taken by someone else),
+ * PTRACE_GETSIGINFO works and tells the stop kind; use it. */
+static bool probe_stopped(session *s, size_t i)
+{
+    siginfo_t si;
+    pid_t tid = s->out->threads[i].tid;
+    if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) != 0)
+        return false;
+    int status;
+    if (((unsigned)si.si_code >> 8) == PTRACE_EVENT_STOP) /* interrupt or group-stop */
+        status = ((PTRACE_EVENT_STOP << 8 | (si.si_code & 0xff)) << 8) | 0x7f;
+    else /* signal-delivery-stop of si_signo */
+        status = (si.si_signo << 8) | 0x7f;
+    note_report(s, i, status);
+    return true;
+}
+
+static void await_stop(session *s, size_t i, uint64_t deadline)
+{
+    tracee *t = &s->tr[i];
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (!t->seized || t->stopped)
+        return;
+    int status;
+    int r = wait_report(s, th->tid, &status, deadline);
+    if (r == 1) {
+        note_report(s, i, status);
+        return;
+    }
+    int e = r == 0 ? ETIMEDOUT : errno;
+    if (probe_stopped(s, i))
+        return;
+    if (e == ECHILD || hw_task_is_dead(s->pid, th->tid)) {
+        th->status = HW_THREAD_EXITED;
+        return;
+    }
+    th->status = HW_THREAD_TIMEOUT; /* still seized: released when the helper ends */
+    th->error = e;
+}
+
+static ssize_t read_remote(pid_t tid, uint64_t addr, unsigned char *buf, size_t len)
+{
+    struct iovec local = {.iov_base = buf, .iov_len = len};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+    return process_vm_readv(tid, &local, 1, &remote, 1, 0);
+}
+
+/* Copy from rsp - red zone upwards.  The kernel stops at the first
+ * unreadable page and returns what it read (the end of the stack mapping);
+ * if the very first page fails, start again at the next page boundary, which
+ * is at or below rsp when only the red zone lay in the unreadable page. */
+static void copy_stack(hw_thread_snapshot *th, size_t cap)
+{
+    if (th->stack == NULL || cap == 0)
+        return;
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t sp = th->regs.rsp;
+    uint64_t start = sp >= RED_ZONE_BYTES ? sp - RED_ZONE_BYTES : 0;
+    while (start <= sp) {
+        ssize_t n = read_remote(th->tid, start, th->stack, cap);
+        if (n > 0) {
+            th->stack_start = start;
+            th->stack_len = (size_t)n;
+            return;
+        }
+        if (n < 0 && errno == ESRCH)
+            return;
+        start = (start / page + 1) * page;
+    }
+}
+
+static void capture_one(session *s, size_t i)
+{
+    tracee *t = &s->tr[i];
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (!t->stopped)
+        return;
+    if (ptrace(PTRACE_GETREGS, th->tid, NULL, &th->regs) != 0) {
+        /* ESRCH while stopped: killed (SIGKILL) meanwhile */
+        th->error = errno;
+        th->status = th->error == ESRCH ? HW_THREAD_EXITED : HW_THREAD_DENIED;
+        if (th->status == HW_THREAD_EXITED)
+            th->error = 0;
+        return;
+    }
+    th->status = HW_THREAD_CAPTURED;
+    th->error = 0;
+    copy_stack(th, t->stack_cap);
+}
+
+static bool detach(session *s, size_t i)
+{
+    tracee *t = &s->tr[i];
+    hw_thread_snapshot *th = &s->out->threads[i];
+    if (!t->seized || !t->stopped)
+        return true;
+    if (ptrace(PTRACE_DETACH, th->tid, NULL, (void *)(intptr_t)t->inject) != 0)
+        return false; /* ESRCH: it is being killed; reaped below */
+    uint64_t now = now_ns();
+    t->seized = false;
+    t->stopped = false;
+    th->stopped_ns = now - t->interrupted;
+    s->last_resume = now;
+    return true;
+}
+
+/* Threads that could not be detached because they were dying: collect their
+ * exit so they do not linger as traced zombies (and so the process's status
+ * is seen when the leader was one of them). */
+static void reap_dying(session *s)
+{
+    for (size_t i = 0; i < s->out->thread_count; i++) {
+        tracee *t = &s->tr[i];
+        for (int tries = 0; tries < 4 && t->seized && t->stopped; tries++) {
+            int status;
+            uint64_t deadline = now_ns() + s->timeout_ns;
+            int r = wait_report(s, s->out->threads[i].tid, &status, deadline);
+            if (r != 1)
+                break; /* left to the helper's exit */
+            note_report(s, i, status);
+            if (t->stopped)
+                (void)detach(s, i);
+        }
+    }
+}
+
+static bool known_tid(const session *s, pid_t tid)
+{
+    for (size_t i = 0; i < s->out->thread_count; i++)
+        if (s->out->threads[i].tid == tid)
+            return true;
+    return false;
+}
+
+/* Threads created between the enumeration and their creator's stop are
+ * missed by the first pass: look again while everything else is held. */
+static void rescan(session *s)
+{
+    for (int round = 0; round < RESCAN_ROUNDS; round++) {
+        pid_t *tids;
+        size_t n;
+        if (hw_task_list(s->pid, &tids, &n) != 0)
+            return;
+        size_t before = s->out->thread_count;
+        for (size_t k = 0; k < n; k++) {
+            if (known_tid(s, tids[k]))
+                continue;
+            ssize_t i = add_thread(s, tids[k]);
+            if (i < 0)
+                break;
+            s->out->enumerated_thread_count++;
+            seize(s, (size_t)i);
+        }
+        free(tids);
+        size_t after = s->out->thread_count;
+        if (after == before)
+            return;
+        for (size_t i = before; i < after; i++)
+            interrupt(s, i);
+        uint64_t deadline = now_ns() + s->timeout_ns;
+        for (size_t i = before; i < after; i++)
+            await_stop(s, i, deadline);
+    }
+}
+
+static void *session_main(void *arg)
+{
+    session *s = arg;
+    s->helper_tid = gettid();
+    /* Stopping one thread (a sample) is fastest from the CPU it last ran
+     * on: the stop and the wake-up of this helper stay on one CPU's run
+     * queue instead of crossing CPUs twice (docs/benchmarks.md). */
+    if (!s->opts.all_threads) {
+        int cpu = hw_task_last_cpu(s->out->pid, s->target);
+        if (cpu >= 0 && cpu < CPU_SETSIZE) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            sched_setaffinity(0, sizeof set, &set);
+        }
+    }
+    size_t n = s->out->thread_count;
+    /* Where each thread runs, read before the stop so that it costs the
+     * program nothing (a /proc read each: only for a few threads). */
+    int *cpus = s->opts.all_threads && n <= 64 ? calloc(n ? n : 1, sizeof *cpus) : NULL;
+    for (size_t i = 0; cpus && i < n; i++)
+        cpus[i] = hw_task_last_cpu(s->out->pid, s->out->threads[i].tid);
+    for (size_t i = 0; i < n; i++)
+        seize(s, i);
+    for (size_t i = 0; i < n; i++)
+        interrupt(s, i);
+    uint64_t deadline = s->first_interrupt + s->timeout_ns;
+    for (size_t i = 0; i < n; i++)
+        await_stop(s, i, deadline);
+    if (s->opts.all_threads)
+        rescan(s);
+    for (size_t i = 0; i < s->out->thread_count; i++)
+        capture_one(s, i);
+    /* What an interpreter keeps that changes as it runs (its frame chain)
+     * is read now, while nothing moves. */
+    if (s->opts.while_stopped != NULL && s->opts.interp_frames > 0)
+        s->opts.while_stopped(s->opts.while_stopped_ctx, s->out);
+    /* Release last the threads that ran on the helper's own CPU: each
+     * thread then finds its CPU free when it is woken, instead of being
+     * woken onto another thread's CPU, where two of the program's threads
+     * would share one CPU while the report worker takes the other
+     * (docs/benchmarks.md, "Report worker"). */
+    bool all_detached = true;
+    int helper_cpu = cpus ? sched_getcpu() : -1;
+    for (size_t i = 0; i < s->out->thread_count; i++)
+        if (helper_cpu < 0 || i >= n || cpus[i] != helper_cpu)
+            all_detached &= detach(s, i);
+    for (size_t i = 0; helper_cpu >= 0 && i < n; i++)
+        if (cpus[i] == helper_cpu)
+            all_detached &= detach(s, i);
+    free(cpus);
+    if (!all_detached)
+        reap_dying(s);
+    return NULL;
+}
+
+/* ---- after the session ------------------------------------------------- */
+
+/* A thread that timed out is detached by the kernel when the helper exits,
+ * which can be just after pthread_join returned.  Wait (bounded) until its
+ * TracerPid no longer names the helper, so an immediate next capture can
+ * attach again. */
+static void wait_released(const session *s)
+{
+    uint64_t deadline = now_ns() + RELEASE_WAIT_NS;
+    for (size_t i = 0; i < s->out->thread_count; i++) {
+        if (!s->tr[i].seized)
+            continue;
+        for (;;) {
+            if (hw_task_tracer(s->pid, s->out->threads[i].tid) != s->helper_tid)
+                break;
+            if (now_ns() >= deadline)
+                return;
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* Whether every thread of `pid` but its leader is gone or a zombie: a
+ * process being killed lists its threads for a moment after they died. */
+static bool other_threads_dead(pid_t pid)
+{
+    pid_t *tids;
+    size_t n;
+    int r = hw_task_list(pid, &tids, &n);
+    if (r != 0)
+        return r == -ENOENT || r == -ESRCH;
+    bool all_dead = true;
+    for (size_t k = 0; k < n && all_dead; k++)
+        if (tids[k] != pid)
+            all_dead = hw_task_is_dead(pid, tids[k]);
+    free(tids);
+    return all_dead;
+}
+
+static bool every_thread_exited(const hw_process_snapshot *out)
+{
+    for (size_t i = 0; i < out->thread_count; i++)
+        if (out->threads[i].status != HW_THREAD_EXITED)
+            return false;
+    return true;
+}
+
+/* Give the stack copies their final size (after the resume: realloc may
+ * copy) and record the process's end if it has ended. */
+static void finish(session *s)
+{
+    hw_process_snapshot *out = s->out;
+    for (size_t i = 0; i < out->thread_count; i++) {
+        hw_thread_snapshot *th = &out->threads[i];
+        if (th->status != HW_THREAD_CAPTURED || th->stack_len == 0) {
+            free(th->stack);
+            th->stack = NULL;
+            th->stack_len = 0;
+            th->stack_start = 0;
+        } else if (th->stack_len < s->tr[i].stack_cap) {
+            unsigned char *smaller = realloc(th->stack, th->stack_len);
+            if (smaller != NULL)
+                th->stack = smaller;
+        }
+    }
+    if (s->first_interrupt != 0 && s->last_resume > s->first_interrupt)
+        out->stop_wall_ns = s->last_resume - s->first_interrupt;
+
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)s->pid);
+    out->maps = hw_proc_read_whole(path, &out->maps_len);
+    /* A leader that called pthread_exit has no mm: ask a live thread. */
+    for (size_t i = 0; out->maps == NULL && i < out->thread_count; i++) {
+        if (out->threads[i].status != HW_THREAD_CAPTURED)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%d/maps", (int)s->pid, (int)out->threads[i].tid);
+        out->maps = hw_proc_read_whole(path, &out->maps_len);
+    }
+
+    if (out->process_exited)
+        return;
+    /* Over when the leader is gone or a zombie with no thread left.  When
+     * every thread of an all-threads capture had exited, the leader may
+     * still be on its way out (a process being killed): give it a moment. */
+    hw_task_stat ps;
+    int r = hw_task_stat_read(s->pid, 0, &ps);
+    if (r == 0 && ps.state != 'Z' && ps.state != 'X' && s->opts.all_threads && every_thread_exited(out)) {
+        uint64_t deadline = now_ns() + LEADER_EXIT_WAIT_NS;
+        while (r == 0 && ps.state != 'Z' && ps.state != 'X' && now_ns() < deadline) {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+            r = hw_task_stat_read(s->pid, 0, &ps);
+        }
+    }
+    if (r == 0 && ps.state != 'Z' && ps.state != 'X')
+        return;
+    if (r == 0) {
+        if (!other_threads_dead(s->pid))
+            return; /* the leader ended early; other threads run on */
+    } else if (r != -ENOENT && r != -ESRCH) {
+        return;
+    }
+    out->process_exited = true;
+    out->exit_status = -1;
+    if (s->is_parent) {
+        int status;
+        pid_t w;
+        do
+            w = waitpid(s->pid, &status, __WALL | WNOHANG);
+        while (w < 0 && errno == EINTR);
+        if (w == s->pid) {
+            out->exit_status = status;
+            out->reaped = true;
+            return;
+        }
+    }
+    if (r == 0 && ps.exit_code >= 0)
+        out->exit_status = ps.exit_code;
+}
+
+int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out)
+{
+    if (out == NULL)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    out->pid = pid;
+    out->exit_status = -1;
+    if (pid <= 0)
+        return -EINVAL;
+
+    session s;
+    memset(&s, 0, sizeof s);
+    s.pid = pid;
+    s.out = out;
+    if (opts != NULL)
+        s.opts = *opts;
+    else
+        hw_capture_options_default(&s.opts, pid);
+    s.target = s.opts.target_tid > 0 ? s.opts.target_tid : pid;
+    s.timeout_ns = (uint64_t)(s.opts.stop_timeout_ms > 0 ? s.opts.stop_timeout_ms : 500) * NS_PER_MS;
+    sigemptyset(&s.sigchld);
+    sigaddset(&s.sigchld, SIGCHLD);
+
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    hw_proc_read_comm(path, out->process_name);
+    struct stat owner;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    if (stat(path, &owner) == 0) {
+        out->owner_known = true;
+        out->owner_uid = owner.st_uid;
+    }
+    hw_task_stat ps;
+    if (hw_task_stat_read(pid, 0, &ps) == 0)
+        s.is_parent = ps.ppid == getpid();
+
+    pid_t *tids;
+    size_t n;
+    int r = hw_task_list(pid, &tids, &n);
+    if (r == -ENOENT || r == -ESRCH) {
+        out->process_exited = true; /* gone, and already reaped by its parent */
+        return -ESRCH;
+    }
+    if (r != 0)
+        return r;
+    out->enumerated_thread_count = n;
+    bool target_listed = bsearch(&s.target, tids, n, sizeof *tids, hw_pid_compare) != NULL;
+    for (size_t k = 0; k < n && r == 0; k++)
+        if (s.opts.all_threads || tids[k] == s.target)
+            r = add_thread(&s, tids[k]) < 0 ? -ENOMEM : 0;
+    free(tids);
+    if (r == 0 && !s.opts.all_threads && !target_listed)
+        r = add_thread(&s, s.target) < 0 ? -ENOMEM : 0; /* reported as exited, never seized */
+    if (r != 0) {
+        free(s.tr);
+        hw_process_snapshot_free(out);
+        out->pid = pid;
+        out->exit_status = -1;
+        return r;
+    }
+
+    bool run = s.opts.all_threads ? out->thread_count > 0 : target_listed;
+    if (run) {
+        sigset_t old, all, saved;
+        pthread_sigmask(SIG_BLOCK, &s.sigchld, &old);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
+        pthread_t helper;
+        int e = pthread_create(&helper, NULL, session_main, &s);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (e == 0)
+            pthread_join(helper, NULL);
+        if (s.consumed_sigchld)
+            kill(getpid(), SIGCHLD); /* it may have stood for one of ours */
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (e != 0) {
+            free(s.tr);
+            hw_process_snapshot_free(out);
+            out->pid = pid;
+            out->exit_status = -1;
+            return -e;
+        }
+        wait_released(&s);
+    }
+    finish(&s);
+    free(s.tr);
+    return 0;
+}
+
+const char *hw_capture_denied_reason(const hw_process_snapshot *snap, char *buf, size_t len)
+{
+    if (snap == NULL || snap->tracer_pid <= 0 || buf == NULL || len == 0)
+        return NULL;
+    if (snap->tracer_name[0] == '\0') {
+        snprintf(buf, len, "traced by pid %d", (int)snap->tracer_pid);
+        return buf;
+    }
+    char name[4 * sizeof snap->tracer_name];
+    hw_escape_bytes(snap->tracer_name, strnlen(snap->tracer_name, sizeof snap->tracer_name), name, sizeof name);
+    snprintf(buf, len, "traced by pid %d (%s)", (int)snap->tracer_pid, name);
+    return buf;
+}
+
+void hw_process_snapshot_free(hw_process_snapshot *snap)
+{
+    if (snap == NULL)
+        return;
+    for (size_t i = 0; i < snap->thread_count; i++) {
+        free(snap->threads[i].stack);
+        free(snap->threads[i].interp.frames);
+    }
+    free(snap->threads);
+    free(snap->maps);
+    memset(snap, 0, sizeof *snap);
+}

@@ -1,0 +1,147 @@
+/*
+ * snapshot.h - stopping a process's threads from the outside, copying their
+ * registers and stacks, and letting them go again.
+ *
+ * The agent never runs code inside the monitored process.  It uses ptrace
+ * (PTRACE_SEIZE + PTRACE_INTERRUPT, PTRACE_GETREGS, process_vm_readv,
+ * PTRACE_DETACH): the target thread is stopped for tens of microseconds and
+ * then resumes exactly where it was; a blocking call it was in is restarted by
+ * the kernel with its remaining time, unlike a signal handler, which makes
+ * sleep(), poll() and friends return early.  Unwinding happens afterwards on
+ * the copy (unwind.h), while the program runs on.
+ *
+ * Rules for the calling process (the agent), because ptrace reports through
+ * wait() and SIGCHLD, which are process-wide:
+ *  - While a capture runs, no other thread of the agent may wait for the
+ *    monitored process's threads (waitpid(-1, ...) or waitpid(pid, ...)):
+ *    such a wait can take a stop report meant for the capture (which then
+ *    only learns of the stop at its timeout, through PTRACE_GETSIGINFO) and
+ *    gets a ptrace status it did not ask for.  Reap children from the thread
+ *    that captures, or serialise the two.
+ *  - Keep SIGCHLD blocked in the agent's other threads (the capture blocks it
+ *    in the calling thread itself), so the stop notifications reach the
+ *    capture.  If they do not, the capture still works, only each stop is
+ *    noticed up to a few milliseconds late.
+ *  - A SIGCHLD the capture consumed is raised again for the process
+ *    afterwards, so a handler may see one spurious SIGCHLD per capture;
+ *    handlers must loop on waitpid(..., WNOHANG) anyway.
+ *  - The capture runs its ptrace session in a short-lived helper thread, so a
+ *    thread that never stopped is detached by the kernel when that helper
+ *    ends (see capture.c).
+ */
+#ifndef HANGWATCH_SNAPSHOT_H
+#define HANGWATCH_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "proc_task.h"
+
+typedef enum hw_thread_status {
+    HW_THREAD_CAPTURED = 0, /* registers and stack copied */
+    HW_THREAD_EXITED,       /* the thread ended before or during the capture */
+    HW_THREAD_TIMEOUT,      /* it did not stop in time (e.g. uninterruptible sleep) */
+    HW_THREAD_DENIED,       /* ptrace refused (another tracer, permissions, seccomp) */
+} hw_thread_status;
+
+const char *hw_thread_status_name(hw_thread_status status);
+
+/* One frame of an interpreter (CPython), as read while the thread was
+ * stopped: only the parts that change as it runs (python_frames.h names the
+ * code object after the resume). */
+typedef struct hw_interp_frame {
+    uint64_t frame_addr; /* the interpreter's frame record */
+    uint64_t code_addr;  /* its code object */
+    uint64_t instr_addr; /* the instruction it is at */
+    bool is_entry;       /* the outermost frame of one native evaluation call */
+    uint8_t owner;       /* who owns the frame record (a thread's stack, a generator...) */
+} hw_interp_frame;
+
+/* A thread's interpreter frames, innermost first. */
+typedef struct hw_interp_stack {
+    hw_interp_frame *frames; /* room for `capacity` frames, allocated before the stop */
+    unsigned capacity, count;
+    bool present;            /* the thread has an interpreter thread state */
+    bool truncated;          /* more frames than room */
+    const char *error;       /* static text: why the walk stopped early, else NULL */
+} hw_interp_stack;
+
+typedef struct hw_thread_snapshot {
+    pid_t tid;
+    char name[16];          /* /proc/PID/task/TID/comm */
+    bool is_main;           /* tid == pid */
+    bool is_target;         /* the loop thread the capture is about */
+    hw_thread_status status;
+    int error;              /* errno behind DENIED / TIMEOUT, else 0 */
+    struct user_regs_struct regs;
+    uint64_t stack_start;   /* address that stack[0] was copied from (rsp - 128: red zone) */
+    size_t stack_len;       /* bytes copied */
+    unsigned char *stack;   /* malloc'd copy, or NULL */
+    uint64_t stopped_ns;    /* how long this thread was held stopped (interrupt to resume) */
+    bool group_stopped;     /* it was in a job-control stop (SIGSTOP...) and was left in it */
+    int injected_signal;    /* a signal caught in delivery and handed back at resume, else 0 */
+    hw_interp_stack interp; /* filled by the capture's while_stopped reader, if any */
+} hw_thread_snapshot;
+
+typedef struct hw_process_snapshot hw_process_snapshot;
+
+struct hw_process_snapshot {
+    pid_t pid;
+    char process_name[16];  /* comm of the main thread */
+    hw_thread_snapshot *threads;
+    size_t thread_count;
+    size_t enumerated_thread_count; /* threads found in /proc/PID/task */
+    char *maps;             /* /proc/PID/maps text read right after the resume (NULL if gone) */
+    size_t maps_len;
+    uint64_t stop_wall_ns;  /* first stop to last resume */
+    bool process_exited;    /* the process ended (before or during the capture) */
+    int exit_status;        /* its wait status when process_exited, -1 if unknown */
+    bool reaped;            /* we were its parent and consumed that status: do not wait again */
+    pid_t tracer_pid;       /* another tracer (strace, gdb) held a thread we could not attach, else 0 */
+    char tracer_name[16];   /* that tracer's comm, "" if unknown */
+    bool owner_known;       /* owner_uid was read (the process existed when the capture began) */
+    uid_t owner_uid;        /* the process's user, for files it owns that are read after it is gone */
+};
+
+typedef struct hw_capture_options {
+    pid_t target_tid;          /* the hung thread (gets the larger stack copy) */
+    bool all_threads;          /* stop every thread together, else only target */
+    size_t target_stack_bytes; /* bytes to copy from the target's stack pointer */
+    size_t other_stack_bytes;  /* bytes to copy for every other thread */
+    int stop_timeout_ms;       /* give up on a thread that does not stop (<= 0: 500) */
+    /* Reading an interpreter's frames (python_frames.h): room for this many
+     * frames per thread is allocated before the stop, and while_stopped is
+     * called in the ptrace session once every thread's registers and stack
+     * are copied, before any is resumed.  0 / NULL: nothing is read. */
+    unsigned interp_frames;
+    void (*while_stopped)(void *ctx, hw_process_snapshot *snap);
+    void *while_stopped_ctx;
+} hw_capture_options;
+
+void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);
+
+/*
+ * Capture `pid` as `opts` says (NULL: the defaults, target = main thread).
+ * Always fills `out` (statuses say what could not be captured; free it with
+ * hw_process_snapshot_free even on failure).  Returns 0, or -errno if nothing
+ * could be done at all (-ESRCH: no such process, -EINVAL, -ENOMEM, -EAGAIN).
+ * If the process has exited (a zombie) or exits during the capture and we are
+ * its parent, its wait status is consumed here: out->process_exited,
+ * out->reaped and out->exit_status say so.  A process that is gone entirely
+ * (-ESRCH) has out->process_exited set and no threads.  x86_64 only.
+ */
+int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out);
+
+void hw_process_snapshot_free(hw_process_snapshot *snap);
+
+/*
+ * Why threads of `snap` could not be captured, when another tracer held
+ * them: "traced by pid 1234 (strace)" (the name escaped, text_escape.h)
+ * written into `buf` (`len` > 0) and returned; NULL when no tracer was seen.
+ */
+const char *hw_capture_denied_reason(const hw_process_snapshot *snap, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * random_id.c - see random_id.h.
+ */
+#include "random_id.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+void hw_random_bytes(void *buf, size_t len)
+{
+    unsigned char *out = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = getrandom(out + got, len - got, GRND_NONBLOCK);
+        if (n > 0) {
+            got += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
+        for (; got < len; got++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            out[got] = (unsigned char)(x >> 56);
+        }
+    }
+}

@@ -1,0 +1,480 @@
+/*
+ * report_model.c - building the JSON hang report and writing it safely (see
+ * report_model.h and docs/report-format.md).  The files themselves are made and
+ * read through the report directory's descriptor (report_dir.h).
+ *
+ * The hung thread always comes first in crash.threads, so
+ * report_array_index 0 is the culprit in every report, as in the seed's.
+ * Fields that are unknown (no symbol, no debug info) are left out rather than
+ * written as null, as KSCrash does.
+ */
+#include "report_model.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/hw_version.h"
+#include "agent/common/random_id.h"
+#include "core/text_escape.h"
+
+static json_int_t as_int(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? (json_int_t)INT64_MAX : (json_int_t)v;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+void hw_new_uuid(char out[37])
+{
+    unsigned char b[16];
+    hw_random_bytes(b, sizeof b);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02X%02X%02X%02X-%02X%02X-%02X%02X-%02X%02X-%02X%02X%02X%02X%02X%02X", b[0], b[1], b[2], b[3],
+             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* A JSON string of text that came from the watched process (names, paths,
+ * symbols): as it is when it is valid UTF-8, as JSON strings must be, else
+ * its escaped form (text_escape.h), so an odd byte in a thread name never
+ * costs the whole report. */
+static json_t *foreign_text(const char *text, size_t max_len)
+{
+    size_t len = strnlen(text, max_len);
+    json_t *s = json_stringn(text, len);
+    if (s != NULL)
+        return s;
+    char *escaped = malloc(4 * len + 1);
+    if (escaped == NULL)
+        return NULL;
+    s = json_string(hw_escape_bytes(text, len, escaped, 4 * len + 1));
+    free(escaped);
+    return s;
+}
+
+#define FOREIGN(text) foreign_text((text), (size_t)-1)
+
+static json_t *frame_json(const hw_frame *f)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "instruction_addr", json_integer(as_int(f->instruction_addr)));
+    if (f->language != HW_LANG_NATIVE)
+        json_object_set_new(o, "language", json_string(hw_frame_language_name(f->language)));
+    if (f->symbol_name) {
+        json_object_set_new(o, "symbol_name", FOREIGN(f->symbol_name));
+        if (f->language != HW_LANG_PYTHON)
+            json_object_set_new(o, "symbol_addr", json_integer(as_int(f->symbol_addr)));
+    }
+    if (f->object_path) {
+        json_object_set_new(o, "object_name", FOREIGN(base_name(f->object_path)));
+        json_object_set_new(o, "object_addr", json_integer(as_int(f->object_addr)));
+        json_object_set_new(o, "object_offset", json_integer(as_int(f->object_offset)));
+    }
+    if (f->source_file) {
+        json_object_set_new(o, "source_file", FOREIGN(f->source_file));
+        json_object_set_new(o, "source_line", json_integer(f->source_line));
+    }
+    return o;
+}
+
+static json_t *thread_json(const hw_thread_snapshot *t, const hw_backtrace *bt, size_t index)
+{
+    json_t *contents = json_array();
+    if (t->status == HW_THREAD_CAPTURED && bt)
+        for (size_t i = 0; i < bt->count; i++)
+            json_array_append_new(contents, frame_json(&bt->frames[i]));
+    json_t *backtrace = json_pack("{s:o, s:i}", "contents", contents, "skipped", 0);
+    json_t *o = json_pack("{s:o, s:I, s:o, s:I, s:b, s:b}", "backtrace", backtrace, "index", (json_int_t)index,
+                          "name", foreign_text(t->name, sizeof t->name), "thread_identifier", (json_int_t)t->tid, "crashed", t->is_target,
+                          "current_thread", 0);
+    if (o && bt && bt->error && t->status == HW_THREAD_CAPTURED)
+        json_object_set_new(o, "unwind_error", FOREIGN(bt->error));
+    if (o && bt && bt->runtime_error && t->status == HW_THREAD_CAPTURED)
+        json_object_set_new(o, "runtime_frames_error", FOREIGN(bt->runtime_error));
+    return o;
+}
+
+static json_t *images_json(const hw_image *images, size_t count)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < count; i++) {
+        const hw_image *im = &images[i];
+        json_t *o = json_pack("{s:I, s:I, s:I, s:o}", "image_addr", as_int(im->start), "image_size",
+                              as_int(im->end - im->start), "load_bias", as_int(im->bias), "name", FOREIGN(im->path));
+        if (o && im->build_id)
+            json_object_set_new(o, "build_id", json_string(im->build_id));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* An object's name as the key sees it: its base name, without a shared
+ * library's version ("libglib-2.0.so.0.7400.6" is "libglib-2.0.so"): the
+ * same library has another version on another machine or after an
+ * upgrade.  Returns the length of `name` to use. */
+static size_t key_object_len(const char *name)
+{
+    const char *so = strstr(name, ".so.");
+    return so ? (size_t)(so + 3 - name) : strlen(name);
+}
+
+/* A function's name without the suffixes compilers give the copies they
+ * make of it, which differ between builds and compilers of the same code:
+ * GCC's ".constprop.0", ".isra.0", ".part.0", ".cold", ".lto_priv.0", and
+ * clang's ".llvm.123...".  (C and C++ names have no other '.'.)  Returns
+ * the length of `name` to use. */
+static size_t key_symbol_len(const char *name)
+{
+    static const char *const suffixes[] = {".constprop.", ".isra.", ".part.", ".cold", ".lto_priv.", ".llvm."};
+    size_t len = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        const char *at = strstr(name, suffixes[i]);
+        if (at != NULL && (size_t)(at - name) < len)
+            len = (size_t)(at - name);
+    }
+    return len > 0 ? len : strlen(name);
+}
+
+/* The C library's start of a process: below every hang alike, and named
+ * differently by different versions of it (glibc 2.34 added
+ * __libc_start_call_main), so a key that took it in would split a group
+ * between machines. */
+static bool is_process_start(const char *symbol)
+{
+    return strcmp(symbol, "__libc_start_call_main") == 0 || strcmp(symbol, "__libc_start_main") == 0 ||
+           strcmp(symbol, "__libc_start_main_impl") == 0 || strcmp(symbol, "_start") == 0;
+}
+
+void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17])
+{
+    uint64_t h = 1469598103934665603ull;
+    /* A program that runs Python or JavaScript: its hang site is the user's
+     * code, so the key is made of up to 8 of those frames ("file!function",
+     * the file's base name so that installs in other places agree) and of
+     * nothing native, whose frames are the interpreter's. */
+    size_t runtime = 0;
+    for (size_t i = 0; bt && i < bt->count && runtime < 8; i++) {
+        const hw_frame *f = &bt->frames[i];
+        if (f->language == HW_LANG_NATIVE)
+            continue;
+        char part[512];
+        snprintf(part, sizeof part, "%s:%s!%s|", hw_frame_language_name(f->language),
+                 f->source_file ? base_name(f->source_file) : "?", f->symbol_name ? f->symbol_name : "?");
+        h = fnv1a(h, part);
+        runtime++;
+    }
+    if (runtime > 0) {
+        snprintf(out, 17, "%016llx", (unsigned long long)h);
+        return;
+    }
+    /* FNV-1a over "object!function" of up to 8 frames, starting at the
+     * innermost frame in the program's own executable (its code is the hang
+     * site; what it called, a libc sleep or a spin's helpers, varies), and
+     * ending before the C library's start of the process.  Only names go
+     * in: no address, load address or build-id, and no library version or
+     * compiler clone suffix (decisions.md §12). */
+    size_t first = 0;
+    if (bt && executable)
+        for (size_t i = 0; i < bt->count; i++)
+            if (bt->frames[i].object_path && strcmp(bt->frames[i].object_path, executable) == 0) {
+                first = i;
+                break;
+            }
+    for (size_t i = first; bt && i < bt->count && i < first + 8; i++) {
+        const hw_frame *f = &bt->frames[i];
+        const char *object = f->object_path ? base_name(f->object_path) : "?";
+        int object_len = (int)key_object_len(object);
+        char part[512];
+        if (f->symbol_name && is_process_start(f->symbol_name) && i > first)
+            break;
+        if (f->symbol_name)
+            snprintf(part, sizeof part, "%.*s!%.*s|", object_len, object, (int)key_symbol_len(f->symbol_name),
+                     f->symbol_name);
+        else if (f->object_path)
+            snprintf(part, sizeof part, "%.*s+0x%llx|", object_len, object, (unsigned long long)f->object_offset);
+        else
+            snprintf(part, sizeof part, "?|");
+        h = fnv1a(h, part);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* collection.main_thread.samples: every sample of the ring as distinct
+ * stacks ({"count", "frames": indexes into the frames, innermost first,
+ * "point_stack" on the one the Point Stack is a sample of}), each distinct
+ * address once in "frames", and the samples left out. */
+static json_t *samples_json(const hw_ring_stacks *rs, const hw_frame *frames)
+{
+    json_t *fr = json_array();
+    for (size_t i = 0; fr && i < rs->addr_count; i++)
+        json_array_append_new(fr, frame_json(&frames[i]));
+    json_t *stacks = json_array();
+    for (size_t s = 0; stacks && s < rs->stack_count; s++) {
+        const hw_ring_stack *st = &rs->stacks[s];
+        json_t *idx = json_array();
+        for (size_t k = 0; idx && k < st->depth; k++)
+            json_array_append_new(idx, json_integer((json_int_t)rs->frames[st->first + k]));
+        json_t *o = json_pack("{s:I, s:o}", "count", (json_int_t)st->count, "frames", idx);
+        if (o && st->point_stack)
+            json_object_set_new(o, "point_stack", json_true());
+        json_array_append_new(stacks, o);
+    }
+    return json_pack("{s:o, s:o, s:I}", "frames", fr, "stacks", stacks, "left_out", (json_int_t)rs->left_out);
+}
+
+/* capture.tracer_pid and capture.tracer_name: who held the threads that
+ * could not be captured. */
+static void add_tracer(json_t *capture, const hw_process_snapshot *snap)
+{
+    json_object_set_new(capture, "tracer_pid", json_integer((json_int_t)snap->tracer_pid));
+    json_object_set_new(capture, "tracer_name", foreign_text(snap->tracer_name, sizeof snap->tracer_name));
+}
+
+/* Order: the target thread first, then the rest in /proc order. */
+static size_t *report_order(const hw_process_snapshot *snap)
+{
+    size_t *order = calloc(snap->thread_count ? snap->thread_count : 1, sizeof *order);
+    if (!order)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].is_target)
+            order[n++] = i;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (!snap->threads[i].is_target)
+            order[n++] = i;
+    return order;
+}
+
+/* Tenths of a percent as a JSON number with one decimal (99.5). */
+static json_t *percent_json(uint64_t tenths)
+{
+    return json_real((double)(tenths > 100000000ull ? 100000000ull : tenths) / 10.0);
+}
+
+/* hangwatch.cpu_high: the window, the process's and each thread's share,
+ * and the sampled stacks of the hottest threads. */
+static json_t *cpu_high_json(const hw_cpu_high_info *c)
+{
+    json_t *threads = json_array();
+    for (size_t i = 0; threads && i < c->thread_count; i++) {
+        const hw_cpu_thread_share *t = &c->threads[i];
+        json_t *o = json_pack("{s:I, s:o, s:o, s:I}", "thread_identifier", (json_int_t)t->tid, "name",
+                              foreign_text(t->name ? t->name : "", 16), "percent", percent_json(t->tenths),
+                              "sample_count", (json_int_t)t->sample_count);
+        if (o && t->stack_count > 0) {
+            json_t *stacks = json_array();
+            for (size_t k = 0; stacks && k < t->stack_count; k++) {
+                json_t *contents = json_array();
+                for (size_t f = 0; contents && f < t->stacks[k].frame_count; f++)
+                    json_array_append_new(contents, frame_json(&t->stacks[k].frames[f]));
+                json_array_append_new(stacks, json_pack("{s:I, s:{s:o, s:i}}", "count",
+                                                        (json_int_t)t->stacks[k].count, "backtrace", "contents",
+                                                        contents, "skipped", 0));
+            }
+            json_object_set_new(o, "stacks", stacks);
+        }
+        json_array_append_new(threads, o);
+    }
+    return json_pack("{s:I, s:i, s:o, s:I, s:I, s:o}", "window_us", as_int(c->window_ns / 1000), "threshold_percent",
+                     (int)c->threshold_percent, "process_percent", percent_json(c->process_tenths),
+                     "threads_window_us", as_int(c->threads_window_ns / 1000), "sample_interval_us",
+                     as_int(c->sample_interval_ns / 1000), "threads", threads);
+}
+
+json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *snap, const hw_backtrace *backtraces,
+                        const hw_image *images, size_t image_count, char id[37])
+{
+    size_t *order = report_order(snap);
+    if (!order)
+        return NULL;
+    hw_new_uuid(id);
+
+    json_t *threads = json_array();
+    json_t *items = json_array();
+    json_int_t hung_index = -1;
+    char grouping_key[17];
+    const hw_backtrace *hung_bt = NULL;
+    for (size_t k = 0; k < snap->thread_count; k++) {
+        const hw_thread_snapshot *t = &snap->threads[order[k]];
+        const hw_backtrace *bt = backtraces ? &backtraces[order[k]] : NULL;
+        json_array_append_new(threads, thread_json(t, bt, k));
+        size_t frames = (t->status == HW_THREAD_CAPTURED && bt) ? bt->count : 0;
+        json_t *item = json_pack("{s:I, s:o, s:b, s:b, s:s, s:I, s:I}", "thread_identifier", (json_int_t)t->tid,
+                                 "name", foreign_text(t->name, sizeof t->name), "is_main_thread", t->is_main, "is_hung_thread", t->is_target,
+                                 "status", hw_thread_status_name(t->status), "frame_count", (json_int_t)frames,
+                                 "report_array_index", (json_int_t)k);
+        if (item && t->error)
+            json_object_set_new(item, "error", json_string(strerror(t->error)));
+        json_array_append_new(items, item);
+        if (t->is_target) {
+            hung_index = (json_int_t)k;
+            hung_bt = (t->status == HW_THREAD_CAPTURED) ? bt : NULL;
+        }
+    }
+    free(order);
+    hw_grouping_key(hung_bt, info->executable, grouping_key);
+
+    uint64_t stopped_max = 0;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].stopped_ns > stopped_max)
+            stopped_max = snap->threads[i].stopped_ns;
+
+    json_t *report =
+        json_pack("{s:s, s:I, s:s, s:o, s:I, s:s}", "id", id, "timestamp", (json_int_t)(info->detected_unix_ns / 1000000000),
+                  "type", "standard", "process_name", foreign_text(snap->process_name, sizeof snap->process_name), "pid", (json_int_t)snap->pid, "version",
+                  "hangwatch " HW_VERSION_STRING);
+    json_t *capture = json_pack("{s:s, s:I, s:I, s:b}", "method", "ptrace", "stopped_us", as_int(snap->stop_wall_ns / 1000),
+                                "max_thread_stopped_us", as_int(stopped_max / 1000), "process_exited",
+                                snap->process_exited);
+    if (capture && snap->tracer_pid > 0)
+        add_tracer(capture, snap);
+    json_t *main_thread = json_pack("{s:s, s:s}", "state", info->main_thread_state, "reason", info->main_thread_reason);
+    const hw_point_stack *ps = info->point_stack;
+    if (main_thread && ps) {
+        json_t *contents = json_array();
+        for (size_t i = 0; i < ps->frame_count; i++) {
+            json_t *f = frame_json(&ps->frames[i]);
+            if (f)
+                json_object_set_new(f, "repeat_count", json_integer(ps->repeat_counts[i]));
+            json_array_append_new(contents, f);
+        }
+        json_object_set_new(main_thread, "sample_count", json_integer((json_int_t)ps->sample_count));
+        json_object_set_new(main_thread, "ring_capacity", json_integer((json_int_t)ps->ring_capacity));
+        json_object_set_new(main_thread, "sample_interval_us", json_integer(as_int(ps->interval_ns / 1000)));
+        json_object_set_new(main_thread, "point_stack_index", json_integer((json_int_t)ps->chosen_index));
+        json_object_set_new(main_thread, "top_repeat_count", json_integer((json_int_t)ps->top_repeat));
+        if (ps->sources)
+            json_object_set_new(main_thread, "sample_sources",
+                                json_pack("{s:I, s:I, s:I}", "kernel", (json_int_t)ps->sources[HW_SAMPLE_KERNEL],
+                                          "stopped", (json_int_t)ps->sources[HW_SAMPLE_STOPPED], "reused",
+                                          (json_int_t)ps->sources[HW_SAMPLE_REUSED]));
+        if (ps->sources && ps->sources[HW_SAMPLE_KERNEL] > 0 && ps->kernel_trigger)
+            json_object_set_new(main_thread, "kernel_sampler",
+                                json_pack("{s:s, s:I}", "trigger", ps->kernel_trigger, "interval_us",
+                                          as_int(ps->kernel_period_ns / 1000)));
+        json_object_set_new(main_thread, "backtrace", json_pack("{s:o, s:i}", "contents", contents, "skipped", 0));
+        if (ps->stacks && ps->stack_frames && ps->stacks->stack_count > 0)
+            json_object_set_new(main_thread, "samples", samples_json(ps->stacks, ps->stack_frames));
+    }
+    json_t *collection = json_pack("{s:{s:I, s:o}, s:o}", "scene_threads", "enumerated_thread_count",
+                                   (json_int_t)snap->enumerated_thread_count, "items", items, "main_thread",
+                                   main_thread);
+    json_t *apm = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:o}", "module", "hang", "detector",
+                            info->detector, "check_mode", info->check_mode, "hang_type", info->hang_type,
+                            "block_duration_us", as_int(info->block_duration_ns / 1000), "runloop_threshold_us",
+                            as_int(info->threshold_ns / 1000), "hung_thread", "thread_identifier",
+                            (json_int_t)info->hung_tid, "report_array_index", hung_index, "detected_at_unix_ms",
+                            (json_int_t)(info->detected_unix_ns / 1000000), "capture", capture, "collection",
+                            collection);
+    if (apm && info->stutter_window_ns)
+        json_object_set_new(apm, "stutter",
+                            json_pack("{s:I, s:I, s:i}", "window_us", as_int(info->stutter_window_ns / 1000), "busy_us",
+                                      as_int(info->stutter_busy_ns / 1000), "stalls", (int)info->stutter_stalls));
+    if (apm && info->cpu_high)
+        json_object_set_new(apm, "cpu_high", cpu_high_json(info->cpu_high));
+    if (apm) {
+        if (info->executable)
+            json_object_set_new(apm, "executable", FOREIGN(info->executable));
+        json_object_set_new(apm, "grouping_key", json_string(grouping_key));
+        json_object_set_new(apm, "stretch_report_index", json_integer(info->stretch_report_index));
+    }
+    json_t *root = json_pack("{s:o, s:{s:o}, s:o, s:o}", "report", report, "crash", "threads", threads,
+                             "binary_images", images_json(images, image_count), "hangwatch", apm);
+    return root;
+}
+
+const char *hw_signal_name(int sig, char *buf, size_t len)
+{
+    const char *abbrev = sig > 0 && sig < 65 ? sigabbrev_np(sig) : NULL;
+    if (abbrev != NULL)
+        snprintf(buf, len, "SIG%s", abbrev);
+    else
+        snprintf(buf, len, "SIG%d", sig);
+    return buf;
+}
+
+/* hangwatch.process_end of a fatal hang: how the process died. */
+static json_t *process_end_json(int wait_status)
+{
+    if (WIFSIGNALED(wait_status)) {
+        char name[32];
+        int sig = WTERMSIG(wait_status);
+        return json_pack("{s:i, s:s, s:b}", "signal", sig, "signal_name", hw_signal_name(sig, name, sizeof name),
+                         "core_dumped", WCOREDUMP(wait_status) != 0);
+    }
+    return json_pack("{s:i}", "exit_status", WEXITSTATUS(wait_status));
+}
+
+int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end, int wait_status)
+{
+    json_t *apm = json_object_get(report, "hangwatch");
+    if (!json_is_object(apm))
+        return -EINVAL;
+    json_object_set_new(apm, "final_duration_us", json_integer(as_int(final_ns / 1000)));
+    json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(precision_ns / 1000)));
+    json_object_set_new(apm, "hang_end", json_string(end));
+    if (wait_status >= 0)
+        json_object_set_new(apm, "process_end", process_end_json(wait_status));
+    return 0;
+}
+
+int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
+                                 const char *end, int wait_status)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = hw_report_dir_read(d, file_name, &text, &len);
+    if (rc != 0)
+        return rc;
+    json_error_t err;
+    json_t *root = json_loadb(text, len, 0, &err);
+    free(text);
+    if (!root)
+        return -EINVAL;
+    rc = hw_report_set_final(root, final_ns, precision_ns, end, wait_status);
+    if (rc == 0)
+        rc = hw_report_write(d, file_name, root);
+    json_decref(root);
+    return rc;
+}
+
+int hw_report_write(hw_report_dir *d, const char *file_name, json_t *report)
+{
+    char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!text)
+        return -ENOMEM;
+    size_t len = strlen(text);
+    /* One more byte for the final newline: text ends in its NUL, replaced. */
+    char *with_newline = realloc(text, len + 2);
+    if (!with_newline) {
+        free(text);
+        return -ENOMEM;
+    }
+    with_newline[len] = '\n';
+    with_newline[len + 1] = '\0';
+    int rc = hw_report_dir_write(d, file_name, with_newline, len + 1);
+    free(with_newline);
+    return rc;
+}

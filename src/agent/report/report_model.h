@@ -1,0 +1,136 @@
+/*
+ * report_model.h - the hang report: built from a capture, written as JSON.
+ *
+ * The layout follows the KSCrash-style report that Matrix writes (see
+ * docs/report-format.md and docs/report.schema.json): `report`, `crash.threads`
+ * with backtraces, `binary_images`, and an APM section named `hangwatch` with
+ * the detector's numbers and the collection metadata.  Building (a jansson
+ * tree) is separate from writing (an atomic file in the report directory).
+ */
+#ifndef HANGWATCH_REPORT_MODEL_H
+#define HANGWATCH_REPORT_MODEL_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/capture/snapshot.h"
+#include "core/point_stack.h"
+#include "core/ring_stacks.h"
+#include "agent/common/report_dir.h"
+#include "agent/symbols/unwind.h"
+
+/* The distinct stacks of a ring written into a report, at most (the
+ * samples of the others are counted as left out). */
+#define HW_REPORT_MAX_SAMPLE_STACKS 256
+
+/* Early sampling's representative stack (Matrix's Point Stack), and every
+ * sample of the ring. */
+typedef struct hw_point_stack {
+    const hw_frame *frames;       /* symbolized, innermost first */
+    const unsigned *repeat_counts; /* per frame: occurrences over the ring */
+    size_t frame_count;
+    size_t sample_count;     /* samples in the ring */
+    size_t ring_capacity;
+    uint64_t interval_ns;
+    size_t chosen_index;     /* oldest sample = 0 */
+    size_t top_repeat;       /* its 0-based run length */
+    const size_t *sources;   /* HW_SAMPLE_SOURCES counts: samples by how they were taken, or NULL */
+    const char *kernel_trigger;  /* the kernel sampler's trigger ("timer_tick", "task_clock"), or NULL */
+    uint64_t kernel_period_ns;   /* the interval the kernel sampled at */
+    const hw_ring_stacks *stacks; /* every sample, as distinct stacks; or NULL */
+    const hw_frame *stack_frames; /* stacks->addr_count entries, symbolized */
+} hw_point_stack;
+
+/* A CPU-high report's section (hang_type "cpu_high"). */
+typedef struct hw_cpu_stack {
+    const hw_frame *frames; /* symbolized, innermost first */
+    size_t frame_count;
+    unsigned count;         /* samples with this stack (by function) */
+} hw_cpu_stack;
+
+typedef struct hw_cpu_thread_share {
+    pid_t tid;
+    const char *name;
+    uint64_t tenths;              /* its share, tenths of a percent of one CPU */
+    size_t sample_count;          /* samples of it in the window (0: not sampled) */
+    const hw_cpu_stack *stacks;   /* its distinct sampled stacks, most frequent first */
+    size_t stack_count;
+} hw_cpu_thread_share;
+
+typedef struct hw_cpu_high_info {
+    uint64_t window_ns;
+    unsigned threshold_percent;
+    uint64_t process_tenths;      /* the process's average over the window */
+    uint64_t threads_window_ns;   /* what the threads' shares are measured over */
+    uint64_t sample_interval_ns;
+    const hw_cpu_thread_share *threads; /* hottest first */
+    size_t thread_count;
+} hw_cpu_high_info;
+
+typedef struct hw_hang_info {
+    const char *detector;          /* "runloop" ...; "none" for a snapshot (hangwatch stack) */
+    const char *check_mode;        /* "exact" | "periodic" ...; "on_demand" for a snapshot */
+    const char *hang_type;         /* "hang" | "launch_hang" | "stutter" | "snapshot" | "cpu_high" */
+    pid_t hung_tid;
+    uint64_t block_duration_ns;    /* busy time when the hang was detected */
+    uint64_t threshold_ns;
+    int64_t detected_unix_ns;      /* wall-clock time of detection */
+    const char *main_thread_state; /* early-sampling collection state */
+    const char *main_thread_reason;
+    const char *executable;        /* the program's own image, for the grouping key; may be NULL */
+    unsigned stretch_report_index; /* 0 for a stretch's first report, then 1, 2 ... (annealing) */
+    const hw_point_stack *point_stack; /* early sampling's choice, or NULL */
+    /* hang_type "stutter": the window's figures */
+    uint64_t stutter_window_ns, stutter_busy_ns;
+    unsigned stutter_stalls;
+    /* hang_type "cpu_high": its section, else NULL */
+    const hw_cpu_high_info *cpu_high;
+} hw_hang_info;
+
+/*
+ * The grouping key of a hung stack: the same hang site gives the same key in
+ * every run, whatever the load addresses (docs/report-format.md).  16 hex
+ * digits into `out`.
+ */
+void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17]);
+
+/*
+ * Build the report.  `backtraces` runs parallel to snap->threads (entries of
+ * threads that were not captured are ignored).  Returns a new reference, or
+ * NULL when out of memory.  `id` receives the report's UUID.
+ */
+json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *snap, const hw_backtrace *backtraces,
+                        const hw_image *images, size_t image_count, char id[37]);
+
+/*
+ * Write `report` into the report directory as `file_name`, atomically
+ * (hw_report_dir_write): a reader never sees a partial report.  0 or -errno
+ * (-ENOSPC when the disk is full).
+ */
+int hw_report_write(hw_report_dir *d, const char *file_name, json_t *report);
+
+/*
+ * Add the stretch's final duration to a report already written (once the
+ * hang is over): hangwatch.final_duration_us, its precision, and how it
+ * ended ("returned_to_wait", "process_exited", "killed", "exited",
+ * "agent_exited" ...).  `wait_status` >= 0: the process's wait status when
+ * its death ended the hang (a fatal hang), written as
+ * hangwatch.process_end (hw_report_set_final).  Read back and rewritten
+ * through the directory's descriptor like the original.  0 or -errno.
+ */
+int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
+                                 const char *end, int wait_status);
+
+/* The same on a report not yet written (its `hangwatch` object).  0, or
+ * -EINVAL when the report has no such object. */
+int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end, int wait_status);
+
+/* Signal `sig`'s name ("SIGKILL"), or "SIG<n>" for one without a name
+ * (a real-time signal), in `buf`; returns buf. */
+const char *hw_signal_name(int sig, char *buf, size_t len);
+
+/* A fresh random (version 4) UUID in upper case, as the seed's ids. */
+void hw_new_uuid(char out[37]);
+
+#endif

@@ -1,0 +1,100 @@
+/*
+ * python_frames.h - the Python functions a captured thread was running,
+ * read from the CPython interpreter's own records in the process's memory
+ * (as py-spy does), and placed among the thread's native frames.
+ *
+ * Three steps, because of what may change when:
+ *  1. hw_python_find, once per process before its first capture: the
+ *     interpreter's _PyRuntime and type objects, from the symbols of a
+ *     module named *python* (the interpreter binary or libpython), and its
+ *     version (Py_Version).
+ *  2. hw_python_read_stacks, in the capture while the threads are stopped
+ *     (capture.h's while_stopped): the thread states, matched to threads by
+ *     native thread id, and each one's frame chain (code object and current
+ *     instruction per frame).  Only system calls; nothing is allocated.
+ *  3. hw_python_name_threads, right after the resume on the watch thread:
+ *     code objects and strings, which do not change, are read (and kept
+ *     for the process's next captures), so the names survive a process
+ *     that dies just after its capture.
+ *  4. hw_python_merge, in the report worker (or the sampler): each Python
+ *     frame is put directly above (on the callee side of) the native
+ *     _PyEval_EvalFrameDefault call that runs it.
+ *
+ * Everything read is the program's memory and is treated as hostile: types
+ * are checked against the interpreter's own type objects, lengths and depths
+ * are bounded, and a chain that loops or breaks gives a partial stack with
+ * the reason in the backtrace's runtime_error.  Supported: CPython 3.11.x
+ * (docs/python.md says which versions work and what others show).
+ */
+#ifndef HANGWATCH_PYTHON_FRAMES_H
+#define HANGWATCH_PYTHON_FRAMES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/capture/snapshot.h"
+#include "python_layout.h"
+#include "unwind.h"
+
+#define HW_PY_MAX_FRAMES 128 /* Python frames read per thread, innermost first */
+
+/* One process's interpreter, as found: plain data, copied into requests. */
+typedef struct hw_python_target {
+    bool found;                     /* a module exports _PyRuntime */
+    const hw_python_layout *layout; /* NULL: a version whose frames are not read */
+    uint64_t runtime_addr, code_type, unicode_type, bytes_type;
+    uint64_t version_hex;           /* Py_Version, 0 if absent (before 3.11) */
+    char why_not[128];              /* found but unsupported: what reports say */
+} hw_python_target;
+
+/* Look for a Python interpreter in process `pid` whose maps text is given.
+ * Fills `out` (out->found false when there is none). */
+void hw_python_find(pid_t pid, const char *maps, size_t maps_len, hw_python_target *out);
+
+/* capture.h's while_stopped reader; ctx is a const hw_python_target *. */
+void hw_python_read_stacks(void *ctx, hw_process_snapshot *snap);
+
+/* Names of code objects, read after the resume and kept for reuse: one
+ * per process, for its life, used by one thread (the watch thread).  A kept
+ * name is checked against the code object again before each use (one read),
+ * so a code object freed and replaced at the same address is read afresh;
+ * a process that is gone keeps the names already read. */
+typedef struct hw_python_namer hw_python_namer;
+hw_python_namer *hw_python_namer_new(const hw_python_target *py, pid_t pid);
+void hw_python_namer_free(hw_python_namer *namer);
+
+/* One thread's Python frames with their names, innermost first, parallel to
+ * its hw_interp_stack: a frame not worth showing (set up but not started)
+ * is an entry with no symbol_name, kept because it still ends its run. */
+typedef struct hw_python_names {
+    hw_frame *frames;
+    bool *is_entry;      /* the outermost frame of one native evaluation call */
+    unsigned count;
+    const char *problem; /* static text: why the frames are partial, else NULL */
+} hw_python_names;
+
+/* Name the Python frames of a snapshot's threads (all, or only the target),
+ * right after the capture, while the process most likely still runs.
+ * Returns snap->thread_count entries, or NULL (no memory, no threads). */
+hw_python_names *hw_python_name_threads(hw_python_namer *namer, const hw_process_snapshot *snap, bool target_only);
+void hw_python_names_free(hw_python_names *names, size_t count);
+
+/* Put a thread's named Python frames into its native backtrace `bt`: each
+ * run of frames directly above (on the callee side of) the native
+ * _PyEval_EvalFrameDefault call that runs it; frames left over go last.
+ * Problems go to bt->runtime_error.  0, or -ENOMEM (bt unchanged). */
+int hw_python_merge(const hw_python_names *names, hw_backtrace *bt);
+
+/* A Python frame's identity in a sample (hw_frame.runtime_key): tagged so
+ * that it is never a native address.  hw_python_frame_from_key names it
+ * again for a Point Stack.  0 when the frame cannot be encoded. */
+bool hw_python_key_is_python(uint64_t key);
+
+/* A frame's function, for comparing stacks (annealing, the Point Stack's
+ * runs): a Python frame's code object, a named native frame's symbol, else
+ * its address. */
+uint64_t hw_frame_function_key(const hw_frame *f);
+int hw_python_frame_from_key(hw_python_namer *namer, uint64_t key, hw_frame *out);
+
+#endif

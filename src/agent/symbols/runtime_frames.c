@@ -1,0 +1,48 @@
+/*
+ * runtime_frames.c - a captured thread's native and runtime frames
+ * together (runtime_frames.h).
+ */
+#include "runtime_frames.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit_map_file.h"
+
+bool hw_is_node_executable(const char *executable)
+{
+    const char *slash = strrchr(executable, '/');
+    const char *base = slash ? slash + 1 : executable;
+    if (strncmp(base, "node", 4) != 0)
+        return false;
+    const char *rest = base + 4;
+    return rest[0] == '\0' || strcmp(rest, "js") == 0 || (rest[0] >= '0' && rest[0] <= '9') || rest[0] == '-' ||
+           rest[0] == '.';
+}
+
+void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, size_t max_frames,
+                            const hw_python_names *names, const hw_python_target *py, const char *executable,
+                            hw_backtrace *bt)
+{
+    hw_unwind_thread(sym, t, max_frames, bt);
+    if (names != NULL)
+        hw_python_merge(names, bt);
+    else if (py != NULL && py->found && py->why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
+        bt->runtime_error = strdup(py->why_not);
+    /* A node whose JIT frames have no names: say how to get them. */
+    int js_errno = hw_symbolizer_js_map_errno(sym);
+    if (!t->is_target || bt->runtime_error != NULL || js_errno == 0 || executable == NULL ||
+        !hw_is_node_executable(executable))
+        return;
+    bool unnamed_jit = false;
+    for (size_t k = 0; k < bt->count; k++)
+        unnamed_jit |= bt->frames[k].object_path == NULL && bt->frames[k].symbol_name == NULL;
+    if (unnamed_jit &&
+        asprintf(&bt->runtime_error,
+                 "JavaScript frames are not named: %s; start node with NODE_OPTIONS=\"%s\" "
+                 "(hangwatch run adds it unless --no-js-frames)",
+                 js_errno == ENOENT ? "node wrote no perf map" : strerror(js_errno), HW_JIT_MAP_NODE_FLAGS) < 0)
+        bt->runtime_error = NULL;
+}

@@ -1,0 +1,591 @@
+/*
+ * symbolizer.c - the symbolizer of a capture (unwind.h): a libdwfl session
+ * made from the process's maps text as read at capture time, and what it
+ * says of addresses: symbols, source lines, the images and their build-ids,
+ * symbols looked up by name.
+ *
+ * The modules come from the maps text read at capture time
+ * (dwfl_linux_proc_maps_report on an fmemopen'd copy), so nothing depends on
+ * the process still being alive.  That report leaves out the vDSO, where a
+ * thread spinning on clock_gettime() is often caught; it is added by hand
+ * with an ELF image copied from the agent's own vDSO (same kernel, same
+ * image) when the sizes agree, so its CFI and symbols are there too.
+ *
+ * Frames: callers are looked up at pc - 1 (the call, not the instruction
+ * after it).  Symbol names lose a "@VERSION" suffix.  Lines come from
+ * dwfl_module_getsrc, or from a walk over the compile units for modules
+ * without .debug_aranges (clang's default), which libdw 0.188 cannot index.
+ * Lookups are cached per address because dwfl_module_addrinfo and the line
+ * tables are searched afresh each time.  Addresses in anonymous memory are
+ * JIT code, named by symbolizer_jit.c; the walk over a captured thread's
+ * stack is unwind.c's (symbolizer_internal.h).
+ */
+#include "symbolizer_internal.h"
+
+#include <dwarf.h>
+#include <elf.h>
+#include <elfutils/libdw.h>
+#include <libiberty/demangle.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#define VDSO_NAME "[vdso]"
+
+/* Remember which ranges of the maps text are file-backed (or the vDSO). */
+static void note_backed_ranges(hw_symbolizer *sym, const char *maps, size_t maps_len)
+{
+    size_t cap = 0;
+    const char *p = maps, *end = maps + maps_len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char line[512];
+        if (len >= sizeof line)
+            len = sizeof line - 1;
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = nl ? nl + 1 : end;
+        unsigned long long lo, hi;
+        int path_at = 0;
+        if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || path_at == 0)
+            continue;
+        const char *path = line + path_at;
+        bool backed = path[0] == '/' || strncmp(path, VDSO_NAME, strlen(VDSO_NAME)) == 0;
+        if (!backed)
+            continue;
+        if (sym->backed_count == cap) {
+            size_t ncap = cap ? cap * 2 : 64;
+            void *n = realloc(sym->backed, ncap * sizeof *sym->backed);
+            if (n == NULL)
+                return;
+            sym->backed = n;
+            cap = ncap;
+        }
+        sym->backed[sym->backed_count].start = lo;
+        sym->backed[sym->backed_count].end = hi;
+        sym->backed_count++;
+    }
+}
+
+static bool address_is_backed(const hw_symbolizer *sym, uint64_t addr)
+{
+    if (sym->backed == NULL)
+        return true; /* no information: trust libdwfl */
+    size_t lo = 0, hi = sym->backed_count; /* maps are in address order */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (addr < sym->backed[mid].start)
+            hi = mid;
+        else if (addr >= sym->backed[mid].end)
+            lo = mid + 1;
+        else
+            return true;
+    }
+    return false;
+}
+
+/* ---- the libdwfl session ----------------------------------------------- */
+
+static char *debuginfo_path = NULL; /* default: .debug dirs and /usr/lib/debug */
+
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
+                    Elf **elfp)
+{
+    if (strcmp(name, VDSO_NAME) == 0) {
+        hw_symbolizer *sym = *userdata;
+        if (sym != NULL && sym->vdso != NULL)
+            *elfp = elf_memory((char *)sym->vdso, sym->vdso_len);
+        return -1; /* no file descriptor; *elfp is the image (or NULL) */
+    }
+    return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+}
+
+static const Dwfl_Callbacks session_callbacks = {
+    .find_elf = find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = NULL,
+    .debuginfo_path = &debuginfo_path,
+};
+
+/* ---- building the symbolizer ------------------------------------------- */
+
+/* C++ (Itanium ABI) names, demangled with libiberty as binutils does;
+ * anything else is returned as it is.  Takes ownership of `name`. */
+static char *demangle(char *name)
+{
+    if (strncmp(name, "_Z", 2) != 0)
+        return name;
+    char *readable = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+    if (readable == NULL)
+        return name;
+    free(name);
+    return readable;
+}
+
+static void set_error(char **error, const char *what, const char *detail)
+{
+    if (error == NULL)
+        return;
+    free(*error);
+    *error = NULL;
+    if (asprintf(error, "%s: %s", what, detail != NULL ? detail : "unknown error") < 0)
+        *error = NULL;
+}
+
+/* Copy the agent's own vDSO image if it is as large as the target's
+ * [vdso] mapping (same kernel: same image). */
+static void copy_own_vdso(hw_symbolizer *sym, uint64_t mapping_len)
+{
+    unsigned long base = getauxval(AT_SYSINFO_EHDR);
+    if (base == 0)
+        return;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
+        return;
+    /* The image ends with its section headers. */
+    uint64_t len = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    if (len == 0 || (len + page - 1) / page * page != mapping_len)
+        return;
+    sym->vdso = malloc(len);
+    if (sym->vdso == NULL)
+        return;
+    memcpy(sym->vdso, eh, len);
+    sym->vdso_len = len;
+}
+
+/* Report the [vdso] line of the maps text as a module. */
+static void report_vdso(hw_symbolizer *sym, const char *maps, size_t maps_len)
+{
+    const char *p = maps, *end = maps + maps_len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+        if (len > 6 && len < 512 && memcmp(p + len - 6, VDSO_NAME, 6) == 0) {
+            char line[512];
+            memcpy(line, p, len);
+            line[len] = '\0';
+            uint64_t lo, hi;
+            if (sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) != 2 || hi <= lo)
+                return;
+            copy_own_vdso(sym, hi - lo);
+            if (sym->vdso == NULL)
+                return;
+            Dwfl_Module *mod = dwfl_report_module(sym->dwfl, VDSO_NAME, lo, hi);
+            void **userdata = NULL;
+            if (mod != NULL && dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL) != NULL &&
+                userdata != NULL)
+                *userdata = sym; /* find_elf finds the copy through it */
+            return;
+        }
+        p += len + 1;
+    }
+}
+
+hw_symbolizer *hw_symbolizer_new(pid_t pid, const char *maps, size_t maps_len, char **error)
+{
+    if (error != NULL)
+        *error = NULL;
+    if (maps == NULL || maps_len == 0) {
+        set_error(error, "no maps", "the process had no mappings (exited?)");
+        return NULL;
+    }
+    hw_symbolizer *sym = calloc(1, sizeof *sym);
+    if (sym == NULL) {
+        set_error(error, "out of memory", NULL);
+        return NULL;
+    }
+    sym->pid = pid;
+    sym->dwfl = dwfl_begin(&session_callbacks);
+    if (sym->dwfl == NULL) {
+        set_error(error, "dwfl_begin", dwfl_errmsg(-1));
+        free(sym);
+        return NULL;
+    }
+    dwfl_report_begin(sym->dwfl);
+    FILE *f = fmemopen((void *)maps, maps_len, "r");
+    if (f == NULL) {
+        set_error(error, "fmemopen", strerror(errno));
+        hw_symbolizer_free(sym);
+        return NULL;
+    }
+    int r = dwfl_linux_proc_maps_report(sym->dwfl, f);
+    fclose(f);
+    if (r != 0) {
+        set_error(error, "reading the maps", r > 0 ? strerror(r) : dwfl_errmsg(-1));
+        hw_symbolizer_free(sym);
+        return NULL;
+    }
+    report_vdso(sym, maps, maps_len);
+    note_backed_ranges(sym, maps, maps_len);
+    if (dwfl_report_end(sym->dwfl, NULL, NULL) != 0) {
+        set_error(error, "dwfl_report_end", dwfl_errmsg(-1));
+        hw_symbolizer_free(sym);
+        return NULL;
+    }
+    /* Without an attached state we can still symbolize the pc: keep going. */
+    hw_unwind_attach(sym, pid);
+    (void)dwfl_errno(); /* start the walks with no stale error */
+    return sym;
+}
+
+void hw_symbolizer_set_owner(hw_symbolizer *sym, uid_t uid)
+{
+    if (sym != NULL) {
+        sym->owner_uid = uid;
+        sym->owner_known = true;
+    }
+}
+
+static void free_resolved(resolved *e)
+{
+    free(e->symbol_name);
+    free(e->object_path);
+    free(e->source_file);
+}
+
+void hw_symbolizer_free(hw_symbolizer *sym)
+{
+    if (sym == NULL)
+        return;
+    if (sym->dwfl != NULL)
+        dwfl_end(sym->dwfl); /* ends the vDSO Elf; its bytes are ours */
+    for (size_t i = 0; i < sym->cache_cap; i++)
+        if (sym->cache[i].used)
+            free_resolved(&sym->cache[i]);
+    free(sym->cache);
+    for (size_t i = 0; i < sym->image_count; i++) {
+        free(sym->images[i].path);
+        free(sym->images[i].build_id);
+    }
+    free(sym->images);
+    free(sym->vdso);
+    free(sym->attach_error);
+    free(sym->backed);
+    hw_jit_map_free(sym->js_map);
+    free(sym);
+}
+
+/* ---- address lookups, cached ------------------------------------------- */
+
+static bool cache_grow(hw_symbolizer *sym)
+{
+    size_t ncap = sym->cache_cap ? sym->cache_cap * 2 : 256;
+    resolved *n = calloc(ncap, sizeof *n);
+    if (n == NULL)
+        return false;
+    for (size_t i = 0; i < sym->cache_cap; i++) {
+        if (!sym->cache[i].used)
+            continue;
+        size_t j = hw_hash_addr(sym->cache[i].key) & (ncap - 1);
+        while (n[j].used)
+            j = (j + 1) & (ncap - 1);
+        n[j] = sym->cache[i];
+    }
+    free(sym->cache);
+    sym->cache = n;
+    sym->cache_cap = ncap;
+    return true;
+}
+
+/* libdw 0.188 finds a compile unit by address only through .debug_aranges,
+ * which clang does not emit unless -gdwarf-aranges: when a module has none,
+ * look through its units for the one that covers the address. */
+static void line_without_aranges(Dwfl_Module *mod, uint64_t addr, resolved *e)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+    if (dw == NULL)
+        return;
+    Dwarf_Aranges *aranges;
+    size_t naranges = 0;
+    if (dwarf_getaranges(dw, &aranges, &naranges) == 0 && naranges > 0)
+        return; /* indexed: the address just has no line */
+    Dwarf_CU *cu = NULL;
+    Dwarf_Die cudie;
+    uint8_t unit_type;
+    while (dwarf_get_units(dw, cu, &cu, NULL, &unit_type, &cudie, NULL) == 0) {
+        if (unit_type != DW_UT_compile && unit_type != DW_UT_partial && unit_type != DW_UT_skeleton)
+            continue;
+        if (dwarf_haspc(&cudie, addr - bias) != 1)
+            continue;
+        Dwarf_Line *line = dwarf_getsrc_die(&cudie, addr - bias);
+        int lineno = 0;
+        const char *file = line != NULL ? dwarf_linesrc(line, NULL, NULL) : NULL;
+        if (file != NULL && dwarf_lineno(line, &lineno) == 0) {
+            e->source_file = strdup(file);
+            e->source_line = lineno;
+        }
+        return;
+    }
+}
+
+static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
+{
+    if (!address_is_backed(sym, addr)) {
+        hw_symbolizer_lookup_jit(sym, addr, e);
+        return;
+    }
+    Dwfl_Module *mod = dwfl_addrmodule(sym->dwfl, addr);
+    if (mod == NULL)
+        return;
+    Dwarf_Addr start = 0, end = 0;
+    const char *name = dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+    e->object_path = hw_dup_or_null(name);
+    e->object_addr = start;
+    Dwarf_Addr bias = 0;
+    if (dwfl_module_getelf(mod, &bias) != NULL)
+        e->object_offset = addr - bias;
+    else
+        e->object_offset = addr - start;
+    GElf_Off offset = 0;
+    GElf_Sym elf_sym;
+    const char *symbol = dwfl_module_addrinfo(mod, addr, &offset, &elf_sym, NULL, NULL, NULL);
+    if (symbol != NULL) {
+        /* .symtab of glibc's debug files spells versions into the names
+         * ("clock_nanosleep@GLIBC_2.2.5"); report the plain name. */
+        char *plain = strndup(symbol, strcspn(symbol, "@"));
+        e->symbol_name = plain ? demangle(plain) : NULL;
+        e->symbol_addr = addr - offset;
+    }
+    Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
+    if (line != NULL) {
+        int lineno = 0;
+        const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+        if (file != NULL) {
+            e->source_file = strdup(file);
+            e->source_line = lineno;
+        }
+    } else {
+        line_without_aranges(mod, addr, e);
+    }
+}
+
+/* The cached lookup of `addr` (NULL only when out of memory).  The pointer
+ * is valid until the next call. */
+static const resolved *resolve(hw_symbolizer *sym, uint64_t addr)
+{
+    if (sym->cache_cap != 0) {
+        size_t mask = sym->cache_cap - 1;
+        for (size_t j = hw_hash_addr(addr) & mask; sym->cache[j].used; j = (j + 1) & mask)
+            if (sym->cache[j].key == addr)
+                return &sym->cache[j];
+    }
+    if ((sym->cache_used + 1) * 10 > sym->cache_cap * 7 && !cache_grow(sym))
+        return NULL;
+    size_t mask = sym->cache_cap - 1;
+    size_t j = hw_hash_addr(addr) & mask;
+    while (sym->cache[j].used)
+        j = (j + 1) & mask;
+    resolved *e = &sym->cache[j];
+    memset(e, 0, sizeof *e);
+    lookup(sym, addr, e);
+    e->key = addr;
+    e->used = true;
+    sym->cache_used++;
+    (void)dwfl_errno(); /* a failed lookup must not look like an unwind error */
+    return e;
+}
+
+/* ---- frames ------------------------------------------------------------ */
+
+bool hw_symbolizer_fill_frame(hw_symbolizer *sym, hw_frame *f, uint64_t pc, bool activation)
+{
+    memset(f, 0, sizeof *f);
+    f->instruction_addr = pc;
+    f->is_activation = activation;
+    const resolved *e = resolve(sym, activation || pc == 0 ? pc : pc - 1);
+    if (e == NULL)
+        return false;
+    f->symbol_addr = e->symbol_addr;
+    f->object_addr = e->object_addr;
+    f->object_offset = e->object_offset;
+    f->source_line = e->source_line;
+    f->language = e->language;
+    f->symbol_name = hw_dup_or_null(e->symbol_name);
+    f->object_path = hw_dup_or_null(e->object_path);
+    f->source_file = hw_dup_or_null(e->source_file);
+    return (e->symbol_name == NULL || f->symbol_name != NULL) && (e->object_path == NULL || f->object_path != NULL) &&
+           (e->source_file == NULL || f->source_file != NULL);
+}
+
+int hw_symbolize_frame(hw_symbolizer *sym, uint64_t pc, bool is_activation, hw_frame *out)
+{
+    if (!hw_symbolizer_fill_frame(sym, out, pc, is_activation)) {
+        hw_frame_clear(out);
+        out->instruction_addr = pc;
+        out->is_activation = is_activation;
+        return -1;
+    }
+    return 0;
+}
+
+const char *hw_frame_language_name(hw_frame_language language)
+{
+    switch (language) {
+    case HW_LANG_PYTHON:
+        return "python";
+    case HW_LANG_JAVASCRIPT:
+        return "javascript";
+    case HW_LANG_NATIVE:
+    default:
+        return "native";
+    }
+}
+
+void hw_frame_clear(hw_frame *f)
+{
+    free(f->symbol_name);
+    free(f->object_path);
+    free(f->source_file);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- images ------------------------------------------------------------ */
+
+typedef struct image_list {
+    hw_symbolizer *sym;
+    size_t cap;
+    bool nomem;
+} image_list;
+
+static int image_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)userdata;
+    (void)start;
+    image_list *l = arg;
+    hw_symbolizer *sym = l->sym;
+    Dwarf_Addr bias = 0;
+    if (dwfl_module_getelf(mod, &bias) == NULL)
+        return DWARF_CB_OK; /* a mapped file that is not an ELF image (locale archive, fonts...) */
+    if (sym->image_count == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 32;
+        hw_image *v = realloc(sym->images, ncap * sizeof *v);
+        if (v == NULL) {
+            l->nomem = true;
+            return DWARF_CB_ABORT;
+        }
+        sym->images = v;
+        l->cap = ncap;
+    }
+    hw_image *img = &sym->images[sym->image_count];
+    memset(img, 0, sizeof *img);
+    Dwarf_Addr lo = 0, hi = 0;
+    dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+    img->path = hw_dup_or_null(name);
+    img->start = lo;
+    img->end = hi;
+    img->bias = bias;
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (len > 0 && bits != NULL) {
+        img->build_id = malloc((size_t)len * 2 + 1);
+        if (img->build_id != NULL) {
+            static const char hex[] = "0123456789abcdef";
+            for (int i = 0; i < len; i++) {
+                img->build_id[2 * i] = hex[bits[i] >> 4];
+                img->build_id[2 * i + 1] = hex[bits[i] & 15];
+            }
+            img->build_id[2 * len] = '\0';
+        }
+    }
+    sym->image_count++;
+    if ((name != NULL && img->path == NULL) || (len > 0 && img->build_id == NULL)) {
+        l->nomem = true;
+        return DWARF_CB_ABORT;
+    }
+    return DWARF_CB_OK;
+}
+
+static int cmp_image(const void *a, const void *b)
+{
+    const hw_image *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images)
+{
+    if (images != NULL)
+        *images = NULL;
+    if (sym == NULL)
+        return 0;
+    if (!sym->images_listed) {
+        image_list l = {.sym = sym};
+        (void)dwfl_getmodules(sym->dwfl, image_cb, &l, 0);
+        (void)dwfl_errno();
+        if (sym->image_count > 1)
+            qsort(sym->images, sym->image_count, sizeof *sym->images, cmp_image);
+        sym->images_listed = true; /* partial after running out of memory, still sorted */
+    }
+    if (images != NULL)
+        *images = sym->images;
+    return sym->image_count;
+}
+
+/* ---- symbols by name --------------------------------------------------- */
+
+typedef struct symbol_search {
+    bool (*wanted)(const char *path);
+    const char *const *names;
+    uint64_t *addrs;
+    size_t count, found;
+    char *module;
+} symbol_search;
+
+static int search_module_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)userdata;
+    (void)start;
+    symbol_search *s = arg;
+    if (name == NULL || !s->wanted(name))
+        return DWARF_CB_OK;
+    int n = dwfl_module_getsymtab(mod);
+    if (n <= 0)
+        return DWARF_CB_OK;
+    size_t found = 0;
+    for (size_t i = 0; i < s->count; i++)
+        s->addrs[i] = 0;
+    for (int i = 1; i < n && found < s->count; i++) {
+        GElf_Sym gsym;
+        GElf_Addr addr;
+        const char *sname = dwfl_module_getsym_info(mod, i, &gsym, &addr, NULL, NULL, NULL);
+        if (sname == NULL || gsym.st_shndx == SHN_UNDEF)
+            continue;
+        for (size_t k = 0; k < s->count; k++)
+            if (s->addrs[k] == 0 && strcmp(sname, s->names[k]) == 0) {
+                s->addrs[k] = addr;
+                found++;
+            }
+    }
+    if (s->addrs[0] == 0)
+        return DWARF_CB_OK;
+    s->found = found;
+    s->module = hw_dup_or_null(name);
+    return DWARF_CB_ABORT;
+}
+
+size_t hw_symbolizer_find_symbols(hw_symbolizer *sym, bool (*wanted)(const char *path), const char *const *names,
+                                  uint64_t *addrs, size_t count, char **module)
+{
+    if (module != NULL)
+        *module = NULL;
+    for (size_t i = 0; i < count; i++)
+        addrs[i] = 0;
+    if (sym == NULL || wanted == NULL || count == 0)
+        return 0;
+    symbol_search s = {.wanted = wanted, .names = names, .addrs = addrs, .count = count};
+    (void)dwfl_getmodules(sym->dwfl, search_module_cb, &s, 0);
+    (void)dwfl_errno();
+    if (s.found == 0)
+        for (size_t i = 0; i < count; i++)
+            addrs[i] = 0;
+    if (module != NULL)
+        *module = s.module;
+    else
+        free(s.module);
+    return s.found;
+}

@@ -1,0 +1,217 @@
+/*
+ * clock_source.c - which clock the preloaded observers stamp busy starts
+ * with, and turning every page's stamps into CLOCK_MONOTONIC.
+ *
+ * The time-stamp counter is the cheapest clock there is (one instruction,
+ * nothing in memory) and exact, where CLOCK_MONOTONIC_COARSE is up to two
+ * 4 ms ticks early and needs that much slack in the detector.  But only the
+ * agent can tell whether counter values from the program's CPU mean
+ * anything on its own, so it decides, once, before it starts the program:
+ *
+ *   - the processor says the counter is invariant (constant rate, running
+ *     in every power state: CPUID 0x80000007, EDX bit 8);
+ *   - on every CPU the agent may run on, the counter agrees with
+ *     CLOCK_MONOTONIC on one line to within SKEW_LIMIT_NS (a virtual
+ *     machine whose virtual CPUs' counters were never synchronised fails
+ *     here); the largest disagreement seen is kept as every conversion's
+ *     allowance for "stamped on another CPU";
+ *   - nobody asked for the coarse clock (HANGWATCH_CLOCK=coarse).
+ *
+ * If so, the observers are told (HANGWATCH_CLOCK=tsc, launch.c) and their
+ * pages say so (shared_page.h); the agent pairs the counter with
+ * CLOCK_MONOTONIC every time it wakes (tsc_clock.h: the rate gets finer as
+ * it runs, a jump restarts it) and converts each busy start it reads to the
+ * latest CLOCK_MONOTONIC time the stamp can stand for, so no stretch is ever
+ * taken for longer than it is.  Otherwise the observers stamp with the
+ * coarse clock, and only their pages get the detector's slack.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "core/abi/registration.h"
+#include "core/tsc_clock.h"
+#include "core/abi/tsc_read.h"
+#include "watch.h"
+
+#define SKEW_LIMIT_NS 20000ull   /* CPUs' counters further apart than this: not usable */
+#define SAMPLE_TRIES 5           /* a pair is taken this often, the tightest kept */
+#define MAX_GOOD_SPREAD_NS 20000 /* a pair looser than this (preempted, interrupted) is not used */
+#define CALIBRATION_NS 2000000ull /* the first rate: two pairs this far apart */
+#define MAX_CPUS_CHECKED 256
+
+/* The tightest of a few (counter, clock, counter) reads. */
+static hw_tsc_sample take_sample(void)
+{
+    hw_tsc_sample best = {0};
+    for (int i = 0; i < SAMPLE_TRIES; i++) {
+        uint64_t before = hw_tsc_read_ordered();
+        uint64_t ns = hw_monotonic_ns();
+        uint64_t after = hw_tsc_read_ordered();
+        hw_tsc_sample s = hw_tsc_sample_make(before, ns, after);
+        if (i == 0 || s.spread < best.spread)
+            best = s;
+    }
+    return best;
+}
+
+static bool tight(const hw_tsc_sample *s, uint64_t rough_mult)
+{
+    return hw_tsc_mul_shift32(s->spread, rough_mult) <= MAX_GOOD_SPREAD_NS;
+}
+
+static bool counter_is_invariant(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx)) /* 0 if the leaf is not there */
+        return false;
+    return (edx & (1u << 8)) != 0;
+#else
+    return false;
+#endif
+}
+
+/*
+ * Take a pair on every CPU this thread may run on, between two pairs
+ * CALIBRATION_NS apart on the first; *skew_ns: the largest distance of a
+ * CPU's pair from the line through the two.  False, with `why`, if the
+ * counters disagree or the pairs cannot be taken cleanly.
+ */
+static bool check_cpus(hw_tsc_calibration *cal, uint64_t *skew_ns, char *why, size_t len)
+{
+    cpu_set_t original;
+    bool pinned = sched_getaffinity(0, sizeof original, &original) == 0;
+    hw_tsc_sample first = take_sample();
+    hw_tsc_sample per_cpu[MAX_CPUS_CHECKED];
+    int cpus[MAX_CPUS_CHECKED];
+    size_t n = 0;
+    for (int cpu = 0; pinned && cpu < CPU_SETSIZE && n < MAX_CPUS_CHECKED; cpu++) {
+        if (!CPU_ISSET(cpu, &original))
+            continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0)
+            continue; /* offline since, or not ours after all */
+        cpus[n] = cpu;
+        per_cpu[n++] = take_sample();
+    }
+    if (pinned)
+        sched_setaffinity(0, sizeof original, &original);
+    struct timespec pause = {0, (long)CALIBRATION_NS};
+    while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+        ;
+    hw_tsc_sample last = take_sample();
+
+    hw_tsc_init(cal, 0);
+    hw_tsc_add(cal, first);
+    hw_tsc_add(cal, last);
+    if (!hw_tsc_ready(cal)) {
+        snprintf(why, len, "the counter did not advance with CLOCK_MONOTONIC");
+        return false;
+    }
+    if (!tight(&first, cal->mult) || !tight(&last, cal->mult)) {
+        snprintf(why, len, "the counter could not be paired cleanly with CLOCK_MONOTONIC");
+        return false;
+    }
+    uint64_t skew = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t err;
+        uint64_t predicted = hw_tsc_to_ns(cal, per_cpu[i].tsc, &err);
+        uint64_t off = predicted > per_cpu[i].ns ? predicted - per_cpu[i].ns : per_cpu[i].ns - predicted;
+        off += hw_tsc_mul_shift32(per_cpu[i].spread, cal->mult);
+        if (off > SKEW_LIMIT_NS) {
+            snprintf(why, len, "CPU %d's counter is %llu us off the others'", cpus[i],
+                     (unsigned long long)(off / 1000));
+            return false;
+        }
+        if (off > skew)
+            skew = off;
+    }
+    *skew_ns = skew;
+    return true;
+}
+
+void clock_source_init(agent *a)
+{
+    clock_source *c = &a->clock;
+    memset(c, 0, sizeof *c);
+    const char *asked = getenv(HW_ENV_CLOCK);
+    if (!HW_HAVE_TSC) {
+        snprintf(c->why, sizeof c->why, "this processor has no time-stamp counter the observer can read");
+        return;
+    }
+    if (asked != NULL && strcmp(asked, "coarse") == 0) {
+        snprintf(c->why, sizeof c->why, "%s=coarse", HW_ENV_CLOCK);
+        return;
+    }
+    if (!counter_is_invariant()) {
+        snprintf(c->why, sizeof c->why, "the processor does not say its time-stamp counter is invariant");
+        return;
+    }
+    uint64_t skew = 0;
+    hw_tsc_calibration cal;
+    if (!check_cpus(&cal, &skew, c->why, sizeof c->why))
+        return;
+    /* Twice the skew seen: it was measured once, on pairs that have their
+     * own uncertainty. */
+    cal.skew_ns = 2 * skew;
+    c->tsc = cal;
+    c->tsc_usable = true;
+}
+
+void clock_source_refresh(agent *a)
+{
+    clock_source *c = &a->clock;
+    if (!c->tsc_usable)
+        return;
+    hw_tsc_sample s = take_sample();
+    if (!tight(&s, c->tsc.mult))
+        return; /* preempted between the reads: the next wake-up takes another */
+    if (!hw_tsc_add(&c->tsc, s) && !a->opts->quiet && !c->said_jump) {
+        c->said_jump = true;
+        fprintf(stderr, "hangwatch: the time-stamp counter jumped against CLOCK_MONOTONIC (a resumed or migrated "
+                        "virtual machine?): its calibration starts again\n");
+    }
+}
+
+bool clock_source_accepts(const agent *a, uint32_t clock)
+{
+    switch (clock) {
+    case HW_PAGE_CLOCK_COARSE:
+    case HW_PAGE_CLOCK_MONOTONIC:
+        return true;
+    case HW_PAGE_CLOCK_TSC:
+        return a->clock.tsc_usable;
+    default:
+        return false;
+    }
+}
+
+uint64_t clock_source_slack(const agent *a, const watched_process *w)
+{
+    return w->clock == HW_PAGE_CLOCK_COARSE ? a->opts->detector.clock_slack_ns : 0;
+}
+
+bool clock_source_read(const agent *a, const watched_process *w, unsigned slot, hw_loop_reading *r)
+{
+    if (!hw_loop_read(&w->page->slots[slot], r, 8))
+        return false;
+    if (w->clock == HW_PAGE_CLOCK_TSC && r->busy)
+        r->busy_start_ns = hw_tsc_to_ns_latest(&a->clock.tsc, r->busy_start_ns);
+    /* No stretch began before its process did.  A stamp that says so (a
+     * counter that jumped back before the calibration noticed, a page the
+     * program scribbled on) would make a hang of any stretch at once; it is
+     * taken as the process's start instead. */
+    if (r->busy && r->busy_start_ns < w->born_ns)
+        r->busy_start_ns = w->born_ns;
+    return true;
+}

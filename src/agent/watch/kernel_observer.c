@@ -1,0 +1,286 @@
+/*
+ * kernel_observer.c - loading the kernel observer (wait_observer.bpf.c,
+ * through its libbpf skeleton) and handing out its pages
+ * (kernel_observer.h).
+ *
+ * The BPF programs are attached to tracepoints, which libbpf finds through
+ * tracefs; a machine that has not mounted it gets it mounted at
+ * /sys/kernel/tracing (what systemd does on most distributions).  The
+ * attachments are file descriptors of the agent: if the agent dies, even by
+ * SIGKILL, the kernel detaches them, and nothing is left in the watched
+ * program, which was never touched.
+ */
+#include "kernel_observer.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "agent/capture/proc_task.h"
+#include "bpf/wait_observer.h"
+#include "wait_observer.skel.h"
+
+/* The kernel's page is hw_shared_page, field for field. */
+_Static_assert(sizeof(struct hw_kobs_page) == sizeof(hw_shared_page), "page size");
+_Static_assert(offsetof(struct hw_kobs_page, slots) == offsetof(hw_shared_page, slots), "slots");
+_Static_assert(sizeof(struct hw_kobs_slot) == sizeof(hw_loop_slot), "slot size");
+_Static_assert(offsetof(struct hw_kobs_slot, seq) == offsetof(hw_loop_slot, seq), "seq");
+_Static_assert(offsetof(struct hw_kobs_slot, busy_start_ns) == offsetof(hw_loop_slot, busy_start_ns), "start");
+_Static_assert(offsetof(struct hw_kobs_slot, activity) == offsetof(hw_loop_slot, activity), "activity");
+_Static_assert(offsetof(struct hw_kobs_slot, tid) == offsetof(hw_loop_slot, tid), "tid");
+_Static_assert(HW_KOBS_SLOTS - 1 == HW_PAGE_SLOTS, "slot count");
+_Static_assert(offsetof(struct hw_kobs_page, next_slot) == offsetof(hw_shared_page, kernel_next_slot), "next_slot");
+_Static_assert(HW_KOBS_BEFORE_WAITING == HW_ACTIVITY_BEFORE_WAITING, "activity values");
+_Static_assert(HW_KOBS_AFTER_WAITING == HW_ACTIVITY_AFTER_WAITING, "activity values");
+
+#define TRACEFS "/sys/kernel/tracing"
+
+#define MAX_PENDING_CHILDREN 1024
+
+struct hw_kernel_observer {
+    struct hw_wait_observer *skel;
+    hw_shared_page *pages; /* HW_KOBS_MAX_PAGES pages, mapped from the BPF map */
+    bool used[HW_KOBS_MAX_PAGES];
+    struct ring_buffer *children; /* new processes of watched ones (--follow) */
+    pid_t pending[MAX_PENDING_CHILDREN];
+    size_t pending_count;
+};
+
+static int note_child(void *ctx, void *data, size_t size)
+{
+    hw_kernel_observer *k = ctx;
+    int32_t pid;
+    if (size < sizeof pid || k->pending_count == MAX_PENDING_CHILDREN)
+        return 0; /* a full list drops the rest: those children go unwatched */
+    memcpy(&pid, data, sizeof pid);
+    if (pid > 0)
+        k->pending[k->pending_count++] = pid;
+    return 0;
+}
+
+static char last_libbpf_message[256];
+
+/* libbpf's messages are kept, not printed: the user gets one sentence. */
+static int keep_libbpf_message(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+    if (level == LIBBPF_WARN)
+        vsnprintf(last_libbpf_message, sizeof last_libbpf_message, fmt, args);
+    return 0;
+}
+
+static bool tracefs_ready(void)
+{
+    struct stat st;
+    return stat(TRACEFS "/events/syscalls", &st) == 0 || stat("/sys/kernel/debug/tracing/events/syscalls", &st) == 0;
+}
+
+static int say(char *why, size_t len, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+#define CAP_SYS_ADMIN_BIT 21
+
+/* Does this process hold CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN, which
+ * older kernels asked for instead)?  From /proc/self/status's CapEff. */
+static bool may_load_bpf(void)
+{
+    char buf[4096];
+    if (hw_proc_read_small("/proc/self/status", buf, sizeof buf) <= 0)
+        return true; /* cannot tell: let the kernel say */
+    const char *line = strstr(buf, "\nCapEff:");
+    if (line == NULL)
+        return true;
+    unsigned long long caps = strtoull(line + 8, NULL, 16);
+    bool bpf_perfmon = (caps >> CAP_BPF_BIT & 1) && (caps >> CAP_PERFMON_BIT & 1);
+    return bpf_perfmon || (caps >> CAP_SYS_ADMIN_BIT & 1);
+}
+
+#define NEEDS_CAPABILITIES                                                                                             \
+    "the kernel observer needs CAP_BPF and CAP_PERFMON (or root): run hangwatch with sudo, give it the capabilities " \
+    "('setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep hangwatch'), or start the container with --cap-add BPF "           \
+    "--cap-add PERFMON --cap-add SYS_PTRACE"
+
+int hw_kobs_open(hw_kernel_observer **out, char *why, size_t len)
+{
+    *out = NULL;
+    if (!may_load_bpf())
+        return say(why, len, -EPERM, NEEDS_CAPABILITIES);
+    struct stat st;
+    if (stat("/sys/kernel/btf/vmlinux", &st) != 0)
+        return say(why, len, -ENOTSUP,
+                   "this kernel has no BTF (/sys/kernel/btf/vmlinux), which the kernel observer needs "
+                   "(CONFIG_DEBUG_INFO_BTF)");
+    if (!tracefs_ready() && mount("nodev", TRACEFS, "tracefs", 0, NULL) != 0 && !tracefs_ready())
+        return say(why, len, errno == EPERM ? -EPERM : -ENOTSUP,
+                   "the kernel observer needs tracefs and it could not be mounted (%s): run "
+                   "'mount -t tracefs nodev " TRACEFS "' as root",
+                   strerror(errno));
+    libbpf_set_print(keep_libbpf_message);
+    hw_kernel_observer *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return say(why, len, -ENOMEM, "out of memory");
+    k->skel = hw_wait_observer__open();
+    int e = k->skel ? 0 : errno;
+    if (e == 0 && hw_wait_observer__load(k->skel) != 0)
+        e = errno ? errno : EINVAL;
+    if (e == 0 && hw_wait_observer__attach(k->skel) != 0)
+        e = errno ? errno : EINVAL;
+    if (e == 0) {
+        void *m = mmap(NULL, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                       bpf_map__fd(k->skel->maps.pages), 0);
+        if (m == MAP_FAILED)
+            e = errno;
+        else
+            k->pages = m;
+    }
+    if (e == 0) {
+        k->children = ring_buffer__new(bpf_map__fd(k->skel->maps.new_children), note_child, k, NULL);
+        if (k->children == NULL)
+            e = errno ? errno : ENOMEM;
+    }
+    if (e != 0) {
+        if (e == EPERM)
+            say(why, len, 0, NEEDS_CAPABILITIES);
+        else
+            say(why, len, 0, "the kernel observer could not be loaded: %s%s%s", strerror(e),
+                last_libbpf_message[0] ? "; libbpf: " : "", last_libbpf_message);
+        /* libbpf's message ends with a newline */
+        size_t n = strlen(why);
+        while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
+            why[--n] = '\0';
+        hw_kobs_close(k);
+        return -e;
+    }
+    *out = k;
+    return 0;
+}
+
+static bool is_waiting_now(pid_t pid)
+{
+    return hw_is_wait_syscall(hw_task_syscall(pid, pid));
+}
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, bool loop_threads,
+                                    bool follow, hw_kobs_start start, char *why, size_t len)
+{
+    unsigned index = 0;
+    while (index < HW_KOBS_MAX_PAGES && k->used[index])
+        index++;
+    if (index == HW_KOBS_MAX_PAGES) {
+        say(why, len, 0, "the kernel observer already watches %d processes", HW_KOBS_MAX_PAGES);
+        return NULL;
+    }
+    hw_shared_page *page = (hw_shared_page *)((char *)k->pages + (size_t)index * HW_PAGE_SIZE);
+    memset(page, 0, sizeof *page);
+    page->magic = HW_PAGE_MAGIC;
+    page->version = HW_PAGE_VERSION;
+    page->page_size = HW_PAGE_SIZE;
+    page->pid = pid;
+    page->slot_count = HW_PAGE_SLOTS;
+    page->kernel_next_slot = 1; /* slot 0 is the main thread's */
+    page->clock = HW_PAGE_CLOCK_MONOTONIC; /* bpf_ktime_get_ns */
+    struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
+    hw_loop_slot *slot = &page->slots[0];
+    if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid)) {
+        /* Blocked in a wait call now: its exit will be seen. */
+        t.in_loop_wait = 1;
+        atomic_store_explicit(&slot->activity, HW_ACTIVITY_BEFORE_WAITING, memory_order_relaxed);
+    } else {
+        atomic_store_explicit(&slot->busy_start_ns, monotonic_ns(), memory_order_relaxed);
+        atomic_store_explicit(&slot->activity, HW_ACTIVITY_AFTER_WAITING, memory_order_relaxed);
+        atomic_store_explicit(&slot->seq, 1, memory_order_release);
+        if (start == HW_KOBS_START_LAUNCHING)
+            atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING, memory_order_release);
+    }
+    atomic_store_explicit(&slot->tid, pid, memory_order_release);
+    __u32 tid = (__u32)pid;
+    if (bpf_map__update_elem(k->skel->maps.threads, &tid, sizeof tid, &t, sizeof t, BPF_ANY) != 0) {
+        say(why, len, 0, "the kernel observer cannot watch pid %d: %s", (int)pid, strerror(errno));
+        memset(page, 0, sizeof *page);
+        return NULL;
+    }
+    struct hw_kobs_process proc = {
+        .page = index, .loop_threads = loop_threads, .every_wait = every_wait, .follow = follow};
+    if (bpf_map__update_elem(k->skel->maps.processes, &tid, sizeof tid, &proc, sizeof proc, BPF_ANY) != 0) {
+        say(why, len, 0, "the kernel observer cannot watch pid %d: %s", (int)pid, strerror(errno));
+        bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
+        memset(page, 0, sizeof *page);
+        return NULL;
+    }
+    k->used[index] = true;
+    return page;
+}
+
+bool hw_kobs_owns(const hw_kernel_observer *k, const hw_shared_page *page)
+{
+    const char *p = (const char *)page, *base = k ? (const char *)k->pages : NULL;
+    return base != NULL && p >= base && p < base + (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE;
+}
+
+void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page)
+{
+    if (!hw_kobs_owns(k, page))
+        return;
+    size_t index = (size_t)((const char *)page - (const char *)k->pages) / HW_PAGE_SIZE;
+    __u32 pid = (__u32)page->pid;
+    bpf_map__delete_elem(k->skel->maps.processes, &pid, sizeof pid, BPF_ANY);
+    for (unsigned s = 0; s < HW_PAGE_SLOTS; s++) {
+        __u32 tid = (__u32)atomic_load_explicit(&page->slots[s].tid, memory_order_relaxed);
+        if (tid != 0)
+            bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
+    }
+    memset((void *)page, 0, HW_PAGE_SIZE);
+    k->used[index] = false;
+}
+
+int hw_kobs_children_fd(hw_kernel_observer *k)
+{
+    return k && k->children ? ring_buffer__epoll_fd(k->children) : -1;
+}
+
+size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max)
+{
+    if (k == NULL || k->children == NULL)
+        return 0;
+    ring_buffer__consume(k->children);
+    size_t n = k->pending_count < max ? k->pending_count : max;
+    memcpy(out, k->pending, n * sizeof *out);
+    memmove(k->pending, k->pending + n, (k->pending_count - n) * sizeof *k->pending);
+    k->pending_count -= n;
+    return n;
+}
+
+void hw_kobs_close(hw_kernel_observer *k)
+{
+    if (k == NULL)
+        return;
+    ring_buffer__free(k->children);
+    if (k->pages)
+        munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);
+    hw_wait_observer__destroy(k->skel);
+    free(k);
+}

@@ -1,0 +1,62 @@
+/*
+ * kernel_observer.h - watching a process's loop from the kernel
+ * (src/bpf/wait_observer.bpf.c), for processes the preloaded observer
+ * cannot be in: already running (`hangwatch watch -p PID`), statically
+ * linked, or waiting through raw system calls or io_uring.
+ *
+ * Each watched process gets a page in the layout of hw_shared_page, kept by
+ * the kernel at its wait calls' entries and exits and mapped into the
+ * agent, so the detectors, the capture and the reports are the same as with
+ * the preloaded observer.  The page is the agent's own (the watched program
+ * cannot write it), but its contents still describe the program's behaviour
+ * and are read like any page.
+ *
+ * Needs CAP_BPF and CAP_PERFMON (or root), a kernel with BPF, BTF and the
+ * system-call tracepoints, and tracefs (mounted here when it is not).
+ */
+#ifndef HANGWATCH_KERNEL_OBSERVER_H
+#define HANGWATCH_KERNEL_OBSERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "core/abi/shared_page.h"
+
+typedef struct hw_kernel_observer hw_kernel_observer;
+
+/* Load and attach the kernel observer.  0, or -errno with one sentence in
+ * `why` saying what is missing and how to get it. */
+int hw_kobs_open(hw_kernel_observer **out, char *why, size_t len);
+
+/* How a process's main thread starts out when it begins to be watched. */
+typedef enum hw_kobs_start {
+    HW_KOBS_START_AS_FOUND, /* waiting if it is blocked in a wait call now, else busy from now */
+    HW_KOBS_START_LAUNCHING, /* busy since process start (a program about to be started) */
+} hw_kobs_start;
+
+/* Watch process `pid`'s main thread (slot 0) and, with `loop_threads`
+ * (--threads loops), every other thread of it that makes a wait call;
+ * with `follow`, the processes it forks are told (below).
+ * `every_wait`: --wait-site any.  Returns its page (valid until hw_kobs_forget or hw_kobs_close), or
+ * NULL with a sentence in `why` (all pages in use, no memory). */
+const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, bool loop_threads,
+                                    bool follow, hw_kobs_start start, char *why, size_t len);
+
+/* With `follow`, the kernel tells of the processes a watched process
+ * forks: a descriptor that becomes readable when it has (-1 if it cannot
+ * be polled), and the ids it told of since the last call (at most `max`;
+ * thread ids of new threads come too: the caller keeps only processes). */
+int hw_kobs_children_fd(hw_kernel_observer *k);
+size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max);
+
+/* Stop watching the process that has `page`. */
+void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page);
+
+/* Is `page` one of the kernel observer's? */
+bool hw_kobs_owns(const hw_kernel_observer *k, const hw_shared_page *page);
+
+/* Detach everything (also what the kernel does if the agent dies). */
+void hw_kobs_close(hw_kernel_observer *k);
+
+#endif

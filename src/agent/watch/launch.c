@@ -1,0 +1,260 @@
+/*
+ * launch.c - starting the program to watch: the observer preloaded, the
+ * agent's socket named in its environment, the signals the agent handles
+ * itself blocked (they arrive on a signalfd) and restored for the program.
+ *
+ * A statically linked program cannot take the observer (no dynamic loader,
+ * no LD_PRELOAD): that is said before it starts.  An exec failure comes back
+ * through a close-on-exec pipe, so "cannot run" is known before the agent
+ * starts watching anything.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/abi/registration.h"
+#include "watch.h"
+
+int launch_open_signal_fd(agent *a)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    if (sigprocmask(SIG_BLOCK, &set, &a->original_mask) != 0)
+        return -errno;
+    a->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (a->signal_fd < 0)
+        return -errno;
+    /* A closed stderr must not kill the agent (and with it the reports). */
+    struct sigaction ign = {0};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &a->original_sigpipe);
+    return 0;
+}
+
+static char *preload_value(const char *preload_path)
+{
+    const char *existing = getenv("LD_PRELOAD");
+    char *v = NULL;
+    if (existing && *existing) {
+        if (asprintf(&v, "%s:%s", preload_path, existing) < 0)
+            return NULL;
+    } else {
+        v = strdup(preload_path);
+    }
+    return v;
+}
+
+/* The file execvp would run for `name`, or NULL. */
+static char *resolve_program(const char *name)
+{
+    if (strchr(name, '/'))
+        return strdup(name);
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char *copy = strdup(path);
+    char *result = NULL;
+    for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir; dir = strtok_r(NULL, ":", &save)) {
+        char *candidate = NULL;
+        if (asprintf(&candidate, "%s/%s", *dir ? dir : ".", name) < 0)
+            break;
+        if (access(candidate, X_OK) == 0) {
+            result = candidate;
+            break;
+        }
+        free(candidate);
+    }
+    free(copy);
+    return result;
+}
+
+/* A 64-bit ELF executable without a PT_INTERP: no dynamic loader, so no
+ * LD_PRELOAD.  Anything unreadable or not ELF counts as not static (a
+ * script, whose interpreter is dynamic, is the usual case). */
+static bool is_static_executable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    Elf64_Ehdr eh;
+    bool is_static = false;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 256) {
+        is_static = true;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph ||
+                ph.p_type == PT_INTERP) {
+                is_static = false;
+                break;
+            }
+        }
+    }
+    close(fd);
+    return is_static;
+}
+
+/* Does the program get the kernel observer (kernel_observer.h) instead of
+ * the preload?  With --observer kernel, or for a static executable with
+ * --observer auto when the kernel observer can be loaded.  -errno when
+ * --observer kernel cannot be had (said). */
+static int choose_kernel_observer(agent *a, bool *use_kernel)
+{
+    const hw_agent_options *o = a->opts;
+    char *resolved = resolve_program(o->argv[0]);
+    bool is_static = resolved && is_static_executable(resolved);
+    *use_kernel = o->observer == HW_OBSERVER_KERNEL || (o->observer == HW_OBSERVER_AUTO && is_static);
+    char why[512] = "";
+    int rc = 0;
+    if (*use_kernel && a->kobs == NULL && (rc = hw_kobs_open(&a->kobs, why, sizeof why)) != 0) {
+        *use_kernel = false;
+        if (o->observer == HW_OBSERVER_KERNEL) {
+            fprintf(stderr, "hangwatch: %s\n", why);
+            free(resolved);
+            return rc;
+        }
+    }
+    if (is_static && !*use_kernel && !o->quiet) {
+        a->warned_unregistered = true; /* said here, more precisely */
+        fprintf(stderr,
+                "hangwatch: warning: %s is statically linked: the observer cannot be preloaded into it, so its "
+                "hangs cannot be seen%s%s (see docs/limits.md)\n",
+                resolved, why[0] ? "; the kernel observer could not be used: " : "", why);
+    }
+    free(resolved);
+    return 0;
+}
+
+/* The program, stopped before its exec, is watched through the kernel
+ * observer from its first instruction: its slot is busy from the start,
+ * as the preloaded observer's is (a launch). */
+static void watch_launched_through_kernel(agent *a, pid_t pid)
+{
+    char why[512];
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    const hw_shared_page *page =
+        pidfd >= 0 ? hw_kobs_watch(a->kobs, pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads,
+                                   !a->opts->no_follow, HW_KOBS_START_LAUNCHING, why, sizeof why)
+                   : NULL;
+    if (page != NULL && registry_add_kernel_watch(a, pid, pidfd, page)) {
+        a->warned_unregistered = true; /* it never registers: nothing to warn about */
+        return;
+    }
+    if (page != NULL)
+        hw_kobs_forget(a->kobs, page);
+    if (pidfd >= 0)
+        close(pidfd);
+    fprintf(stderr, "hangwatch: warning: the program cannot be watched through the kernel observer: %s\n",
+            page ? "too many processes" : pidfd < 0 ? strerror(errno) : why);
+}
+
+/* Fork and exec the program.  Exec failures come back through a pipe. */
+int launch_program(agent *a)
+{
+    bool use_kernel = false;
+    int rc = choose_kernel_observer(a, &use_kernel);
+    if (rc != 0)
+        return rc;
+    int gopipe[2] = {-1, -1}; /* the child execs once the kernel observer watches it */
+    int errpipe[2] = {-1, -1};
+    char *preload = NULL, *node_options = NULL;
+    pid_t pid = -1;
+    if ((use_kernel && pipe2(gopipe, O_CLOEXEC) != 0) || pipe2(errpipe, O_CLOEXEC) != 0) {
+        rc = -errno;
+    } else if ((preload = preload_value(a->opts->preload_path)) == NULL) {
+        rc = -ENOMEM;
+    } else if (!a->opts->no_js_frames &&
+               !(node_options = js_node_options(getenv("NODE_OPTIONS"), &a->js_maps_ours))) {
+        /* node names its JavaScript functions for us (js_maps.c) */
+        rc = -ENOMEM;
+    } else if ((pid = fork()) < 0) {
+        rc = -errno;
+    }
+    if (rc != 0) {
+        free(node_options);
+        free(preload);
+        for (int i = 0; i < 2; i++) {
+            if (gopipe[i] >= 0)
+                close(gopipe[i]);
+            if (errpipe[i] >= 0)
+                close(errpipe[i]);
+        }
+        return rc;
+    }
+    if (pid == 0) {
+        /* The program gets the signal state we were given, not ours. */
+        sigaction(SIGPIPE, &a->original_sigpipe, NULL);
+        sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
+        if (use_kernel) {
+            char go;
+            close(gopipe[1]);
+            while (read(gopipe[0], &go, 1) < 0 && errno == EINTR)
+                ;
+        } else {
+            setenv("LD_PRELOAD", preload, 1);
+        }
+        setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
+        setenv(HW_ENV_CLOCK, a->clock.tsc_usable ? "tsc" : "coarse", 1); /* clock_source.c */
+        if (node_options)
+            setenv("NODE_OPTIONS", node_options, 1);
+        if (a->opts->every_wait_is_the_loop)
+            setenv("HANGWATCH_WAIT_SITE", "any", 1);
+        if (a->opts->all_loop_threads)
+            setenv("HANGWATCH_THREADS", "loops", 1);
+        if (a->opts->no_follow) {
+            char self[32];
+            snprintf(self, sizeof self, "%d", (int)getpid());
+            setenv(HW_ENV_ONLY_PID, self, 1);
+        }
+        execvp(a->opts->argv[0], a->opts->argv);
+        int e = errno;
+        ssize_t w = write(errpipe[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    free(preload);
+    free(node_options);
+    close(errpipe[1]);
+    if (use_kernel) {
+        close(gopipe[0]);
+        watch_launched_through_kernel(a, pid);
+        close(gopipe[1]); /* go: the child execs now */
+    }
+    int child_errno = 0;
+    ssize_t n;
+    do
+        n = read(errpipe[0], &child_errno, sizeof child_errno);
+    while (n < 0 && errno == EINTR);
+    close(errpipe[0]);
+    if (n == (ssize_t)sizeof child_errno) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        fprintf(stderr, "hangwatch: cannot run '%s': %s\n", a->opts->argv[0], strerror(child_errno));
+        return -child_errno ? -child_errno : -ENOEXEC;
+    }
+    a->child = pid;
+    return 0;
+}
+
+int launch_exit_code(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
