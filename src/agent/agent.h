@@ -1,101 +1,26 @@
 /*
- * agent.h - the hangwatch agent: runs a program with the observer preloaded,
- * watches its loop page, and on a hang captures, unwinds, symbolizes and
- * writes the report.  It is a separate process from the program it watches,
- * so nothing it does can deadlock on the program's locks, and if it dies the
- * program goes on untouched.
+ * agent.h - the hangwatch agent: runs a program with the observer preloaded
+ * (or watches running processes), watches its loop page, and on a hang
+ * captures, unwinds, symbolizes and writes the report.  It is a separate
+ * process from the program it watches, so nothing it does can deadlock on
+ * the program's locks, and if it dies the program goes on untouched.
+ *
+ * This is the agent's one entry point, for the command line.  How it is
+ * built, stage by stage (watch, capture, symbols, report, exports):
+ * docs/architecture.md.
  */
 #ifndef HANGWATCH_AGENT_H
 #define HANGWATCH_AGENT_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
-
-#include "core/cpu_window.h"
-#include "core/detector.h"
-#include "core/report_limits.h"
-
-/* Which detector decides what is a hang (docs/decisions.md §20-21). */
-typedef enum hw_detector_kind {
-    HW_DETECTOR_RUNLOOP = 0, /* Matrix's busy stretches between waits (the default) */
-    HW_DETECTOR_SEMAPHORE,   /* seeds/002-003: 5 x 50 ms state sampling, ping when waiting */
-    HW_DETECTOR_PING,        /* ANREye: a ping posted to the loop, checked a threshold later */
-    HW_DETECTOR_FRAME_GAP,   /* CADisplayLink: a periodic loop tick that arrives late */
-} hw_detector_kind;
-
-/* The name reports use: "runloop", "semaphore", "ping", "frame_gap". */
-const char *hw_detector_kind_name(hw_detector_kind kind);
-
-/* Which observer `hangwatch run` uses (--observer). */
-typedef enum hw_observer_kind {
-    HW_OBSERVER_AUTO = 0, /* the preload; the kernel observer for static programs and raw-syscall waits */
-    HW_OBSERVER_PRELOAD,
-    HW_OBSERVER_KERNEL,
-} hw_observer_kind;
-
-typedef struct hw_agent_options {
-    hw_detector_config detector;
-    const char *report_dir;   /* default "hangwatch-reports" */
-    struct hw_report_dir *report_dir_handle; /* report_dir, opened and checked by the CLI (report_dir.h) */
-    const char *preload_path; /* absolute path of libhangwatch-preload.so */
-    char **argv;              /* the program and its arguments */
-    bool quiet;               /* no per-hang line on stderr */
-    bool early_sampling;      /* Matrix's early sampling (off by default) */
-    uint64_t sample_interval_ns; /* default 50 ms */
-    bool samples_by_ptrace;   /* --sampler ptrace: every early sample stops the thread */
-    bool samples_by_task_clock; /* --sampler task-clock: kernel samples on an interrupt of their own, never the tick */
-    size_t ring_size;         /* default check period / interval (20) */
-    hw_report_limits limits;  /* daily limit and directory cap */
-    bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */
-    bool no_follow;           /* watch only the started process, not its children */
-    bool no_js_frames;        /* leave NODE_OPTIONS alone (js_maps.c) */
-    hw_observer_kind observer; /* --observer */
-    bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
-    bool stutter;             /* --stutter: report stutter (stutter.h) */
-    hw_detector_kind detector_kind; /* --detector */
-    uint64_t frame_interval_ns; /* frame gap: the tick interval (default 1/60 s) */
-    /* attach mode, from the C library: pings are posted by the program's own
-     * post function (HW_EVENT_PING, answered in the slot) rather than taken
-     * as answered at the loop's next wait; frame ticks come from the
-     * program's hangwatch_loop_frame() rather than being emulated. */
-    bool pings_by_post;
-    bool frames_from_loop;
-    /* `hangwatch attach` (started by the C library): watch this running
-     * process instead of starting one, on this socket, and write our pid to
-     * ready_fd once listening. */
-    pid_t attach_pid;
-    const char *socket_name;
-    int ready_fd;
-    const char *events_socket; /* attach mode: where to send hw_event_msg, or NULL */
-    /* `hangwatch watch`: watch these running processes through the kernel
-     * observer (kernel_observer.h) until they end, a termination signal
-     * arrives, or duration_ns (0: no limit) has passed. */
-    const pid_t *watch_pids;
-    size_t watch_pid_count;
-    uint64_t duration_ns;
-    bool follow_children; /* watch --follow: also the processes they fork */
-    /* ---- exports beyond the machine (agent_exports.c; docs/metrics.md) ---- */
-    const char *metrics_listen; /* --metrics-listen ADDR:PORT: serve /metrics, or NULL */
-    const char *metrics_file;   /* --metrics-file PATH: node_exporter's textfile, or NULL */
-    const char *sentry_dsn;     /* --sentry-dsn or SENTRY_DSN, checked by the CLI, or NULL */
-    /* ---- end of exports ---- */
-    /* --ignore-frame PATTERN...: a hang whose hung stack has a function
-     * matching one of these (fnmatch) is counted, said, not written
-     * (docs/decisions.md §32) */
-    const char *const *ignore_frames;
-    size_t ignore_frame_count;
-    /* --cpu-high PERCENT[/DURATION]: CPU-high reports (percent 0: off;
-     * decisions.md §34) */
-    hw_cpu_high_config cpu_high;
-} hw_agent_options;
+#include "agent/common/options.h"
 
 /*
- * Run argv under watch until it exits (or, with attach_pid, watch that
- * process until it exits or a termination signal arrives; returns 0).  Returns the exit status to give the
- * shell: the program's own, 128+N if signal N killed it, or 2 when the
- * program could not be started (with a message on stderr).
+ * Run argv under watch until it exits; or, with attach_pid, watch that
+ * process, or with watch_pids those, until they exit, a termination signal
+ * arrives (or duration_ns has passed), and return 0.  Returns the exit
+ * status to give the shell: the program's own, 128+N if signal N killed
+ * it, or 2 when the program could not be started or a process could not be
+ * watched (with a message on stderr).
  */
 int hw_agent_run(const hw_agent_options *opts);
 

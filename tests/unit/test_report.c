@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "agent/common/random_id.h"
 #include "agent/report/report_model.h"
 
 static hw_frame make_frame(uint64_t pc, const char *sym, const char *obj, const char *file, int line)

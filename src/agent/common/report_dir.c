@@ -30,6 +30,7 @@
 #include "report_dir.h"
 
 #include "random_id.h"
+#include "write_all.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -271,20 +272,6 @@ const char *hw_report_dir_path(const hw_report_dir *d)
 static bool plain_name(const char *name)
 {
     return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
-}
-
-int hw_write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 int hw_report_dir_write(hw_report_dir *d, const char *file_name, const char *text, size_t len)

@@ -47,9 +47,6 @@ int hw_report_dir_fd(const hw_report_dir *d);
 /* Write `len` bytes as `file_name` atomically: a 0600 temporary file with a
  * random name, fsync, renameat, fsync of the directory.  A reader never sees
  * a partial file.  0 or -errno (-ENOSPC when the disk is full). */
-/* Write all of buf to fd, again after EINTR: 0, or -errno (-EIO for a
- * write that wrote nothing). */
-int hw_write_all(int fd, const char *buf, size_t len);
 
 int hw_report_dir_write(hw_report_dir *d, const char *file_name, const char *text, size_t len);
 

@@ -2,7 +2,6 @@
  * metrics_server.c - see metrics_server.h.
  */
 #include "metrics_server.h"
-#include "agent/common/report_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/common/random_id.h"
+#include "agent/common/write_all.h"
 #include "core/parse/listen_address.h"
 #include "core/text_escape.h"
-#include "agent/common/random_id.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define FILE_INTERVAL_NS 1000000000ull

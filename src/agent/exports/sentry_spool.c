@@ -2,7 +2,6 @@
  * sentry_spool.c - see sentry_spool.h.
  */
 #include "sentry_spool.h"
-#include "agent/common/report_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/common/random_id.h"
+#include "agent/common/write_all.h"
 
 struct hw_sentry_spool {
     int fd;      /* the spool directory */

@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/hw_version.h"
 #include "agent/common/random_id.h"
+#include "core/hw_version.h"
 #include "core/text_escape.h"
 
 static json_int_t as_int(uint64_t v)
@@ -32,16 +32,6 @@ static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
-}
-
-void hw_new_uuid(char out[37])
-{
-    unsigned char b[16];
-    hw_random_bytes(b, sizeof b);
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02X%02X%02X%02X-%02X%02X-%02X%02X-%02X%02X-%02X%02X%02X%02X%02X%02X", b[0], b[1], b[2], b[3],
-             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 /* A JSON string of text that came from the watched process (names, paths,

@@ -130,7 +130,4 @@ int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns
  * (a real-time signal), in `buf`; returns buf. */
 const char *hw_signal_name(int sig, char *buf, size_t len);
 
-/* A fresh random (version 4) UUID in upper case, as the seed's ids. */
-void hw_new_uuid(char out[37]);
-
 #endif

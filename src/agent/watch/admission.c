@@ -38,12 +38,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/capture/proc_task.h"
+#include "agent/common/random_id.h"
+#include "agent/exports/metrics.h"
 #include "core/abi/registration.h"
 #include "core/abi/socket_name.h"
 #include "watch.h"
-#include "agent/exports/metrics.h"
-#include "agent/capture/proc_task.h"
-#include "agent/report/report_model.h"
 
 #define MAX_DATAGRAMS_PER_WAKE 64
 #define MAX_TREE_DEPTH 4096

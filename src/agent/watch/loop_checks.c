@@ -57,22 +57,6 @@ static sampler *sampler_new(size_t capacity)
 }
 
 
-const char *hw_detector_kind_name(hw_detector_kind kind)
-{
-    switch (kind) {
-    case HW_DETECTOR_SEMAPHORE:
-        return "semaphore";
-    case HW_DETECTOR_PING:
-        return "ping";
-    case HW_DETECTOR_FRAME_GAP:
-        return "frame_gap";
-    case HW_DETECTOR_RUNLOOP:
-    default:
-        return "runloop";
-    }
-}
-
-
 /* The state letter of the thread ('R', 'S', 'T', 't', ...), '?' if gone. */
 static char thread_state(pid_t pid, pid_t tid)
 {

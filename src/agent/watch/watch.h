@@ -48,6 +48,7 @@
 #include "core/stutter.h"
 #include "core/tsc_clock.h"
 #include "agent/agent.h"
+#include "agent/common/clock.h"
 #include "agent/capture/snapshot.h"
 #include "kernel_observer.h"
 #include "agent/symbols/python_frames.h"
@@ -216,9 +217,6 @@ typedef struct agent {
     struct hw_sentry_sender *sentry;      /* NULL without a Sentry DSN */
     bool said_no_cpu_samples;   /* CPU-high reports without samples: said once */
 } agent;
-
-uint64_t hw_monotonic_ns(void);
-int64_t hw_realtime_ns(void);
 
 /* launch.c */
 int launch_open_signal_fd(agent *a);
