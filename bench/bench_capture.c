@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/capture/snapshot.h"
+#include "agent/capture/capture.h"
 
 static uint64_t now_ns(void)
 {

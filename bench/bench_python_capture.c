@@ -26,9 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/capture/snapshot.h"
-#include "agent/capture/proc_task.h"
-#include "agent/symbols/python_frames.h"
+#include "agent/capture/capture.h"
+#include "agent/symbols/symbols.h"
 
 static const char SCRIPT[] = "import sys, threading, time\n"
                              "threads, depth = int(sys.argv[1]), int(sys.argv[2])\n"

@@ -36,13 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/capture/snapshot.h"
-#include "agent/symbols/runtime_frames.h"
-#include "agent/symbols/jit_map_file.h"
-#include "agent/capture/proc_task.h"
-#include "agent/symbols/python_frames.h"
+#include "agent/capture/capture.h"
+#include "agent/symbols/symbols.h"
 #include "agent/report/report_model.h"
-#include "agent/symbols/unwind.h"
 #include "core/text_escape.h"
 #include "json_file.h"
 #include "show.h"

@@ -37,8 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/capture/snapshot.h"
-#include "agent/symbols/unwind.h"
+#include "agent/capture/capture.h"
+#include "agent/symbols/symbols.h"
 
 #define DEADLINE_MS 10000 /* generous: conditions are polled, not slept for */
 

@@ -32,8 +32,7 @@
 #include <cmocka.h>
 
 #include "core/parse/jit_map.h"
-#include "agent/symbols/jit_map_file.h"
-#include "agent/symbols/unwind.h"
+#include "agent/symbols/symbols.h"
 
 #define NOBODY_UID 65534
 

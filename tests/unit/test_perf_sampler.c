@@ -36,7 +36,7 @@
 #include <cmocka.h>
 
 #include "core/parse/perf_record.h"
-#include "agent/capture/perf_sampler.h"
+#include "agent/capture/capture.h"
 
 /* ---- records built by hand ---------------------------------------------- */
 

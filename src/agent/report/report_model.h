@@ -14,11 +14,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/capture/snapshot.h"
+#include "agent/capture/capture.h"
 #include "core/point_stack.h"
 #include "core/ring_stacks.h"
 #include "agent/common/report_dir.h"
-#include "agent/symbols/unwind.h"
+#include "agent/symbols/symbols.h"
 
 /* The distinct stacks of a ring written into a report, at most (the
  * samples of the others are counted as left out). */

@@ -40,7 +40,7 @@
 #include "agent/exports/metrics.h"
 #include "agent/common/report_dir.h"
 #include "report_worker.h"
-#include "agent/symbols/runtime_frames.h"
+#include "agent/symbols/symbols.h"
 
 #define MAX_JOBS 256
 #define MAX_QUEUED_BYTES (512ull << 20)

@@ -8,6 +8,7 @@
  * names of 1024 characters, location tables of 256 KiB.
  */
 #include "python_frames.h"
+#include "symbolizer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,11 +27,11 @@
 #define MAX_CACHED_CODES 4096 /* per process; a full table starts again empty */
 #define EVAL_FUNCTION "_PyEval_EvalFrameDefault"
 
-/* Sample keys: bit 63 (never set in a user-space address), the code object
- * (8-byte aligned, below 2^47) in bits 19-62, the instruction index in
- * bits 0-18. */
-#define KEY_TAG (1ull << 63)
-#define KEY_UNIT_BITS 19
+/* Sample keys (frame.h's runtime keys): bit 63 (never set in a user-space
+ * address), the code object (8-byte aligned, below 2^47) in bits 19-62, the
+ * instruction index in bits 0-18. */
+#define KEY_TAG HW_RUNTIME_KEY_TAG
+#define KEY_UNIT_BITS HW_RUNTIME_KEY_POSITION_BITS
 #define KEY_CODE_LIMIT (1ull << 47)
 
 /* ---- reading the process ------------------------------------------------ */
@@ -490,13 +491,6 @@ static uint64_t make_key(uint64_t code, uint64_t unit)
 bool hw_python_key_is_python(uint64_t key)
 {
     return (key & KEY_TAG) != 0;
-}
-
-uint64_t hw_frame_function_key(const hw_frame *f)
-{
-    if (hw_python_key_is_python(f->runtime_key))
-        return f->runtime_key & ~((1ull << KEY_UNIT_BITS) - 1);
-    return f->symbol_name ? f->symbol_addr : f->instruction_addr;
 }
 
 /* Fill `out` for code object `code` at instruction `instr`.  False when the

@@ -33,9 +33,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/capture/snapshot.h"
+#include "agent/capture/capture.h"
+#include "frame.h"
 #include "python_layout.h"
-#include "unwind.h"
 
 #define HW_PY_MAX_FRAMES 128 /* Python frames read per thread, innermost first */
 
@@ -86,15 +86,12 @@ void hw_python_names_free(hw_python_names *names, size_t count);
  * Problems go to bt->runtime_error.  0, or -ENOMEM (bt unchanged). */
 int hw_python_merge(const hw_python_names *names, hw_backtrace *bt);
 
-/* A Python frame's identity in a sample (hw_frame.runtime_key): tagged so
+/* A Python frame's identity in a sample (hw_frame.runtime_key, as
+ * frame.h lays keys out: the code object and the instruction): tagged so
  * that it is never a native address.  hw_python_frame_from_key names it
  * again for a Point Stack.  0 when the frame cannot be encoded. */
 bool hw_python_key_is_python(uint64_t key);
 
-/* A frame's function, for comparing stacks (annealing, the Point Stack's
- * runs): a Python frame's code object, a named native frame's symbol, else
- * its address. */
-uint64_t hw_frame_function_key(const hw_frame *f);
 int hw_python_frame_from_key(hw_python_namer *namer, uint64_t key, hw_frame *out);
 
 #endif

@@ -423,27 +423,6 @@ int hw_symbolize_frame(hw_symbolizer *sym, uint64_t pc, bool is_activation, hw_f
     return 0;
 }
 
-const char *hw_frame_language_name(hw_frame_language language)
-{
-    switch (language) {
-    case HW_LANG_PYTHON:
-        return "python";
-    case HW_LANG_JAVASCRIPT:
-        return "javascript";
-    case HW_LANG_NATIVE:
-    default:
-        return "native";
-    }
-}
-
-void hw_frame_clear(hw_frame *f)
-{
-    free(f->symbol_name);
-    free(f->object_path);
-    free(f->source_file);
-    memset(f, 0, sizeof *f);
-}
-
 /* ---- images ------------------------------------------------------------ */
 
 typedef struct image_list {

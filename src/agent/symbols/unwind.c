@@ -259,15 +259,3 @@ int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_
     out->error = error;
     return 0;
 }
-
-void hw_backtrace_free(hw_backtrace *bt)
-{
-    if (bt == NULL)
-        return;
-    for (size_t i = 0; i < bt->count; i++)
-        hw_frame_clear(&bt->frames[i]);
-    free(bt->frames);
-    free(bt->error);
-    free(bt->runtime_error);
-    memset(bt, 0, sizeof *bt);
-}

@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/capture/proc_task.h"
+#include "agent/capture/capture.h"
 #include "agent/common/random_id.h"
 #include "agent/exports/metrics.h"
 #include "core/abi/registration.h"

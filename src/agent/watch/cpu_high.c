@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "watch.h"
-#include "agent/capture/perf_sampler.h"
+#include "agent/capture/capture.h"
 
 #define CPU_MAX_THREADS 512
 #define CPU_MIN_HOT_TENTHS 100 /* 10 % of a CPU in the last tick */

@@ -26,8 +26,7 @@
 #include <unistd.h>
 
 #include "watch.h"
-#include "agent/symbols/jit_map_file.h"
-#include "agent/symbols/runtime_frames.h"
+#include "agent/symbols/symbols.h"
 #define MAX_NODE_PROCESSES 4096
 
 char *js_node_options(const char *existing, bool *ours)

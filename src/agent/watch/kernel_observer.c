@@ -26,7 +26,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "agent/capture/proc_task.h"
+#include "agent/capture/capture.h"
 #include "bpf/wait_observer.h"
 #include "wait_observer.skel.h"
 

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "watch.h"
-#include "agent/capture/perf_sampler.h"
+#include "agent/capture/capture.h"
 #include "agent/report/report_model.h"
 
 static void sampler_free(sampler *s)

@@ -49,10 +49,9 @@
 #include "core/tsc_clock.h"
 #include "agent/agent.h"
 #include "agent/common/clock.h"
-#include "agent/capture/snapshot.h"
+#include "agent/capture/capture.h"
 #include "kernel_observer.h"
-#include "agent/symbols/python_frames.h"
-#include "agent/symbols/unwind.h"
+#include "agent/symbols/symbols.h"
 
 #define MAX_WATCHED 1024
 #define MAX_FRAMES 256

@@ -1,0 +1,24 @@
+/*
+ * capture.h - the capture stage's interface: what the agent takes from a
+ * watched process, from the outside, without changing what it does.
+ *
+ *   snapshot.h      every thread (or one) stopped together with ptrace for
+ *                   well under a millisecond: registers, a copy of the top
+ *                   of each stack, and a runtime's frames read in the stop;
+ *   perf_sampler.h  a running thread's samples taken by the kernel (a perf
+ *                   event: no stop at all);
+ *   proc_task.h     what /proc and the kernel count for a process and its
+ *                   threads (state, system call, CPU time, tracer).
+ *
+ * Everything captured is the watched program's memory or its word and is
+ * handled as untrusted by whoever reads it next (the symbols stage).  The
+ * other stages include this header, never the parts.
+ */
+#ifndef HANGWATCH_CAPTURE_H
+#define HANGWATCH_CAPTURE_H
+
+#include "perf_sampler.h"
+#include "proc_task.h"
+#include "snapshot.h"
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * frame.h - what the symbols stage hands out: a stack frame as people and
+ * reports read it (a native frame symbolized from the ELF images, or a
+ * runtime's frame: a Python or JavaScript function named from the
+ * runtime's own records), a thread's backtrace of them, and the identity
+ * of a frame's function, which stacks are compared by.
+ */
+#ifndef HANGWATCH_FRAME_H
+#define HANGWATCH_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What ran a frame: native code, or an interpreter's or JIT's function
+ * (python_frames.h, jit_map.h), named from the runtime's own records. */
+typedef enum hw_frame_language {
+    HW_LANG_NATIVE = 0,
+    HW_LANG_PYTHON,
+    HW_LANG_JAVASCRIPT,
+} hw_frame_language;
+
+/* "native", "python", "javascript": the report's frame.language. */
+const char *hw_frame_language_name(hw_frame_language language);
+
+typedef struct hw_frame {
+    uint64_t instruction_addr; /* pc as unwound (a return address for callers); for a Python
+                                  frame, the address of its current bytecode instruction */
+    bool is_activation;        /* the innermost frame (or a signal frame) */
+    char *symbol_name;         /* as in the symbol table, without "@VERSION" (C++ names are
+                                  not demangled), NULL if unknown */
+    uint64_t symbol_addr;      /* absolute address of the symbol, 0 if unknown */
+    char *object_path;         /* path of the ELF image, NULL if unknown */
+    uint64_t object_addr;      /* load address of that image */
+    uint64_t object_offset;    /* looked-up address in the image's own numbering: (pc, or
+                                  pc - 1 for a caller frame) - bias, as addr2line wants it */
+    char *source_file;         /* NULL without debug info */
+    int source_line;           /* 0 without debug info */
+    hw_frame_language language;
+    uint64_t runtime_key;      /* a runtime frame's identity for samples (below), else 0 */
+} hw_frame;
+
+typedef struct hw_backtrace {
+    hw_frame *frames;
+    size_t count;
+    size_t skipped; /* frames walked beyond max_frames and dropped (counted up to a limit) */
+    char *error;    /* why the unwind stopped early, NULL if it ended normally */
+    char *runtime_error; /* why an interpreter's frames are missing or partial, else NULL */
+} hw_backtrace;
+
+/* Free a frame's strings and zero it. */
+void hw_frame_clear(hw_frame *f);
+
+/* Free a backtrace's frames and texts and zero it (NULL is fine). */
+void hw_backtrace_free(hw_backtrace *bt);
+
+/*
+ * A runtime frame's identity in a sample (hw_frame.runtime_key), where
+ * samples keep addresses: HW_RUNTIME_KEY_TAG is set, so that it is never a
+ * native address (user space ends far below), the low
+ * HW_RUNTIME_KEY_POSITION_BITS say where in its function the frame was, and
+ * the bits between name the function (python_frames.c makes them).
+ */
+#define HW_RUNTIME_KEY_TAG (1ull << 63)
+#define HW_RUNTIME_KEY_POSITION_BITS 19
+
+/* A frame's function, for comparing stacks (annealing, the Point Stack's
+ * runs): a runtime frame's function (its key without the position), a
+ * named native frame's symbol, else its address. */
+uint64_t hw_frame_function_key(const hw_frame *f);
+
+#endif

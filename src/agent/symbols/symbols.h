@@ -1,0 +1,31 @@
+/*
+ * symbols.h - the symbols stage's interface: a captured thread's stack as
+ * people read it.
+ *
+ *   frame.h           frames and backtraces, and a frame's function identity;
+ *   symbolizer.h      names of a process's addresses (libdwfl: symbols,
+ *                     lines, images and build-ids; JIT code from V8's perf
+ *                     map);
+ *   unwind.h          a captured thread's stack walked (DWARF CFI);
+ *   python_frames.h   CPython's frames, read in the capture's stop and named
+ *                     after it;
+ *   runtime_frames.h  the native and runtime frames of a thread together,
+ *                     with why a runtime's frames are missing when they are;
+ *   jit_map_file.h    V8's perf map of a node process (the flags that make
+ *                     node write one).
+ *
+ * Everything read here comes from the watched process (its memory, its
+ * files) and is bounded and checked before use.  The other stages include
+ * this header, never the parts.
+ */
+#ifndef HANGWATCH_SYMBOLS_H
+#define HANGWATCH_SYMBOLS_H
+
+#include "frame.h"
+#include "jit_map_file.h"
+#include "python_frames.h"
+#include "runtime_frames.h"
+#include "symbolizer.h"
+#include "unwind.h"
+
+#endif
