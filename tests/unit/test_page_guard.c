@@ -1,6 +1,6 @@
 /*
  * test_page_guard.c - the agent's last line against a page that shrinks
- * under its mapping (registry.c): pages are required to be sealed, but if
+ * under its mapping (page_guard.c): pages are required to be sealed, but if
  * one faults anyway, the SIGBUS guard puts a zero page in its place, says
  * which page faulted, and the agent reads on instead of dying.
  */
@@ -19,7 +19,7 @@
 static void test_shrunk_page_reads_as_zeros(void **state)
 {
     (void)state;
-    registry_install_fault_guard();
+    page_guard_install();
     int fd = memfd_create("guard-test", MFD_CLOEXEC); /* not sealed: it can shrink */
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, HW_PAGE_SIZE), 0);
@@ -31,18 +31,18 @@ static void test_shrunk_page_reads_as_zeros(void **state)
     watched_process w;
     memset(&w, 0, sizeof w);
     w.page = (const hw_shared_page *)page;
-    registry_guard_page(w.page);
-    assert_false(registry_take_fault_news());
-    assert_false(registry_page_faulted(&w));
+    page_guard_add(w.page);
+    assert_false(page_guard_take_news());
+    assert_false(page_guard_faulted(w.page));
 
     assert_int_equal(ftruncate(fd, 0), 0); /* the registrant's attack */
     assert_int_equal(page[0], 0);          /* a SIGBUS without the guard */
-    assert_true(registry_take_fault_news());
-    assert_false(registry_take_fault_news()); /* said once */
-    assert_true(registry_page_faulted(&w));
+    assert_true(page_guard_take_news());
+    assert_false(page_guard_take_news()); /* said once */
+    assert_true(page_guard_faulted(w.page));
 
-    registry_unguard_page(w.page);
-    assert_false(registry_page_faulted(&w));
+    page_guard_remove(w.page);
+    assert_false(page_guard_faulted(w.page));
     munmap((void *)page, HW_PAGE_SIZE);
     close(fd);
 }

@@ -176,6 +176,12 @@ long hw_proc_status_number(pid_t pid, const char *key)
     return -1;
 }
 
+char hw_task_state(pid_t pid, pid_t tid)
+{
+    hw_task_stat st;
+    return hw_task_stat_read(pid, tid, &st) == 0 ? st.state : '?';
+}
+
 /* A thread is over when its /proc entry is gone or it is a zombie. */
 bool hw_task_is_dead(pid_t pid, pid_t tid)
 {

@@ -47,6 +47,10 @@ ssize_t hw_task_syscall_line(pid_t pid, pid_t tid, char *buf, size_t len);
  * select, io_uring_enter and their variants)? */
 bool hw_is_wait_syscall(long nr);
 
+/* The thread's state letter ('R', 'S', 'D', 'T' stopped, 't' traced,
+ * 'Z' ...), '?' when it is gone. */
+char hw_task_state(pid_t pid, pid_t tid);
+
 /* A thread is over when its /proc entry is gone or it is a zombie. */
 bool hw_task_is_dead(pid_t pid, pid_t tid);
 

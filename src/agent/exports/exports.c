@@ -1,142 +1,255 @@
 /*
- * exports.c - the agent's exports beyond the machine: Prometheus
- * metrics (metrics.h, metrics_server.h) and Sentry events
- * (sentry_sender.h), started before the program and stopped after the last
- * report.  The watch thread's part in them is a few counter updates here;
- * everything that formats, serves, writes or sends runs on threads of its
- * own (docs/decisions.md §29-30).
+ * exports.c - the exports stage's handle (exports.h): Prometheus metrics
+ * (metrics.h, metrics_server.h), Sentry events (sentry_sender.h) and the C
+ * library's event socket, started before the program and stopped after the
+ * last report.  The watch thread's part in them is a few counter updates
+ * and datagrams; everything that formats, serves, writes or sends runs on
+ * threads of their own (docs/decisions.md §29-30).
  */
+#include "exports.h"
+
 #include <curl/curl.h>
-#include <jansson.h>
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
-#include "agent/watch/watch.h"
-#include "metrics.h"
-#include "metrics_server.h"
 #include "agent/common/report_dir.h"
-#include "sentry_event.h"
-#include "sentry_sender.h"
+#include "core/abi/events.h"
+#include "core/abi/socket_name.h"
 
-static char server_name[256]; /* the host's name, for Sentry events */
+struct hw_exports {
+    bool quiet;
+    hw_metrics *metrics;            /* NULL without --metrics-listen / --metrics-file */
+    hw_metrics_exporter *exporter;  /* the /metrics server and the textfile writer */
+    hw_sentry_sender *sentry;       /* NULL without a Sentry DSN */
+    char server_name[256];          /* the host's name, for Sentry events */
+    int events_fd;                  /* attach mode with callbacks: a datagram socket, else -1 */
+    struct sockaddr_un events_addr;
+    socklen_t events_addr_len;
+};
 
-int exports_start(agent *a)
+static int start_metrics(hw_exports *ex, const hw_agent_options *o)
 {
-    const hw_agent_options *o = a->opts;
-    if (o->metrics_listen || o->metrics_file) {
-        a->metrics = hw_metrics_new(hw_detector_kind_name(o->detector_kind));
-        if (!a->metrics) {
-            fprintf(stderr, "hangwatch: out of memory\n");
-            return -12;
-        }
-        char why[512];
-        int rc = hw_metrics_exporter_start(a->metrics, o->metrics_listen, o->metrics_file, &a->exporter, why,
-                                           sizeof why);
-        if (rc != 0) {
-            fprintf(stderr, "hangwatch: %s\n", why);
-            hw_metrics_free(a->metrics);
-            a->metrics = NULL;
-            return rc;
-        }
+    ex->metrics = hw_metrics_new(hw_detector_kind_name(o->detector_kind));
+    if (!ex->metrics) {
+        fprintf(stderr, "hangwatch: out of memory\n");
+        return -ENOMEM;
     }
-    if (o->sentry_dsn) {
-        curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread of ours uses libcurl */
-        if (gethostname(server_name, sizeof server_name - 1) != 0)
-            server_name[0] = '\0';
-        char why[512];
-        int rc = hw_sentry_sender_start(o->sentry_dsn, hw_report_dir_fd(o->report_dir_handle),
-                                        hw_report_dir_path(o->report_dir_handle), o->quiet, a->metrics, &a->sentry,
-                                        why, sizeof why);
-        if (rc != 0) {
-            fprintf(stderr, "hangwatch: %s\n", why);
-            exports_stop(a);
-            return rc;
-        }
+    char why[512];
+    int rc = hw_metrics_exporter_start(ex->metrics, o->metrics_listen, o->metrics_file, &ex->exporter, why,
+                                       sizeof why);
+    if (rc != 0)
+        fprintf(stderr, "hangwatch: %s\n", why);
+    return rc;
+}
+
+static int start_sentry(hw_exports *ex, const hw_agent_options *o)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread of ours uses libcurl */
+    if (gethostname(ex->server_name, sizeof ex->server_name - 1) != 0)
+        ex->server_name[0] = '\0';
+    char why[512];
+    int rc = hw_sentry_sender_start(o->sentry_dsn, hw_report_dir_fd(o->report_dir_handle),
+                                    hw_report_dir_path(o->report_dir_handle), o->quiet, ex->metrics, &ex->sentry,
+                                    why, sizeof why);
+    if (rc != 0) {
+        fprintf(stderr, "hangwatch: %s\n", why);
+        curl_global_cleanup();
     }
+    return rc;
+}
+
+int hw_exports_start(const hw_agent_options *o, hw_exports **out)
+{
+    *out = NULL;
+    hw_exports *ex = calloc(1, sizeof *ex);
+    if (!ex) {
+        fprintf(stderr, "hangwatch: out of memory\n");
+        return -ENOMEM;
+    }
+    ex->quiet = o->quiet;
+    ex->events_fd = -1;
+    int rc = 0;
+    if (o->metrics_listen || o->metrics_file)
+        rc = start_metrics(ex, o);
+    if (rc == 0 && o->sentry_dsn)
+        rc = start_sentry(ex, o);
+    if (rc != 0) {
+        hw_exports_stop(ex);
+        return rc;
+    }
+    *out = ex;
     return 0;
 }
 
-void exports_stop(agent *a)
+void hw_exports_stop(hw_exports *ex)
 {
-    if (a->sentry) {
-        hw_sentry_sender_stop(a->sentry); /* one last attempt at what waits */
-        a->sentry = NULL;
+    if (!ex)
+        return;
+    if (ex->sentry) {
+        hw_sentry_sender_stop(ex->sentry); /* one last attempt at what waits */
         curl_global_cleanup();
     }
-    hw_metrics_exporter_stop(a->exporter); /* the textfile's last write has the final counts */
-    a->exporter = NULL;
-    hw_metrics_free(a->metrics);
-    a->metrics = NULL;
+    hw_metrics_exporter_stop(ex->exporter); /* the textfile's last write has the final counts */
+    hw_metrics_free(ex->metrics);
+    if (ex->events_fd >= 0)
+        close(ex->events_fd); /* after the last hang-end events went out */
+    free(ex);
+}
+
+hw_metrics *hw_exports_metrics(const hw_exports *ex)
+{
+    return ex ? ex->metrics : NULL;
+}
+
+/* ---- the library's event socket ---- */
+
+int hw_exports_open_events(hw_exports *ex, const char *name)
+{
+    if (name[0] != '@')
+        return -EINVAL;
+    int rc = hw_socket_address(name, &ex->events_addr, &ex->events_addr_len);
+    if (rc != 0)
+        return rc;
+    ex->events_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    return ex->events_fd >= 0 ? 0 : -errno;
+}
+
+bool hw_exports_has_events(const hw_exports *ex)
+{
+    return ex && ex->events_fd >= 0;
+}
+
+/* A message of `kind` about thread `tid`, everything else zero. */
+static void start_message(hw_event_msg *m, uint32_t kind, pid_t tid)
+{
+    memset(m, 0, offsetof(hw_event_msg, report_path) + 1);
+    m->magic = HW_EVENT_MAGIC;
+    m->kind = kind;
+    m->tid = (int32_t)tid;
+}
+
+static void send_message(hw_exports *ex, hw_event_msg *m, const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    if (n >= HW_EVENT_PATH_MAX)
+        n = 0; /* too long to pass: the event goes without it */
+    if (n)
+        memcpy(m->report_path, path, n);
+    m->report_path[n] = '\0';
+    ssize_t sent = sendto(ex->events_fd, m, offsetof(hw_event_msg, report_path) + n + 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+                          (struct sockaddr *)&ex->events_addr, ex->events_addr_len);
+    (void)sent; /* a program that does not listen loses its events, nothing else */
+}
+
+void hw_exports_event(hw_exports *ex, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns,
+                      const char *path)
+{
+    if (!hw_exports_has_events(ex))
+        return;
+    hw_event_msg m;
+    start_message(&m, kind, tid);
+    m.busy_ns = busy_ns;
+    m.final_ns = final_ns;
+    send_message(ex, &m, path);
+}
+
+void hw_exports_ping(hw_exports *ex, pid_t tid, unsigned slot, uint64_t token)
+{
+    if (!hw_exports_has_events(ex))
+        return;
+    hw_event_msg m;
+    start_message(&m, HW_EVENT_PING, tid);
+    m.slot = slot;
+    m.token = token;
+    send_message(ex, &m, NULL);
 }
 
 /* ---- a hang's metrics, on the watch thread ---- */
 
-void exports_hang_begin(agent *a, const watched_process *w, loop_watch *l, const hw_check *c, uint64_t now)
+void hw_exports_hang_begin(hw_exports *ex, hw_hang_metrics *hm, const char *process, bool launch, uint64_t start_ns,
+                           uint64_t now)
 {
-    if (!a->metrics)
+    hw_metrics *m = hw_exports_metrics(ex);
+    if (!m)
         return;
-    snprintf(l->metrics_process, sizeof l->metrics_process, "%s", w->metrics_name);
-    l->metrics_launch = c->launch;
-    l->metrics_counted_ns = now;
-    if (c->launch)
+    snprintf(hm->process, sizeof hm->process, "%s", process);
+    hm->launch = launch;
+    hm->counted_ns = now;
+    if (launch)
         return; /* a launch is a hang only if the process turns out to be a loop */
-    hw_metrics_hang_detected(a->metrics, l->metrics_process, HW_METRICS_HANG);
-    hw_metrics_loops_hung(a->metrics, l->metrics_process, 1);
+    hw_metrics_hang_detected(m, hm->process, HW_METRICS_HANG);
+    hw_metrics_loops_hung(m, hm->process, 1);
     /* It has been busy since its start. */
-    hw_metrics_hung_time(a->metrics, l->metrics_process, now > l->hung_start_ns ? now - l->hung_start_ns : 0);
+    hw_metrics_hung_time(m, hm->process, now > start_ns ? now - start_ns : 0);
 }
 
-void exports_hang_still_on(agent *a, loop_watch *l, uint64_t now)
+void hw_exports_hang_still_on(hw_exports *ex, hw_hang_metrics *hm, uint64_t now)
 {
-    if (!a->metrics || l->metrics_launch || now <= l->metrics_counted_ns)
+    hw_metrics *m = hw_exports_metrics(ex);
+    if (!m || hm->launch || now <= hm->counted_ns)
         return;
-    hw_metrics_hung_time(a->metrics, l->metrics_process, now - l->metrics_counted_ns);
-    l->metrics_counted_ns = now;
+    hw_metrics_hung_time(m, hm->process, now - hm->counted_ns);
+    hm->counted_ns = now;
 }
 
-void exports_hang_end(agent *a, loop_watch *l, uint64_t now, uint64_t final_ns, bool keep_launch)
+void hw_exports_hang_end(hw_exports *ex, hw_hang_metrics *hm, uint64_t now, uint64_t final_ns, bool keep_launch)
 {
-    if (!a->metrics)
+    hw_metrics *m = hw_exports_metrics(ex);
+    if (!m)
         return;
-    if (l->metrics_launch) {
+    if (hm->launch) {
         if (!keep_launch)
             return; /* a command that simply ran: no loop, no hang */
-        hw_metrics_hang_detected(a->metrics, l->metrics_process, HW_METRICS_LAUNCH_HANG);
-        hw_metrics_hung_time(a->metrics, l->metrics_process, final_ns);
-        hw_metrics_hang_ended(a->metrics, l->metrics_process, HW_METRICS_LAUNCH_HANG, final_ns);
+        hw_metrics_hang_detected(m, hm->process, HW_METRICS_LAUNCH_HANG);
+        hw_metrics_hung_time(m, hm->process, final_ns);
+        hw_metrics_hang_ended(m, hm->process, HW_METRICS_LAUNCH_HANG, final_ns);
         return;
     }
-    exports_hang_still_on(a, l, now);
-    hw_metrics_loops_hung(a->metrics, l->metrics_process, -1);
-    hw_metrics_hang_ended(a->metrics, l->metrics_process, HW_METRICS_HANG, final_ns);
+    hw_exports_hang_still_on(ex, hm, now);
+    hw_metrics_loops_hung(m, hm->process, -1);
+    hw_metrics_hang_ended(m, hm->process, HW_METRICS_HANG, final_ns);
 }
 
-/* ---- the report worker's ---- */
+/* ---- written reports ---- */
 
-void exports_report_complete(agent *a, const char *file_name)
+bool hw_exports_want_content(const hw_exports *ex)
 {
-    if (!a->sentry)
-        return;
-    char *text = NULL;
-    size_t len = 0;
+    return ex && ex->sentry;
+}
+
+/* A complete report's Sentry event goes into the spool. */
+static void send_to_sentry(hw_exports *ex, const hw_published_report *r)
+{
     const char *why = "unreadable";
-    json_t *report = NULL;
-    if (hw_report_dir_read(a->opts->report_dir_handle, file_name, &text, &len) == 0)
-        report = json_loadb(text, len, 0, NULL);
-    free(text);
     char event_id[33];
-    char *envelope = report ? hw_sentry_envelope_from_report(report, hw_sentry_sender_dsn(a->sentry), server_name,
-                                                             event_id, &len, &why)
-                            : NULL;
-    json_decref(report);
+    size_t len = 0;
+    char *envelope = r->report ? hw_sentry_envelope_from_report(r->report, hw_sentry_sender_dsn(ex->sentry),
+                                                                ex->server_name, event_id, &len, &why)
+                               : NULL;
     if (!envelope) {
-        hw_metrics_sentry_dropped(a->metrics, HW_METRICS_SENTRY_UNREADABLE);
-        if (!a->opts->quiet)
-            fprintf(stderr, "hangwatch: no Sentry event for %s: %s\n", file_name, why);
+        hw_metrics_sentry_dropped(ex->metrics, HW_METRICS_SENTRY_UNREADABLE);
+        if (!ex->quiet)
+            fprintf(stderr, "hangwatch: no Sentry event for %s: %s\n", r->file_name, why);
         return;
     }
-    hw_sentry_sender_submit(a->sentry, event_id, envelope, len);
+    hw_sentry_sender_submit(ex->sentry, event_id, envelope, len);
     free(envelope);
+}
+
+void hw_exports_publish(hw_exports *ex, const hw_published_report *r)
+{
+    if (!ex)
+        return;
+    if (r->written) {
+        hw_metrics_report_written(ex->metrics, r->process, hw_metrics_hang_type_of(r->hang_type));
+        hw_exports_event(ex, HW_EVENT_REPORT, r->tid, r->busy_ns, 0, r->path);
+    }
+    if (r->complete && ex->sentry)
+        send_to_sentry(ex, r);
 }

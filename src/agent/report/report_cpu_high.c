@@ -17,7 +17,7 @@
 
 #include "core/parse/duration.h"
 #include "core/text_escape.h"
-#include "report_worker.h"
+#include "report_internal.h"
 
 static int by_count_descending(const void *x, const void *y)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_worker.h"
+#include "report_internal.h"
 
 /* An address of early sampling symbolized with this capture's maps: as the
  * Python frame named when the request was made (`named`, may be NULL), else

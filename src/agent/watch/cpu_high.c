@@ -28,9 +28,9 @@
 #include <unistd.h>
 
 #include "watch.h"
-#include "agent/capture/capture.h"
 
 #define CPU_MAX_THREADS 512
+#define CPU_RING_SAMPLES 128 /* raw samples kept per sampled thread */
 #define CPU_MIN_HOT_TENTHS 100 /* 10 % of a CPU in the last tick */
 #define CPU_SAMPLE_STACK_BYTES 2048u /* the rest of a spinning thread's stack is read live when unwound */
 #define CPU_COOL_TICKS 8 /* ticks in a row under the percentage (a quarter window) before it cools down */
@@ -85,18 +85,6 @@ static void drop_hot(cpu_hot_thread *h)
     free(h->ring);
     free(h->ring_time);
     memset(h, 0, sizeof *h);
-}
-
-void cpu_high_request_free(cpu_high_request *cpu)
-{
-    if (cpu == NULL)
-        return;
-    for (size_t j = 0; j < cpu->sampled_count; j++) {
-        for (size_t i = 0; i < cpu->sampled[j].sample_count; i++)
-            free(cpu->sampled[j].samples[i].stack);
-        free(cpu->sampled[j].samples);
-    }
-    free(cpu);
 }
 
 void cpu_high_free(watched_process *w)
@@ -264,6 +252,23 @@ static int by_cpu_descending(const void *x, const void *y)
     return a->tid < b->tid ? -1 : a->tid > b->tid;
 }
 
+/* A CPU-high report: every thread captured, `tid` (the hottest) first,
+ * nothing about a loop; handed to the worker with `cpu` (taken over). */
+static void submit_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_request *cpu)
+{
+    report_request *req = calloc(1, sizeof *req);
+    if (!req) {
+        cpu_high_request_free(cpu);
+        return;
+    }
+    req->check = (hw_check){.verdict = HW_VERDICT_HANG, .busy_ns = cpu->window_ns};
+    req->cpu = cpu;
+    early_sampler_fill_request(NULL, w, 0, req);
+    capture_for_request(a, w, tid, hw_monotonic_ns(), req);
+    submit_request(a, NULL, req, false);
+    free(req);
+}
+
 /* Fill and hand over a cpu_high report for verdict `v`. */
 static void report_now(agent *a, watched_process *w, cpu_watch *cw, const hw_cpu_verdict *v, uint64_t now)
 {
@@ -320,7 +325,7 @@ static void report_now(agent *a, watched_process *w, cpu_watch *cw, const hw_cpu
         cpu->sampled_count++;
     }
     pid_t hottest = cpu->thread_count > 0 ? cpu->threads[0].tid : w->pid;
-    report_cpu_high(a, w, hottest, cpu);
+    submit_cpu_high(a, w, hottest, cpu);
     /* The next report's thread figures count from this one. */
     for (size_t i = 0; i < cw->thread_count; i++)
         cw->threads[i].base_ns = cw->threads[i].last_ns;

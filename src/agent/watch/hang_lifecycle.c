@@ -18,141 +18,15 @@
  * by a signal, or still launching when the watch ends, is kept: a start-up
  * stuck until somebody gave up is the launch hang people need to see.
  *
- * The events for the C library's callbacks go out from here too.
+ * The exports hear of each hang here: the metrics count it and its hung
+ * time, and the C library's callbacks get its start and its end.
  */
-#include <errno.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "core/abi/events.h"
-#include "core/abi/socket_name.h"
 #include "watch.h"
-#include "agent/exports/metrics.h"
-
-/* ---- events for the C library's callbacks ---- */
-
-/* A message of `kind` about thread `tid`, everything else zero. */
-static void start_message(hw_event_msg *m, uint32_t kind, pid_t tid)
-{
-    memset(m, 0, offsetof(hw_event_msg, report_path) + 1);
-    m->magic = HW_EVENT_MAGIC;
-    m->kind = kind;
-    m->tid = (int32_t)tid;
-}
-
-static void send_message(agent *a, hw_event_msg *m, const char *path)
-{
-    size_t n = path ? strlen(path) : 0;
-    if (n >= HW_EVENT_PATH_MAX)
-        n = 0; /* too long to pass: the event goes without it */
-    if (n)
-        memcpy(m->report_path, path, n);
-    m->report_path[n] = '\0';
-    ssize_t sent = sendto(a->events_fd, m, offsetof(hw_event_msg, report_path) + n + 1, MSG_DONTWAIT | MSG_NOSIGNAL,
-                          (struct sockaddr *)&a->events_addr, a->events_addr_len);
-    (void)sent; /* a program that does not listen loses its events, nothing else */
-}
-
-void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns, const char *path)
-{
-    if (a->events_fd < 0)
-        return;
-    hw_event_msg m;
-    start_message(&m, kind, tid);
-    m.busy_ns = busy_ns;
-    m.final_ns = final_ns;
-    send_message(a, &m, path);
-}
-
-/* Ask the program to post ping `token` to the loop in `slot`. */
-void send_ping(agent *a, const loop_watch *l)
-{
-    if (a->events_fd < 0)
-        return;
-    hw_event_msg m;
-    start_message(&m, HW_EVENT_PING, l->tid);
-    m.slot = l->slot;
-    m.token = l->ping.token;
-    send_message(a, &m, NULL);
-}
-
-int open_events_socket(agent *a, const char *name)
-{
-    if (name[0] != '@')
-        return -EINVAL;
-    int rc = hw_socket_address(name, &a->events_addr, &a->events_addr_len);
-    if (rc != 0)
-        return rc;
-    a->events_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    return a->events_fd >= 0 ? 0 : -errno;
-}
-
-/* If the capture saw a child of ours exit and consumed its status, keep it:
- * our own child's for the exit status, any's for its hangs' end. */
-static void note_child_exit(agent *a, watched_process *w, const hw_process_snapshot *snap)
-{
-    if (snap->process_exited && snap->reaped && snap->exit_status >= 0)
-        w->end_status = snap->exit_status; /* for its hangs' end (finish_process) */
-    if (snap->process_exited && snap->reaped && w->pid == a->child && !a->child_done) {
-        a->child_done = true;
-        a->child_status = snap->exit_status;
-    }
-}
-
-/* Python's frames are read in the same stop as the registers
- * (python_frames.h), so the interpreter is looked for when the process
- * registers (its interpreter binary or libpython is mapped by then), not in
- * a hang's path: that costs up to about 10 ms with a cold file cache.
- * While there is none, again before a capture every PYTHON_LOOK_AGAIN_NS (a
- * program may load libpython late).  Only processes with a module named
- * *python* cost more than reading their maps. */
-void look_for_python(watched_process *w)
-{
-    uint64_t now = hw_monotonic_ns();
-    if (w->python.found || (w->python_looked && now < w->python_next_look_ns))
-        return;
-    w->python_looked = true;
-    w->python_next_look_ns = now + PYTHON_LOOK_AGAIN_NS;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
-    size_t len = 0;
-    char *maps = hw_proc_read_whole(path, &len);
-    hw_python_find(w->pid, maps, len, &w->python);
-    free(maps);
-}
-
-hw_python_namer *python_namer(watched_process *w)
-{
-    if (w->python_namer == NULL && w->python.layout != NULL)
-        w->python_namer = hw_python_namer_new(&w->python, w->pid);
-    return w->python_namer;
-}
-
-static void capture_options(watched_process *w, pid_t tid, hw_capture_options *copt)
-{
-    hw_capture_options_default(copt, tid);
-    look_for_python(w);
-    if (w->python.layout != NULL) {
-        copt->interp_frames = HW_PY_MAX_FRAMES;
-        copt->while_stopped = hw_python_read_stacks;
-        copt->while_stopped_ctx = &w->python;
-    }
-}
-
-/* Stop only thread `tid` of the process (a sample, an annealing check). */
-void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap)
-{
-    hw_capture_options copt;
-    capture_options(w, tid, &copt);
-    copt.all_threads = false;
-    hw_capture_process(w->pid, &copt, snap);
-    note_child_exit(a, w, snap);
-}
 
 /* Is stretch `seq` of this loop the process's launch?  Only the preloaded
  * observer's main thread starts busy at process start (its page says so);
@@ -174,39 +48,14 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq)
 static void capture_for_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
                                report_request *req)
 {
-    hw_capture_options copt;
-    capture_options(w, l->tid, &copt);
-    req->python = w->python;
+    look_for_python(w); /* before the samples are named */
     req->check = *c;
-    req->pid = w->pid;
-    req->tid = l->tid;
-    snprintf(req->executable, sizeof req->executable, "%s", w->executable);
     req->stutter = l->last_stutter;
-    sampler_fill_request(l->sampler, w, c->seq, req);
+    early_sampler_fill_request(l->sampler, w, c->seq, req);
     uint64_t now = hw_monotonic_ns();
     if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && c->busy_start_ns != 0 && now > c->busy_start_ns)
         req->check.busy_ns = now - c->busy_start_ns;
-    req->detected_unix_ns = hw_realtime_ns();
-    req->captured_ns = now;
-    int rc = hw_capture_process(w->pid, &copt, &req->snap);
-    /* Names of the Python code now, while the process most likely lives. */
-    req->py_names = hw_python_name_threads(python_namer(w), &req->snap, false);
-    if (rc < 0 && req->snap.process_name[0] == '\0')
-        snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
-    note_child_exit(a, w, &req->snap);
-}
-
-static void submit(agent *a, hang_record *hang, report_request *req, bool recheck)
-{
-    if (worker_submit_report(a->worker, hang, req, recheck))
-        return;
-    hw_metrics_report_dropped(a->metrics, req->snap.process_name, HW_METRICS_DROP_QUEUE_FULL);
-    report_request_release(req);
-    a->queue_dropped++;
-    if (!a->said_queue_dropped && !a->opts->quiet) {
-        a->said_queue_dropped = true;
-        fprintf(stderr, "hangwatch: the report writer is behind: a capture was dropped (further drops are counted)\n");
-    }
+    capture_for_request(a, w, l->tid, now, req);
 }
 
 /* A report of something that is not a hang with a lifecycle (a semaphore
@@ -217,37 +66,9 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
     if (!req)
         return;
     capture_for_report(a, w, l, c, req);
-    hw_metrics_hang_detected(a->metrics, w->metrics_name, c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG);
-    submit(a, NULL, req, false);
-    free(req);
-}
-
-/* A CPU-high report (cpu_high.c): every thread captured, `tid` (the
- * hottest) first; nothing about a loop. */
-void report_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_request *cpu)
-{
-    report_request *req = calloc(1, sizeof *req);
-    if (!req) {
-        cpu_high_request_free(cpu);
-        return;
-    }
-    hw_capture_options copt;
-    capture_options(w, tid, &copt);
-    req->python = w->python;
-    req->check = (hw_check){.verdict = HW_VERDICT_HANG, .busy_ns = cpu->window_ns};
-    req->pid = w->pid;
-    req->tid = tid;
-    req->cpu = cpu;
-    snprintf(req->executable, sizeof req->executable, "%s", w->executable);
-    sampler_fill_request(NULL, w, 0, req);
-    req->detected_unix_ns = hw_realtime_ns();
-    req->captured_ns = hw_monotonic_ns();
-    int rc = hw_capture_process(w->pid, &copt, &req->snap);
-    req->py_names = hw_python_name_threads(python_namer(w), &req->snap, false);
-    if (rc < 0 && req->snap.process_name[0] == '\0')
-        snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
-    note_child_exit(a, w, &req->snap);
-    submit(a, NULL, req, false);
+    hw_metrics_hang_detected(hw_exports_metrics(a->exports), w->metrics_name,
+                             c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG);
+    submit_request(a, NULL, req, false);
     free(req);
 }
 
@@ -269,12 +90,12 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     /* A launch's reports wait until the process proves to be a loop
      * (docs/decisions.md, "Launch hangs"). */
     l->hang = worker_new_hang(c.launch);
-    exports_hang_begin(a, w, l, &c, now);
-    send_event(a, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
+    hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now);
+    hw_exports_event(a->exports, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
     report_request *req = calloc(1, sizeof *req);
     if (req) {
         capture_for_report(a, w, l, &c, req);
-        submit(a, l->hang, req, false);
+        submit_request(a, l->hang, req, false);
         free(req);
     }
     l->next_capture_ns = hw_monotonic_ns() + a->opts->detector.check_period_ns;
@@ -321,8 +142,7 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
     hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r->seq, .busy_start_ns = l->hung_start_ns,
                   .busy_ns = now - l->hung_start_ns, .launch = is_launch(w, l, r->seq)};
     /* With early sampling, Matrix decides on the newest sample. */
-    if (l->sampler && l->sampler->seq == r->seq && l->sampler->ring.count > 0)
-        req->key_count = sampler_newest_keys(l->sampler, req->keys, HW_ANNEAL_MAX_FRAMES);
+    req->key_count = early_sampler_newest_keys(l->sampler, r->seq, req->keys, HW_ANNEAL_MAX_FRAMES);
     capture_for_report(a, w, l, &c, req);
     if (req->snap.process_exited || !still_hung(w, l)) {
         /* It ended meanwhile: the next look closes it. */
@@ -330,7 +150,7 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
         free(req);
         return;
     }
-    submit(a, l->hang, req, true);
+    submit_request(a, l->hang, req, true);
     free(req);
 }
 
@@ -346,7 +166,7 @@ void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_
             l->next_capture_ns = moved_at + a->opts->detector.check_period_ns;
         }
     }
-    exports_hang_still_on(a, l, now);
+    hw_exports_hang_still_on(a->exports, &l->metrics, now);
     if (now >= l->next_capture_ns)
         recheck(a, w, l, r, now);
     uint64_t end_poll = now + HANG_END_POLL_NS;
@@ -359,9 +179,9 @@ static void end_hang(agent *a, loop_watch *l, uint64_t now, const char *end, boo
 {
     /* It ended between the last look that saw it hung and now. */
     uint64_t final_ns = now > l->hung_start_ns ? now - l->hung_start_ns : 0;
-    send_event(a, HW_EVENT_HANG_END, l->tid, 0, final_ns, NULL);
+    hw_exports_event(a->exports, HW_EVENT_HANG_END, l->tid, 0, final_ns, NULL);
     uint64_t precision_ns = now > l->last_seen_hung_ns ? now - l->last_seen_hung_ns : 0;
-    exports_hang_end(a, l, now, final_ns, keep_launch);
+    hw_exports_hang_end(a->exports, &l->metrics, now, final_ns, keep_launch);
     if (l->hang)
         worker_submit_finish(a->worker, l->hang, final_ns, precision_ns, end, keep_launch, wait_status);
     l->hang = NULL;

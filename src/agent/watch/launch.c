@@ -138,29 +138,6 @@ static int choose_kernel_observer(agent *a, bool *use_kernel)
     return 0;
 }
 
-/* The program, stopped before its exec, is watched through the kernel
- * observer from its first instruction: its slot is busy from the start,
- * as the preloaded observer's is (a launch). */
-static void watch_launched_through_kernel(agent *a, pid_t pid)
-{
-    char why[512];
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    const hw_shared_page *page =
-        pidfd >= 0 ? hw_kobs_watch(a->kobs, pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads,
-                                   !a->opts->no_follow, HW_KOBS_START_LAUNCHING, why, sizeof why)
-                   : NULL;
-    if (page != NULL && registry_add_kernel_watch(a, pid, pidfd, page)) {
-        a->warned_unregistered = true; /* it never registers: nothing to warn about */
-        return;
-    }
-    if (page != NULL)
-        hw_kobs_forget(a->kobs, page);
-    if (pidfd >= 0)
-        close(pidfd);
-    fprintf(stderr, "hangwatch: warning: the program cannot be watched through the kernel observer: %s\n",
-            page ? "too many processes" : pidfd < 0 ? strerror(errno) : why);
-}
-
 /* Fork and exec the program.  Exec failures come back through a pipe. */
 int launch_program(agent *a)
 {
@@ -230,7 +207,7 @@ int launch_program(agent *a)
     close(errpipe[1]);
     if (use_kernel) {
         close(gopipe[0]);
-        watch_launched_through_kernel(a, pid);
+        kernel_watch_launched(a, pid); /* from its first instruction: a launch */
         close(gopipe[1]); /* go: the child execs now */
     }
     int child_errno = 0;

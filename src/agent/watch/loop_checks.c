@@ -6,8 +6,8 @@
  * runloop detector (Matrix's busy stretches, exact or periodic), or one of
  * the seeds' alternatives kept for comparison (the semaphore's 50 ms state
  * samples, ANREye's ping, the frame gap).  It decides *that* something is a
- * hang and hands it to hang_lifecycle.c; it also takes early sampling's
- * samples into the loop's ring.
+ * hang and hands it to hang_lifecycle.c; early_sampler.c takes early
+ * sampling's samples when they are due.
  *
  * Everything read from the page is the program's word: a reading that makes
  * no sense (a start in the future, a thread that is not the process's) is
@@ -22,54 +22,13 @@
 #include <unistd.h>
 
 #include "watch.h"
-#include "agent/capture/capture.h"
-#include "agent/report/report_model.h"
-
-static void sampler_free(sampler *s)
-{
-    if (!s)
-        return;
-    if (s->sym)
-        hw_symbolizer_free(s->sym);
-    hw_perf_sampler_close(s->perf);
-    for (size_t i = 0; s->raw && i < s->ring.capacity; i++)
-        free(s->raw[i].stack);
-    free(s->raw);
-    free(s->samples);
-    free(s->top_repeat);
-    free(s);
-}
-
-static sampler *sampler_new(size_t capacity)
-{
-    sampler *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    s->samples = calloc(capacity, sizeof *s->samples);
-    s->top_repeat = calloc(capacity, sizeof *s->top_repeat);
-    s->raw = calloc(capacity, sizeof *s->raw);
-    if (!s->samples || !s->top_repeat || !s->raw) {
-        sampler_free(s);
-        return NULL;
-    }
-    hw_ring_init(&s->ring, s->samples, s->top_repeat, capacity);
-    return s;
-}
-
-
-/* The state letter of the thread ('R', 'S', 'T', 't', ...), '?' if gone. */
-static char thread_state(pid_t pid, pid_t tid)
-{
-    hw_task_stat st;
-    return hw_task_stat_read(pid, tid, &st) == 0 ? st.state : '?';
-}
 
 /* Stopped by a signal (SIGSTOP, job control: 'T') or held by a tracer (a
  * debugger at a breakpoint, after an attach: 't').  The agent's own
  * captures are over by the time it looks (same thread). */
 static bool thread_stopped(pid_t pid, pid_t tid)
 {
-    char state = thread_state(pid, tid);
+    char state = hw_task_state(pid, tid);
     return state == 'T' || state == 't';
 }
 
@@ -85,307 +44,6 @@ static void hold_stopped(loop_watch *l, uint64_t seq, uint64_t now)
     l->held = true;
     l->next_wake_ns = now + STOPPED_LOOK_NS;
 }
-
-
-/* ---- early sampling ----
- *
- * While the loop thread runs, the kernel samples it (perf_sampler.h): no
- * stop.  When the agent finds no new kernel sample and the thread is off its
- * CPU (a sleep in a callback), the thread is stopped once (ptrace) and that
- * stack is then reused for as long as the thread stays blocked in the same
- * system call at the same place (/proc/PID/task/TID/syscall unchanged:
- * number, arguments, stack pointer, pc).  A process running Python is
- * always stopped: its interpreter's frame chain can only be read stopped.
- * Without perf events, every sample stops the thread, as before. */
-
-static void drop_raw(sampler *s, size_t slot);
-
-/* Unwind `t` (a copy of the loop thread's registers and stack) and add it to
- * the ring; `names`: its Python frames, or NULL.  With `park`, it is also
- * kept as the stack to reuse while the thread stays blocked. */
-static void add_sample(sampler *s, const hw_thread_snapshot *t, const hw_python_names *names, uint64_t time_ns,
-                       hw_sample_source source, bool park)
-{
-    hw_backtrace bt = {0};
-    hw_unwind_thread(s->sym, t, HW_SAMPLE_MAX_FRAMES, &bt);
-    if (names)
-        hw_python_merge(names, &bt);
-    uint64_t pcs[HW_SAMPLE_MAX_FRAMES];
-    size_t n = 0;
-    for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
-        pcs[n] = bt.frames[n].runtime_key ? bt.frames[n].runtime_key : bt.frames[n].instruction_addr;
-    /* Runs are counted per top *function*: a spin moves its pc.  In a
-     * program that runs Python, the innermost Python function is the top:
-     * the interpreter's own C frames change at every sample. */
-    uint64_t top_key = 0;
-    if (bt.count > 0)
-        top_key = hw_frame_function_key(&bt.frames[0]);
-    for (size_t k = 0; k < bt.count; k++)
-        if (bt.frames[k].language != HW_LANG_NATIVE) {
-            top_key = hw_frame_function_key(&bt.frames[k]);
-            break;
-        }
-    if (n > 0) {
-        drop_raw(s, s->ring.tail); /* the slot it overwrites */
-        hw_ring_add_from(&s->ring, pcs, n, top_key, time_ns, source);
-        if (park) {
-            memcpy(s->parked_pcs, pcs, n * sizeof pcs[0]);
-            s->parked_depth = n;
-            s->parked_top = top_key;
-        }
-    }
-    hw_backtrace_free(&bt);
-}
-
-/* Samples kept raw: unwinding one costs the agent a few hundred
- * microseconds of CPU, which on a machine with every CPU busy is taken
- * from the program itself; most rings are never looked at (no hang). */
-#define MAX_RAW_PENDING 64
-
-static void drop_raw(sampler *s, size_t slot)
-{
-    if (s->raw[slot].stack) {
-        free(s->raw[slot].stack);
-        s->raw[slot].stack = NULL;
-        s->raw_pending--;
-    }
-}
-
-/* Unwind the ring's raw samples in place (their top keys were set from the
- * pc when they were added, and stay). */
-static void unwind_raw_samples(sampler *s)
-{
-    for (size_t slot = 0; s->raw_pending > 0 && slot < s->ring.capacity; slot++) {
-        hw_thread_snapshot *t = &s->raw[slot];
-        if (!t->stack)
-            continue;
-        hw_backtrace bt = {0};
-        if (s->sym)
-            hw_unwind_thread(s->sym, t, HW_SAMPLE_MAX_FRAMES, &bt);
-        hw_sample *sample = &s->samples[slot];
-        size_t n = 0;
-        for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
-            sample->pcs[n] = bt.frames[n].runtime_key ? bt.frames[n].runtime_key : bt.frames[n].instruction_addr;
-        if (n > 0)
-            sample->depth = n; /* else the pc alone stays */
-        hw_backtrace_free(&bt);
-        drop_raw(s, slot);
-    }
-}
-
-/* Add kernel sample `t` to the ring raw: its pc, the pc's function as the
- * top key; `t`'s stack copy is taken over. */
-static void add_raw_sample(sampler *s, hw_thread_snapshot *t, uint64_t time_ns)
-{
-    if (s->raw_pending >= MAX_RAW_PENDING)
-        unwind_raw_samples(s);
-    hw_frame f = {0};
-    hw_symbolize_frame(s->sym, t->regs.rip, true, &f);
-    uint64_t top_key = hw_frame_function_key(&f);
-    hw_frame_clear(&f);
-    size_t slot = s->ring.tail;
-    uint64_t pc = t->regs.rip;
-    hw_ring_add_from(&s->ring, &pc, 1, top_key, time_ns, HW_SAMPLE_KERNEL);
-    drop_raw(s, slot);
-    if (t->stack) {
-        s->raw[slot] = *t;
-        s->raw_pending++;
-        t->stack = NULL;
-    }
-}
-
-/* Stop the loop thread and take one sample into the ring. */
-static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uint64_t now, bool park)
-{
-    sampler *s = l->sampler;
-    hw_process_snapshot snap;
-    capture_thread(a, w, l->tid, &snap);
-    if (!s->sym && snap.maps)
-        s->sym = hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, NULL);
-    for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
-        if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
-            continue;
-        hw_python_names *names = hw_python_name_threads(python_namer(w), &snap, true);
-        add_sample(s, &snap.threads[i], names ? &names[i] : NULL, now, HW_SAMPLE_STOPPED, park);
-        hw_python_names_free(names, snap.thread_count);
-    }
-    hw_process_snapshot_free(&snap);
-}
-
-/* Open the loop thread's perf event, once; false (and ptrace samples from
- * then on) when perf events cannot be had, said once per agent. */
-static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
-{
-    sampler *s = l->sampler;
-    if (s->perf)
-        return true;
-    if (s->perf_refused || a->opts->samples_by_ptrace)
-        return false;
-    look_for_python(w);
-    if (w->python.layout != NULL) {
-        s->perf_refused = true; /* its frames are read stopped */
-        return false;
-    }
-    char why[160];
-    s->perf_tid = l->tid;
-    s->perf_is_main = l->tid == w->pid;
-    s->perf = hw_perf_sampler_open(l->tid, a->opts->sample_interval_ns, HW_PERF_SAMPLE_STACK_BYTES,
-                                   a->opts->samples_by_task_clock ? HW_PERF_TRIGGER_TASK_CLOCK : HW_PERF_TRIGGER_ANY, why,
-                                   sizeof why);
-    if (s->perf)
-        return true;
-    s->perf_refused = true;
-    if (!a->said_no_perf_sampling && !a->opts->quiet) {
-        a->said_no_perf_sampling = true;
-        fprintf(stderr, "hangwatch: early samples stop the thread (ptrace) instead of being taken by the kernel: %s\n",
-                why);
-    }
-    return false;
-}
-
-/* Move the kernel's samples from its ring into ours; how many came. */
-static unsigned drain_kernel_samples(sampler *s)
-{
-    if (!s->perf || !s->perf_on || !s->sym)
-        return 0;
-    hw_thread_snapshot t;
-    uint64_t time_ns;
-    unsigned taken = 0;
-    while (hw_perf_sampler_next(s->perf, &t, &time_ns) == 1) {
-        t.tid = s->perf_tid;
-        t.is_target = true;
-        t.is_main = s->perf_is_main;
-        if (time_ns >= s->stretch_start_ns) /* not a sample of the previous stretch */
-            add_raw_sample(s, &t, time_ns);
-        free(t.stack);
-        taken++;
-    }
-    return taken;
-}
-
-/* One sampling tick of a busy stretch through the kernel: the samples it
- * took since the last tick (their count), or, if none and the thread is
- * off its CPU, its blocked stack (taken once, then reused). */
-static unsigned take_kernel_samples(agent *a, watched_process *w, loop_watch *l, uint64_t now)
-{
-    sampler *s = l->sampler;
-    if (!s->sym) {
-        char path[64];
-        size_t len = 0;
-        snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
-        char *maps = hw_proc_read_whole(path, &len);
-        if (maps)
-            s->sym = hw_symbolizer_new(w->pid, maps, len, NULL);
-        free(maps);
-        if (!s->sym)
-            return 0;
-    }
-    unsigned taken = drain_kernel_samples(s);
-    if (taken > 0) {
-        s->parked_line[0] = '\0';
-        return taken;
-    }
-    char state = thread_state(w->pid, l->tid);
-    if (state != 'S' && state != 'D')
-        return 0; /* running or runnable: the kernel samples it as it runs */
-    char line[sizeof s->parked_line];
-    if (hw_task_syscall_line(w->pid, l->tid, line, sizeof line) <= 0)
-        line[0] = '\0';
-    if (line[0] != '\0' && strcmp(line, s->parked_line) == 0 && s->parked_depth > 0) {
-        drop_raw(s, s->ring.tail);
-        hw_ring_add_from(&s->ring, s->parked_pcs, s->parked_depth, s->parked_top, now, HW_SAMPLE_REUSED);
-        return 0;
-    }
-    s->parked_depth = 0;
-    take_stopped_sample(a, w, l, now, true);
-    snprintf(s->parked_line, sizeof s->parked_line, "%s", line);
-    return 0;
-}
-
-/* While the kernel samples a running thread, the agent need not look at
- * every interval: it reads the ring every 100 ms, or sooner if the ring
- * would fill first (half of it), never more often than the interval.  Each
- * look is a wake-up of the real-time watch thread, which can preempt the
- * thread on its own CPU (docs/decisions.md §35). */
-#define KERNEL_DRAIN_NS 100000000ull
-static uint64_t kernel_drain_period(const sampler *s, uint64_t interval)
-{
-    uint64_t half_ring = hw_perf_sampler_ring_samples(s->perf) / 2 *
-                         hw_perf_sampler_period_ns(s->perf);
-    uint64_t period = half_ring < KERNEL_DRAIN_NS ? half_ring : KERNEL_DRAIN_NS;
-    return period > interval ? period : interval;
-}
-
-/* Sample if one is due for the current busy stretch; returns when the next
- * one is due (UINT64_MAX while the loop waits: nothing to sample). */
-static uint64_t sample_if_due(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
-{
-    sampler *s = l->sampler;
-    uint64_t interval = a->opts->sample_interval_ns;
-    if (!r->busy) {
-        s->seq = 0;
-        if (s->perf_on && hw_perf_sampler_enable(s->perf, false) == 0)
-            s->perf_on = false;
-        return now + interval; /* look again soon: the next stretch's first sample */
-    }
-    if (s->seq != r->seq) {
-        /* A new stretch: a new ring (an idle stack is the wait call). */
-        hw_ring_clear(&s->ring);
-        for (size_t slot = 0; s->raw_pending > 0 && slot < s->ring.capacity; slot++)
-            drop_raw(s, slot);
-        if (s->sym) {
-            hw_symbolizer_free(s->sym);
-            s->sym = NULL;
-        }
-        s->seq = r->seq;
-        s->next_sample_ns = r->busy_start_ns + interval;
-        s->stretch_start_ns = r->busy_start_ns;
-        s->parked_line[0] = '\0';
-        s->parked_depth = 0;
-    }
-    if (now >= s->next_sample_ns) {
-        if (perf_ready(a, w, l) && (s->perf_on || hw_perf_sampler_enable(s->perf, true) == 0)) {
-            s->perf_on = true;
-            if (take_kernel_samples(a, w, l, now) > 0) { /* running: the kernel samples it */
-                s->next_sample_ns = now + kernel_drain_period(s, interval);
-                return s->next_sample_ns;
-            }
-        } else { /* no perf event, or it would not start: stop the thread */
-            take_stopped_sample(a, w, l, now, false);
-        }
-        s->next_sample_ns += interval;
-        if (s->next_sample_ns <= now)
-            s->next_sample_ns = now + interval;
-    }
-    return s->next_sample_ns;
-}
-
-/* Function keys of the newest sample, for annealing; 0 if none. */
-size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max)
-{
-    if (s) {
-        drain_kernel_samples(s);
-        unwind_raw_samples(s);
-    }
-    if (!s || s->ring.count == 0 || !s->sym)
-        return 0;
-    const hw_sample *newest = hw_ring_at(&s->ring, s->ring.count - 1);
-    size_t n = 0;
-    for (; n < newest->depth && n < max; n++) {
-        hw_frame f = {0};
-        if (hw_python_key_is_python(newest->pcs[n]))
-            f.runtime_key = newest->pcs[n];
-        else
-            hw_symbolize_frame(s->sym, newest->pcs[n], n == 0, &f);
-        keys[n] = hw_frame_function_key(&f);
-        hw_frame_clear(&f);
-    }
-    return n;
-}
-
-
-
-
 
 
 /*
@@ -424,7 +82,7 @@ static void check_ping(agent *a, watched_process *w, loop_watch *l, const hw_loo
         l->ping_seq = r->seq;
         l->ping_busy = r->busy;
         if (a->pings_by_post)
-            send_ping(a, l);
+            hw_exports_ping(a->exports, l->tid, l->slot, l->ping.token);
     }
     l->next_wake_ns = l->ping.next_ns;
 }
@@ -649,7 +307,7 @@ static loop_watch *loop_watch_new(agent *a, const watched_process *w, unsigned s
     hw_detector_init(&l->detector, &cfg, now);
     l->next_wake_ns = l->detector.next_check_ns;
     if (a->opts->early_sampling)
-        l->sampler = sampler_new(a->opts->ring_size);
+        l->sampler = early_sampler_new(a->opts->ring_size);
     hw_stutter_config scfg;
     hw_stutter_config_default(&scfg, a->opts->detector.threshold_ns);
     hw_stutter_init(&l->stutter, &scfg, now);
@@ -665,7 +323,7 @@ static void loop_watch_free(loop_watch *l)
 {
     if (!l)
         return;
-    sampler_free(l->sampler);
+    early_sampler_free(l->sampler);
     free(l);
 }
 
@@ -715,7 +373,7 @@ void check_process(agent *a, watched_process *w, uint64_t now)
             } else {
                 /* A stopped thread has nothing to sample (and a debugger's
                  * would refuse a stop). */
-                uint64_t sample_at = l->sampler && !l->held ? sample_if_due(a, w, l, &r, now) : UINT64_MAX;
+                uint64_t sample_at = l->sampler && !l->held ? early_sampler_tick(a, w, l, &r, now) : UINT64_MAX;
                 check_loop(a, w, l, r, now);
                 if (sample_at < l->next_wake_ns)
                     l->next_wake_ns = sample_at;
@@ -734,65 +392,12 @@ void check_process(agent *a, watched_process *w, uint64_t now)
 }
 
 
-/* Early sampling's Point Stack of stretch `seq`, as addresses, for a report. */
-void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_request *req)
-{
-    req->main_thread_state = "not_requested";
-    req->main_thread_reason = "disabled";
-    if (!s)
-        return;
-    req->main_thread_state = "empty";
-    req->main_thread_reason = "no_samples";
-    drain_kernel_samples(s);
-    if (s->seq == seq)
-        unwind_raw_samples(s);
-    long idx = s->seq == seq ? hw_ring_point_stack(&s->ring) : -1;
-    if (idx < 0)
-        return;
-    const hw_sample *chosen = hw_ring_at(&s->ring, (size_t)idx);
-    hw_ring_repeat_counts(&s->ring, (size_t)idx, req->ps_counts);
-    req->ps_depth = chosen->depth < HW_SAMPLE_MAX_FRAMES ? chosen->depth : HW_SAMPLE_MAX_FRAMES;
-    memcpy(req->ps_pcs, chosen->pcs, req->ps_depth * sizeof req->ps_pcs[0]);
-    req->ps_sample_count = s->ring.count;
-    req->ps_ring_capacity = s->ring.capacity;
-    req->ps_chosen_index = (size_t)idx;
-    req->ps_top_repeat = hw_ring_repeat_at(&s->ring, (size_t)idx);
-    hw_ring_count_sources(&s->ring, req->ps_sources);
-    if (s->perf) {
-        req->ps_kernel_trigger = hw_perf_trigger_name(hw_perf_sampler_trigger(s->perf));
-        req->ps_kernel_period_ns = hw_perf_sampler_period_ns(s->perf);
-    }
-    /* Every sample, for a flame graph (none when out of memory). */
-    if (hw_ring_stacks_of(&s->ring, idx, HW_REPORT_MAX_SAMPLE_STACKS, &req->ring) != 0)
-        memset(&req->ring, 0, sizeof req->ring);
-    /* Their Python frames are named now, while the process most likely lives. */
-    hw_python_namer *namer = python_namer(w);
-    for (size_t i = 0; namer && i < req->ps_depth; i++) {
-        if (!hw_python_key_is_python(req->ps_pcs[i]))
-            continue;
-        if (!req->ps_named && !(req->ps_named = calloc(req->ps_depth, sizeof *req->ps_named)))
-            break;
-        hw_python_frame_from_key(namer, req->ps_pcs[i], &req->ps_named[i]);
-    }
-    for (size_t i = 0; namer && i < req->ring.addr_count; i++) {
-        if (!hw_python_key_is_python(req->ring.addrs[i].pc))
-            continue;
-        if (!req->ring_named && !(req->ring_named = calloc(req->ring.addr_count, sizeof *req->ring_named)))
-            break;
-        hw_python_frame_from_key(namer, req->ring.addrs[i].pc, &req->ring_named[i]);
-    }
-    req->main_thread_state = "collected";
-    req->main_thread_reason = "early_sampling";
-}
-
-/* Every loop of a process: its hangs are closed by the caller first. */
-void free_loops(agent *a, watched_process *w)
+/* Every loop of a process: its hangs are closed by the caller first
+ * (finish_process). */
+void free_loops(watched_process *w)
 {
     for (unsigned i = 0; i < HW_PAGE_SLOTS; i++) {
-        loop_watch *l = w->loops[i];
-        if (l && l->hung)
-            hang_finish(a, l, hw_monotonic_ns(), "agent_exited", true);
-        loop_watch_free(l);
+        loop_watch_free(w->loops[i]);
         w->loops[i] = NULL;
     }
 }

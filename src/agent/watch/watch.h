@@ -1,31 +1,42 @@
 /*
- * watch.h - the agent's parts and the state they share.
+ * watch.h - the watch stage: the agent's watch thread, its state, and what
+ * its parts share.  Nothing outside this folder includes it (the command
+ * line reaches the agent through agent/agent.h).
  *
- * The agent (`hangwatch run` / `hangwatch attach`) is one process with two
- * threads:
+ * The agent (`hangwatch run`, `watch` and `attach`) is one process whose
+ * watch thread does everything that must happen now, while the program
+ * runs on:
  *
- *   the watch thread (agent.c's loop) does everything that must happen now:
- *     launch.c          start the program with the observer preloaded;
- *     registry.c        accept loop pages, only from the watched tree;
- *     loop_checks.c     look at each loop on its detector's schedule;
- *     hang_lifecycle.c  a hang's start (the capture: the program is stopped
- *                       for well under a millisecond), its annealing
- *                       re-checks and its end;
- *     cpu_high.c        --cpu-high: a process's CPU use, its hottest
- *                       threads' kernel samples, CPU-high reports;
- *   the report worker (report_worker.c, with report_samples.c and
- *     report_cpu_high.c: report_worker.h), at SCHED_IDLE, does everything
- *     that may happen later: unwinding, symbolizing, writing reports, adding
- *     final durations.  Any runnable thread of the watched program preempts
- *     it (docs/benchmarks.md measures what is left), and many hangs at once
- *     are all captured promptly however slow writing is.
+ *   watch_loop.c      hw_agent_run, and the loop: one ppoll() until
+ *                     something can have happened;
+ *   launch.c          start the program with the observer preloaded;
+ *   admission.c       the registration socket: admit loop pages, only from
+ *                     the watched tree (page_guard.c keeps a page that
+ *                     faults from taking the agent down);
+ *   kernel_watch.c    processes watched through the kernel observer
+ *                     (watch -p, static programs, raw-syscall loops, their
+ *                     new children); kernel_observer.c loads it;
+ *   watched_table.c   the table of watched processes: adding one, finding
+ *                     it, and tearing down everything it holds;
+ *   loop_checks.c     look at each loop on its detector's schedule;
+ *   hang_lifecycle.c  a hang's start (the capture), its annealing re-checks
+ *                     and its end;
+ *   early_sampler.c   --early-sampling: a ring of the busy loop's stacks;
+ *   captures.c        capturing a watched process and handing the capture
+ *                     to the report worker;
+ *   cpu_high.c        --cpu-high: a process's CPU use, its hottest
+ *                     threads' kernel samples, CPU-high reports;
+ *   clock_source.c    the clock the observers stamp with;
+ *   js_maps.c         node's perf maps, asked for and cleaned up.
  *
- *   and, with the exports (agent_exports.c, docs/metrics.md), threads that
- *     never touch detection: libmicrohttpd's for /metrics and a textfile
- *     writer (metrics_server.c), and the Sentry sender (sentry_sender.c).
+ * It hands captures to the report stage (agent/report/report.h), whose
+ * worker thread does everything that may happen later, and tells the
+ * exports (agent/exports/exports.h) of hangs as they begin, go on and end.
+ * docs/architecture.md draws the stages.
  *
- * Reading order for a newcomer: agent.c, launch.c, registry.c,
- * loop_checks.c, hang_lifecycle.c, report_worker.c, then cpu_high.c.
+ * Reading order for a newcomer: watch_loop.c, launch.c, admission.c,
+ * watched_table.c, loop_checks.c, hang_lifecycle.c, captures.c, then
+ * early_sampler.c and cpu_high.c.
  */
 #ifndef HANGWATCH_WATCH_H
 #define HANGWATCH_WATCH_H
@@ -33,71 +44,36 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/un.h>
 
-#include "core/annealing.h"
+#include "agent/agent.h"
+#include "agent/capture/capture.h"
+#include "agent/common/clock.h"
+#include "agent/exports/exports.h"
+#include "agent/report/report.h"
+#include "agent/symbols/symbols.h"
+#include "core/abi/shared_page.h"
 #include "core/detector.h"
 #include "core/frame_gap.h"
 #include "core/ping_detector.h"
-#include "core/point_stack.h"
-#include "core/ring_stacks.h"
 #include "core/semaphore_detector.h"
-#include "core/abi/shared_page.h"
 #include "core/stutter.h"
 #include "core/tsc_clock.h"
-#include "agent/agent.h"
-#include "agent/common/clock.h"
-#include "agent/capture/capture.h"
 #include "kernel_observer.h"
-#include "agent/symbols/symbols.h"
 
 #define MAX_WATCHED 1024
-#define MAX_FRAMES 256
 #define REGISTRATION_GRACE_NS 1000000000ull
-#define MAX_STRETCH_REPORTS 16
 #define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
 #define PYTHON_LOOK_AGAIN_NS 10000000000ull /* no Python interpreter found: look again after 10 s */
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
 #define STOPPED_LOOK_NS 50000000ull   /* a stopped or traced process: look at its state every 50 ms */
 
-/* Early sampling of one process's loop thread: a ring per busy stretch. */
-typedef struct sampler {
-    hw_sample_ring ring;
-    hw_sample *samples;
-    size_t *top_repeat;
-    uint64_t seq;            /* the stretch the ring holds, 0 = none */
-    uint64_t next_sample_ns;
-    uint64_t stretch_start_ns;
-    hw_symbolizer *sym;      /* the watch thread's own, kept for the stretch */
-    /* kernel samples (perf_sampler.h), when the loop thread can have them;
-     * kept raw (registers and stack copy, per ring slot) and unwound only
-     * when a report or an annealing check needs them */
-    struct hw_perf_sampler *perf;
-    hw_thread_snapshot *raw; /* ring capacity entries; stack == NULL: nothing pending */
-    size_t raw_pending;
-    bool perf_on;            /* enabled for the current busy stretch */
-    bool perf_refused;       /* cannot be had: every sample stops the thread */
-    pid_t perf_tid;          /* the thread it samples */
-    bool perf_is_main;
-    /* the stack taken while the thread was blocked, reused while it stays so */
-    char parked_line[160];   /* its /proc/PID/task/TID/syscall line then */
-    uint64_t parked_pcs[HW_SAMPLE_MAX_FRAMES];
-    size_t parked_depth;
-    uint64_t parked_top;
-} sampler;
+/* Early sampling of one loop thread (early_sampler.c). */
+typedef struct early_sampler early_sampler;
 
 /* CPU-high reports (cpu_high.c): a watched process's CPU readings and the
  * samplers of its hottest threads. */
 typedef struct cpu_watch cpu_watch;
-typedef struct cpu_high_request cpu_high_request; /* below */
-#define CPU_HOT_THREADS 3     /* threads sampled */
-#define CPU_RING_SAMPLES 128  /* raw samples kept per sampled thread */
-#define CPU_REPORT_THREADS 32 /* threads listed in a report, hottest first */
-
-/* The report worker's record of one hang (report_worker.c). */
-typedef struct hang_record hang_record;
 
 /* One loop thread of a watched process: its slot, detector and hang state. */
 typedef struct loop_watch {
@@ -113,11 +89,12 @@ typedef struct loop_watch {
     uint64_t wait_previous, wait_current; /* Fibonacci waits, in periods, while the stack stays */
     hang_record *hang;          /* the worker's record of it */
     uint64_t resets_seen;       /* the worker's "the stack moved" decisions taken over */
+    hw_hang_metrics metrics;    /* what the metrics keep of it (exports.h) */
     /* stops (SIGSTOP, a debugger): decisions.md §33 */
     bool held;                  /* the last look found the process stopped */
     uint64_t next_stop_look_ns; /* while hung: the next look at its state */
     uint64_t last_seen_running_ns; /* while hung: the last look that found it not stopped */
-    sampler *sampler; /* NULL unless early sampling is on */
+    early_sampler *sampler;     /* NULL unless early sampling is on */
     bool warned_unseen_wait;
     unsigned launch_waits_seen; /* looks in a row that found the launch in a wait call */
     hw_stutter stutter; /* with --stutter */
@@ -133,10 +110,6 @@ typedef struct loop_watch {
     uint64_t late_frames_seen; /* the library's late-tick count at the last look */
     uint64_t watch_start_ns;
     bool warned_no_frames;
-    /* ---- metrics of the hang in progress (agent_exports.c) ---- */
-    char metrics_process[16];    /* its process's name when it began */
-    bool metrics_launch;         /* a launch: counted only once kept */
-    uint64_t metrics_counted_ns; /* hung time counted up to here (monotonic) */
 } loop_watch;
 
 typedef struct watched_process {
@@ -159,7 +132,15 @@ typedef struct watched_process {
     cpu_watch *cpu;             /* --cpu-high, created at its first look */
 } watched_process;
 
-typedef struct report_worker report_worker;
+/* The table of watched processes (watched_table.c).  A process keeps its
+ * place, and its address, from admission to teardown: a slot is NULL when
+ * free, and no slot from `end` on is used, so a walk is
+ *   for (size_t i = 0; i < a->table.end; i++) if (a->table.slots[i]) ...
+ * and may remove the process it is at. */
+typedef struct watched_table {
+    watched_process *slots[MAX_WATCHED];
+    size_t count, end;
+} watched_table;
 
 /* The clock busy starts are stamped with (clock_source.c). */
 typedef struct clock_source {
@@ -183,19 +164,16 @@ typedef struct agent {
     bool warned_unregistered;
     bool ever_registered;       /* some process of the tree has registered */
     pid_t tree_root;            /* processes descending from it may register */
-    watched_process watched[MAX_WATCHED];
-    size_t watched_count;
+    watched_table table;
     int target_pidfd; /* attach mode: the watched program */
-    int events_fd;    /* attach mode with callbacks: a datagram socket */
-    struct sockaddr_un events_addr;
-    socklen_t events_addr_len;
     bool done;        /* attach mode: stop now */
     bool pings_by_post; /* opts->pings_by_post, and the events socket to ask with */
     report_worker *worker;
+    hw_exports *exports;
     hw_kernel_observer *kobs; /* the kernel observer, when some process is watched through it */
     clock_source clock;
     bool watch_mode;          /* `hangwatch watch`: running processes, no program of ours */
-    /* refused registrations (registry.c) */
+    /* refused registrations (admission.c) */
     unsigned long refused;
     bool said_refused;
     bool senders_have_pidfds;         /* SO_PASSPIDFD is on: every sender comes with its pidfd */
@@ -210,10 +188,6 @@ typedef struct agent {
     unsigned long queue_dropped;
     bool said_queue_dropped;
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
-    /* ---- exports beyond the machine (agent_exports.c) ---- */
-    struct hw_metrics *metrics;           /* NULL without --metrics-listen / --metrics-file */
-    struct hw_metrics_exporter *exporter; /* the /metrics server and the textfile writer */
-    struct hw_sentry_sender *sentry;      /* NULL without a Sentry DSN */
     bool said_no_cpu_samples;   /* CPU-high reports without samples: said once */
 } agent;
 
@@ -222,26 +196,55 @@ int launch_open_signal_fd(agent *a);
 int launch_program(agent *a);
 int launch_exit_code(int status);
 
-/* registry.c */
-int registry_open_socket(agent *a);
-void registry_install_fault_guard(void);
-void registry_guard_page(const void *page);   /* a mapped page the guard covers */
-void registry_unguard_page(const void *page);
-void registry_drain(agent *a);
-watched_process *registry_find(agent *a, pid_t pid);
-void registry_forget(agent *a, watched_process *w);
-/* Watch `pid` through a page of the kernel observer (`pidfd` is its own,
- * the watched process's afterwards).  False when the table is full. */
-bool registry_add_kernel_watch(agent *a, pid_t pid, int pidfd, const hw_shared_page *page);
-/* Watch `w` through the kernel observer from now on, instead of its
- * preloaded observer's page, which missed its waits (raw system calls,
- * io_uring); says what happened. */
-void registry_switch_to_kernel(agent *a, watched_process *w);
+/* admission.c: the registration socket, and what passed its checks. */
+typedef struct admitted {
+    pid_t pid;
+    uid_t uid;
+    int pidfd;                  /* the sender's own (close-on-exec) */
+    const hw_shared_page *page; /* mapped read-only, its header checked */
+} admitted;
+#define MAX_ADMITTED_PER_WAKE 64
+int admission_open_socket(agent *a);
+/* Read the registrations waiting on the socket (at most
+ * MAX_ADMITTED_PER_WAKE, so a flood cannot starve detection): those that
+ * pass every check go into `out`, the others are refused (counted, said
+ * once).  Returns how many were admitted. */
+size_t admission_drain(agent *a, admitted *out);
+/* Refuse `m` after all: the agent watches as many processes as it can. */
+void admission_refuse_full(agent *a, const admitted *m);
+
+/* page_guard.c: a page that faults (SIGBUS: its memfd shrank) is replaced
+ * by a zero page and marked, instead of killing the agent. */
+void page_guard_install(void);
+void page_guard_add(const void *page);
+void page_guard_remove(const void *page);
+bool page_guard_take_news(void); /* did a page fault since the last call? */
+bool page_guard_faulted(const void *page);
+
+/* watched_table.c */
+/* Watch process `pid` through `page` (its pidfd and page are the table's
+ * afterwards; a page of the preloaded observer or the library is guarded).
+ * NULL when the table is full (nothing taken over). */
+watched_process *table_add(agent *a, pid_t pid, int pidfd, const hw_shared_page *page);
+watched_process *table_find(agent *a, pid_t pid);
+/* Stop watching `w` and free everything it holds (its hangs are closed
+ * first: finish_process). */
+void table_remove(agent *a, watched_process *w);
+/* `w` is watched through `page` of the kernel observer from now on (its
+ * loops start afresh; its hangs are closed first). */
+void table_switch_page(agent *a, watched_process *w, const hw_shared_page *page);
+
+/* kernel_watch.c: processes watched through the kernel observer. */
+/* `hangwatch watch -p PID...`: 0, or -errno after saying why. */
+int kernel_watch_pids(agent *a);
+/* The program, about to exec, from its first instruction (a launch). */
+void kernel_watch_launched(agent *a, pid_t pid);
 /* The kernel observer told of new processes of followed ones: watch them
  * (from their start, as launches). */
-void registry_watch_new_children(agent *a);
-bool registry_take_fault_news(void); /* did a page fault since the last call? */
-bool registry_page_faulted(const watched_process *w);
+void kernel_watch_new_children(agent *a);
+/* `w` waits without going through glibc's wrappers: watch it through the
+ * kernel observer from now on, or say why its hangs cannot be seen. */
+void kernel_watch_switch(agent *a, watched_process *w);
 
 /* clock_source.c: decide the observers' clock before the program starts;
  * pair the counter with CLOCK_MONOTONIC at every wake-up; which page
@@ -254,17 +257,11 @@ bool clock_source_accepts(const agent *a, uint32_t clock);
 bool clock_source_read(const agent *a, const watched_process *w, unsigned slot, hw_loop_reading *r);
 uint64_t clock_source_slack(const agent *a, const watched_process *w);
 
-/* cpu_high.c: a tick of --cpu-high for `w` if one is due; returns when the
- * next is (UINT64_MAX when --cpu-high is off).  cpu_high_free when the
- * process is no longer watched. */
-uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now);
-void cpu_high_free(watched_process *w);
-void cpu_high_request_free(cpu_high_request *cpu);
-
 /* loop_checks.c */
+/* Look at the loops of `w` that are due; sets w->next_wake_ns. */
 void check_process(agent *a, watched_process *w, uint64_t now);
-size_t sampler_newest_keys(sampler *s, uint64_t *keys, size_t max);
-void free_loops(agent *a, watched_process *w);
+/* Free every loop of `w` (their hangs are closed first). */
+void free_loops(watched_process *w);
 
 /* hang_lifecycle.c */
 void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c);
@@ -273,129 +270,53 @@ void hang_found(agent *a, watched_process *w, loop_watch *l, const hw_loop_readi
 void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch);
 void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c);
-/* Capture every thread of `w` (thread `tid` as the report's first) for a
- * CPU-high report and hand it to the worker with `cpu` (taken over). */
-void report_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_request *cpu);
 /* Close the hangs of a process that is gone or no longer watched.  `end`
  * is why ("process_exited", "exec", "agent_exited"); `wait_status` is the
  * process's wait status when it died and it is known, else -1: a hang the
  * death ended is then a fatal hang, "killed" or "exited" (decisions.md §31). */
 void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, int wait_status);
-void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
-void look_for_python(watched_process *w);
 bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
-void send_event(agent *a, uint32_t kind, pid_t tid, uint64_t busy_ns, uint64_t final_ns, const char *path);
-void send_ping(agent *a, const loop_watch *l);
-int open_events_socket(agent *a, const char *name);
 
-/* agent_exports.c: Prometheus metrics and Sentry events.  Started before
- * the program (0, or -errno after saying why: the agent then exits 2),
- * stopped after the report worker has written its last report. */
-int exports_start(agent *a);
-void exports_stop(agent *a);
-/* The watch thread's part in the metrics of a hang: it began (a launch is
- * counted only once kept), it is still on at `now`, it ended. */
-void exports_hang_begin(agent *a, const watched_process *w, loop_watch *l, const hw_check *c, uint64_t now);
-void exports_hang_still_on(agent *a, loop_watch *l, uint64_t now);
-void exports_hang_end(agent *a, loop_watch *l, uint64_t now, uint64_t final_ns, bool keep_launch);
-/* The report worker's: report `file_name` is complete (its final duration
- * in, if it will ever have one): its Sentry event goes into the spool. */
-void exports_report_complete(agent *a, const char *file_name);
+/* early_sampler.c */
+early_sampler *early_sampler_new(size_t capacity);
+void early_sampler_free(early_sampler *s);
+/* Sample loop `l` if a sample of its busy stretch is due; returns when to
+ * look again (soon while the loop waits: the next stretch's first sample). */
+uint64_t early_sampler_tick(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
+/* Early sampling's Point Stack of stretch `seq`, as addresses, and every
+ * sample of the ring, for a report (s may be NULL: "not requested"). */
+void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t seq, report_request *req);
+/* Function keys of stretch `seq`'s newest sample, for annealing; 0 when it
+ * has none. */
+size_t early_sampler_newest_keys(early_sampler *s, uint64_t seq, uint64_t *keys, size_t max);
 
-/* report_worker.c */
+/* captures.c */
+/* The process's Python interpreter, looked for (again) when due. */
+void look_for_python(watched_process *w);
+/* The process's namer of Python code (created on first use), or NULL. */
+hw_python_namer *python_namer(watched_process *w);
+/* Stop only thread `tid` of `w` (a sample). */
+void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
+/* Capture every thread of `w` into `req`, thread `tid` the report's
+ * first, with its Python frames named right after; `now` is the capture's
+ * time (monotonic, taken right before it).  `req->check` is kept. */
+void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req);
+/* Hand `req` to the report worker (hang NULL: a one-off report); a full
+ * queue drops the capture, counted and said once.  `req` is emptied
+ * either way. */
+void submit_request(agent *a, hang_record *hang, report_request *req, bool recheck);
 
-/* A CPU-high report's figures (cpu_high.c), moved to the worker with its
- * request (report_cpu_high.c makes the report's section of them). */
-typedef struct cpu_high_thread {
-    pid_t tid;
-    char name[16];
-    uint64_t cpu_ns; /* CPU used over the threads' window */
-} cpu_high_thread;
+/* cpu_high.c: a tick of --cpu-high for `w` if one is due; returns when the
+ * next is (UINT64_MAX when --cpu-high is off).  cpu_high_free when the
+ * process is no longer watched. */
+uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now);
+void cpu_high_free(watched_process *w);
 
-typedef struct cpu_high_sampled {
-    pid_t tid;
-    size_t sample_count;
-    hw_thread_snapshot *samples; /* raw kernel samples of the window, unwound by the worker */
-} cpu_high_sampled;
-
-struct cpu_high_request {
-    unsigned percent;            /* the threshold */
-    uint64_t window_ns, cpu_ns;  /* the window measured and the CPU used in it */
-    uint64_t tenths;             /* the process's average, tenths of a percent of one CPU */
-    uint64_t threads_window_ns;  /* what the threads' figures cover (up to the window) */
-    uint64_t sample_interval_ns;
-    size_t thread_count;
-    cpu_high_thread threads[CPU_REPORT_THREADS];
-    size_t sampled_count;
-    cpu_high_sampled sampled[CPU_HOT_THREADS];
-};
-
-/* What the watch thread hands the worker for one capture. */
-typedef struct report_request {
-    hw_process_snapshot snap;     /* moved in: the worker frees it */
-    hw_python_target python;      /* the process's interpreter */
-    hw_python_names *py_names;    /* each captured thread's Python frames, named right after the
-                                     capture (snap.thread_count entries), or NULL */
-    hw_check check;
-    pid_t pid, tid;
-    char executable[256];
-    int64_t detected_unix_ns;
-    uint64_t captured_ns;         /* monotonic time of the capture */
-    /* early sampling: the Point Stack chosen from the ring, as addresses */
-    const char *main_thread_state, *main_thread_reason;
-    size_t ps_depth;
-    uint64_t ps_pcs[HW_SAMPLE_MAX_FRAMES];
-    unsigned ps_counts[HW_SAMPLE_MAX_FRAMES];
-    hw_frame *ps_named;           /* ps_depth entries: the Point Stack's Python frames named, or NULL */
-    size_t ps_sample_count, ps_ring_capacity, ps_chosen_index, ps_top_repeat;
-    size_t ps_sources[HW_SAMPLE_SOURCES]; /* samples in the ring by how they were taken */
-    const char *ps_kernel_trigger; /* the kernel sampler's trigger (a static name), or NULL */
-    uint64_t ps_kernel_period_ns;  /* and the interval it samples at */
-    /* every sample of the ring, as distinct stacks of distinct addresses */
-    hw_ring_stacks ring;
-    hw_frame *ring_named;         /* ring.addr_count entries: their Python frames named, or NULL */
-    /* a re-check with early sampling: the newest sample's function keys
-     * decide the annealing, not the captured stack */
-    size_t key_count; /* 0: unwind the captured hung thread */
-    uint64_t keys[HW_ANNEAL_MAX_FRAMES];
-    /* stutter reports */
-    hw_stutter_verdict stutter;
-    /* CPU-high reports: owned by the request (NULL for every other) */
-    cpu_high_request *cpu;
-} report_request;
-
-void sampler_fill_request(sampler *s, watched_process *w, uint64_t seq, report_request *req);
 /* js_maps.c: NODE_OPTIONS with V8's perf map flags added (malloc'd; *ours
  * tells whether the flags are hangwatch's), a watched process that may be
  * node, and removing the maps hangwatch caused once their processes are gone. */
 char *js_node_options(const char *existing, bool *ours);
 void js_maps_note_process(agent *a, pid_t pid, const char *executable);
 void js_maps_remove(agent *a);
-
-/* Free what a request holds (its snapshot, its named frames). */
-void report_request_release(report_request *req);
-/* The process's namer of Python code (created on first use), or NULL. */
-hw_python_namer *python_namer(watched_process *w);
-
-report_worker *worker_start(agent *a);
-/* Drain every job, end the thread, say the totals (reports dropped or not
- * written) if `say_totals`, and free it. */
-void worker_stop(report_worker *wk, bool say_totals);
-/* A new hang's record (the first report of a hung stretch comes with it). */
-hang_record *worker_new_hang(bool launch);
-/* Hand over a report, a re-check (`recheck`: decide by annealing first) or
- * a one-off report (hang NULL).  The request's snapshot is the worker's
- * afterwards.  False when the queue is full (the capture is dropped and
- * counted). */
-bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck);
-/* The hang is over: final durations; a launch's held reports are written
- * (`keep_launch`) or dropped.  `wait_status`: the process's, when its death
- * ended the hang (end "killed" or "exited"), else -1.  The record is the
- * worker's afterwards. */
-void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
-                          const char *end, bool keep_launch, int wait_status);
-/* How many re-checks the worker found with a moved stack (and reported),
- * and when the newest of them was captured. */
-uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns);
 
 #endif

@@ -1,18 +1,18 @@
 /*
- * watch_loop.c - `hangwatch run` and `hangwatch attach`: the agent's watch loop.
+ * watch_loop.c - `hangwatch run`, `watch` and `attach`: the agent's watch
+ * loop, and hw_agent_run, which sets the agent up around it.
  *
  * One watch thread, one ppoll() over
  *   - a signalfd for SIGCHLD (a process ended) and the termination signals
  *     passed on to the program;
- *   - the registration socket (registry.c);
+ *   - the registration socket (admission.c);
+ *   - the kernel observer's news of new processes (kernel_watch.c);
  *   - one pidfd per watched process, readable when it ends;
  * whose timeout is the earliest next look any loop's detector asked for, so
  * the agent sleeps exactly until something can have happened and the
- * program is never woken by it.  The report worker (report_worker.c) runs
- * beside it.  The parts and their reading order: agent_internal.h.
+ * program is never woken by it.  The report worker (report/report.h) runs
+ * beside it.  The parts and their reading order: watch.h.
  */
-#include "agent/agent.h"
-
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -29,7 +29,14 @@
 
 #include "watch.h"
 
-/* ---- the loop ---- */
+/* ---- processes that end ---- */
+
+/* Close `w`'s hangs and stop watching it. */
+static void forget_process(agent *a, watched_process *w, const char *end, int wait_status)
+{
+    finish_process(a, w, hw_monotonic_ns(), end, wait_status);
+    table_remove(a, w);
+}
 
 static void reap_children(agent *a)
 {
@@ -42,11 +49,9 @@ static void reap_children(agent *a)
             a->child_done = true;
             a->child_status = status;
         }
-        watched_process *w = registry_find(a, pid);
-        if (w) {
-            finish_process(a, w, hw_monotonic_ns(), "process_exited", status);
-            registry_forget(a, w);
-        }
+        watched_process *w = table_find(a, pid);
+        if (w)
+            forget_process(a, w, "process_exited", status);
     }
 }
 
@@ -74,73 +79,45 @@ static void handle_signals(agent *a)
  * reaped, or when a capture reaped it (w->end_status). */
 static void process_ended(agent *a, watched_process *w)
 {
-    uint64_t now = hw_monotonic_ns();
     hw_task_stat st;
     int status = hw_task_stat_read(w->pid, 0, &st) == 0 && st.state == 'Z' ? st.exit_code : -1;
-    finish_process(a, w, now, "process_exited", status);
-    registry_forget(a, w);
+    forget_process(a, w, "process_exited", status);
 }
 
-/* A page that faulted (registry.c's guard) is no longer read. */
+/* A page that faulted (page_guard.c) is no longer read. */
 static void drop_faulted_pages(agent *a)
 {
-    if (!registry_take_fault_news())
+    if (!page_guard_take_news())
         return;
-    for (size_t i = 0; i < a->watched_count; i++) {
-        watched_process *w = &a->watched[i];
-        if (!registry_page_faulted(w))
+    for (size_t i = 0; i < a->table.end; i++) {
+        watched_process *w = a->table.slots[i];
+        if (!w || !page_guard_faulted(w->page))
             continue;
         if (!a->opts->quiet)
             fprintf(stderr,
                     "hangwatch: pid %d's loop page became unreadable: it is no longer watched\n", (int)w->pid);
-        finish_process(a, w, hw_monotonic_ns(), "agent_exited", -1);
-        registry_forget(a, w);
-        i--;
+        forget_process(a, w, "agent_exited", -1);
     }
 }
 
-/* `hangwatch watch -p PID...`: each process through a page of the kernel
- * observer.  0, or -errno after saying why. */
-static int start_kernel_watches(agent *a)
+/* ---- processes that come ---- */
+
+/* Watch what the admission let in.  The same pid again is a process that
+ * exec'd a new image: it starts afresh. */
+static void admit(agent *a)
 {
-    const hw_agent_options *opts = a->opts;
-    char why[512];
-    a->watch_mode = true;
-    a->warned_unregistered = true; /* nothing of ours is to register */
-    a->tree_root = 0;              /* and no registration is accepted */
-    int rc = hw_kobs_open(&a->kobs, why, sizeof why);
-    if (rc != 0) {
-        fprintf(stderr, "hangwatch: %s\n", why);
-        return rc;
+    admitted in[MAX_ADMITTED_PER_WAKE];
+    size_t n = admission_drain(a, in);
+    for (size_t i = 0; i < n; i++) {
+        watched_process *old = table_find(a, in[i].pid);
+        if (old)
+            forget_process(a, old, "exec", -1);
+        if (!table_add(a, in[i].pid, in[i].pidfd, in[i].page))
+            admission_refuse_full(a, &in[i]);
     }
-    for (size_t i = 0; i < opts->watch_pid_count; i++) {
-        pid_t pid = opts->watch_pids[i];
-        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd < 0) {
-            int e = errno;
-            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid,
-                    e == ESRCH ? "no such process" : strerror(e));
-            return -e;
-        }
-        const hw_shared_page *page =
-            hw_kobs_watch(a->kobs, pid, opts->every_wait_is_the_loop, opts->all_loop_threads, opts->follow_children,
-                          HW_KOBS_START_AS_FOUND, why, sizeof why);
-        if (page == NULL || !registry_add_kernel_watch(a, pid, pidfd, page)) {
-            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid,
-                    page ? "the agent already watches as many processes as it can" : why);
-            if (page)
-                hw_kobs_forget(a->kobs, page);
-            close(pidfd);
-            return -ENOSPC;
-        }
-        /* The operator's sign that it holds (and the tests' sign that the
-         * kernel observer is attached). */
-        if (!opts->quiet)
-            fprintf(stderr, "hangwatch: watching pid %d through the kernel observer%s\n", (int)pid,
-                    opts->follow_children ? ", and the processes it forks" : "");
-    }
-    return 0;
 }
+
+/* ---- the loop ---- */
 
 /*
  * The watch thread at the lowest real-time priority, where the agent may
@@ -164,6 +141,93 @@ static void raise_watch_priority(void)
     (void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp); /* 0: this thread */
 }
 
+/* When the loop must look next: the earliest next look of any watched
+ * process, the end of `watch --duration`, the registration warning. */
+static uint64_t next_wake(const agent *a, uint64_t now, uint64_t deadline)
+{
+    uint64_t next = now + 60ull * 1000000000ull;
+    if (deadline < next)
+        next = deadline;
+    for (size_t i = 0; i < a->table.end; i++)
+        if (a->table.slots[i] && a->table.slots[i]->next_wake_ns < next)
+            next = a->table.slots[i]->next_wake_ns;
+    if (!a->warned_unregistered && !a->ever_registered && a->started_ns + REGISTRATION_GRACE_NS < next)
+        next = a->started_ns + REGISTRATION_GRACE_NS;
+    return next;
+}
+
+/* What a descriptor of the poll set stands for. */
+#define FD_AGENT_OWN (-1) /* the signalfd, the registration socket, the kernel observer's news */
+#define FD_TARGET 0       /* the attached program */
+
+/* The poll set: the agent's own descriptors, then one pidfd per watched
+ * process (`fd_pid` says whose).  Returns how many; *children_at is the
+ * kernel observer's news descriptor's place, or 0 when there is none. */
+static nfds_t poll_set(agent *a, struct pollfd *fds, pid_t *fd_pid, nfds_t *children_at)
+{
+    nfds_t nfds = 2;
+    fds[0] = (struct pollfd){a->signal_fd, POLLIN, 0};
+    fds[1] = (struct pollfd){a->registration_fd, POLLIN, 0};
+    fd_pid[0] = fd_pid[1] = FD_AGENT_OWN;
+    if (a->target_pidfd >= 0) {
+        fd_pid[nfds] = FD_TARGET;
+        fds[nfds++] = (struct pollfd){a->target_pidfd, POLLIN, 0};
+    }
+    int children_fd = hw_kobs_children_fd(a->kobs);
+    *children_at = 0;
+    if (children_fd >= 0) {
+        *children_at = nfds;
+        fd_pid[nfds] = FD_AGENT_OWN;
+        fds[nfds++] = (struct pollfd){children_fd, POLLIN, 0};
+    }
+    for (size_t i = 0; i < a->table.end; i++) {
+        watched_process *w = a->table.slots[i];
+        if (!w || w->pidfd < 0)
+            continue;
+        fd_pid[nfds] = w->pid;
+        fds[nfds++] = (struct pollfd){w->pidfd, POLLIN, 0};
+    }
+    return nfds;
+}
+
+/* What ppoll found ready. */
+static void handle_ready(agent *a, const struct pollfd *fds, const pid_t *fd_pid, nfds_t nfds, nfds_t children_at)
+{
+    if (fds[0].revents & POLLIN)
+        handle_signals(a);
+    if (fds[1].revents & POLLIN)
+        admit(a);
+    if (children_at > 0 && (fds[children_at].revents & POLLIN))
+        kernel_watch_new_children(a);
+    for (nfds_t i = 2; i < nfds; i++) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP)) || fd_pid[i] == FD_AGENT_OWN)
+            continue;
+        if (fd_pid[i] == FD_TARGET) {
+            a->done = true; /* the attached program has ended */
+            continue;
+        }
+        watched_process *gone = table_find(a, fd_pid[i]);
+        if (gone)
+            process_ended(a, gone);
+    }
+}
+
+/* Look at every watched process that is due. */
+static void check_processes(agent *a)
+{
+    clock_source_refresh(a); /* before the stamps are read */
+    for (size_t i = 0; i < a->table.end && !a->child_done; i++) {
+        watched_process *w = a->table.slots[i];
+        if (!w)
+            continue;
+        uint64_t t = hw_monotonic_ns(); /* checks take time: each its own now */
+        if (w->next_wake_ns <= t)
+            check_process(a, w, t);
+        if (w->wants_kernel)
+            kernel_watch_switch(a, w);
+    }
+}
+
 static void watch(agent *a)
 {
     raise_watch_priority();
@@ -179,37 +243,11 @@ static void watch(agent *a)
     uint64_t deadline = opts->duration_ns ? a->started_ns + opts->duration_ns : UINT64_MAX;
     while (!a->child_done && !a->done) {
         uint64_t now = hw_monotonic_ns();
-        if (a->watch_mode && (a->watched_count == 0 || now >= deadline))
+        if (a->watch_mode && (a->table.count == 0 || now >= deadline))
             break; /* `watch`: every process has ended, or the time is up */
-        uint64_t next = now + 60ull * 1000000000ull;
-        if (deadline < next)
-            next = deadline;
-        for (size_t i = 0; i < a->watched_count; i++)
-            if (a->watched[i].next_wake_ns < next)
-                next = a->watched[i].next_wake_ns;
-        if (!a->warned_unregistered && !a->ever_registered && a->started_ns + REGISTRATION_GRACE_NS < next)
-            next = a->started_ns + REGISTRATION_GRACE_NS;
-
-        /* The agent's own descriptors, then one pidfd per watched process. */
-        nfds_t nfds = 2;
-        fds[0] = (struct pollfd){a->signal_fd, POLLIN, 0};
-        fds[1] = (struct pollfd){a->registration_fd, POLLIN, 0};
-        if (a->target_pidfd >= 0) {
-            fd_pid[nfds] = 0; /* the attached program itself */
-            fds[nfds++] = (struct pollfd){a->target_pidfd, POLLIN, 0};
-        }
-        int children_fd = hw_kobs_children_fd(a->kobs);
-        nfds_t children_at = nfds;
-        if (children_fd >= 0) {
-            fd_pid[nfds] = -1; /* the kernel observer's news of new processes */
-            fds[nfds++] = (struct pollfd){children_fd, POLLIN, 0};
-        }
-        for (size_t i = 0; i < a->watched_count; i++) {
-            if (a->watched[i].pidfd < 0)
-                continue;
-            fd_pid[nfds] = a->watched[i].pid;
-            fds[nfds++] = (struct pollfd){a->watched[i].pidfd, POLLIN, 0};
-        }
+        uint64_t next = next_wake(a, now, deadline);
+        nfds_t children_at;
+        nfds_t nfds = poll_set(a, fds, fd_pid, &children_at);
         uint64_t wait_ns = next > now ? next - now : 0;
         struct timespec ts = {(time_t)(wait_ns / 1000000000ull), (long)(wait_ns % 1000000000ull)};
         int n = ppoll(fds, nfds, &ts, NULL);
@@ -217,35 +255,12 @@ static void watch(agent *a)
             fprintf(stderr, "hangwatch: ppoll: %s\n", strerror(errno));
             break;
         }
-        if (n > 0 && (fds[0].revents & POLLIN))
-            handle_signals(a);
-        if (n > 0 && (fds[1].revents & POLLIN))
-            registry_drain(a);
-        if (n > 0 && children_fd >= 0 && (fds[children_at].revents & POLLIN))
-            registry_watch_new_children(a);
-        for (nfds_t i = 2; n > 0 && i < nfds; i++) {
-            if (!(fds[i].revents & (POLLIN | POLLHUP)) || fd_pid[i] < 0)
-                continue;
-            if (fd_pid[i] == 0) {
-                a->done = true; /* the attached program has ended */
-                continue;
-            }
-            watched_process *gone = registry_find(a, fd_pid[i]);
-            if (gone)
-                process_ended(a, gone);
-        }
+        if (n > 0)
+            handle_ready(a, fds, fd_pid, nfds, children_at);
         if (a->child_done || a->done)
             break;
         drop_faulted_pages(a);
-
-        clock_source_refresh(a); /* before the stamps are read */
-        for (size_t i = 0; i < a->watched_count && !a->child_done; i++) {
-            uint64_t t = hw_monotonic_ns(); /* checks take time: each its own now */
-            if (a->watched[i].next_wake_ns <= t)
-                check_process(a, &a->watched[i], t);
-            if (a->watched[i].wants_kernel)
-                registry_switch_to_kernel(a, &a->watched[i]);
-        }
+        check_processes(a);
         now = hw_monotonic_ns();
         if (!a->warned_unregistered && !a->ever_registered && now >= a->started_ns + REGISTRATION_GRACE_NS) {
             a->warned_unregistered = true;
@@ -260,99 +275,106 @@ static void watch(agent *a)
     free(fd_pid);
 }
 
-int hw_agent_run(const hw_agent_options *opts)
+/* ---- the agent, set up and torn down ---- */
+
+/* Stop what agent_start started (in the reverse order). */
+static void agent_stop(agent *a, bool say_totals)
 {
-    agent *a = calloc(1, sizeof *a);
-    if (!a) {
-        fprintf(stderr, "hangwatch: out of memory\n");
-        return 2;
-    }
-    a->opts = opts;
-    a->signal_fd = a->registration_fd = a->target_pidfd = a->events_fd = -1;
-    /* The observers' clock, for a program we start (the C library's and the
-     * kernel observer's pages say their own), before any thread or child
-     * can inherit the affinity this pins for a moment. */
-    if (opts->attach_pid <= 0 && opts->watch_pid_count == 0)
-        clock_source_init(a);
+    /* Every capture becomes its report before we go. */
+    worker_stop(a->worker, say_totals);
+    a->worker = NULL;
+    hw_exports_stop(a->exports); /* after the last report: its metrics and its event are in */
+    a->exports = NULL;
+    if (a->signal_fd >= 0)
+        close(a->signal_fd);
+    if (a->registration_fd >= 0)
+        close(a->registration_fd);
+}
+
+/* What the agent needs before anything is watched: its signals, the
+ * registration socket, the exports (an option that cannot work, a port in
+ * use, is an error now), the events socket of the C library, the report
+ * worker.  0, or an error said on stderr. */
+static int agent_start(agent *a)
+{
+    const hw_agent_options *opts = a->opts;
     /* Signals first: the report worker inherits the blocked set. */
     int rc = launch_open_signal_fd(a);
     if (rc == 0)
-        rc = registry_open_socket(a);
-    if (rc == 0 && opts->attach_pid > 0 && opts->events_socket && open_events_socket(a, opts->events_socket) != 0)
+        rc = admission_open_socket(a);
+    if (rc != 0) {
+        fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(-rc));
+        return rc;
+    }
+    if ((rc = hw_exports_start(opts, &a->exports)) != 0)
+        return rc; /* said */
+    if (opts->attach_pid > 0 && opts->events_socket && hw_exports_open_events(a->exports, opts->events_socket) != 0)
         fprintf(stderr, "hangwatch: cannot send events to %s: callbacks are off%s\n", opts->events_socket,
                 opts->pings_by_post ? ", and pings are answered at the loop's next wait" : "");
-    if (rc == 0 && (a->worker = worker_start(a)) == NULL)
-        rc = -ENOMEM;
-    /* Metrics and Sentry, before the program starts: an option that cannot
-     * work (a port in use) is an error now, said by exports_start. */
-    bool exports_failed = false;
-    if (rc == 0 && (rc = exports_start(a)) != 0) {
-        exports_failed = true;
-        worker_stop(a->worker, false);
+    if ((a->worker = worker_start(opts, a->exports)) == NULL) {
+        fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(ENOMEM));
+        return -ENOMEM;
     }
-    if (rc != 0) {
-        if (!exports_failed)
-            fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(-rc));
-        if (a->signal_fd >= 0)
-            close(a->signal_fd);
-        if (a->registration_fd >= 0)
-            close(a->registration_fd);
-        if (a->events_fd >= 0)
-            close(a->events_fd);
-        free(a);
-        return 2;
-    }
-    registry_install_fault_guard();
-    a->started_ns = hw_monotonic_ns();
-    a->pings_by_post = opts->pings_by_post && a->events_fd >= 0;
-    if (opts->attach_pid > 0) {
-        /* Watch a running program (the C library started us): it and its
-         * descendants may register, nobody else. */
-        a->tree_root = opts->attach_pid;
-        a->target_pidfd = (int)syscall(SYS_pidfd_open, opts->attach_pid, 0);
-        a->warned_unregistered = true;
-        int32_t self = (int32_t)getpid();
-        if (opts->ready_fd >= 0) {
-            ssize_t w = write(opts->ready_fd, &self, sizeof self);
-            (void)w;
-            close(opts->ready_fd);
-        }
-        rc = a->target_pidfd >= 0 ? 0 : -errno;
-    } else if (opts->watch_pid_count > 0) {
-        rc = start_kernel_watches(a);
-    } else {
-        /* The program and its descendants may register: we are their
-         * ancestor.  Orphaned descendants (a daemon's workers) are
-         * re-parented to us, so they stay in the tree and get reaped. */
-        a->tree_root = getpid();
-        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        rc = launch_program(a);
-    }
-    /* Symbolizing must never reach for the network (debuginfod) while a
-     * report is being made; the program keeps its own environment. */
-    unsetenv("DEBUGINFOD_URLS");
-    if (rc != 0) {
-        if (opts->attach_pid > 0)
-            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)opts->attach_pid, strerror(-rc));
-        else if (a->watch_mode)
-            ; /* said by start_kernel_watches */
-        else if (rc != -ENOENT && rc != -EACCES && rc != -ENOEXEC && rc != -ENOTDIR && rc != -EISDIR)
-            fprintf(stderr, "hangwatch: cannot start '%s': %s\n", opts->argv[0], strerror(-rc));
-        while (a->watched_count > 0)
-            registry_forget(a, &a->watched[0]);
-        hw_kobs_close(a->kobs);
-        worker_stop(a->worker, false);
-        exports_stop(a);
-        close(a->signal_fd);
-        close(a->registration_fd);
-        free(a);
-        return 2;
-    }
+    a->pings_by_post = opts->pings_by_post && hw_exports_has_events(a->exports);
+    return 0;
+}
 
-    watch(a);
+/* Watch a running program (the C library started us): it and its
+ * descendants may register, nobody else.  0 or -errno. */
+static int attach_to_program(agent *a)
+{
+    const hw_agent_options *opts = a->opts;
+    a->tree_root = opts->attach_pid;
+    a->target_pidfd = (int)syscall(SYS_pidfd_open, opts->attach_pid, 0);
+    a->warned_unregistered = true;
+    int32_t self = (int32_t)getpid();
+    if (opts->ready_fd >= 0) {
+        ssize_t w = write(opts->ready_fd, &self, sizeof self);
+        (void)w;
+        close(opts->ready_fd);
+    }
+    return a->target_pidfd >= 0 ? 0 : -errno;
+}
 
-    /* Wait for the program if the loop ended for another reason. */
-    while (!a->child_done && opts->attach_pid <= 0) {
+/* Begin watching: the attached program, the processes of `watch -p`, or
+ * the program we start.  0, or -errno (said, or said by the caller). */
+static int begin_watching(agent *a)
+{
+    const hw_agent_options *opts = a->opts;
+    if (opts->attach_pid > 0)
+        return attach_to_program(a);
+    if (opts->watch_pid_count > 0) {
+        a->watch_mode = true;
+        a->warned_unregistered = true; /* nothing of ours is to register */
+        a->tree_root = 0;              /* and no registration is accepted */
+        return kernel_watch_pids(a);
+    }
+    /* The program and its descendants may register: we are their
+     * ancestor.  Orphaned descendants (a daemon's workers) are re-parented
+     * to us, so they stay in the tree and get reaped. */
+    a->tree_root = getpid();
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    return launch_program(a);
+}
+
+/* Stop watching every process that is left: its hangs end as its process
+ * did (our child), or as the watch does. */
+static void forget_every_process(agent *a)
+{
+    for (size_t i = 0; i < a->table.end; i++) {
+        watched_process *w = a->table.slots[i];
+        if (!w)
+            continue;
+        bool is_child = w->pid == a->child && a->opts->attach_pid <= 0;
+        forget_process(a, w, is_child ? "process_exited" : "agent_exited",
+                       is_child && a->child_done ? a->child_status : -1);
+    }
+}
+
+/* Wait for the program if the loop ended for another reason. */
+static void wait_for_child(agent *a)
+{
+    while (!a->child_done && a->opts->attach_pid <= 0) {
         int status;
         pid_t p = waitpid(a->child, &status, 0);
         if (p == a->child) {
@@ -362,32 +384,74 @@ int hw_agent_run(const hw_agent_options *opts)
             break;
         }
     }
-    int code = opts->attach_pid > 0 || a->watch_mode ? 0 : a->child_done ? launch_exit_code(a->child_status) : 1;
-    while (a->watched_count > 0) {
-        watched_process *w = &a->watched[0];
-        bool is_child = w->pid == a->child && opts->attach_pid <= 0;
-        finish_process(a, w, hw_monotonic_ns(), is_child ? "process_exited" : "agent_exited",
-                       is_child && a->child_done ? a->child_status : -1);
-        registry_forget(a, w);
-    }
-    /* Every capture becomes its report before we go. */
-    worker_stop(a->worker, true);
-    a->worker = NULL;
-    exports_stop(a); /* after the last report: its metrics and its event are in */
-    js_maps_remove(a); /* after the last report that could name JavaScript */
-    hw_kobs_close(a->kobs);
-    if (a->queue_dropped > 0 && !opts->quiet)
+}
+
+static void say_totals(const agent *a)
+{
+    if (a->opts->quiet)
+        return;
+    if (a->queue_dropped > 0)
         fprintf(stderr, "hangwatch: %lu capture%s dropped because the report writer was behind\n",
                 a->queue_dropped, a->queue_dropped == 1 ? " was" : "s were");
-    if (a->refused > 0 && !opts->quiet)
+    if (a->refused > 0)
         fprintf(stderr, "hangwatch: %lu registration%s refused (docs/security.md)\n", a->refused,
                 a->refused == 1 ? " was" : "s were");
+}
+
+int hw_agent_run(const hw_agent_options *opts)
+{
+    agent *a = calloc(1, sizeof *a);
+    if (!a) {
+        fprintf(stderr, "hangwatch: out of memory\n");
+        return 2;
+    }
+    a->opts = opts;
+    a->signal_fd = a->registration_fd = a->target_pidfd = -1;
+    /* The observers' clock, for a program we start (the C library's and the
+     * kernel observer's pages say their own), before any thread or child
+     * can inherit the affinity this pins for a moment. */
+    if (opts->attach_pid <= 0 && opts->watch_pid_count == 0)
+        clock_source_init(a);
+    if (agent_start(a) != 0) {
+        agent_stop(a, false);
+        free(a);
+        return 2;
+    }
+    page_guard_install();
+    a->started_ns = hw_monotonic_ns();
+    int rc = begin_watching(a);
+    /* Symbolizing must never reach for the network (debuginfod) while a
+     * report is being made; the program keeps its own environment. */
+    unsetenv("DEBUGINFOD_URLS");
+    if (rc != 0) {
+        if (opts->attach_pid > 0)
+            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)opts->attach_pid, strerror(-rc));
+        else if (a->watch_mode)
+            ; /* said by kernel_watch_pids */
+        else if (rc != -ENOENT && rc != -EACCES && rc != -ENOEXEC && rc != -ENOTDIR && rc != -EISDIR)
+            fprintf(stderr, "hangwatch: cannot start '%s': %s\n", opts->argv[0], strerror(-rc));
+        for (size_t i = 0; i < a->table.end; i++)
+            if (a->table.slots[i])
+                table_remove(a, a->table.slots[i]);
+        hw_kobs_close(a->kobs);
+        agent_stop(a, false);
+        if (a->target_pidfd >= 0)
+            close(a->target_pidfd);
+        free(a);
+        return 2;
+    }
+
+    watch(a);
+
+    wait_for_child(a);
+    int code = opts->attach_pid > 0 || a->watch_mode ? 0 : a->child_done ? launch_exit_code(a->child_status) : 1;
+    forget_every_process(a);
+    agent_stop(a, true);
+    js_maps_remove(a); /* after the last report that could name JavaScript */
+    hw_kobs_close(a->kobs);
+    say_totals(a);
     if (a->target_pidfd >= 0)
         close(a->target_pidfd);
-    if (a->events_fd >= 0)
-        close(a->events_fd); /* after the last hang-end events went out */
-    close(a->signal_fd);
-    close(a->registration_fd);
     free(a);
     return code;
 }

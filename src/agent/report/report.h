@@ -1,0 +1,173 @@
+/*
+ * report.h - the report stage's interface: what a capture hands over
+ * (report_request), the worker that turns captures into reports off the
+ * detection path, and the making of a report from a capture, which the
+ * worker and `hangwatch stack` share.
+ *
+ *   report_request.c  requests, and a capture unwound and named for its
+ *                     report (hw_named_capture, hw_report_of_capture);
+ *   report_worker.c   the worker thread (SCHED_IDLE), its queue and jobs:
+ *                     a report, an annealing re-check, a hang's end;
+ *   report_write.c    writing one report (the directory's limits, the
+ *                     file), its stderr line, and publishing it to the
+ *                     exports;
+ *   report_line.c     the stderr line of a hang;
+ *   report_samples.c  early sampling's stacks in a report;
+ *   report_cpu_high.c a CPU-high report's section and line;
+ *   report_model.c    the JSON report itself (report_model.h).
+ *
+ * The stage reads the options and publishes through the exports handle; it
+ * knows nothing of the watch thread's state.  The watch thread learns what
+ * the worker decided only by asking (worker_resets).
+ */
+#ifndef HANGWATCH_REPORT_H
+#define HANGWATCH_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/capture/capture.h"
+#include "agent/common/options.h"
+#include "agent/exports/exports.h"
+#include "agent/symbols/symbols.h"
+#include "core/annealing.h"
+#include "core/detector.h"
+#include "core/point_stack.h"
+#include "core/ring_stacks.h"
+#include "core/stutter.h"
+#include "report_model.h"
+
+/* Frames unwound per thread for a report. */
+#define HW_REPORT_MAX_FRAMES 256
+
+/* ---- what a capture hands over ---- */
+
+/* A CPU-high report's figures (the watch thread's cpu_high.c measures and
+ * samples; report_cpu_high.c makes the report's section of them). */
+#define CPU_HOT_THREADS 3     /* threads sampled */
+#define CPU_REPORT_THREADS 32 /* threads listed in a report, hottest first */
+
+typedef struct cpu_high_thread {
+    pid_t tid;
+    char name[16];
+    uint64_t cpu_ns; /* CPU used over the threads' window */
+} cpu_high_thread;
+
+typedef struct cpu_high_sampled {
+    pid_t tid;
+    size_t sample_count;
+    hw_thread_snapshot *samples; /* raw kernel samples of the window, unwound by the worker */
+} cpu_high_sampled;
+
+typedef struct cpu_high_request {
+    unsigned percent;            /* the threshold */
+    uint64_t window_ns, cpu_ns;  /* the window measured and the CPU used in it */
+    uint64_t tenths;             /* the process's average, tenths of a percent of one CPU */
+    uint64_t threads_window_ns;  /* what the threads' figures cover (up to the window) */
+    uint64_t sample_interval_ns;
+    size_t thread_count;
+    cpu_high_thread threads[CPU_REPORT_THREADS];
+    size_t sampled_count;
+    cpu_high_sampled sampled[CPU_HOT_THREADS];
+} cpu_high_request;
+
+/* Free a CPU-high request and the samples it holds (NULL is fine). */
+void cpu_high_request_free(cpu_high_request *cpu);
+
+/* What the watch thread hands the worker for one capture. */
+typedef struct report_request {
+    hw_process_snapshot snap;     /* moved in: the worker frees it */
+    hw_python_target python;      /* the process's interpreter */
+    hw_python_names *py_names;    /* each captured thread's Python frames, named right after the
+                                     capture (snap.thread_count entries), or NULL */
+    hw_check check;
+    pid_t pid, tid;
+    char executable[256];
+    int64_t detected_unix_ns;
+    uint64_t captured_ns;         /* monotonic time of the capture */
+    /* early sampling: the Point Stack chosen from the ring, as addresses */
+    const char *main_thread_state, *main_thread_reason;
+    size_t ps_depth;
+    uint64_t ps_pcs[HW_SAMPLE_MAX_FRAMES];
+    unsigned ps_counts[HW_SAMPLE_MAX_FRAMES];
+    hw_frame *ps_named;           /* ps_depth entries: the Point Stack's Python frames named, or NULL */
+    size_t ps_sample_count, ps_ring_capacity, ps_chosen_index, ps_top_repeat;
+    size_t ps_sources[HW_SAMPLE_SOURCES]; /* samples in the ring by how they were taken */
+    const char *ps_kernel_trigger; /* the kernel sampler's trigger (a static name), or NULL */
+    uint64_t ps_kernel_period_ns;  /* and the interval it samples at */
+    /* every sample of the ring, as distinct stacks of distinct addresses */
+    hw_ring_stacks ring;
+    hw_frame *ring_named;         /* ring.addr_count entries: their Python frames named, or NULL */
+    /* a re-check with early sampling: the newest sample's function keys
+     * decide the annealing, not the captured stack */
+    size_t key_count; /* 0: unwind the captured hung thread */
+    uint64_t keys[HW_ANNEAL_MAX_FRAMES];
+    /* stutter reports */
+    hw_stutter_verdict stutter;
+    /* CPU-high reports: owned by the request (NULL for every other) */
+    cpu_high_request *cpu;
+} report_request;
+
+/* Free what a request holds (its snapshot, its named frames). */
+void report_request_release(report_request *req);
+
+/* ---- a capture named, and its report ---- */
+
+/* A capture unwound and named: each thread's native and runtime frames
+ * together (symbols.h), and the symbolizer that named them, whose images
+ * go into the report. */
+typedef struct hw_named_capture {
+    hw_symbolizer *sym; /* NULL when the capture's memory map could not be used */
+    char *sym_error;    /* why not (malloc'd), or NULL */
+    hw_backtrace *bts;  /* one per thread of the snapshot; empty where not named; NULL when out of memory */
+    size_t target;      /* the target thread's index, SIZE_MAX when it has none */
+} hw_named_capture;
+
+/* Make the symbolizer of `req`'s capture and name its target thread (the
+ * others too unless `target_only`; hw_name_capture_rest names them
+ * later).  A captured thread that cannot be named gets the reason as its
+ * backtrace's error. */
+void hw_name_capture(const report_request *req, bool target_only, hw_named_capture *nc);
+void hw_name_capture_rest(const report_request *req, hw_named_capture *nc);
+/* The target thread's backtrace, or NULL. */
+const hw_backtrace *hw_named_target(const hw_named_capture *nc);
+void hw_named_capture_free(hw_named_capture *nc, size_t thread_count);
+
+/* The JSON report of a named capture, about what `info` says (NULL when
+ * out of memory); `id` gets its id. */
+json_t *hw_report_of_capture(const report_request *req, const hw_named_capture *nc, const hw_hang_info *info,
+                             char id[37]);
+
+/* ---- the worker ---- */
+
+typedef struct report_worker report_worker;
+
+/* The worker's record of one hang (report_worker.c). */
+typedef struct hang_record hang_record;
+
+/* Start the worker: it reads `opts` and publishes through `ex` (both must
+ * outlive it).  NULL when out of memory. */
+report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex);
+/* Drain every job, end the thread, say the totals (reports dropped or not
+ * written) if `say_totals`, and free it. */
+void worker_stop(report_worker *wk, bool say_totals);
+/* A new hang's record (the first report of a hung stretch comes with it). */
+hang_record *worker_new_hang(bool launch);
+/* Hand over a report, a re-check (`recheck`: decide by annealing first) or
+ * a one-off report (hang NULL).  The request's snapshot is the worker's
+ * afterwards.  False when the queue is full (the capture is dropped and
+ * counted). */
+bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck);
+/* The hang is over: final durations; a launch's held reports are written
+ * (`keep_launch`) or dropped.  `wait_status`: the process's, when its death
+ * ended the hang (end "killed" or "exited"), else -1.  The record is the
+ * worker's afterwards. */
+void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
+                          const char *end, bool keep_launch, int wait_status);
+/* How many re-checks the worker found with a moved stack (and reported),
+ * and when the newest of them was captured. */
+uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns);
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * report_internal.h - what the report stage's files share with each other
+ * (the stage's interface to the rest of the agent is report.h).
+ *
+ * report_worker.c runs the worker thread and its jobs; report_write.c
+ * writes a report and publishes it; report_line.c makes a hang's stderr
+ * line; report_samples.c symbolizes early sampling's stacks for a report;
+ * report_cpu_high.c builds a CPU-high report's section and stderr line.
+ */
+#ifndef HANGWATCH_REPORT_INTERNAL_H
+#define HANGWATCH_REPORT_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "report.h"
+
+/* Reports kept track of per hung stretch (annealing reports it again when
+ * its stack moves). */
+#define MAX_STRETCH_REPORTS 16
+
+struct hang_record {
+    /* written here, read by the watch thread (worker_resets) */
+    _Atomic uint64_t resets;
+    _Atomic uint64_t reset_captured_ns;
+    /* the worker's own */
+    hw_annealing anneal;
+    bool launch;        /* reports are held until the launch's verdict */
+    unsigned reports;   /* stretch_report_index of the next report */
+    char *names[MAX_STRETCH_REPORTS];   /* reports written (file names), for the final duration */
+    json_t *kept[MAX_STRETCH_REPORTS];  /* ... and their content, while the exports want it (Sentry) */
+    json_t *held[MAX_STRETCH_REPORTS];  /* a launch's reports, built, not yet written */
+    char *held_lines[MAX_STRETCH_REPORTS];
+    char held_names[MAX_STRETCH_REPORTS][96];
+    pid_t held_tids[MAX_STRETCH_REPORTS];
+    uint64_t held_busy[MAX_STRETCH_REPORTS];
+    /* for the line of a fatal hang: whose, and its first report */
+    pid_t pid;
+    char process[64]; /* escaped */
+    bool seen;        /* a report of it was made (written, held, refused or ignored) */
+    bool ignored;     /* its first report was ignored (--ignore-frame) */
+};
+
+typedef struct job job;
+
+struct report_worker {
+    const hw_agent_options *opts;
+    hw_exports *exports;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    job *head, *tail;
+    size_t jobs;
+    uint64_t bytes;
+    bool stopping;
+    /* the worker's own from here on */
+    unsigned report_serial;
+    uint64_t last_report_bytes;
+    unsigned long dropped_by_limits;
+    bool said_limits;
+    unsigned long write_failures;
+    int first_write_error;
+    /* the summary at exit */
+    unsigned long hangs, fatal_hangs, ignored_hangs;
+};
+
+/* ---- report_write.c ---- */
+
+/* Write `report` now (the directory's limits permitting), say its line on
+ * stderr and publish it to the exports.  With a hang record `h`, its name
+ * is kept (and its content, when the exports want it complete later);
+ * `complete`: no final duration will come (it has one already, or it is
+ * not a hang with an end). */
+void write_report(report_worker *wk, hang_record *h, json_t *report, const char *line, pid_t pid, pid_t tid,
+                  int64_t detected_unix_ns, uint64_t busy_ns, bool complete);
+/* The hang of `h` is over: its final duration goes into each of its
+ * written reports, which are then complete. */
+void write_final_durations(report_worker *wk, hang_record *h, uint64_t final_ns, uint64_t precision_ns,
+                           const char *end, int wait_status);
+
+/* ---- report_line.c ---- */
+
+/* A frame as the stderr line names it ("handle_request (app.py:5)", a
+ * symbol, "libfoo.so+0x1a2b" or an address), escaped into `buf`; returns
+ * buf. */
+const char *hw_report_frame_label(const hw_frame *f, char *buf, size_t len);
+/* The stderr line of a hang report, up to where the report's path goes
+ * (malloc'd, NULL when out of memory); `bt` is the hung thread's stack. */
+char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt);
+
+/* ---- report_samples.c ---- */
+
+/* Early sampling's Point Stack and the ring's stacks of one request,
+ * symbolized for its report. */
+typedef struct hw_report_samples {
+    hw_point_stack ps;                      /* frame_count 0: none (no samples or no symbolizer) */
+    hw_frame ps_frames[HW_SAMPLE_MAX_FRAMES];
+    hw_frame *ring_frames;                  /* ring_frame_count entries, or NULL */
+    size_t ring_frame_count;
+} hw_report_samples;
+
+/* Symbolize the request's Point Stack (and every sample's addresses, for a
+ * flame graph) with this capture's symbolizer `sym` (may be NULL: then
+ * there is nothing).  `out` must not move until hw_report_samples_free. */
+void hw_report_samples_build(hw_symbolizer *sym, const report_request *req, uint64_t interval_ns,
+                             hw_report_samples *out);
+void hw_report_samples_free(hw_report_samples *s);
+
+/* ---- report_cpu_high.c ---- */
+
+#define CPU_STACKS_SHOWN 8     /* distinct stacks per sampled thread in a report */
+#define CPU_STACK_KEY_FRAMES 32
+
+/* One distinct sampled stack (by function, innermost 32 frames). */
+typedef struct cpu_stack_group {
+    hw_backtrace bt; /* the first sample's, symbolized */
+    uint64_t keys[CPU_STACK_KEY_FRAMES];
+    size_t key_count;
+    unsigned count;
+} cpu_stack_group;
+
+/* A CPU-high report's section, built from its request. */
+typedef struct cpu_report_parts {
+    hw_cpu_high_info info;
+    hw_cpu_thread_share shares[CPU_REPORT_THREADS];
+    hw_cpu_stack stacks[CPU_HOT_THREADS][CPU_STACKS_SHOWN];
+    cpu_stack_group *groups[CPU_HOT_THREADS];
+    size_t group_count[CPU_HOT_THREADS];
+} cpu_report_parts;
+
+/* Unwind the sampled threads' samples with `sym` (may be NULL: no stacks),
+ * group them by stack and fill `p` from `cpu`; hw_cpu_parts_free frees
+ * what it holds. */
+void hw_cpu_parts_build(hw_symbolizer *sym, const cpu_high_request *cpu, cpu_report_parts *p);
+void hw_cpu_parts_free(cpu_report_parts *p);
+/* The stderr line of a CPU-high report, up to where the report's path goes
+ * (malloc'd, NULL when out of memory). */
+char *hw_cpu_line(const report_request *req, const cpu_report_parts *p);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * report_request.c - what a capture hands the report worker, and the first
+ * step of every report: the capture unwound and named.
+ *
+ * A request holds the capture (registers and stack copies of every thread,
+ * taken while the hang was going on), the runtime frames named right after
+ * it, early sampling's stacks as addresses and a CPU-high report's samples.
+ * Naming a capture makes one symbolizer from the memory map read at the
+ * capture (so a process that is gone by now still gets its names) and
+ * unwinds each captured thread with its runtime frames among the native
+ * ones (symbols.h).  The worker and `hangwatch stack` both make their
+ * reports through hw_name_capture and hw_report_of_capture.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "report_internal.h"
+
+void cpu_high_request_free(cpu_high_request *cpu)
+{
+    if (cpu == NULL)
+        return;
+    for (size_t j = 0; j < cpu->sampled_count; j++) {
+        for (size_t i = 0; i < cpu->sampled[j].sample_count; i++)
+            free(cpu->sampled[j].samples[i].stack);
+        free(cpu->sampled[j].samples);
+    }
+    free(cpu);
+}
+
+void report_request_release(report_request *req)
+{
+    if (!req)
+        return;
+    hw_python_names_free(req->py_names, req->snap.thread_count);
+    req->py_names = NULL;
+    for (size_t i = 0; req->ps_named && i < req->ps_depth; i++)
+        hw_frame_clear(&req->ps_named[i]);
+    free(req->ps_named);
+    req->ps_named = NULL;
+    cpu_high_request_free(req->cpu);
+    req->cpu = NULL;
+    for (size_t i = 0; req->ring_named && i < req->ring.addr_count; i++)
+        hw_frame_clear(&req->ring_named[i]);
+    free(req->ring_named);
+    req->ring_named = NULL;
+    hw_ring_stacks_free(&req->ring);
+    hw_process_snapshot_free(&req->snap);
+}
+
+/* ---- a capture named ---- */
+
+/* Unwind thread i of the request's snapshot with its runtime frames, or say
+ * why it cannot be. */
+static void name_thread(const report_request *req, hw_named_capture *nc, size_t i)
+{
+    const hw_thread_snapshot *t = &req->snap.threads[i];
+    if (!nc->bts || t->status != HW_THREAD_CAPTURED)
+        return;
+    if (nc->sym) {
+        hw_unwind_with_runtime(nc->sym, t, HW_REPORT_MAX_FRAMES, req->py_names ? &req->py_names[i] : NULL,
+                               &req->python, req->executable, &nc->bts[i]);
+    } else if (asprintf(&nc->bts[i].error, "no symbolizer for the process's memory map: %s",
+                        nc->sym_error ? nc->sym_error : "its maps could not be read") < 0) {
+        nc->bts[i].error = NULL;
+    }
+}
+
+void hw_name_capture(const report_request *req, bool target_only, hw_named_capture *nc)
+{
+    const hw_process_snapshot *snap = &req->snap;
+    *nc = (hw_named_capture){.target = SIZE_MAX};
+    if (snap->maps)
+        nc->sym = hw_symbolizer_new(req->pid, snap->maps, snap->maps_len, &nc->sym_error);
+    if (nc->sym && snap->owner_known)
+        hw_symbolizer_set_owner(nc->sym, snap->owner_uid); /* the process may be gone by now */
+    nc->bts = calloc(snap->thread_count ? snap->thread_count : 1, sizeof *nc->bts);
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].is_target)
+            nc->target = i;
+    if (nc->target != SIZE_MAX)
+        name_thread(req, nc, nc->target);
+    if (!target_only)
+        hw_name_capture_rest(req, nc);
+}
+
+void hw_name_capture_rest(const report_request *req, hw_named_capture *nc)
+{
+    for (size_t i = 0; i < req->snap.thread_count; i++)
+        if (i != nc->target)
+            name_thread(req, nc, i);
+}
+
+const hw_backtrace *hw_named_target(const hw_named_capture *nc)
+{
+    return nc->bts && nc->target != SIZE_MAX ? &nc->bts[nc->target] : NULL;
+}
+
+void hw_named_capture_free(hw_named_capture *nc, size_t thread_count)
+{
+    for (size_t i = 0; nc->bts && i < thread_count; i++)
+        hw_backtrace_free(&nc->bts[i]);
+    free(nc->bts);
+    if (nc->sym)
+        hw_symbolizer_free(nc->sym);
+    free(nc->sym_error);
+    *nc = (hw_named_capture){.target = SIZE_MAX};
+}
+
+json_t *hw_report_of_capture(const report_request *req, const hw_named_capture *nc, const hw_hang_info *info,
+                             char id[37])
+{
+    const hw_image *images = NULL;
+    size_t image_count = nc->sym ? hw_symbolizer_images(nc->sym, &images) : 0;
+    return hw_report_build(info, &req->snap, nc->bts, images, image_count, id);
+}

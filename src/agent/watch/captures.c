@@ -1,0 +1,113 @@
+/*
+ * captures.c - capturing a watched process, and handing the capture to
+ * the report worker.
+ *
+ * A capture (capture.h) stops the process's threads for well under a
+ * millisecond.  What the watched process needs of it is decided here: a
+ * process that runs Python has its interpreter's frames read in the same
+ * stop (python_frames.h), and their names read right after it, while the
+ * process most likely still lives.  A capture that finds a child of the
+ * agent dead reaps it, and its wait status is kept for the hang's end.
+ *
+ * The hang lifecycle, early sampling and CPU-high reports all capture
+ * through here; whatever becomes a report goes to the worker through
+ * submit_request, which counts (and says once) a capture the worker had no
+ * room for.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "watch.h"
+
+/* If the capture saw a child of ours exit and consumed its status, keep it:
+ * our own child's for the exit status, any's for its hangs' end. */
+static void note_child_exit(agent *a, watched_process *w, const hw_process_snapshot *snap)
+{
+    if (snap->process_exited && snap->reaped && snap->exit_status >= 0)
+        w->end_status = snap->exit_status; /* for its hangs' end (finish_process) */
+    if (snap->process_exited && snap->reaped && w->pid == a->child && !a->child_done) {
+        a->child_done = true;
+        a->child_status = snap->exit_status;
+    }
+}
+
+/* Python's frames are read in the same stop as the registers
+ * (python_frames.h), so the interpreter is looked for when the process
+ * registers (its interpreter binary or libpython is mapped by then), not in
+ * a hang's path: that costs up to about 10 ms with a cold file cache.
+ * While there is none, again before a capture every PYTHON_LOOK_AGAIN_NS (a
+ * program may load libpython late).  Only processes with a module named
+ * *python* cost more than reading their maps. */
+void look_for_python(watched_process *w)
+{
+    uint64_t now = hw_monotonic_ns();
+    if (w->python.found || (w->python_looked && now < w->python_next_look_ns))
+        return;
+    w->python_looked = true;
+    w->python_next_look_ns = now + PYTHON_LOOK_AGAIN_NS;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
+    size_t len = 0;
+    char *maps = hw_proc_read_whole(path, &len);
+    hw_python_find(w->pid, maps, len, &w->python);
+    free(maps);
+}
+
+hw_python_namer *python_namer(watched_process *w)
+{
+    if (w->python_namer == NULL && w->python.layout != NULL)
+        w->python_namer = hw_python_namer_new(&w->python, w->pid);
+    return w->python_namer;
+}
+
+static void capture_options(watched_process *w, pid_t tid, hw_capture_options *copt)
+{
+    hw_capture_options_default(copt, tid);
+    look_for_python(w);
+    if (w->python.layout != NULL) {
+        copt->interp_frames = HW_PY_MAX_FRAMES;
+        copt->while_stopped = hw_python_read_stacks;
+        copt->while_stopped_ctx = &w->python;
+    }
+}
+
+void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap)
+{
+    hw_capture_options copt;
+    capture_options(w, tid, &copt);
+    copt.all_threads = false;
+    hw_capture_process(w->pid, &copt, snap);
+    note_child_exit(a, w, snap);
+}
+
+void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req)
+{
+    hw_capture_options copt;
+    capture_options(w, tid, &copt);
+    req->python = w->python;
+    req->pid = w->pid;
+    req->tid = tid;
+    snprintf(req->executable, sizeof req->executable, "%s", w->executable);
+    req->detected_unix_ns = hw_realtime_ns();
+    req->captured_ns = now;
+    int rc = hw_capture_process(w->pid, &copt, &req->snap);
+    /* Names of the Python code now, while the process most likely lives. */
+    req->py_names = hw_python_name_threads(python_namer(w), &req->snap, false);
+    if (rc < 0 && req->snap.process_name[0] == '\0')
+        snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
+    note_child_exit(a, w, &req->snap);
+}
+
+void submit_request(agent *a, hang_record *hang, report_request *req, bool recheck)
+{
+    if (worker_submit_report(a->worker, hang, req, recheck))
+        return;
+    hw_metrics_report_dropped(hw_exports_metrics(a->exports), req->snap.process_name, HW_METRICS_DROP_QUEUE_FULL);
+    report_request_release(req);
+    a->queue_dropped++;
+    if (!a->said_queue_dropped && !a->opts->quiet) {
+        a->said_queue_dropped = true;
+        fprintf(stderr, "hangwatch: the report writer is behind: a capture was dropped (further drops are counted)\n");
+    }
+}

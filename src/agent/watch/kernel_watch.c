@@ -1,0 +1,143 @@
+/*
+ * kernel_watch.c - processes watched through the kernel observer
+ * (kernel_observer.h: eBPF at the wait system calls, a page per process
+ * that the agent fills itself) rather than through an observer inside them.
+ *
+ * Four ways in: `hangwatch watch -p PID...` (running processes, left
+ * exactly as they are), a program `hangwatch run` starts that cannot take
+ * the preloaded observer (static, or --observer kernel), the new processes
+ * of followed ones, and a process whose preloaded observer turned out not
+ * to see its waits (raw system calls, io_uring), which is switched over.
+ * Each goes into the table of watched processes like any other.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "watch.h"
+
+/* Watch `pid` through a page of the kernel observer (`pidfd` is its own):
+ * NULL when the kernel observer would not or the table is full, with the
+ * reason in `why` (nothing is kept then; the caller closes `pidfd`). */
+static watched_process *watch_through_kernel(agent *a, pid_t pid, int pidfd, bool follow, hw_kobs_start start,
+                                             char *why, size_t why_len)
+{
+    const hw_agent_options *o = a->opts;
+    const hw_shared_page *page = hw_kobs_watch(a->kobs, pid, o->every_wait_is_the_loop, o->all_loop_threads,
+                                               follow, start, why, why_len);
+    if (page == NULL)
+        return NULL;
+    watched_process *w = table_add(a, pid, pidfd, page);
+    if (w == NULL) {
+        hw_kobs_forget(a->kobs, page);
+        snprintf(why, why_len, "the agent already watches as many processes as it can");
+    }
+    return w;
+}
+
+int kernel_watch_pids(agent *a)
+{
+    const hw_agent_options *opts = a->opts;
+    char why[512];
+    int rc = hw_kobs_open(&a->kobs, why, sizeof why);
+    if (rc != 0) {
+        fprintf(stderr, "hangwatch: %s\n", why);
+        return rc;
+    }
+    for (size_t i = 0; i < opts->watch_pid_count; i++) {
+        pid_t pid = opts->watch_pids[i];
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+            int e = errno;
+            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid,
+                    e == ESRCH ? "no such process" : strerror(e));
+            return -e;
+        }
+        if (watch_through_kernel(a, pid, pidfd, opts->follow_children, HW_KOBS_START_AS_FOUND, why, sizeof why) ==
+            NULL) {
+            fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid, why);
+            close(pidfd);
+            return -ENOSPC;
+        }
+        /* The operator's sign that it holds (and the tests' sign that the
+         * kernel observer is attached). */
+        if (!opts->quiet)
+            fprintf(stderr, "hangwatch: watching pid %d through the kernel observer%s\n", (int)pid,
+                    opts->follow_children ? ", and the processes it forks" : "");
+    }
+    return 0;
+}
+
+void kernel_watch_launched(agent *a, pid_t pid)
+{
+    char why[512];
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    } else if (watch_through_kernel(a, pid, pidfd, !a->opts->no_follow, HW_KOBS_START_LAUNCHING, why, sizeof why)) {
+        a->warned_unregistered = true; /* it never registers: nothing to warn about */
+        return;
+    } else {
+        close(pidfd);
+    }
+    fprintf(stderr, "hangwatch: warning: the program cannot be watched through the kernel observer: %s\n", why);
+}
+
+/* Is `pid` a process (not a thread of one)?  /proc/PID/status's Tgid. */
+static bool is_process(pid_t pid)
+{
+    return hw_proc_status_number(pid, "Tgid") == pid;
+}
+
+void kernel_watch_new_children(agent *a)
+{
+    pid_t pids[64];
+    size_t n;
+    while ((n = hw_kobs_take_children(a->kobs, pids, 64)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            pid_t pid = pids[i];
+            if (table_find(a, pid) || !is_process(pid))
+                continue; /* a new thread, or known already */
+            char why[512];
+            int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+            if (pidfd < 0)
+                continue; /* gone already */
+            if (watch_through_kernel(a, pid, pidfd, true, HW_KOBS_START_LAUNCHING, why, sizeof why))
+                continue;
+            close(pidfd);
+            if (!a->opts->quiet)
+                fprintf(stderr, "hangwatch: warning: pid %d, a new process of a watched one, is not watched: %s\n",
+                        (int)pid, why);
+        }
+    }
+}
+
+void kernel_watch_switch(agent *a, watched_process *w)
+{
+    w->wants_kernel = false;
+    char why[512] = "";
+    const hw_shared_page *page = NULL;
+    if (a->kobs != NULL || hw_kobs_open(&a->kobs, why, sizeof why) == 0)
+        page = hw_kobs_watch(a->kobs, w->pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads,
+                             false /* its children register through the preload */, HW_KOBS_START_AS_FOUND, why,
+                             sizeof why);
+    if (page == NULL) {
+        w->kernel_refused = true;
+        if (!a->opts->quiet)
+            fprintf(stderr,
+                    "hangwatch: warning: pid %d waits without going through glibc's wrappers (a raw syscall() or "
+                    "io_uring loop): its loop cannot be observed and its hangs cannot be seen; the kernel observer "
+                    "could not be used: %s (see docs/limits.md)\n",
+                    (int)w->pid, why);
+        return;
+    }
+    finish_process(a, w, hw_monotonic_ns(), "agent_exited", -1); /* its loops start afresh */
+    table_switch_page(a, w, page);
+    if (!a->opts->quiet)
+        fprintf(stderr,
+                "hangwatch: pid %d waits without going through glibc's wrappers (a raw syscall() or io_uring "
+                "loop): it is watched through the kernel observer from now on\n",
+                (int)w->pid);
+}
