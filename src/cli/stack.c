@@ -7,11 +7,12 @@
  * It is one capture as a hang report takes it (capture.h: every thread
  * stopped together with ptrace for well under a millisecond, a sleep or a
  * wait it was in restarted by the kernel with its remaining time, so the
- * process does not notice), unwound and named as the report worker does
- * (unwind.h, python_frames.h: Python frames read in the stop; JavaScript
- * frames named from node's perf map when it writes one), built into a
- * report of hang_type "snapshot" (report.h) and printed through `show`
- * with every thread's whole stack.  --json FILE also writes that report.
+ * process does not notice), named and made a report of hang_type
+ * "snapshot" by the report stage's own functions, the ones the report
+ * worker uses (report.h: hw_name_capture, hw_report_of_capture; Python
+ * frames read in the stop, JavaScript frames named from node's perf map
+ * when it writes one), and printed through `show` with every thread's
+ * whole stack.  --json FILE also writes that report.
  *
  * Exit status: 0 with the stacks printed; 2 for a usage error, a pid that
  * is no process, or no right to ptrace it (said in one sentence with how to
@@ -37,13 +38,12 @@
 #include <unistd.h>
 
 #include "agent/capture/capture.h"
+#include "agent/common/clock.h"
+#include "agent/report/report.h"
 #include "agent/symbols/symbols.h"
-#include "agent/report/report_model.h"
 #include "core/text_escape.h"
 #include "json_file.h"
 #include "show.h"
-
-#define STACK_MAX_FRAMES 256
 
 static const char stack_help[] =
     "usage: hangwatch stack PID [--json FILE]\n"
@@ -158,61 +158,37 @@ static void say_no_ptrace_right(pid_t pid, const hw_process_snapshot *snap)
                 (int)pid);
 }
 
-static int64_t realtime_ns(void)
+/* Name, build, print and write one capture, through the same functions the
+ * report worker uses (report.h).  The exit status. */
+static int report_capture(const report_request *req, const char *json_path)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Unwind, name, build, print and write one capture.  The exit status. */
-static int report_capture(pid_t pid, const hw_process_snapshot *snap, const hw_python_target *py,
-                          hw_python_names *names, const char *executable, int64_t taken_ns, const char *json_path)
-{
+    const hw_process_snapshot *snap = &req->snap;
     size_t captured = 0;
     for (size_t i = 0; i < snap->thread_count; i++)
         captured += snap->threads[i].status == HW_THREAD_CAPTURED;
-
-    char *sym_error = NULL;
-    hw_symbolizer *sym =
-        captured > 0 && snap->maps != NULL ? hw_symbolizer_new(pid, snap->maps, snap->maps_len, &sym_error) : NULL;
-    hw_backtrace *bts = calloc(snap->thread_count ? snap->thread_count : 1, sizeof *bts);
-    if (bts == NULL) {
+    hw_named_capture nc;
+    hw_name_capture(req, false, &nc);
+    if (nc.bts == NULL) {
         fprintf(stderr, "hangwatch: out of memory\n");
-        hw_symbolizer_free(sym);
-        free(sym_error);
+        hw_named_capture_free(&nc, snap->thread_count);
         return 1;
     }
-    for (size_t i = 0; i < snap->thread_count; i++) {
-        if (snap->threads[i].status != HW_THREAD_CAPTURED)
-            continue;
-        if (sym != NULL) {
-            hw_unwind_with_runtime(sym, &snap->threads[i], STACK_MAX_FRAMES, names ? &names[i] : NULL, py, executable,
-                                   &bts[i]);
-        } else if (asprintf(&bts[i].error, "no symbolizer for the process's memory map: %s",
-                            sym_error ? sym_error : "its maps could not be read") < 0) {
-            bts[i].error = NULL;
-        }
-    }
-    const hw_image *images = NULL;
-    size_t image_count = sym ? hw_symbolizer_images(sym, &images) : 0;
-
     /* No detector measured anything: a snapshot's numbers are zero and its
      * "hung" thread is the main thread (docs/report-format.md). */
     hw_hang_info info = {
         .detector = "none",
         .check_mode = "on_demand",
         .hang_type = "snapshot",
-        .hung_tid = pid,
+        .hung_tid = req->pid,
         .block_duration_ns = 0,
         .threshold_ns = 0,
-        .detected_unix_ns = taken_ns,
+        .detected_unix_ns = req->detected_unix_ns,
         .main_thread_state = "not_requested",
         .main_thread_reason = "disabled",
-        .executable = executable[0] ? executable : NULL,
+        .executable = req->executable[0] ? req->executable : NULL,
     };
     char id[37];
-    json_t *report = hw_report_build(&info, snap, bts, images, image_count, id);
+    json_t *report = hw_report_of_capture(req, &nc, &info, id);
     int rc = 0;
     if (report == NULL) {
         fprintf(stderr, "hangwatch: out of memory\n");
@@ -222,7 +198,7 @@ static int report_capture(pid_t pid, const hw_process_snapshot *snap, const hw_p
             rc = 1;
         fflush(stdout);
         if (captured == 0) {
-            fprintf(stderr, "hangwatch: no thread of pid %d could be captured (see above)\n", (int)pid);
+            fprintf(stderr, "hangwatch: no thread of pid %d could be captured (see above)\n", (int)req->pid);
             rc = 1;
         }
         if (json_path != NULL) {
@@ -237,11 +213,7 @@ static int report_capture(pid_t pid, const hw_process_snapshot *snap, const hw_p
         }
     }
     json_decref(report);
-    for (size_t i = 0; i < snap->thread_count; i++)
-        hw_backtrace_free(&bts[i]);
-    free(bts);
-    hw_symbolizer_free(sym);
-    free(sym_error);
+    hw_named_capture_free(&nc, snap->thread_count);
     return rc;
 }
 
@@ -269,26 +241,30 @@ static int take_stacks(pid_t pid, const char *json_path)
     /* Symbolizing never reaches for the network (debuginfod), as in the
      * agent (docs/security.md). */
     unsetenv("DEBUGINFOD_URLS");
+    report_request *req = calloc(1, sizeof *req);
+    if (req == NULL) {
+        fprintf(stderr, "hangwatch: out of memory\n");
+        return 1;
+    }
+    req->pid = req->tid = pid;
     /* Python: the interpreter is looked for in the maps before the stop, so
      * its frames are read in the same stop as the registers. */
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
     size_t maps_len = 0;
     char *maps = hw_proc_read_whole(path, &maps_len);
-    hw_python_target py;
-    hw_python_find(pid, maps, maps_len, &py);
+    hw_python_find(pid, maps, maps_len, &req->python);
     free(maps);
-    char executable[256];
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
-    ssize_t n = readlink(path, executable, sizeof executable - 1);
-    executable[n > 0 ? n : 0] = '\0';
+    ssize_t n = readlink(path, req->executable, sizeof req->executable - 1);
+    req->executable[n > 0 ? n : 0] = '\0';
 
     hw_capture_options copt;
     hw_capture_options_default(&copt, pid); /* every thread, the main thread the target */
-    if (py.layout != NULL) {
+    if (req->python.layout != NULL) {
         copt.interp_frames = HW_PY_MAX_FRAMES;
         copt.while_stopped = hw_python_read_stacks;
-        copt.while_stopped_ctx = &py;
+        copt.while_stopped_ctx = &req->python;
     }
     /* capture.h: ptrace's stop reports come as SIGCHLD; keep it blocked. */
     sigset_t sigchld;
@@ -296,12 +272,11 @@ static int take_stacks(pid_t pid, const char *json_path)
     sigaddset(&sigchld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &sigchld, NULL);
 
-    hw_process_snapshot snap;
-    int64_t taken_ns = realtime_ns();
-    int rc = hw_capture_process(pid, &copt, &snap);
+    req->detected_unix_ns = hw_realtime_ns();
+    int rc = hw_capture_process(pid, &copt, &req->snap);
     /* Names of the Python code now, while the process most likely lives. */
-    hw_python_namer *namer = hw_python_namer_new(&py, pid);
-    hw_python_names *names = hw_python_name_threads(namer, &snap, false);
+    hw_python_namer *namer = hw_python_namer_new(&req->python, pid);
+    req->py_names = hw_python_name_threads(namer, &req->snap, false);
 
     int status;
     if (rc == -ESRCH) {
@@ -310,18 +285,18 @@ static int take_stacks(pid_t pid, const char *json_path)
     } else if (rc < 0) {
         fprintf(stderr, "hangwatch: cannot capture pid %d: %s\n", (int)pid, strerror(-rc));
         status = 1;
-    } else if (all_denied_eperm(&snap)) {
-        say_no_ptrace_right(pid, &snap);
+    } else if (all_denied_eperm(&req->snap)) {
+        say_no_ptrace_right(pid, &req->snap);
         status = 2;
-    } else if (snap.process_exited || all_exited(&snap)) {
+    } else if (req->snap.process_exited || all_exited(&req->snap)) {
         fprintf(stderr, "hangwatch: pid %d ended before its stacks could be taken\n", (int)pid);
         status = 1;
     } else {
-        status = report_capture(pid, &snap, &py, names, executable, taken_ns, json_path);
+        status = report_capture(req, json_path);
     }
-    hw_python_names_free(names, snap.thread_count);
+    report_request_release(req);
+    free(req);
     hw_python_namer_free(namer);
-    hw_process_snapshot_free(&snap);
     return status;
 }
 
