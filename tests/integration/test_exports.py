@@ -619,6 +619,35 @@ def case_sentry_events():
     check(len(rx.events()) == 2, f"{len(rx.events())} events for two hangs")
 
 
+def case_sentry_launch_hang():
+    """A launch hang's report is complete when it is written (the process proved to be a loop,
+    its final duration is in): its event goes out then, like any other complete report's."""
+    if not sentry_available():
+        return hwtest.SKIP
+    rx = SentryReceiver()
+    try:
+        r = hwtest.run(["--threshold", "1s", "--sentry-dsn", rx.dsn(), "--",
+                        hwtest.binary("loop-scenarios"), "launch", "1.6"])
+        try:
+            check(r.returncode == 0 and len(r.reports) == 1, r.describe())
+            report = r.reports[0]
+            check(report["hangwatch"]["hang_type"] == "launch_hang" and "final_duration_us" in report["hangwatch"],
+                  f"a launch hang with its final duration: {report['hangwatch']}")
+            hwtest.wait_for(lambda: len(rx.events()) >= 1, "the launch hang's event at the receiver", 30)
+            headers, event = rx.events()[0]
+            rid = report["report"]["id"].replace("-", "").lower()
+            check(event is not None and event["event_id"] == rid, f"event {event} for report {rid}: {rx.problems}")
+            check(event["tags"].get("hangwatch.hang_type") == "launch_hang", f"tags {event['tags']}")
+            final_s = report["hangwatch"]["final_duration_us"] / 1e6
+            value = event["exception"]["values"][0]["value"]
+            check(f"App hanging for {final_s:.3f}"[:-1] in value, f"value {value} vs {final_s}")
+            check(len(rx.events()) == 1 and not rx.problems, f"{len(rx.events())} events {rx.problems}")
+        finally:
+            hwtest.cleanup(r)
+    finally:
+        rx.stop()
+
+
 def case_sentry_spool_exactly_once():
     """Receiver down: the event waits in the spool; back up: the agent sends it, once. Down
     until the agent ends: `hangwatch upload` sends it, once; a second upload sends nothing."""
@@ -734,6 +763,7 @@ CASES = {
     "hostile_clients": case_hostile_clients,
     "library_metrics": case_library_metrics,
     "sentry_events": case_sentry_events,
+    "sentry_launch_hang": case_sentry_launch_hang,
     "sentry_spool_exactly_once": case_sentry_spool_exactly_once,
     "sentry_server_answers": case_sentry_server_answers,
     "sentry_bad_input": case_sentry_bad_input,
