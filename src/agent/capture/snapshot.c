@@ -71,7 +71,7 @@
 #include "core/text_escape.h"
 
 #if !defined(__x86_64__)
-#error "capture.c supports x86_64 only (struct user_regs_struct, rsp, the 128-byte red zone)"
+#error "snapshot.c supports x86_64 only (struct user_regs_struct, rsp, the 128-byte red zone)"
 #endif
 
 #define RED_ZONE_BYTES 128u                 /* x86_64 SysV: below rsp, may hold live data */

@@ -27,7 +27,7 @@
  *    handlers must loop on waitpid(..., WNOHANG) anyway.
  *  - The capture runs its ptrace session in a short-lived helper thread, so a
  *    thread that never stopped is detached by the kernel when that helper
- *    ends (see capture.c).
+ *    ends (see snapshot.c).
  */
 #ifndef HANGWATCH_SNAPSHOT_H
 #define HANGWATCH_SNAPSHOT_H

@@ -135,7 +135,7 @@ static void found_unseen_wait(agent *a, watched_process *w, loop_watch *l, long 
 {
     l->warned_unseen_wait = true; /* also with --quiet: it keeps later launch checks quiet */
     if (a->opts->observer == HW_OBSERVER_AUTO && !w->kernel_refused && !hw_kobs_owns(a->kobs, w->page))
-        w->wants_kernel = true; /* the agent moves it to the kernel observer (registry.c) */
+        w->wants_kernel = true; /* the agent moves it to the kernel observer (kernel_watch.c) */
     else if (!a->opts->quiet)
         fprintf(stderr,
                 "hangwatch: warning: pid %d waits in system call %ld without going through glibc's wrappers (a raw "
@@ -164,61 +164,129 @@ static void look_at_launch(agent *a, watched_process *w, loop_watch *l, uint64_t
         l->next_wake_ns = now + LAUNCH_LOOK_NS;
 }
 
-static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
+/* The seeds' other detectors, kept for comparison (--detector): false for
+ * the runloop detector, which check_loop follows. */
+static bool check_other_detector(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r,
+                                 uint64_t now)
 {
-    pid_t tid = l->tid;
     switch (a->opts->detector_kind) {
-    case HW_DETECTOR_SEMAPHORE: {
+    case HW_DETECTOR_SEMAPHORE:
         /* The seeds' semaphore detector, as it was: every 50 ms, and the
          * ping while the loop waits. */
         if (now >= l->semaphore_next_ns) {
             l->semaphore_next_ns = now + l->semaphore.interval_ns;
-            if (hw_semaphore_step(&l->semaphore, &r)) {
-                hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r.seq, .busy_start_ns = r.busy_start_ns,
-                              .busy_ns = r.busy && now > r.busy_start_ns ? now - r.busy_start_ns : 0};
+            if (hw_semaphore_step(&l->semaphore, r)) {
+                hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r->seq, .busy_start_ns = r->busy_start_ns,
+                              .busy_ns = r->busy && now > r->busy_start_ns ? now - r->busy_start_ns : 0};
                 report_without_hang(a, w, l, &c);
             }
         }
-        check_ping(a, w, l, &r, now, true);
+        check_ping(a, w, l, r, now, true);
         if (l->semaphore_next_ns < l->next_wake_ns)
             l->next_wake_ns = l->semaphore_next_ns;
-        return;
-    }
+        return true;
     case HW_DETECTOR_PING:
-        check_ping(a, w, l, &r, now, false);
-        return;
+        check_ping(a, w, l, r, now, false);
+        return true;
     case HW_DETECTOR_FRAME_GAP:
-        check_frames(a, w, l, &r, now);
-        return;
+        check_frames(a, w, l, r, now);
+        return true;
     case HW_DETECTOR_RUNLOOP:
     default:
-        break;
+        return false;
     }
-    if (l->hung) {
-        if (r.seq == l->hung_seq) {
-            if (now >= l->next_stop_look_ns) {
-                l->next_stop_look_ns = now + STOPPED_LOOK_NS;
-                if (thread_stopped(w->pid, tid)) {
-                    /* Stopped while hung (a debugger attached to look at
-                     * the hang, SIGSTOP): the hang ends here, between the
-                     * last look that saw it run and now. */
-                    l->last_seen_hung_ns = l->last_seen_running_ns;
-                    hang_finish(a, l, now, "stopped", true);
-                    hold_stopped(l, r.seq, now);
-                    return;
-                }
-                l->last_seen_running_ns = now;
-            }
-            l->last_seen_hung_ns = now;
-            hang_look_again(a, w, l, &r, now);
-            if (l->next_stop_look_ns < l->next_wake_ns)
-                l->next_wake_ns = l->next_stop_look_ns;
-            return;
-        }
+}
+
+/* A loop whose stretch was reported as hung: still in it (true: looked at
+ * again, or ended by a stop), or out of it (false: the hang is over and the
+ * loop is checked afresh). */
+static bool check_hung_loop(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
+{
+    if (r->seq != l->hung_seq) {
         /* A pause ends the stretch as a wait does (hangwatch_loop_pause). */
         hang_finish(a, l, now, hw_loop_paused(&w->page->slots[l->slot]) ? "paused" : "returned_to_wait", true);
+        return false;
     }
+    if (now >= l->next_stop_look_ns) {
+        l->next_stop_look_ns = now + STOPPED_LOOK_NS;
+        if (thread_stopped(w->pid, l->tid)) {
+            /* Stopped while hung (a debugger attached to look at the hang,
+             * SIGSTOP): the hang ends here, between the last look that saw
+             * it run and now. */
+            l->last_seen_hung_ns = l->last_seen_running_ns;
+            hang_finish(a, l, now, "stopped", true);
+            hold_stopped(l, r->seq, now);
+            return true;
+        }
+        l->last_seen_running_ns = now;
+    }
+    l->last_seen_hung_ns = now;
+    hang_look_again(a, w, l, r, now);
+    if (l->next_stop_look_ns < l->next_wake_ns)
+        l->next_wake_ns = l->next_stop_look_ns;
+    return true;
+}
 
+/* --stutter: the stretch as the detector counts it (from its restart, if
+ * the process was stopped in it) into the stutter window; a loop stuck in
+ * one of the stalls right now is captured. */
+static void check_stutter(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r,
+                          const hw_check *c, uint64_t now)
+{
+    hw_loop_reading sr = *r;
+    if (sr.busy && sr.seq == l->detector.restart_seq && sr.busy_start_ns < l->detector.restart_ns)
+        sr.busy_start_ns = l->detector.restart_ns;
+    hw_stutter_verdict v = hw_stutter_observe(&l->stutter, &sr, now);
+    if (v.stutter && r->busy) {
+        l->last_stutter = v;
+        hw_check sc = *c;
+        sc.stutter = true;
+        sc.launch = false;
+        report_without_hang(a, w, l, &sc);
+    }
+    if (now + STUTTER_LOOK_NS < l->next_wake_ns)
+        l->next_wake_ns = now + STUTTER_LOOK_NS;
+}
+
+/* The runloop detector said hang: is it one?  A stopped process (SIGSTOP,
+ * job control, a debugger) is not hung: its loop cannot run, so its busy
+ * clock restarts and it is looked at again soon.  Nor is one still
+ * launching that waits for a child, or that waits where its observer
+ * cannot see. */
+static void check_hang_verdict(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r,
+                               hw_check c, uint64_t now)
+{
+    bool stopped = thread_stopped(w->pid, l->tid);
+    /* A process that has never reached a loop and is waiting for a child
+     * (a shell, make, a wrapper script) is supervising, not launching: the
+     * child is watched on its own. */
+    long blocked_in = c.launch ? hw_task_syscall(w->pid, l->tid) : -1;
+    bool supervising = blocked_in == SYS_wait4 || blocked_in == SYS_waitid;
+    /* Still "launching" but blocked in a wait system call that never went
+     * through glibc's wrappers: a raw syscall() or io_uring loop the
+     * observer cannot see.  Say so instead of reporting a launch hang. */
+    bool unseen_wait = hw_is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
+    if (unseen_wait && !l->warned_unseen_wait)
+        found_unseen_wait(a, w, l, blocked_in);
+    if (stopped) {
+        hold_stopped(l, r->seq, now);
+        return;
+    }
+    if (supervising || unseen_wait) {
+        hw_detector_restart_clock(&l->detector, r->seq, now);
+        l->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
+        return;
+    }
+    hang_begin(a, w, l, c);
+}
+
+static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
+{
+    pid_t tid = l->tid;
+    if (check_other_detector(a, w, l, &r, now))
+        return;
+    if (l->hung && check_hung_loop(a, w, l, &r, now))
+        return;
     if (l->held) {
         /* Stopped at the last look: still?  Then its clock starts again. */
         if (r.busy && thread_stopped(w->pid, tid)) {
@@ -246,52 +314,10 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     if (c.verdict != HW_VERDICT_HANG && r.busy && !l->warned_unseen_wait && is_launch(w, l, r.seq) &&
         !hw_kobs_owns(a->kobs, w->page) && now < l->watch_start_ns + a->opts->detector.threshold_ns)
         look_at_launch(a, w, l, now);
-    if (a->opts->stutter && c.verdict != HW_VERDICT_HANG) {
-        /* The stretch as the detector counts it: from its restart, if the
-         * process was stopped in it. */
-        hw_loop_reading sr = r;
-        if (sr.busy && sr.seq == l->detector.restart_seq && sr.busy_start_ns < l->detector.restart_ns)
-            sr.busy_start_ns = l->detector.restart_ns;
-        hw_stutter_verdict v = hw_stutter_observe(&l->stutter, &sr, now);
-        if (v.stutter && r.busy) {
-            /* Stuck in one of the stalls right now: capture it. */
-            l->last_stutter = v;
-            hw_check sc = c;
-            sc.stutter = true;
-            sc.launch = false;
-            report_without_hang(a, w, l, &sc);
-        }
-        if (now + STUTTER_LOOK_NS < l->next_wake_ns)
-            l->next_wake_ns = now + STUTTER_LOOK_NS;
-    }
-    if (c.verdict != HW_VERDICT_HANG)
-        return;
-
-    /* A stopped process (SIGSTOP, job control, a debugger) is not hung: its
-     * loop cannot run.  Restart its busy clock and look again soon. */
-    bool stopped = thread_stopped(w->pid, tid);
-    /* A process that has never reached a loop and is waiting for a child
-     * (a shell, make, a wrapper script) is supervising, not launching: the
-     * child is watched on its own. */
-    long blocked_in = c.launch ? hw_task_syscall(w->pid, tid) : -1;
-    bool supervising = blocked_in == SYS_wait4 || blocked_in == SYS_waitid;
-    /* Still "launching" but blocked in a wait system call that never went
-     * through glibc's wrappers: a raw syscall() or io_uring loop the
-     * observer cannot see.  Say so instead of reporting a launch hang. */
-    bool unseen_wait = hw_is_wait_syscall(blocked_in) || (c.launch && l->warned_unseen_wait);
-    if (unseen_wait && !l->warned_unseen_wait)
-        found_unseen_wait(a, w, l, blocked_in);
-    if (stopped) {
-        hold_stopped(l, r.seq, now);
-        return;
-    }
-    if (supervising || unseen_wait) {
-        hw_detector_restart_clock(&l->detector, r.seq, now);
-        l->next_wake_ns = now + hw_detector_poll_interval(&a->opts->detector);
-        return;
-    }
-
-    hang_begin(a, w, l, c);
+    if (a->opts->stutter && c.verdict != HW_VERDICT_HANG)
+        check_stutter(a, w, l, &r, &c, now);
+    if (c.verdict == HW_VERDICT_HANG)
+        check_hang_verdict(a, w, l, &r, c, now);
 }
 
 static loop_watch *loop_watch_new(agent *a, const watched_process *w, unsigned slot, pid_t tid, uint64_t now)

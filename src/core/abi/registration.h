@@ -9,7 +9,7 @@
  * pid and uid and a pidfd of the sender itself; the agent believes those,
  * not the pid written here.  Anyone on the machine can send to the socket:
  * the agent checks every message (hw_registration_parse) and then who sent
- * it (registry.c, docs/security.md).
+ * it (agent/watch/admission.c, docs/security.md).
  */
 #ifndef HANGWATCH_REGISTRATION_H
 #define HANGWATCH_REGISTRATION_H
