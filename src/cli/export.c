@@ -40,10 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang_summary.h"
 #include "core/hw_version.h"
 #include "json_file.h"
 #include "report_read.h"
+#include "report_summary.h"
 #include "core/saturating.h"
 #include "stats.h"
 #include "core/text_escape.h"

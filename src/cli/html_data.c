@@ -5,7 +5,7 @@
  * html_page.c writes into the page for its script to draw:
  *
  *   - the hang groups, grouped and figured exactly as `hangwatch stats`
- *     does (hang_stats.h);
+ *     does (hang_groups.h);
  *   - for each group (the DETAILED_GROUPS largest): the hung thread's stack
  *     of its newest report, with file:line and the culprit, that report's
  *     other threads (read again from the report), and, where the reports
@@ -27,12 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang_stats.h"
-#include "hang_summary.h"
+#include "hang_groups.h"
 #include "html.h"
 #include "html_internal.h"
 #include "core/hw_version.h"
 #include "report_read.h"
+#include "report_summary.h"
 #include "core/saturating.h"
 #include "stats.h"
 
@@ -518,7 +518,7 @@ static json_t *group_json(const hw_stats_group *g)
 }
 
 /* Is report a a better one to show for its group than b: one that names a
- * culprit, then the newest (as hang_stats.c takes the group's culprit)? */
+ * culprit, then the newest (as hang_groups.c takes the group's culprit)? */
 static bool shows_better(const hw_hang_summary *a, const hw_hang_summary *b)
 {
     bool ca = a->culprit != HW_NO_FRAME, cb = b->culprit != HW_NO_FRAME;

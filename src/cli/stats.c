@@ -1,12 +1,12 @@
 /*
  * stats.c - `hangwatch stats [--json] REPORT.json|DIR...`: the reports of
- * many runs or machines, grouped by grouping key (hang_stats.h) and printed
+ * many runs or machines, grouped by grouping key (hang_groups.h) and printed
  * as a table sorted by total hang time, or as JSON for tools.  The first
  * thing to run on a directory of reports: which hangs cost the most time,
  * how often each happened, since when, where (the culprit frame).
  *
  * Reports are read one at a time and reduced to summaries at once
- * (hang_summary.h).  A file that cannot be read, is not JSON or is not a
+ * (report_summary.h).  A file that cannot be read, is not JSON or is not a
  * report is named on stderr and the others are still read; the exit status
  * is 1 only when no report at all could be read.
  */
@@ -19,9 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "hang_stats.h"
-#include "hang_summary.h"
+#include "hang_groups.h"
 #include "report_read.h"
+#include "report_summary.h"
 #include "core/text_escape.h"
 
 static const char stats_help[] =

@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hang_stats.h"
-#include "hang_summary.h"
+#include "hang_groups.h"
 #include "report_read.h"
+#include "report_summary.h"
 
 /* argv[0] is "stats".  0, 1 (no report could be read) or 2 (usage). */
 int hw_stats_main(int argc, char **argv);

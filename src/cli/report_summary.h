@@ -1,14 +1,14 @@
 /*
- * hang_summary.h - what `hangwatch stats` and `export` take from a report:
- * the hang's grouping key, times and durations, the hung thread's stack and
- * its culprit frame, and the Point Stack of early sampling.  A summary owns
- * copies of everything, so the report's JSON can be freed at once (a
- * directory may hold thousands of reports).  Every field of the report may
- * be missing or of the wrong type (report_read.h): a summary then says
- * "unknown" rather than guessing.
+ * report_summary.h - one report's summary: what `hangwatch stats`, `export`
+ * and `html` take from a report: the hang's grouping key, times and
+ * durations, the hung thread's stack and its culprit frame, and the Point
+ * Stack of early sampling.  A summary owns copies of everything, so the
+ * report's JSON can be freed at once (a directory may hold thousands of
+ * reports).  Every field of the report may be missing or of the wrong type
+ * (report_read.h): a summary then says "unknown" rather than guessing.
  */
-#ifndef HANGWATCH_HANG_SUMMARY_H
-#define HANGWATCH_HANG_SUMMARY_H
+#ifndef HANGWATCH_REPORT_SUMMARY_H
+#define HANGWATCH_REPORT_SUMMARY_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,10 +1,10 @@
 /*
- * hang_stats.c - grouping hangs by their grouping key and the figures of
- * each group (hang_stats.h).  Durations are whole microseconds from the
+ * hang_groups.c - grouping hangs by their grouping key and the figures of
+ * each group (hang_groups.h).  Durations are whole microseconds from the
  * reports, added with saturation: a file anyone may have edited cannot make
  * a total wrap around.
  */
-#include "hang_stats.h"
+#include "hang_groups.h"
 
 #include <stdlib.h>
 #include <string.h>

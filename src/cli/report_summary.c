@@ -1,10 +1,10 @@
 /*
- * hang_summary.c - a report reduced to what stats and export use
- * (hang_summary.h): copied out of the JSON so that the report can be freed,
- * every field checked for its type and range first.  Also the choice of a
+ * report_summary.c - a report reduced to what stats, export and html use
+ * (report_summary.h): copied out of the JSON so that the report can be
+ * freed, every field checked for its type and range first.  Also the choice of a
  * hang's culprit frame and the linking of a stretch's reports.
  */
-#include "hang_summary.h"
+#include "report_summary.h"
 
 #include <inttypes.h>
 #include <stdio.h>
