@@ -45,7 +45,6 @@
 #include "report_read.h"
 #include "report_summary.h"
 #include "core/saturating.h"
-#include "stats.h"
 #include "core/text_escape.h"
 
 static const char export_help[] =

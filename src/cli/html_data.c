@@ -34,7 +34,6 @@
 #include "report_read.h"
 #include "report_summary.h"
 #include "core/saturating.h"
-#include "stats.h"
 
 /* ---- limits ------------------------------------------------------------------ */
 

@@ -1,8 +1,9 @@
 /*
  * report_summary.c - a report reduced to what stats, export and html use
  * (report_summary.h): copied out of the JSON so that the report can be
- * freed, every field checked for its type and range first.  Also the choice of a
- * hang's culprit frame and the linking of a stretch's reports.
+ * freed, every field checked for its type and range first.  Also the
+ * choice of a hang's culprit frame, the list of many reports' summaries
+ * and the linking of a stretch's reports.
  */
 #include "report_summary.h"
 
@@ -306,6 +307,47 @@ void hw_hang_summary_free(hw_hang_summary *s)
     free(s->point);
     memset(s, 0, sizeof *s);
     s->culprit = HW_NO_FRAME;
+}
+
+/* ---- the summaries of many reports ---------------------------------------- */
+
+int hw_summaries_add(hw_summaries *all, const char *path, json_t *root)
+{
+    if (all->count == all->cap) {
+        size_t bigger = all->cap ? all->cap * 2 : 64;
+        hw_hang_summary *grown = realloc(all->s, bigger * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        all->s = grown;
+        if (all->with_samples) {
+            hw_sampled *more = realloc(all->sampled, bigger * sizeof *more);
+            if (more == NULL)
+                return -1;
+            all->sampled = more;
+        }
+        all->cap = bigger;
+    }
+    if (all->with_samples && hw_sampled_of(root, &all->sampled[all->count]) != 0)
+        return -1;
+    if (hw_hang_summary_of(root, path, &all->s[all->count]) != 0) {
+        if (all->with_samples)
+            hw_sampled_free(&all->sampled[all->count]);
+        return -1;
+    }
+    all->count++;
+    return 0;
+}
+
+void hw_summaries_free(hw_summaries *all)
+{
+    for (size_t i = 0; i < all->count; i++) {
+        hw_hang_summary_free(&all->s[i]);
+        if (all->sampled)
+            hw_sampled_free(&all->sampled[i]);
+    }
+    free(all->s);
+    free(all->sampled);
+    memset(all, 0, sizeof *all);
 }
 
 uint64_t hw_hang_duration_us(const hw_hang_summary *s)

@@ -6,6 +6,10 @@
  * report's JSON can be freed at once (a directory may hold thousands of
  * reports).  Every field of the report may be missing or of the wrong type
  * (report_read.h): a summary then says "unknown" rather than guessing.
+ *
+ * Also the list of the summaries of many reports (hw_summaries), each
+ * with its early samples where wanted, which stats, export and html keep
+ * as they read reports one at a time.
  */
 #ifndef HANGWATCH_REPORT_SUMMARY_H
 #define HANGWATCH_REPORT_SUMMARY_H
@@ -98,6 +102,24 @@ typedef struct hw_sampled {
  * the report has none), or -1 when out of memory (then nothing is held). */
 int hw_sampled_of(json_t *root, hw_sampled *out);
 void hw_sampled_free(hw_sampled *s);
+
+/*
+ * The summaries of many reports, one added at a time (as
+ * hw_report_command_read reads them).  Start from {0}, or with
+ * `with_samples` set to keep each report's early samples too (sampled[i]
+ * is s[i]'s, hw_sampled_of); free with hw_summaries_free.
+ */
+typedef struct hw_summaries {
+    hw_hang_summary *s;
+    hw_sampled *sampled; /* with_samples: count entries, else NULL */
+    size_t count, cap;
+    bool with_samples;
+} hw_summaries;
+
+/* Add the summary of `root` (lent), read from `path`: 0, or -1 when out
+ * of memory. */
+int hw_summaries_add(hw_summaries *all, const char *path, json_t *root);
+void hw_summaries_free(hw_summaries *all);
 
 /* The hang's duration: its final duration when known, else the time it had
  * been busy when detected (a lower bound). */

@@ -15,7 +15,6 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -44,47 +43,6 @@ static const char stats_help[] =
     "A file that cannot be read or is not a report is named on stderr and\n"
     "skipped.  The exit status is 0 when at least one report was read, 1\n"
     "when none could be, 2 for a usage error.\n";
-
-/* ---- reading -------------------------------------------------------------- */
-
-int hw_summaries_add(hw_summaries *all, const char *path, json_t *root)
-{
-    if (all->count == all->cap) {
-        size_t bigger = all->cap ? all->cap * 2 : 64;
-        hw_hang_summary *grown = realloc(all->s, bigger * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        all->s = grown;
-        if (all->with_samples) {
-            hw_sampled *more = realloc(all->sampled, bigger * sizeof *more);
-            if (more == NULL)
-                return -1;
-            all->sampled = more;
-        }
-        all->cap = bigger;
-    }
-    if (all->with_samples && hw_sampled_of(root, &all->sampled[all->count]) != 0)
-        return -1;
-    if (hw_hang_summary_of(root, path, &all->s[all->count]) != 0) {
-        if (all->with_samples)
-            hw_sampled_free(&all->sampled[all->count]);
-        return -1;
-    }
-    all->count++;
-    return 0;
-}
-
-void hw_summaries_free(hw_summaries *all)
-{
-    for (size_t i = 0; i < all->count; i++) {
-        hw_hang_summary_free(&all->s[i]);
-        if (all->sampled)
-            hw_sampled_free(&all->sampled[i]);
-    }
-    free(all->s);
-    free(all->sampled);
-    memset(all, 0, sizeof *all);
-}
 
 /* ---- printing ------------------------------------------------------------- */
 
