@@ -40,8 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "foreign_text.h"
 #include "core/hw_version.h"
 #include "json_file.h"
+#include "report_command.h"
 #include "report_read.h"
 #include "report_summary.h"
 #include "core/saturating.h"

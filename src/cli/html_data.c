@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "foreign_text.h"
 #include "hang_groups.h"
 #include "html.h"
 #include "html_internal.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_read.h"
+#include "foreign_text.h"
 #include "core/saturating.h"
 
 /* A non-negative integer field, or false. */

@@ -18,7 +18,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "foreign_text.h"
 #include "hang_groups.h"
+#include "report_command.h"
 #include "report_read.h"
 #include "report_summary.h"
 #include "core/text_escape.h"
