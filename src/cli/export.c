@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flame_graph.h"
 #include "foreign_text.h"
 #include "core/hw_version.h"
 #include "json_file.h"
@@ -312,44 +313,47 @@ static char *thread_label(const hung_thread *ht)
 
 /* ---- speedscope ----------------------------------------------------------- */
 
-typedef struct frame_table {
-    json_t *frames; /* shared.frames */
-    json_t *index;  /* a frame's identity -> its index */
-} frame_table;
-
-/* The index of a frame in shared.frames, added when new; -1 when out of memory. */
-static json_int_t frame_index(frame_table *ft, const char *name, const char *file, int64_t line)
+/* A frame's identity among speedscope's shared frames: its function, file
+ * and line (speedscope shows each line a frame of its own). */
+static char *speedscope_identity(const hw_sframe *f)
 {
-    json_t *id = json_pack("[s, s?, I]", name, file, (json_int_t)line);
+    json_t *id = json_pack("[s, s?, I]", f->name, f->file, (json_int_t)f->line);
     char *key = id ? json_dumps(id, JSON_COMPACT) : NULL;
     json_decref(id);
-    if (key == NULL)
-        return -1;
-    json_t *at = json_object_get(ft->index, key);
-    json_int_t i;
-    if (at != NULL) {
-        i = json_integer_value(at);
-    } else {
-        i = (json_int_t)json_array_size(ft->frames);
-        json_t *f = json_object();
-        json_object_set_new(f, "name", hw_json_text(name));
-        if (file != NULL)
-            json_object_set_new(f, "file", hw_json_text(file));
-        if (line > 0)
-            json_object_set_new(f, "line", jint(line));
-        if (json_array_append_new(ft->frames, f) != 0 || json_object_set_new(ft->index, key, json_integer(i)) != 0)
-            i = -1;
-    }
-    free(key);
-    return i;
+    return key;
 }
 
+/* shared.frames: each frame of the table as {name, file, line}.  NULL when
+ * out of memory. */
+static json_t *shared_frames(const hw_frame_table *ft)
+{
+    json_t *frames = json_array();
+    for (size_t i = 0; frames != NULL && i < ft->count; i++) {
+        const hw_sframe *f = &ft->frames[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", hw_json_text(f->name));
+        if (f->file != NULL)
+            json_object_set_new(o, "file", hw_json_text(f->file));
+        if (f->line > 0)
+            json_object_set_new(o, "line", jint(f->line));
+        if (json_array_append_new(frames, o) != 0) {
+            json_decref(frames);
+            frames = NULL;
+        }
+    }
+    return frames;
+}
+
+/* Where the hung thread's stack was not captured, its stack is this one frame. */
+static char not_captured_name[] = "(the hung thread's stack was not captured)";
+static const hw_sframe not_captured = {.name = not_captured_name, .language = "native"};
+
 /* A stack as speedscope wants it: frame indexes, outermost (root) first. */
-static json_t *sampled_stack(frame_table *ft, const hw_sframe *frames, size_t count)
+static json_t *sampled_stack(hw_frame_table *ft, const hw_sframe *frames, size_t count)
 {
     json_t *stack = json_array();
     if (count == 0) {
-        json_int_t i = frame_index(ft, "(the hung thread's stack was not captured)", NULL, 0);
+        long i = hw_frame_table_index(ft, &not_captured);
         if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
             json_decref(stack);
             return NULL;
@@ -357,7 +361,7 @@ static json_t *sampled_stack(frame_table *ft, const hw_sframe *frames, size_t co
         return stack;
     }
     for (size_t k = count; k-- > 0;) {
-        json_int_t i = frame_index(ft, frames[k].name, frames[k].file, frames[k].line);
+        long i = hw_frame_table_index(ft, &frames[k]);
         if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
             json_decref(stack);
             return NULL;
@@ -399,12 +403,12 @@ static json_t *sampled_profile(const char *name, sampled *p)
 }
 
 /* A sampled stack of a report's ring, outermost (root) first. */
-static json_t *ring_stack(frame_table *ft, const hw_sampled *r, const hw_sampled_stack *st)
+static json_t *ring_stack(hw_frame_table *ft, const hw_sampled *r, const hw_sampled_stack *st)
 {
     json_t *stack = json_array();
     for (size_t k = st->depth; stack && k-- > 0;) {
         const hw_sframe *f = &r->frames[st->frames[k]];
-        json_int_t i = frame_index(ft, f->name, f->file, f->line);
+        long i = hw_frame_table_index(ft, f);
         if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
             json_decref(stack);
             return NULL;
@@ -415,7 +419,7 @@ static json_t *ring_stack(frame_table *ft, const hw_sampled *r, const hw_sampled
 
 /* The ring samples of stretch `st`: those of its last report that has
  * any.  0, or -1 when out of memory. */
-static int add_ring_samples(sampled *p, frame_table *ft, const stretch *st, const hw_hang_summary *base,
+static int add_ring_samples(sampled *p, hw_frame_table *ft, const stretch *st, const hw_hang_summary *base,
                             const hw_sampled *all)
 {
     for (size_t c = st->capture_count; all && c-- > 0;) {
@@ -439,9 +443,10 @@ static int add_ring_samples(sampled *p, frame_table *ft, const stretch *st, cons
 static json_t *speedscope_of(const timeline *t, const hw_hang_summary *base, const hw_sampled *all,
                              size_t report_count)
 {
-    frame_table ft = {json_array(), json_object()};
+    hw_frame_table ft;
+    hw_frame_table_init(&ft, speedscope_identity);
     json_t *profiles = json_array();
-    bool oom = ft.frames == NULL || ft.index == NULL || profiles == NULL;
+    bool oom = profiles == NULL;
     size_t hangs = 0;
     for (size_t h = 0; !oom && h < t->thread_count; h++) {
         const hung_thread *ht = &t->threads[h];
@@ -502,8 +507,9 @@ static json_t *speedscope_of(const timeline *t, const hw_hang_summary *base, con
         json_decref(ring.samples);
         json_decref(ring.weights);
     }
+    json_t *frames = oom ? NULL : shared_frames(&ft);
     json_t *root = NULL;
-    if (!oom) {
+    if (frames != NULL) {
         char title[160];
         snprintf(title, sizeof title, "hangwatch: %zu hang%s from %zu report%s", hangs, hangs == 1 ? "" : "s",
                  report_count, report_count == 1 ? "" : "s");
@@ -512,11 +518,10 @@ static json_t *speedscope_of(const timeline *t, const hw_hang_summary *base, con
         json_object_set_new(root, "name", json_string(title));
         json_object_set_new(root, "exporter", json_string("hangwatch " HW_VERSION_STRING));
         json_object_set_new(root, "activeProfileIndex", json_integer(0));
-        json_object_set_new(root, "shared", json_pack("{s:O}", "frames", ft.frames));
+        json_object_set_new(root, "shared", json_pack("{s:o}", "frames", frames));
         json_object_set_new(root, "profiles", json_incref(profiles));
     }
-    json_decref(ft.frames);
-    json_decref(ft.index);
+    hw_frame_table_free(&ft);
     json_decref(profiles);
     return root;
 }

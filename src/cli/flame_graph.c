@@ -1,7 +1,8 @@
 /*
- * flame_graph.c - the flame graph of sampled stacks (flame_graph.h): the
- * distinct frames, each found by its identity, and the tree of nodes, each
- * node's children linked from it.
+ * flame_graph.c - flame graphs of stacks (flame_graph.h): the frame table,
+ * its frames found by the identity its user chose, and the tree of
+ * samples, whose frames are one table and whose nodes each link to their
+ * children.
  */
 #include "flame_graph.h"
 
@@ -10,6 +11,58 @@
 #include <string.h>
 
 #include "core/saturating.h"
+
+/* ---- the frame table ---------------------------------------------------------- */
+
+void hw_frame_table_init(hw_frame_table *t, hw_frame_identity_fn identity)
+{
+    memset(t, 0, sizeof *t);
+    t->identity = identity;
+}
+
+long hw_frame_table_find(const hw_frame_table *t, const char *id)
+{
+    json_t *at = t->index ? json_object_get(t->index, id) : NULL;
+    return at ? (long)json_integer_value(at) : -1;
+}
+
+long hw_frame_table_add(hw_frame_table *t, const hw_sframe *f, const char *id)
+{
+    if (t->index == NULL && (t->index = json_object()) == NULL)
+        return -1;
+    hw_sframe *grown = realloc(t->frames, (t->count + 1) * sizeof *grown);
+    if (grown == NULL)
+        return -1;
+    t->frames = grown;
+    if (hw_sframe_copy(f, &t->frames[t->count]) != 0)
+        return -1;
+    if (json_object_set_new_nocheck(t->index, id, json_integer((json_int_t)t->count)) != 0) {
+        hw_sframes_free(&t->frames[t->count], 1);
+        return -1;
+    }
+    return (long)t->count++;
+}
+
+long hw_frame_table_index(hw_frame_table *t, const hw_sframe *f)
+{
+    char *id = t->identity(f);
+    if (id == NULL)
+        return -1;
+    long i = hw_frame_table_find(t, id);
+    if (i < 0)
+        i = hw_frame_table_add(t, f, id);
+    free(id);
+    return i;
+}
+
+void hw_frame_table_free(hw_frame_table *t)
+{
+    hw_sframes_free(t->frames, t->count);
+    json_decref(t->index);
+    hw_frame_table_init(t, t->identity);
+}
+
+/* ---- the tree of samples ------------------------------------------------------- */
 
 /* A frame's identity in a flame graph: its language, function and file
  * (lines differ from sample to sample in one function). */
@@ -22,34 +75,10 @@ static char *frame_identity(const hw_sframe *fr)
     return id;
 }
 
-/* The frame's index in f, or -1 when it has none. */
-static long frame_find(const hw_flame *f, const char *id)
+void hw_flame_init(hw_flame *f)
 {
-    json_t *at = f->frame_index ? json_object_get(f->frame_index, id) : NULL;
-    return at ? (long)json_integer_value(at) : -1;
-}
-
-static long frame_add(hw_flame *f, const hw_sframe *fr, const char *id)
-{
-    if (f->frame_index == NULL && (f->frame_index = json_object()) == NULL)
-        return -1;
-    hw_flame_frame *grown = realloc(f->frames, (f->frame_count + 1) * sizeof *grown);
-    if (grown == NULL)
-        return -1;
-    f->frames = grown;
-    hw_flame_frame *n = &f->frames[f->frame_count];
-    n->name = strdup(fr->name);
-    n->file = fr->file ? strdup(fr->file) : NULL;
-    n->object = fr->object ? strdup(fr->object) : NULL;
-    n->language = fr->language;
-    if (n->name == NULL || (fr->file && n->file == NULL) || (fr->object && n->object == NULL) ||
-        json_object_set_new_nocheck(f->frame_index, id, json_integer((json_int_t)f->frame_count)) != 0) {
-        free(n->name);
-        free(n->file);
-        free(n->object);
-        return -1;
-    }
-    return (long)f->frame_count++;
+    memset(f, 0, sizeof *f);
+    hw_frame_table_init(&f->table, frame_identity);
 }
 
 static uint32_t child_of(const hw_flame *f, uint32_t node, uint32_t frame)
@@ -108,10 +137,10 @@ int hw_flame_add(hw_flame *f, const hw_sampled *sam, size_t *nodes_total)
         size_t levels = 0;
         for (size_t k = st->depth; k-- > 0;) {
             const hw_sframe *fr = &sam->frames[st->frames[k]];
-            char *id = frame_identity(fr);
+            char *id = f->table.identity(fr);
             if (id == NULL)
                 return -1;
-            long frame = frame_find(f, id);
+            long frame = hw_frame_table_find(&f->table, id);
             uint32_t child = frame >= 0 ? child_of(f, node, (uint32_t)frame) : HW_FLAME_NO_NODE;
             if (child == HW_FLAME_NO_NODE) {
                 if (levels >= HW_FLAME_MAX_DEPTH || f->node_count >= HW_FLAME_MAX_NODES ||
@@ -121,7 +150,7 @@ int hw_flame_add(hw_flame *f, const hw_sampled *sam, size_t *nodes_total)
                     break;
                 }
                 if (frame < 0)
-                    frame = frame_add(f, fr, id);
+                    frame = hw_frame_table_add(&f->table, fr, id);
                 if (frame < 0 || node_add(f, node, (uint32_t)frame, &child) != 0) {
                     free(id);
                     return -1;
@@ -145,8 +174,8 @@ void hw_flame_mark(hw_flame *f, const hw_sframe *point, size_t count)
     uint32_t node = 0;
     f->nodes[0].point = true;
     for (size_t k = count; k-- > 0;) {
-        char *id = frame_identity(&point[k]);
-        long frame = id ? frame_find(f, id) : -1;
+        char *id = f->table.identity(&point[k]);
+        long frame = id ? hw_frame_table_find(&f->table, id) : -1;
         free(id);
         uint32_t child = frame >= 0 ? child_of(f, node, (uint32_t)frame) : HW_FLAME_NO_NODE;
         if (child == HW_FLAME_NO_NODE)
@@ -158,13 +187,7 @@ void hw_flame_mark(hw_flame *f, const hw_sframe *point, size_t count)
 
 void hw_flame_free(hw_flame *f)
 {
-    for (size_t i = 0; i < f->frame_count; i++) {
-        free(f->frames[i].name);
-        free(f->frames[i].file);
-        free(f->frames[i].object);
-    }
-    free(f->frames);
+    hw_frame_table_free(&f->table);
     free(f->nodes);
-    json_decref(f->frame_index);
-    memset(f, 0, sizeof *f);
+    hw_flame_init(f);
 }

@@ -16,18 +16,12 @@ void hw_stats_init(hw_stats *st)
     memset(st, 0, sizeof *st);
 }
 
+/* `from` copied over the frame `to` (replaced only when the copy was made). */
 static int copy_frame(const hw_sframe *from, hw_sframe *to)
 {
-    hw_sframe f = *from;
-    f.name = strdup(from->name);
-    f.file = from->file ? strdup(from->file) : NULL;
-    f.object = from->object ? strdup(from->object) : NULL;
-    if (f.name == NULL || (from->file && f.file == NULL) || (from->object && f.object == NULL)) {
-        free(f.name);
-        free(f.file);
-        free(f.object);
+    hw_sframe f;
+    if (hw_sframe_copy(from, &f) != 0)
         return -1;
-    }
     free(to->name);
     free(to->file);
     free(to->object);

@@ -75,7 +75,7 @@ static hw_flame *flame_of_key(hw_html *h, const char *key)
     if (json_object_set_new_nocheck(h->flame_index, key, json_integer((json_int_t)h->flame_count)) != 0)
         return NULL;
     hw_flame *f = &h->flames[h->flame_count++];
-    memset(f, 0, sizeof *f);
+    hw_flame_init(f);
     return f;
 }
 
@@ -175,8 +175,8 @@ static json_t *frames_json(const hw_sframe *frames, size_t count, size_t max, bo
 static json_t *flame_json(const hw_flame *f)
 {
     json_t *frames = json_array();
-    for (size_t i = 0; i < f->frame_count; i++) {
-        const hw_flame_frame *fr = &f->frames[i];
+    for (size_t i = 0; i < f->table.count; i++) {
+        const hw_sframe *fr = &f->table.frames[i];
         json_t *o = json_object();
         set(o, "name", hw_json_text(fr->name));
         if (fr->file != NULL)

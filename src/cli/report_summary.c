@@ -136,6 +136,22 @@ void hw_sframes_free(hw_sframe *frames, size_t count)
     free(frames);
 }
 
+int hw_sframe_copy(const hw_sframe *from, hw_sframe *to)
+{
+    hw_sframe f = *from;
+    f.name = strdup(from->name);
+    f.file = from->file ? strdup(from->file) : NULL;
+    f.object = from->object ? strdup(from->object) : NULL;
+    if (f.name == NULL || (from->file && f.file == NULL) || (from->object && f.object == NULL)) {
+        free(f.name);
+        free(f.file);
+        free(f.object);
+        return -1;
+    }
+    *to = f;
+    return 0;
+}
+
 void hw_sampled_free(hw_sampled *s)
 {
     hw_sframes_free(s->frames, s->frame_count);

@@ -71,6 +71,10 @@ void hw_hang_summary_free(hw_hang_summary *s);
 int hw_sframes_of(json_t *backtrace, size_t max, hw_sframe **frames, size_t *count, size_t *more);
 void hw_sframes_free(hw_sframe *frames, size_t count);
 
+/* A copy of `from` into *to, its own strings: 0, or -1 when out of memory
+ * (then *to holds nothing). */
+int hw_sframe_copy(const hw_sframe *from, hw_sframe *to);
+
 /*
  * Every sample of early sampling's ring (collection.main_thread.samples,
  * written since reports carry them): distinct frames, and distinct stacks
