@@ -42,6 +42,7 @@
 
 #include "flame_graph.h"
 #include "foreign_text.h"
+#include "hang_stretches.h"
 #include "core/hw_version.h"
 #include "json_file.h"
 #include "report_command.h"

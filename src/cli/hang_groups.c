@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hang_stretches.h"
 #include "core/saturating.h"
 
 void hw_stats_init(hw_stats *st)

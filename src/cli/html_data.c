@@ -31,6 +31,7 @@
 #include "flame_graph.h"
 #include "foreign_text.h"
 #include "hang_groups.h"
+#include "hang_stretches.h"
 #include "html.h"
 #include "html_internal.h"
 #include "core/hw_version.h"

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "cli/hang_groups.h"
+#include "cli/hang_stretches.h"
 #include "cli/report_summary.h"
 
 /* A report as hangwatch writes one, with what the tests vary. */
