@@ -113,13 +113,6 @@ typedef struct timeline {
     size_t thread_count;
 } timeline;
 
-static int64_t add_clamped(int64_t a, uint64_t b)
-{
-    if (b > (uint64_t)INT64_MAX || a > INT64_MAX - (int64_t)b)
-        return INT64_MAX;
-    return a + (int64_t)b;
-}
-
 static int by_capture_time(const void *pa, const void *pb)
 {
     const capture *a = pa, *b = pb;
@@ -148,66 +141,37 @@ static void timeline_free(timeline *t)
     memset(t, 0, sizeof *t);
 }
 
-/* The hangs among `s` (hangs only: stutter and snapshots are not), as
- * stretches of hung threads.  0, or -1 when out of memory. */
-static int timeline_of(const hw_hang_summary *s, size_t count, timeline *t)
+/* Export's stretch from the one of hang_stretches.h: its captures in time
+ * order and its end.  0, or -1 when out of memory. */
+static int stretch_of(const hw_stretch *hs, stretch *st)
 {
-    memset(t, 0, sizeof *t);
-    const hw_hang_summary **hangs = count ? calloc(count, sizeof *hangs) : NULL;
-    hw_hang_summary *copies = count ? calloc(count, sizeof *copies) : NULL;
-    size_t *link = count ? calloc(count, sizeof *link) : NULL;
-    size_t *slot = count ? calloc(count, sizeof *slot) : NULL;
-    int rc = (count && (!hangs || !copies || !link || !slot)) ? -1 : 0;
-    size_t n = 0;
-    for (size_t i = 0; rc == 0 && i < count; i++)
-        if (s[i].is_hang) {
-            hangs[n] = &s[i];
-            copies[n++] = s[i]; /* shallow: hw_link_stretches only reads */
-        }
-    if (rc == 0 && hw_link_stretches(copies, n, link) != 0)
-        rc = -1;
-    if (rc == 0 && n > 0 && (t->stretches = calloc(n, sizeof *t->stretches)) == NULL)
-        rc = -1;
-    /* the stretches, each with its captures */
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (link[i] != i)
-            continue;
-        stretch *st = &t->stretches[t->stretch_count];
-        slot[i] = t->stretch_count++;
-        st->first = hangs[i];
-        /* a report that does not say when (or says before 1970) starts at 0 */
-        if (!hw_stretch_start_us(hangs[i], &st->start_us) || st->start_us < 0)
-            st->start_us = 0;
-    }
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        stretch *st = &t->stretches[slot[link[i]]];
-        capture *grown = realloc(st->captures, (st->capture_count + 1) * sizeof *grown);
-        if (grown == NULL) {
-            rc = -1;
-            break;
-        }
-        st->captures = grown;
-        /* Busy time is measured on one clock for the whole stretch: a
-         * capture is at start + its busy time. */
-        st->captures[st->capture_count++] = (capture){hangs[i], add_clamped(st->start_us, hangs[i]->block_us)};
-    }
-    for (size_t k = 0; rc == 0 && k < t->stretch_count; k++) {
-        stretch *st = &t->stretches[k];
-        if (st->capture_count > 1)
-            qsort(st->captures, st->capture_count, sizeof *st->captures, by_capture_time);
-        int64_t end = st->captures[st->capture_count - 1].at_us;
-        for (size_t c = 0; c < st->capture_count; c++)
-            if (st->captures[c].s->final_known) {
-                int64_t e = add_clamped(st->start_us, st->captures[c].s->final_us);
-                st->ended = true;
-                if (st->captures[c].s->final_us > st->final_us)
-                    st->final_us = st->captures[c].s->final_us;
-                if (e > end)
-                    end = e;
-            }
-        st->end_us = end;
-    }
-    /* the hung threads, each with its stretches in time order */
+    st->first = hs->first;
+    /* a report that does not say when (or says before 1970) starts at 0 */
+    st->start_us = hs->start_known && hs->start_us >= 0 ? hs->start_us : 0;
+    if ((st->captures = calloc(hs->report_count, sizeof *st->captures)) == NULL)
+        return -1;
+    /* Busy time is measured on one clock for the whole stretch: a capture
+     * is at start + its busy time. */
+    for (size_t c = 0; c < hs->report_count; c++)
+        st->captures[c] = (capture){hs->reports[c], hw_stretch_time_at(st->start_us, hs->reports[c]->block_us)};
+    st->capture_count = hs->report_count;
+    if (st->capture_count > 1)
+        qsort(st->captures, st->capture_count, sizeof *st->captures, by_capture_time);
+    /* it ends at its last capture, or later where a report says its final duration */
+    int64_t end = st->captures[st->capture_count - 1].at_us;
+    st->ended = hs->ended;
+    st->final_us = hs->final_us;
+    if (hs->ended && hw_stretch_time_at(st->start_us, hs->final_us) > end)
+        end = hw_stretch_time_at(st->start_us, hs->final_us);
+    st->end_us = end;
+    return 0;
+}
+
+/* The hung threads of t's stretches, each with its stretches in time order,
+ * an earlier one cut where the next begins.  0, or -1 when out of memory. */
+static int hung_threads_of(timeline *t)
+{
+    int rc = 0;
     for (size_t k = 0; rc == 0 && k < t->stretch_count; k++) {
         const hw_hang_summary *f = t->stretches[k].first;
         hung_thread *ht = NULL;
@@ -250,10 +214,28 @@ static int timeline_of(const hw_hang_summary *s, size_t count, timeline *t)
             }
         }
     }
-    free(hangs);
-    free(copies);
-    free(link);
-    free(slot);
+    return rc;
+}
+
+/* The hangs among `s` (hangs only: stutter and snapshots are not), as
+ * stretches of hung threads.  0, or -1 when out of memory. */
+static int timeline_of(const hw_hang_summary *s, size_t count, timeline *t)
+{
+    memset(t, 0, sizeof *t);
+    hw_stretches all;
+    if (hw_stretches_of(s, count, &all) != 0)
+        return -1;
+    int rc = 0;
+    if (all.count > 0 && (t->stretches = calloc(all.count, sizeof *t->stretches)) == NULL)
+        rc = -1;
+    for (size_t k = 0; rc == 0 && k < all.count; k++) {
+        rc = stretch_of(&all.stretches[k], &t->stretches[k]);
+        if (rc == 0)
+            t->stretch_count++;
+    }
+    if (rc == 0)
+        rc = hung_threads_of(t);
+    hw_stretches_free(&all);
     if (rc != 0)
         timeline_free(t);
     return rc;

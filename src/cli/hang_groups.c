@@ -179,32 +179,12 @@ void hw_stats_finish(hw_stats *st)
 
 int hw_stats_build(hw_stats *st, const hw_hang_summary *s, size_t count)
 {
-    /* Stretches are linked among hangs only. */
-    size_t *stretch = count ? calloc(count, sizeof *stretch) : NULL;
-    size_t *hang_index = count ? calloc(count, sizeof *hang_index) : NULL;
-    hw_hang_summary *hangs = count ? calloc(count, sizeof *hangs) : NULL;
-    int rc = 0;
-    if (count && (stretch == NULL || hang_index == NULL || hangs == NULL))
-        rc = -1;
-    size_t n = 0;
+    /* Stretches are linked among hangs only; what is no hang opens its own. */
+    size_t *head = count ? calloc(count, sizeof *head) : NULL;
+    int rc = (count && head == NULL) || hw_link_hangs(s, count, head) != 0 ? -1 : 0;
     for (size_t i = 0; rc == 0 && i < count; i++)
-        if (s[i].is_hang) {
-            hangs[n] = s[i]; /* a shallow copy: only read */
-            hang_index[n++] = i;
-        }
-    if (rc == 0 && hw_link_stretches(hangs, n, stretch) != 0)
-        rc = -1;
-    for (size_t i = 0, k = 0; rc == 0 && i < count; i++) {
-        bool opens = true;
-        if (k < n && hang_index[k] == i) {
-            opens = stretch[k] == k;
-            k++;
-        }
-        rc = hw_stats_add(st, &s[i], opens);
-    }
-    free(stretch);
-    free(hang_index);
-    free(hangs);
+        rc = hw_stats_add(st, &s[i], head[i] == i);
+    free(head);
     if (rc == 0)
         hw_stats_finish(st);
     return rc;

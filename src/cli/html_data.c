@@ -366,85 +366,54 @@ static int by_bar_start(const void *pa, const void *pb)
     return (a->tid > b->tid) - (a->tid < b->tid);
 }
 
-static int64_t add_clamped(int64_t a, uint64_t b)
+/* The lane of the process `s` ran in, made when new (`lane_index`: a
+ * process's id -> its index in `lanes`, which has room for every one);
+ * NULL when out of memory. */
+static lane *lane_of(lane *lanes, size_t *lane_count, json_t *lane_index, const hw_hang_summary *s, int64_t start)
 {
-    if (b > (uint64_t)INT64_MAX || a > INT64_MAX - (int64_t)b)
-        return INT64_MAX;
-    return a + (int64_t)b;
+    /* a process: its pid and name (pids are reused, on other machines too) */
+    char *id = NULL;
+    if (asprintf(&id, "%" PRId64 "/%s", s->pid, s->process_name) < 0)
+        return NULL;
+    json_t *at = json_object_get(lane_index, id);
+    lane *l = at != NULL ? &lanes[json_integer_value(at)] : NULL;
+    if (l == NULL) {
+        if (json_object_set_new_nocheck(lane_index, id, json_integer((json_int_t)*lane_count)) != 0) {
+            free(id);
+            return NULL;
+        }
+        l = &lanes[(*lane_count)++];
+        *l = (lane){s->pid, s->process_name, NULL, 0, 0, 0, start};
+    }
+    free(id);
+    return l;
 }
 
-/*
- * The hangs (stretches, as `stats` counts them) of each process, on a time
- * axis: start (detection less busy time), detection, end (start plus the
- * final duration, when recorded).  `group_of[i]` is summary i's group in
- * the table, or SIZE_MAX.
- */
-static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *unplaced, size_t *lanes_more)
+/* Each hang on the lane of its process: start (detection less busy time),
+ * detection, end (start plus the final duration, when recorded).  Hangs
+ * that do not say when, or whose group is not in the table, are counted
+ * in *unplaced.  0, or -1 when out of memory. */
+static int lanes_of(const hw_html *h, const hw_stretches *all, const size_t *group_of, lane *lanes, size_t *lane_count,
+                    size_t *unplaced)
 {
-    size_t n = h->all.count;
-    size_t *hang_index = n ? calloc(n, sizeof *hang_index) : NULL;
-    hw_hang_summary *hangs = n ? calloc(n, sizeof *hangs) : NULL;
-    size_t *link = n ? calloc(n, sizeof *link) : NULL;
-    int64_t *end = n ? calloc(n, sizeof *end) : NULL;
-    lane *lanes = NULL;
-    size_t lane_count = 0;
-    json_t *lane_index = NULL;
-    json_t *out = NULL;
-    *unplaced = *lanes_more = 0;
-    if (n && (!hang_index || !hangs || !link || !end))
-        goto done;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (h->all.s[i].is_hang) {
-            hangs[m] = h->all.s[i]; /* shallow: only read */
-            hang_index[m++] = i;
-        }
-    if (hw_link_stretches(hangs, m, link) != 0)
-        goto done;
-    /* a stretch ends at its start plus the longest final duration its reports say */
-    for (size_t k = 0; k < m; k++)
-        end[k] = -1;
-    for (size_t k = 0; k < m; k++) {
-        const hw_hang_summary *head = &hangs[link[k]];
-        int64_t start;
-        if (hangs[k].final_known && hw_stretch_start_us(head, &start)) {
-            int64_t e = add_clamped(start, hangs[k].final_us);
-            if (e > end[link[k]])
-                end[link[k]] = e;
-        }
-    }
-    lanes = m ? calloc(m, sizeof *lanes) : NULL;
-    lane_index = json_object();
-    if ((m && lanes == NULL) || lane_index == NULL)
-        goto done;
-    bool oom = false;
-    for (size_t k = 0; k < m && !oom; k++) {
-        if (link[k] != k)
-            continue;
-        const hw_hang_summary *s = &hangs[k];
-        int64_t start;
-        if (!hw_stretch_start_us(s, &start) || group_of[hang_index[k]] == SIZE_MAX) {
+    json_t *lane_index = json_object();
+    if (lane_index == NULL)
+        return -1;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < all->count; k++) {
+        const hw_stretch *hs = &all->stretches[k];
+        const hw_hang_summary *s = hs->first;
+        size_t group = group_of[s - h->all.s];
+        if (!hs->start_known || group == SIZE_MAX) {
             (*unplaced)++;
             continue;
         }
-        /* a process: its pid and name (pids are reused, on other machines too) */
-        char *id = NULL;
-        if (asprintf(&id, "%" PRId64 "/%s", s->pid, s->process_name) < 0) {
-            oom = true;
+        int64_t start = hs->start_us;
+        lane *l = lane_of(lanes, lane_count, lane_index, s, start);
+        if (l == NULL) {
+            rc = -1;
             break;
         }
-        json_t *at = json_object_get(lane_index, id);
-        lane *l = at != NULL ? &lanes[json_integer_value(at)] : NULL;
-        if (l == NULL) {
-            if (json_object_set_new_nocheck(lane_index, id, json_integer((json_int_t)lane_count)) != 0) {
-                free(id);
-                oom = true;
-                break;
-            }
-            l = &lanes[lane_count++];
-            *l = (lane){s->pid, s->process_name, NULL, 0, 0, 0, start};
-        }
-        free(id);
         if (start < l->first_us)
             l->first_us = start;
         if (l->count >= LANE_HANGS) {
@@ -455,21 +424,30 @@ static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *u
             size_t cap = l->cap ? l->cap * 2 : 8;
             bar *grown = realloc(l->bars, cap * sizeof *grown);
             if (grown == NULL) {
-                oom = true;
+                rc = -1;
                 break;
             }
             l->bars = grown;
             l->cap = cap;
         }
-        int64_t detect = add_clamped(start, s->block_us);
-        int64_t e = end[k] >= detect ? end[k] : -1;
-        l->bars[l->count++] = (bar){group_of[hang_index[k]], s->tid, s->thread_name, start, detect, e};
+        /* it ends at its start plus the longest final duration its reports say */
+        int64_t detect = hw_stretch_time_at(start, s->block_us);
+        int64_t end = -1;
+        if (hs->ended && hw_stretch_time_at(start, hs->final_us) > end)
+            end = hw_stretch_time_at(start, hs->final_us);
+        l->bars[l->count++] = (bar){group, s->tid, s->thread_name, start, detect, end >= detect ? end : -1};
     }
-    if (oom)
-        goto done;
+    json_decref(lane_index);
+    return rc;
+}
+
+/* The lanes, the first to begin first, at most LANES of them (the others
+ * counted in *lanes_more), as JSON. */
+static json_t *lanes_json(lane *lanes, size_t lane_count, size_t *lanes_more)
+{
     if (lane_count > 1)
         qsort(lanes, lane_count, sizeof *lanes, by_lane_start);
-    out = json_array();
+    json_t *out = json_array();
     for (size_t i = 0; i < lane_count; i++) {
         lane *l = &lanes[i];
         if (i >= LANES) {
@@ -498,15 +476,29 @@ static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *u
         set(o, "more", hw_json_u64(l->more));
         json_array_append_new(out, o);
     }
-done:
+    return out;
+}
+
+/*
+ * The hangs (stretches, as `stats` counts them: hang_stretches.h) of each
+ * process, on a time axis.  `group_of[i]` is summary i's group in the
+ * table, or SIZE_MAX.  NULL when out of memory.
+ */
+static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *unplaced, size_t *lanes_more)
+{
+    *unplaced = *lanes_more = 0;
+    hw_stretches all;
+    if (hw_stretches_of(h->all.s, h->all.count, &all) != 0)
+        return NULL;
+    lane *lanes = all.count ? calloc(all.count, sizeof *lanes) : NULL;
+    size_t lane_count = 0;
+    json_t *out = NULL;
+    if ((all.count == 0 || lanes != NULL) && lanes_of(h, &all, group_of, lanes, &lane_count, unplaced) == 0)
+        out = lanes_json(lanes, lane_count, lanes_more);
     for (size_t i = 0; i < lane_count; i++)
         free(lanes[i].bars);
     free(lanes);
-    json_decref(lane_index);
-    free(hang_index);
-    free(hangs);
-    free(link);
-    free(end);
+    hw_stretches_free(&all);
     return out;
 }
 
