@@ -30,6 +30,9 @@
  *   as nested complete events, one per frame, from its capture to the next
  *   capture or the end; the Point Stack as an instant event at detection;
  *   process and thread names as metadata ("M") events.
+ *
+ * The hangs' stretches are hang_stretches.c's and speedscope's shared
+ * frames a frame table of flame_graph.c, as for `hangwatch html`.
  */
 #include "export.h"
 

@@ -12,8 +12,8 @@
  *     other threads (read again from the report), and, where the reports
  *     carry early sampling's samples, a flame graph of all the samples of
  *     the group's reports, the Point Stack of the newest one marked;
- *   - a timeline per process: each hang from its start to its end, its
- *     detection marked.
+ *   - a timeline per process: each hang (a stretch, hang_stretches.h) from
+ *     its start to its end, its detection marked.
  *
  * Kept apart from the page so that what is taken from reports (foreign
  * input: names may hold anything) is built in one place, as JSON values
