@@ -193,10 +193,10 @@ static json_t *flame_json(const hw_flame *f)
     json_t *nodes = json_array();
     for (size_t i = 0; i < f->node_count; i++) {
         const hw_flame_node *n = &f->nodes[i];
-        json_array_append_new(nodes, json_pack("[I, I, o, I, I, i]", n->parent == HW_FLAME_NO_NODE ? (json_int_t)-1 : (json_int_t)n->parent,
-                                               n->frame == HW_FLAME_NO_NODE ? (json_int_t)-1 : (json_int_t)n->frame,
-                                               hw_json_u64(n->count), (json_int_t)n->line_min, (json_int_t)n->line_max,
-                                               n->point ? 1 : 0));
+        json_int_t parent = n->parent == HW_FLAME_NO_NODE ? -1 : (json_int_t)n->parent;
+        json_int_t frame = n->frame == HW_FLAME_NO_NODE ? -1 : (json_int_t)n->frame;
+        json_array_append_new(nodes, json_pack("[I, I, o, I, I, i]", parent, frame, hw_json_u64(n->count),
+                                               (json_int_t)n->line_min, (json_int_t)n->line_max, n->point ? 1 : 0));
     }
     json_t *o = json_object();
     set(o, "frames", frames);
