@@ -25,10 +25,10 @@
 #include <string.h>
 
 #include "cli/export.h"
-#include "cli/hang_stats.h"
-#include "cli/hang_summary.h"
+#include "cli/hang_groups.h"
 #include "cli/html.h"
 #include "cli/report_read.h"
+#include "cli/report_summary.h"
 #include "cli/stats.h"
 
 #define CHECK(cond)                                                                                                    \

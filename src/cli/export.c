@@ -30,6 +30,9 @@
  *   as nested complete events, one per frame, from its capture to the next
  *   capture or the end; the Point Stack as an instant event at detection;
  *   process and thread names as metadata ("M") events.
+ *
+ * The hangs' stretches are hang_stretches.c's and speedscope's shared
+ * frames a frame table of flame_graph.c, as for `hangwatch html`.
  */
 #include "export.h"
 
@@ -40,12 +43,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang_summary.h"
+#include "flame_graph.h"
+#include "foreign_text.h"
+#include "hang_stretches.h"
 #include "core/hw_version.h"
 #include "json_file.h"
+#include "report_command.h"
 #include "report_read.h"
+#include "report_summary.h"
 #include "core/saturating.h"
-#include "stats.h"
 #include "core/text_escape.h"
 
 static const char export_help[] =
@@ -110,13 +116,6 @@ typedef struct timeline {
     size_t thread_count;
 } timeline;
 
-static int64_t add_clamped(int64_t a, uint64_t b)
-{
-    if (b > (uint64_t)INT64_MAX || a > INT64_MAX - (int64_t)b)
-        return INT64_MAX;
-    return a + (int64_t)b;
-}
-
 static int by_capture_time(const void *pa, const void *pb)
 {
     const capture *a = pa, *b = pb;
@@ -145,66 +144,37 @@ static void timeline_free(timeline *t)
     memset(t, 0, sizeof *t);
 }
 
-/* The hangs among `s` (hangs only: stutter and snapshots are not), as
- * stretches of hung threads.  0, or -1 when out of memory. */
-static int timeline_of(const hw_hang_summary *s, size_t count, timeline *t)
+/* Export's stretch from the one of hang_stretches.h: its captures in time
+ * order and its end.  0, or -1 when out of memory. */
+static int stretch_of(const hw_stretch *hs, stretch *st)
 {
-    memset(t, 0, sizeof *t);
-    const hw_hang_summary **hangs = count ? calloc(count, sizeof *hangs) : NULL;
-    hw_hang_summary *copies = count ? calloc(count, sizeof *copies) : NULL;
-    size_t *link = count ? calloc(count, sizeof *link) : NULL;
-    size_t *slot = count ? calloc(count, sizeof *slot) : NULL;
-    int rc = (count && (!hangs || !copies || !link || !slot)) ? -1 : 0;
-    size_t n = 0;
-    for (size_t i = 0; rc == 0 && i < count; i++)
-        if (s[i].is_hang) {
-            hangs[n] = &s[i];
-            copies[n++] = s[i]; /* shallow: hw_link_stretches only reads */
-        }
-    if (rc == 0 && hw_link_stretches(copies, n, link) != 0)
-        rc = -1;
-    if (rc == 0 && n > 0 && (t->stretches = calloc(n, sizeof *t->stretches)) == NULL)
-        rc = -1;
-    /* the stretches, each with its captures */
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (link[i] != i)
-            continue;
-        stretch *st = &t->stretches[t->stretch_count];
-        slot[i] = t->stretch_count++;
-        st->first = hangs[i];
-        /* a report that does not say when (or says before 1970) starts at 0 */
-        if (!hw_stretch_start_us(hangs[i], &st->start_us) || st->start_us < 0)
-            st->start_us = 0;
-    }
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        stretch *st = &t->stretches[slot[link[i]]];
-        capture *grown = realloc(st->captures, (st->capture_count + 1) * sizeof *grown);
-        if (grown == NULL) {
-            rc = -1;
-            break;
-        }
-        st->captures = grown;
-        /* Busy time is measured on one clock for the whole stretch: a
-         * capture is at start + its busy time. */
-        st->captures[st->capture_count++] = (capture){hangs[i], add_clamped(st->start_us, hangs[i]->block_us)};
-    }
-    for (size_t k = 0; rc == 0 && k < t->stretch_count; k++) {
-        stretch *st = &t->stretches[k];
-        if (st->capture_count > 1)
-            qsort(st->captures, st->capture_count, sizeof *st->captures, by_capture_time);
-        int64_t end = st->captures[st->capture_count - 1].at_us;
-        for (size_t c = 0; c < st->capture_count; c++)
-            if (st->captures[c].s->final_known) {
-                int64_t e = add_clamped(st->start_us, st->captures[c].s->final_us);
-                st->ended = true;
-                if (st->captures[c].s->final_us > st->final_us)
-                    st->final_us = st->captures[c].s->final_us;
-                if (e > end)
-                    end = e;
-            }
-        st->end_us = end;
-    }
-    /* the hung threads, each with its stretches in time order */
+    st->first = hs->first;
+    /* a report that does not say when (or says before 1970) starts at 0 */
+    st->start_us = hs->start_known && hs->start_us >= 0 ? hs->start_us : 0;
+    if ((st->captures = calloc(hs->report_count, sizeof *st->captures)) == NULL)
+        return -1;
+    /* Busy time is measured on one clock for the whole stretch: a capture
+     * is at start + its busy time. */
+    for (size_t c = 0; c < hs->report_count; c++)
+        st->captures[c] = (capture){hs->reports[c], hw_stretch_time_at(st->start_us, hs->reports[c]->block_us)};
+    st->capture_count = hs->report_count;
+    if (st->capture_count > 1)
+        qsort(st->captures, st->capture_count, sizeof *st->captures, by_capture_time);
+    /* it ends at its last capture, or later where a report says its final duration */
+    int64_t end = st->captures[st->capture_count - 1].at_us;
+    st->ended = hs->ended;
+    st->final_us = hs->final_us;
+    if (hs->ended && hw_stretch_time_at(st->start_us, hs->final_us) > end)
+        end = hw_stretch_time_at(st->start_us, hs->final_us);
+    st->end_us = end;
+    return 0;
+}
+
+/* The hung threads of t's stretches, each with its stretches in time order,
+ * an earlier one cut where the next begins.  0, or -1 when out of memory. */
+static int hung_threads_of(timeline *t)
+{
+    int rc = 0;
     for (size_t k = 0; rc == 0 && k < t->stretch_count; k++) {
         const hw_hang_summary *f = t->stretches[k].first;
         hung_thread *ht = NULL;
@@ -247,10 +217,28 @@ static int timeline_of(const hw_hang_summary *s, size_t count, timeline *t)
             }
         }
     }
-    free(hangs);
-    free(copies);
-    free(link);
-    free(slot);
+    return rc;
+}
+
+/* The hangs among `s` (hangs only: stutter and snapshots are not), as
+ * stretches of hung threads.  0, or -1 when out of memory. */
+static int timeline_of(const hw_hang_summary *s, size_t count, timeline *t)
+{
+    memset(t, 0, sizeof *t);
+    hw_stretches all;
+    if (hw_stretches_of(s, count, &all) != 0)
+        return -1;
+    int rc = 0;
+    if (all.count > 0 && (t->stretches = calloc(all.count, sizeof *t->stretches)) == NULL)
+        rc = -1;
+    for (size_t k = 0; rc == 0 && k < all.count; k++) {
+        rc = stretch_of(&all.stretches[k], &t->stretches[k]);
+        if (rc == 0)
+            t->stretch_count++;
+    }
+    if (rc == 0)
+        rc = hung_threads_of(t);
+    hw_stretches_free(&all);
     if (rc != 0)
         timeline_free(t);
     return rc;
@@ -311,44 +299,47 @@ static char *thread_label(const hung_thread *ht)
 
 /* ---- speedscope ----------------------------------------------------------- */
 
-typedef struct frame_table {
-    json_t *frames; /* shared.frames */
-    json_t *index;  /* a frame's identity -> its index */
-} frame_table;
-
-/* The index of a frame in shared.frames, added when new; -1 when out of memory. */
-static json_int_t frame_index(frame_table *ft, const char *name, const char *file, int64_t line)
+/* A frame's identity among speedscope's shared frames: its function, file
+ * and line (speedscope shows each line a frame of its own). */
+static char *speedscope_identity(const hw_sframe *f)
 {
-    json_t *id = json_pack("[s, s?, I]", name, file, (json_int_t)line);
+    json_t *id = json_pack("[s, s?, I]", f->name, f->file, (json_int_t)f->line);
     char *key = id ? json_dumps(id, JSON_COMPACT) : NULL;
     json_decref(id);
-    if (key == NULL)
-        return -1;
-    json_t *at = json_object_get(ft->index, key);
-    json_int_t i;
-    if (at != NULL) {
-        i = json_integer_value(at);
-    } else {
-        i = (json_int_t)json_array_size(ft->frames);
-        json_t *f = json_object();
-        json_object_set_new(f, "name", hw_json_text(name));
-        if (file != NULL)
-            json_object_set_new(f, "file", hw_json_text(file));
-        if (line > 0)
-            json_object_set_new(f, "line", jint(line));
-        if (json_array_append_new(ft->frames, f) != 0 || json_object_set_new(ft->index, key, json_integer(i)) != 0)
-            i = -1;
-    }
-    free(key);
-    return i;
+    return key;
 }
 
+/* shared.frames: each frame of the table as {name, file, line}.  NULL when
+ * out of memory. */
+static json_t *shared_frames(const hw_frame_table *ft)
+{
+    json_t *frames = json_array();
+    for (size_t i = 0; frames != NULL && i < ft->count; i++) {
+        const hw_sframe *f = &ft->frames[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", hw_json_text(f->name));
+        if (f->file != NULL)
+            json_object_set_new(o, "file", hw_json_text(f->file));
+        if (f->line > 0)
+            json_object_set_new(o, "line", jint(f->line));
+        if (json_array_append_new(frames, o) != 0) {
+            json_decref(frames);
+            frames = NULL;
+        }
+    }
+    return frames;
+}
+
+/* Where the hung thread's stack was not captured, its stack is this one frame. */
+static char not_captured_name[] = "(the hung thread's stack was not captured)";
+static const hw_sframe not_captured = {.name = not_captured_name, .language = "native"};
+
 /* A stack as speedscope wants it: frame indexes, outermost (root) first. */
-static json_t *sampled_stack(frame_table *ft, const hw_sframe *frames, size_t count)
+static json_t *sampled_stack(hw_frame_table *ft, const hw_sframe *frames, size_t count)
 {
     json_t *stack = json_array();
     if (count == 0) {
-        json_int_t i = frame_index(ft, "(the hung thread's stack was not captured)", NULL, 0);
+        long i = hw_frame_table_index(ft, &not_captured);
         if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
             json_decref(stack);
             return NULL;
@@ -356,7 +347,7 @@ static json_t *sampled_stack(frame_table *ft, const hw_sframe *frames, size_t co
         return stack;
     }
     for (size_t k = count; k-- > 0;) {
-        json_int_t i = frame_index(ft, frames[k].name, frames[k].file, frames[k].line);
+        long i = hw_frame_table_index(ft, &frames[k]);
         if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
             json_decref(stack);
             return NULL;
@@ -398,12 +389,12 @@ static json_t *sampled_profile(const char *name, sampled *p)
 }
 
 /* A sampled stack of a report's ring, outermost (root) first. */
-static json_t *ring_stack(frame_table *ft, const hw_sampled *r, const hw_sampled_stack *st)
+static json_t *ring_stack(hw_frame_table *ft, const hw_sampled *r, const hw_sampled_stack *st)
 {
     json_t *stack = json_array();
     for (size_t k = st->depth; stack && k-- > 0;) {
         const hw_sframe *f = &r->frames[st->frames[k]];
-        json_int_t i = frame_index(ft, f->name, f->file, f->line);
+        long i = hw_frame_table_index(ft, f);
         if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
             json_decref(stack);
             return NULL;
@@ -414,7 +405,7 @@ static json_t *ring_stack(frame_table *ft, const hw_sampled *r, const hw_sampled
 
 /* The ring samples of stretch `st`: those of its last report that has
  * any.  0, or -1 when out of memory. */
-static int add_ring_samples(sampled *p, frame_table *ft, const stretch *st, const hw_hang_summary *base,
+static int add_ring_samples(sampled *p, hw_frame_table *ft, const stretch *st, const hw_hang_summary *base,
                             const hw_sampled *all)
 {
     for (size_t c = st->capture_count; all && c-- > 0;) {
@@ -438,9 +429,10 @@ static int add_ring_samples(sampled *p, frame_table *ft, const stretch *st, cons
 static json_t *speedscope_of(const timeline *t, const hw_hang_summary *base, const hw_sampled *all,
                              size_t report_count)
 {
-    frame_table ft = {json_array(), json_object()};
+    hw_frame_table ft;
+    hw_frame_table_init(&ft, speedscope_identity);
     json_t *profiles = json_array();
-    bool oom = ft.frames == NULL || ft.index == NULL || profiles == NULL;
+    bool oom = profiles == NULL;
     size_t hangs = 0;
     for (size_t h = 0; !oom && h < t->thread_count; h++) {
         const hung_thread *ht = &t->threads[h];
@@ -501,8 +493,9 @@ static json_t *speedscope_of(const timeline *t, const hw_hang_summary *base, con
         json_decref(ring.samples);
         json_decref(ring.weights);
     }
+    json_t *frames = oom ? NULL : shared_frames(&ft);
     json_t *root = NULL;
-    if (!oom) {
+    if (frames != NULL) {
         char title[160];
         snprintf(title, sizeof title, "hangwatch: %zu hang%s from %zu report%s", hangs, hangs == 1 ? "" : "s",
                  report_count, report_count == 1 ? "" : "s");
@@ -511,11 +504,10 @@ static json_t *speedscope_of(const timeline *t, const hw_hang_summary *base, con
         json_object_set_new(root, "name", json_string(title));
         json_object_set_new(root, "exporter", json_string("hangwatch " HW_VERSION_STRING));
         json_object_set_new(root, "activeProfileIndex", json_integer(0));
-        json_object_set_new(root, "shared", json_pack("{s:O}", "frames", ft.frames));
+        json_object_set_new(root, "shared", json_pack("{s:o}", "frames", frames));
         json_object_set_new(root, "profiles", json_incref(profiles));
     }
-    json_decref(ft.frames);
-    json_decref(ft.index);
+    hw_frame_table_free(&ft);
     json_decref(profiles);
     return root;
 }

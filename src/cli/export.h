@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "hang_summary.h"
+#include "report_summary.h"
 
 typedef enum hw_export_format { HW_EXPORT_SPEEDSCOPE, HW_EXPORT_CHROME_TRACE } hw_export_format;
 

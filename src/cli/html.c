@@ -27,8 +27,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "foreign_text.h"
 #include "html_internal.h"
 #include "json_file.h"
+#include "report_command.h"
 #include "report_read.h"
 
 static const char html_help[] =

@@ -1,18 +1,19 @@
 /*
  * html_data.c - the data of `hangwatch html`'s page (html.c): the reports
- * read one at a time into summaries and flame graphs (hw_html_add), then
- * everything the page shows as one JSON value (hw_html_data), which
- * html_page.c writes into the page for its script to draw:
+ * read one at a time into summaries and flame graphs (hw_html_add, the
+ * graphs built by flame_graph.c), then everything the page shows as one
+ * JSON value (hw_html_data), which html_page.c writes into the page for
+ * its script to draw:
  *
  *   - the hang groups, grouped and figured exactly as `hangwatch stats`
- *     does (hang_stats.h);
+ *     does (hang_groups.h);
  *   - for each group (the DETAILED_GROUPS largest): the hung thread's stack
  *     of its newest report, with file:line and the culprit, that report's
  *     other threads (read again from the report), and, where the reports
  *     carry early sampling's samples, a flame graph of all the samples of
  *     the group's reports, the Point Stack of the newest one marked;
- *   - a timeline per process: each hang from its start to its end, its
- *     detection marked.
+ *   - a timeline per process: each hang (a stretch, hang_stretches.h) from
+ *     its start to its end, its detection marked.
  *
  * Kept apart from the page so that what is taken from reports (foreign
  * input: names may hold anything) is built in one place, as JSON values
@@ -27,14 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hang_stats.h"
-#include "hang_summary.h"
+#include "flame_graph.h"
+#include "foreign_text.h"
+#include "hang_groups.h"
+#include "hang_stretches.h"
 #include "html.h"
 #include "html_internal.h"
 #include "core/hw_version.h"
 #include "report_read.h"
-#include "core/saturating.h"
-#include "stats.h"
+#include "report_summary.h"
 
 /* ---- limits ------------------------------------------------------------------ */
 
@@ -45,214 +47,18 @@
 #define POINT_FRAMES 256            /* of the Point Stack */
 #define OTHER_THREADS 64            /* other threads of a group's report */
 #define OTHER_FRAMES 8              /* innermost frames of each */
-#define FLAME_NODES_PER_GROUP 4000  /* nodes of one flame graph */
-#define FLAME_NODES_TOTAL 400000    /* of all of them */
-#define FLAME_DEPTH 256             /* levels below the root */
 #define LANES 100                   /* processes on the timeline */
 #define LANE_HANGS 2000             /* hangs of each */
 
-/* ---- flame graphs --------------------------------------------------------------- */
-
-typedef struct fl_frame {
-    char *name, *file, *object;
-    const char *language;
-} fl_frame;
-
-typedef struct fl_node {
-    uint32_t parent, frame; /* the root: UINT32_MAX, UINT32_MAX */
-    uint32_t first_child, next_sibling;
-    uint64_t count;             /* samples through it */
-    int64_t line_min, line_max; /* of its frames in those samples; 0 when unknown */
-    bool point;                 /* on the Point Stack's path */
-} fl_node;
-
-#define NO_NODE UINT32_MAX
-
-/* The samples of one group, as a tree: node 0 is the root (every sample),
- * each path from it a stack, outermost first. */
-typedef struct flame {
-    fl_frame *frames; /* distinct frames (language, name, file) */
-    size_t frame_count;
-    json_t *frame_index; /* a frame's identity -> its index */
-    fl_node *nodes;
-    size_t node_count, node_cap;
-    uint64_t samples;  /* every sample added (the root's count) */
-    uint64_t cut;      /* samples whose stacks were cut short by the limits */
-    uint64_t left_out; /* samples the reports themselves left out */
-    size_t reports;    /* reports that gave samples */
-} flame;
-
 struct hw_html {
     hw_summaries all;
-    flame *flames;
+    hw_flame *flames;
     size_t flame_count, flame_cap;
     json_t *flame_index; /* grouping key -> index into flames */
     size_t nodes_total;
 };
 
-static void flame_free(flame *f)
-{
-    for (size_t i = 0; i < f->frame_count; i++) {
-        free(f->frames[i].name);
-        free(f->frames[i].file);
-        free(f->frames[i].object);
-    }
-    free(f->frames);
-    free(f->nodes);
-    json_decref(f->frame_index);
-    memset(f, 0, sizeof *f);
-}
-
-/* A frame's identity in a flame graph: its language, function and file
- * (lines differ from sample to sample in one function). */
-static char *frame_identity(const hw_sframe *fr)
-{
-    char *id = NULL;
-    const char *file = fr->file ? fr->file : "";
-    if (asprintf(&id, "%s|%zu:%s|%s", fr->language, strlen(fr->name), fr->name, file) < 0)
-        return NULL;
-    return id;
-}
-
-/* The frame's index in f, or -1 when it has none. */
-static long frame_find(const flame *f, const char *id)
-{
-    json_t *at = f->frame_index ? json_object_get(f->frame_index, id) : NULL;
-    return at ? (long)json_integer_value(at) : -1;
-}
-
-static long frame_add(flame *f, const hw_sframe *fr, const char *id)
-{
-    if (f->frame_index == NULL && (f->frame_index = json_object()) == NULL)
-        return -1;
-    fl_frame *grown = realloc(f->frames, (f->frame_count + 1) * sizeof *grown);
-    if (grown == NULL)
-        return -1;
-    f->frames = grown;
-    fl_frame *n = &f->frames[f->frame_count];
-    n->name = strdup(fr->name);
-    n->file = fr->file ? strdup(fr->file) : NULL;
-    n->object = fr->object ? strdup(fr->object) : NULL;
-    n->language = fr->language;
-    if (n->name == NULL || (fr->file && n->file == NULL) || (fr->object && n->object == NULL) ||
-        json_object_set_new_nocheck(f->frame_index, id, json_integer((json_int_t)f->frame_count)) != 0) {
-        free(n->name);
-        free(n->file);
-        free(n->object);
-        return -1;
-    }
-    return (long)f->frame_count++;
-}
-
-static uint32_t child_of(const flame *f, uint32_t node, uint32_t frame)
-{
-    for (uint32_t c = f->nodes[node].first_child; c != NO_NODE; c = f->nodes[c].next_sibling)
-        if (f->nodes[c].frame == frame)
-            return c;
-    return NO_NODE;
-}
-
-static int node_add(flame *f, uint32_t parent, uint32_t frame, uint32_t *out)
-{
-    if (f->node_count == f->node_cap) {
-        size_t cap = f->node_cap ? f->node_cap * 2 : 16;
-        fl_node *grown = realloc(f->nodes, cap * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        f->nodes = grown;
-        f->node_cap = cap;
-    }
-    uint32_t i = (uint32_t)f->node_count++;
-    f->nodes[i] = (fl_node){parent, frame, NO_NODE, NO_NODE, 0, 0, 0, false};
-    if (parent != NO_NODE) {
-        f->nodes[i].next_sibling = f->nodes[parent].first_child;
-        f->nodes[parent].first_child = i;
-    }
-    *out = i;
-    return 0;
-}
-
-static void note_line(fl_node *n, int64_t line)
-{
-    if (line <= 0)
-        return;
-    if (n->line_min == 0 || line < n->line_min)
-        n->line_min = line;
-    if (line > n->line_max)
-        n->line_max = line;
-}
-
-/* Add one report's samples to its group's flame graph.  0, or -1 when out
- * of memory. */
-static int flame_add(flame *f, const hw_sampled *sam, size_t *nodes_total)
-{
-    uint32_t root;
-    if (f->node_count == 0) {
-        if (node_add(f, NO_NODE, NO_NODE, &root) != 0)
-            return -1;
-        (*nodes_total)++;
-    }
-    f->reports++;
-    f->left_out = hw_add_sat(f->left_out, sam->left_out);
-    for (size_t s = 0; s < sam->stack_count; s++) {
-        const hw_sampled_stack *st = &sam->stacks[s];
-        uint32_t node = 0;
-        f->nodes[0].count = hw_add_sat(f->nodes[0].count, st->count);
-        f->samples = hw_add_sat(f->samples, st->count);
-        size_t levels = 0;
-        for (size_t k = st->depth; k-- > 0;) {
-            const hw_sframe *fr = &sam->frames[st->frames[k]];
-            char *id = frame_identity(fr);
-            if (id == NULL)
-                return -1;
-            long frame = frame_find(f, id);
-            uint32_t child = frame >= 0 ? child_of(f, node, (uint32_t)frame) : NO_NODE;
-            if (child == NO_NODE) {
-                if (levels >= FLAME_DEPTH || f->node_count >= FLAME_NODES_PER_GROUP ||
-                    *nodes_total >= FLAME_NODES_TOTAL) {
-                    free(id);
-                    f->cut = hw_add_sat(f->cut, st->count);
-                    break;
-                }
-                if (frame < 0)
-                    frame = frame_add(f, fr, id);
-                if (frame < 0 || node_add(f, node, (uint32_t)frame, &child) != 0) {
-                    free(id);
-                    return -1;
-                }
-                (*nodes_total)++;
-            }
-            free(id);
-            f->nodes[child].count = hw_add_sat(f->nodes[child].count, st->count);
-            note_line(&f->nodes[child], fr->line);
-            node = child;
-            levels++;
-        }
-    }
-    return 0;
-}
-
-/* Mark the path of `point` (innermost first) from the root, as far as the
- * flame graph has it. */
-static void flame_mark(flame *f, const hw_sframe *point, size_t count)
-{
-    if (f->node_count == 0)
-        return;
-    uint32_t node = 0;
-    f->nodes[0].point = true;
-    for (size_t k = count; k-- > 0;) {
-        char *id = frame_identity(&point[k]);
-        long frame = id ? frame_find(f, id) : -1;
-        free(id);
-        uint32_t child = frame >= 0 ? child_of(f, node, (uint32_t)frame) : NO_NODE;
-        if (child == NO_NODE)
-            return;
-        f->nodes[child].point = true;
-        node = child;
-    }
-}
-
-static flame *flame_of_key(hw_html *h, const char *key)
+static hw_flame *flame_of_key(hw_html *h, const char *key)
 {
     if (h->flame_index == NULL && (h->flame_index = json_object()) == NULL)
         return NULL;
@@ -261,7 +67,7 @@ static flame *flame_of_key(hw_html *h, const char *key)
         return &h->flames[json_integer_value(at)];
     if (h->flame_count == h->flame_cap) {
         size_t cap = h->flame_cap ? h->flame_cap * 2 : 16;
-        flame *grown = realloc(h->flames, cap * sizeof *grown);
+        hw_flame *grown = realloc(h->flames, cap * sizeof *grown);
         if (grown == NULL)
             return NULL;
         h->flames = grown;
@@ -269,12 +75,12 @@ static flame *flame_of_key(hw_html *h, const char *key)
     }
     if (json_object_set_new_nocheck(h->flame_index, key, json_integer((json_int_t)h->flame_count)) != 0)
         return NULL;
-    flame *f = &h->flames[h->flame_count++];
-    memset(f, 0, sizeof *f);
+    hw_flame *f = &h->flames[h->flame_count++];
+    hw_flame_init(f);
     return f;
 }
 
-static const flame *flame_find_key(const hw_html *h, const char *key)
+static const hw_flame *flame_find_key(const hw_html *h, const char *key)
 {
     json_t *at = h->flame_index ? json_object_get(h->flame_index, key) : NULL;
     return at ? &h->flames[json_integer_value(at)] : NULL;
@@ -293,7 +99,7 @@ void hw_html_free(hw_html *h)
         return;
     hw_summaries_free(&h->all);
     for (size_t i = 0; i < h->flame_count; i++)
-        flame_free(&h->flames[i]);
+        hw_flame_free(&h->flames[i]);
     free(h->flames);
     json_decref(h->flame_index);
     free(h);
@@ -311,8 +117,8 @@ int hw_html_add(hw_html *h, json_t *root, const char *path)
         return -1;
     int rc = 0;
     if (sam.stack_count > 0) {
-        flame *f = flame_of_key(h, s->key);
-        rc = f != NULL ? flame_add(f, &sam, &h->nodes_total) : -1;
+        hw_flame *f = flame_of_key(h, s->key);
+        rc = f != NULL ? hw_flame_add(f, &sam, &h->nodes_total) : -1;
     }
     hw_sampled_free(&sam);
     return rc;
@@ -367,11 +173,11 @@ static json_t *frames_json(const hw_sframe *frames, size_t count, size_t max, bo
     return a;
 }
 
-static json_t *flame_json(const flame *f)
+static json_t *flame_json(const hw_flame *f)
 {
     json_t *frames = json_array();
-    for (size_t i = 0; i < f->frame_count; i++) {
-        const fl_frame *fr = &f->frames[i];
+    for (size_t i = 0; i < f->table.count; i++) {
+        const hw_sframe *fr = &f->table.frames[i];
         json_t *o = json_object();
         set(o, "name", hw_json_text(fr->name));
         if (fr->file != NULL)
@@ -386,11 +192,11 @@ static json_t *flame_json(const flame *f)
      * a parent comes before its children */
     json_t *nodes = json_array();
     for (size_t i = 0; i < f->node_count; i++) {
-        const fl_node *n = &f->nodes[i];
-        json_array_append_new(nodes, json_pack("[I, I, o, I, I, i]", n->parent == NO_NODE ? (json_int_t)-1 : (json_int_t)n->parent,
-                                               n->frame == NO_NODE ? (json_int_t)-1 : (json_int_t)n->frame,
-                                               hw_json_u64(n->count), (json_int_t)n->line_min, (json_int_t)n->line_max,
-                                               n->point ? 1 : 0));
+        const hw_flame_node *n = &f->nodes[i];
+        json_int_t parent = n->parent == HW_FLAME_NO_NODE ? -1 : (json_int_t)n->parent;
+        json_int_t frame = n->frame == HW_FLAME_NO_NODE ? -1 : (json_int_t)n->frame;
+        json_array_append_new(nodes, json_pack("[I, I, o, I, I, i]", parent, frame, hw_json_u64(n->count),
+                                               (json_int_t)n->line_min, (json_int_t)n->line_max, n->point ? 1 : 0));
     }
     json_t *o = json_object();
     set(o, "frames", frames);
@@ -472,7 +278,7 @@ static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html
         set(p, "interval_us", hw_json_u64(rep->sample_interval_us));
         set(d, "point", p);
     }
-    const flame *f = flame_find_key(h, rep->key);
+    const hw_flame *f = flame_find_key(h, rep->key);
     if (f != NULL && f->node_count > 1)
         set(d, "flame", flame_json(f));
 
@@ -518,7 +324,7 @@ static json_t *group_json(const hw_stats_group *g)
 }
 
 /* Is report a a better one to show for its group than b: one that names a
- * culprit, then the newest (as hang_stats.c takes the group's culprit)? */
+ * culprit, then the newest (as hang_groups.c takes the group's culprit)? */
 static bool shows_better(const hw_hang_summary *a, const hw_hang_summary *b)
 {
     bool ca = a->culprit != HW_NO_FRAME, cb = b->culprit != HW_NO_FRAME;
@@ -560,85 +366,54 @@ static int by_bar_start(const void *pa, const void *pb)
     return (a->tid > b->tid) - (a->tid < b->tid);
 }
 
-static int64_t add_clamped(int64_t a, uint64_t b)
+/* The lane of the process `s` ran in, made when new (`lane_index`: a
+ * process's id -> its index in `lanes`, which has room for every one);
+ * NULL when out of memory. */
+static lane *lane_of(lane *lanes, size_t *lane_count, json_t *lane_index, const hw_hang_summary *s, int64_t start)
 {
-    if (b > (uint64_t)INT64_MAX || a > INT64_MAX - (int64_t)b)
-        return INT64_MAX;
-    return a + (int64_t)b;
+    /* a process: its pid and name (pids are reused, on other machines too) */
+    char *id = NULL;
+    if (asprintf(&id, "%" PRId64 "/%s", s->pid, s->process_name) < 0)
+        return NULL;
+    json_t *at = json_object_get(lane_index, id);
+    lane *l = at != NULL ? &lanes[json_integer_value(at)] : NULL;
+    if (l == NULL) {
+        if (json_object_set_new_nocheck(lane_index, id, json_integer((json_int_t)*lane_count)) != 0) {
+            free(id);
+            return NULL;
+        }
+        l = &lanes[(*lane_count)++];
+        *l = (lane){s->pid, s->process_name, NULL, 0, 0, 0, start};
+    }
+    free(id);
+    return l;
 }
 
-/*
- * The hangs (stretches, as `stats` counts them) of each process, on a time
- * axis: start (detection less busy time), detection, end (start plus the
- * final duration, when recorded).  `group_of[i]` is summary i's group in
- * the table, or SIZE_MAX.
- */
-static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *unplaced, size_t *lanes_more)
+/* Each hang on the lane of its process: start (detection less busy time),
+ * detection, end (start plus the final duration, when recorded).  Hangs
+ * that do not say when, or whose group is not in the table, are counted
+ * in *unplaced.  0, or -1 when out of memory. */
+static int lanes_of(const hw_html *h, const hw_stretches *all, const size_t *group_of, lane *lanes, size_t *lane_count,
+                    size_t *unplaced)
 {
-    size_t n = h->all.count;
-    size_t *hang_index = n ? calloc(n, sizeof *hang_index) : NULL;
-    hw_hang_summary *hangs = n ? calloc(n, sizeof *hangs) : NULL;
-    size_t *link = n ? calloc(n, sizeof *link) : NULL;
-    int64_t *end = n ? calloc(n, sizeof *end) : NULL;
-    lane *lanes = NULL;
-    size_t lane_count = 0;
-    json_t *lane_index = NULL;
-    json_t *out = NULL;
-    *unplaced = *lanes_more = 0;
-    if (n && (!hang_index || !hangs || !link || !end))
-        goto done;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (h->all.s[i].is_hang) {
-            hangs[m] = h->all.s[i]; /* shallow: only read */
-            hang_index[m++] = i;
-        }
-    if (hw_link_stretches(hangs, m, link) != 0)
-        goto done;
-    /* a stretch ends at its start plus the longest final duration its reports say */
-    for (size_t k = 0; k < m; k++)
-        end[k] = -1;
-    for (size_t k = 0; k < m; k++) {
-        const hw_hang_summary *head = &hangs[link[k]];
-        int64_t start;
-        if (hangs[k].final_known && hw_stretch_start_us(head, &start)) {
-            int64_t e = add_clamped(start, hangs[k].final_us);
-            if (e > end[link[k]])
-                end[link[k]] = e;
-        }
-    }
-    lanes = m ? calloc(m, sizeof *lanes) : NULL;
-    lane_index = json_object();
-    if ((m && lanes == NULL) || lane_index == NULL)
-        goto done;
-    bool oom = false;
-    for (size_t k = 0; k < m && !oom; k++) {
-        if (link[k] != k)
-            continue;
-        const hw_hang_summary *s = &hangs[k];
-        int64_t start;
-        if (!hw_stretch_start_us(s, &start) || group_of[hang_index[k]] == SIZE_MAX) {
+    json_t *lane_index = json_object();
+    if (lane_index == NULL)
+        return -1;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < all->count; k++) {
+        const hw_stretch *hs = &all->stretches[k];
+        const hw_hang_summary *s = hs->first;
+        size_t group = group_of[s - h->all.s];
+        if (!hs->start_known || group == SIZE_MAX) {
             (*unplaced)++;
             continue;
         }
-        /* a process: its pid and name (pids are reused, on other machines too) */
-        char *id = NULL;
-        if (asprintf(&id, "%" PRId64 "/%s", s->pid, s->process_name) < 0) {
-            oom = true;
+        int64_t start = hs->start_us;
+        lane *l = lane_of(lanes, lane_count, lane_index, s, start);
+        if (l == NULL) {
+            rc = -1;
             break;
         }
-        json_t *at = json_object_get(lane_index, id);
-        lane *l = at != NULL ? &lanes[json_integer_value(at)] : NULL;
-        if (l == NULL) {
-            if (json_object_set_new_nocheck(lane_index, id, json_integer((json_int_t)lane_count)) != 0) {
-                free(id);
-                oom = true;
-                break;
-            }
-            l = &lanes[lane_count++];
-            *l = (lane){s->pid, s->process_name, NULL, 0, 0, 0, start};
-        }
-        free(id);
         if (start < l->first_us)
             l->first_us = start;
         if (l->count >= LANE_HANGS) {
@@ -649,21 +424,30 @@ static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *u
             size_t cap = l->cap ? l->cap * 2 : 8;
             bar *grown = realloc(l->bars, cap * sizeof *grown);
             if (grown == NULL) {
-                oom = true;
+                rc = -1;
                 break;
             }
             l->bars = grown;
             l->cap = cap;
         }
-        int64_t detect = add_clamped(start, s->block_us);
-        int64_t e = end[k] >= detect ? end[k] : -1;
-        l->bars[l->count++] = (bar){group_of[hang_index[k]], s->tid, s->thread_name, start, detect, e};
+        /* it ends at its start plus the longest final duration its reports say */
+        int64_t detect = hw_stretch_time_at(start, s->block_us);
+        int64_t end = -1;
+        if (hs->ended && hw_stretch_time_at(start, hs->final_us) > end)
+            end = hw_stretch_time_at(start, hs->final_us);
+        l->bars[l->count++] = (bar){group, s->tid, s->thread_name, start, detect, end >= detect ? end : -1};
     }
-    if (oom)
-        goto done;
+    json_decref(lane_index);
+    return rc;
+}
+
+/* The lanes, the first to begin first, at most LANES of them (the others
+ * counted in *lanes_more), as JSON. */
+static json_t *lanes_json(lane *lanes, size_t lane_count, size_t *lanes_more)
+{
     if (lane_count > 1)
         qsort(lanes, lane_count, sizeof *lanes, by_lane_start);
-    out = json_array();
+    json_t *out = json_array();
     for (size_t i = 0; i < lane_count; i++) {
         lane *l = &lanes[i];
         if (i >= LANES) {
@@ -692,15 +476,29 @@ static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *u
         set(o, "more", hw_json_u64(l->more));
         json_array_append_new(out, o);
     }
-done:
+    return out;
+}
+
+/*
+ * The hangs (stretches, as `stats` counts them: hang_stretches.h) of each
+ * process, on a time axis.  `group_of[i]` is summary i's group in the
+ * table, or SIZE_MAX.  NULL when out of memory.
+ */
+static json_t *timeline_json(const hw_html *h, const size_t *group_of, size_t *unplaced, size_t *lanes_more)
+{
+    *unplaced = *lanes_more = 0;
+    hw_stretches all;
+    if (hw_stretches_of(h->all.s, h->all.count, &all) != 0)
+        return NULL;
+    lane *lanes = all.count ? calloc(all.count, sizeof *lanes) : NULL;
+    size_t lane_count = 0;
+    json_t *out = NULL;
+    if ((all.count == 0 || lanes != NULL) && lanes_of(h, &all, group_of, lanes, &lane_count, unplaced) == 0)
+        out = lanes_json(lanes, lane_count, lanes_more);
     for (size_t i = 0; i < lane_count; i++)
         free(lanes[i].bars);
     free(lanes);
-    json_decref(lane_index);
-    free(hang_index);
-    free(hangs);
-    free(link);
-    free(end);
+    hw_stretches_free(&all);
     return out;
 }
 
@@ -734,7 +532,7 @@ static json_t *page_data(hw_html *h, const hw_stats *st, const hw_report_walk_co
             const hw_hang_summary *r = &h->all.s[rep[g]];
             json_t *at = h->flame_index ? json_object_get(h->flame_index, r->key) : NULL;
             if (at != NULL)
-                flame_mark(&h->flames[json_integer_value(at)], r->point, r->point_count);
+                hw_flame_mark(&h->flames[json_integer_value(at)], r->point, r->point_count);
             set(o, "detail", detail_json(h, r, reload, ctx));
         }
         json_array_append_new(groups, o);

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "hang_stats.h"
+#include "hang_groups.h"
 #include "html.h"
 #include "report_read.h"
 

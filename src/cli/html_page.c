@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 #include "agent/common/random_id.h"
-#include "hang_stats.h"
+#include "hang_groups.h"
 #include "html.h"
 #include "html_assets.h"
 #include "html_internal.h"

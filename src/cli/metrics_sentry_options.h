@@ -1,8 +1,9 @@
 /*
  * metrics_sentry_options.h - the command line's options for Prometheus and
  * Sentry (--metrics-listen, --metrics-file, --sentry-dsn and SENTRY_DSN),
- * kept out of main.c's option table so that they are checked in one place:
- * a malformed value is a usage error (exit 2) before anything starts.
+ * kept out of agent_options.c's option table so that they are checked in
+ * one place: a malformed value is a usage error (exit 2) before anything
+ * starts.
  */
 #ifndef HANGWATCH_METRICS_SENTRY_OPTIONS_H
 #define HANGWATCH_METRICS_SENTRY_OPTIONS_H

@@ -13,7 +13,7 @@
  * printed without arithmetic that could overflow, and a file larger than any
  * report (HW_SHOW_MAX_BYTES) is refused before it is read into memory.
  * Reading, parsing and the shape check are shared with stats and export
- * (report_read.c).
+ * (report_read.c), and so is the escaped printing (foreign_text.c).
  */
 #include "show.h"
 
@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "foreign_text.h"
 #include "report_read.h"
 
 /* The string at `key`, escaped, or `fallback` (ours, printed as it is). */

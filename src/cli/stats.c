@@ -1,12 +1,12 @@
 /*
  * stats.c - `hangwatch stats [--json] REPORT.json|DIR...`: the reports of
- * many runs or machines, grouped by grouping key (hang_stats.h) and printed
+ * many runs or machines, grouped by grouping key (hang_groups.h) and printed
  * as a table sorted by total hang time, or as JSON for tools.  The first
  * thing to run on a directory of reports: which hangs cost the most time,
  * how often each happened, since when, where (the culprit frame).
  *
  * Reports are read one at a time and reduced to summaries at once
- * (hang_summary.h).  A file that cannot be read, is not JSON or is not a
+ * (report_summary.h).  A file that cannot be read, is not JSON or is not a
  * report is named on stderr and the others are still read; the exit status
  * is 1 only when no report at all could be read.
  */
@@ -15,13 +15,14 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "hang_stats.h"
-#include "hang_summary.h"
+#include "foreign_text.h"
+#include "hang_groups.h"
+#include "report_command.h"
 #include "report_read.h"
+#include "report_summary.h"
 #include "core/text_escape.h"
 
 static const char stats_help[] =
@@ -44,47 +45,6 @@ static const char stats_help[] =
     "A file that cannot be read or is not a report is named on stderr and\n"
     "skipped.  The exit status is 0 when at least one report was read, 1\n"
     "when none could be, 2 for a usage error.\n";
-
-/* ---- reading -------------------------------------------------------------- */
-
-int hw_summaries_add(hw_summaries *all, const char *path, json_t *root)
-{
-    if (all->count == all->cap) {
-        size_t bigger = all->cap ? all->cap * 2 : 64;
-        hw_hang_summary *grown = realloc(all->s, bigger * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        all->s = grown;
-        if (all->with_samples) {
-            hw_sampled *more = realloc(all->sampled, bigger * sizeof *more);
-            if (more == NULL)
-                return -1;
-            all->sampled = more;
-        }
-        all->cap = bigger;
-    }
-    if (all->with_samples && hw_sampled_of(root, &all->sampled[all->count]) != 0)
-        return -1;
-    if (hw_hang_summary_of(root, path, &all->s[all->count]) != 0) {
-        if (all->with_samples)
-            hw_sampled_free(&all->sampled[all->count]);
-        return -1;
-    }
-    all->count++;
-    return 0;
-}
-
-void hw_summaries_free(hw_summaries *all)
-{
-    for (size_t i = 0; i < all->count; i++) {
-        hw_hang_summary_free(&all->s[i]);
-        if (all->sampled)
-            hw_sampled_free(&all->sampled[i]);
-    }
-    free(all->s);
-    free(all->sampled);
-    memset(all, 0, sizeof *all);
-}
 
 /* ---- printing ------------------------------------------------------------- */
 

@@ -16,8 +16,9 @@
 
 #include <cmocka.h>
 
-#include "cli/hang_stats.h"
-#include "cli/hang_summary.h"
+#include "cli/hang_groups.h"
+#include "cli/hang_stretches.h"
+#include "cli/report_summary.h"
 
 /* A report as hangwatch writes one, with what the tests vary. */
 static json_t *report(const char *key, int64_t pid, int64_t detected_ms, int64_t block_us, int64_t final_us,

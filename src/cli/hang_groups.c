@@ -1,14 +1,15 @@
 /*
- * hang_stats.c - grouping hangs by their grouping key and the figures of
- * each group (hang_stats.h).  Durations are whole microseconds from the
+ * hang_groups.c - grouping hangs by their grouping key and the figures of
+ * each group (hang_groups.h).  Durations are whole microseconds from the
  * reports, added with saturation: a file anyone may have edited cannot make
  * a total wrap around.
  */
-#include "hang_stats.h"
+#include "hang_groups.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "hang_stretches.h"
 #include "core/saturating.h"
 
 void hw_stats_init(hw_stats *st)
@@ -16,18 +17,12 @@ void hw_stats_init(hw_stats *st)
     memset(st, 0, sizeof *st);
 }
 
+/* `from` copied over the frame `to` (replaced only when the copy was made). */
 static int copy_frame(const hw_sframe *from, hw_sframe *to)
 {
-    hw_sframe f = *from;
-    f.name = strdup(from->name);
-    f.file = from->file ? strdup(from->file) : NULL;
-    f.object = from->object ? strdup(from->object) : NULL;
-    if (f.name == NULL || (from->file && f.file == NULL) || (from->object && f.object == NULL)) {
-        free(f.name);
-        free(f.file);
-        free(f.object);
+    hw_sframe f;
+    if (hw_sframe_copy(from, &f) != 0)
         return -1;
-    }
     free(to->name);
     free(to->file);
     free(to->object);
@@ -184,32 +179,12 @@ void hw_stats_finish(hw_stats *st)
 
 int hw_stats_build(hw_stats *st, const hw_hang_summary *s, size_t count)
 {
-    /* Stretches are linked among hangs only. */
-    size_t *stretch = count ? calloc(count, sizeof *stretch) : NULL;
-    size_t *hang_index = count ? calloc(count, sizeof *hang_index) : NULL;
-    hw_hang_summary *hangs = count ? calloc(count, sizeof *hangs) : NULL;
-    int rc = 0;
-    if (count && (stretch == NULL || hang_index == NULL || hangs == NULL))
-        rc = -1;
-    size_t n = 0;
+    /* Stretches are linked among hangs only; what is no hang opens its own. */
+    size_t *head = count ? calloc(count, sizeof *head) : NULL;
+    int rc = (count && head == NULL) || hw_link_hangs(s, count, head) != 0 ? -1 : 0;
     for (size_t i = 0; rc == 0 && i < count; i++)
-        if (s[i].is_hang) {
-            hangs[n] = s[i]; /* a shallow copy: only read */
-            hang_index[n++] = i;
-        }
-    if (rc == 0 && hw_link_stretches(hangs, n, stretch) != 0)
-        rc = -1;
-    for (size_t i = 0, k = 0; rc == 0 && i < count; i++) {
-        bool opens = true;
-        if (k < n && hang_index[k] == i) {
-            opens = stretch[k] == k;
-            k++;
-        }
-        rc = hw_stats_add(st, &s[i], opens);
-    }
-    free(stretch);
-    free(hang_index);
-    free(hangs);
+        rc = hw_stats_add(st, &s[i], head[i] == i);
+    free(head);
     if (rc == 0)
         hw_stats_finish(st);
     return rc;

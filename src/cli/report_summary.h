@@ -1,14 +1,18 @@
 /*
- * hang_summary.h - what `hangwatch stats` and `export` take from a report:
- * the hang's grouping key, times and durations, the hung thread's stack and
- * its culprit frame, and the Point Stack of early sampling.  A summary owns
- * copies of everything, so the report's JSON can be freed at once (a
- * directory may hold thousands of reports).  Every field of the report may
- * be missing or of the wrong type (report_read.h): a summary then says
- * "unknown" rather than guessing.
+ * report_summary.h - one report's summary: what `hangwatch stats`, `export`
+ * and `html` take from a report: the hang's grouping key, times and
+ * durations, the hung thread's stack and its culprit frame, and the Point
+ * Stack of early sampling.  A summary owns copies of everything, so the
+ * report's JSON can be freed at once (a directory may hold thousands of
+ * reports).  Every field of the report may be missing or of the wrong type
+ * (report_read.h): a summary then says "unknown" rather than guessing.
+ *
+ * Also the list of the summaries of many reports (hw_summaries), each
+ * with its early samples where wanted, which stats, export and html keep
+ * as they read reports one at a time.
  */
-#ifndef HANGWATCH_HANG_SUMMARY_H
-#define HANGWATCH_HANG_SUMMARY_H
+#ifndef HANGWATCH_REPORT_SUMMARY_H
+#define HANGWATCH_REPORT_SUMMARY_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -67,6 +71,10 @@ void hw_hang_summary_free(hw_hang_summary *s);
 int hw_sframes_of(json_t *backtrace, size_t max, hw_sframe **frames, size_t *count, size_t *more);
 void hw_sframes_free(hw_sframe *frames, size_t count);
 
+/* A copy of `from` into *to, its own strings: 0, or -1 when out of memory
+ * (then *to holds nothing). */
+int hw_sframe_copy(const hw_sframe *from, hw_sframe *to);
+
 /*
  * Every sample of early sampling's ring (collection.main_thread.samples,
  * written since reports carry them): distinct frames, and distinct stacks
@@ -99,6 +107,24 @@ typedef struct hw_sampled {
 int hw_sampled_of(json_t *root, hw_sampled *out);
 void hw_sampled_free(hw_sampled *s);
 
+/*
+ * The summaries of many reports, one added at a time (as
+ * hw_report_command_read reads them).  Start from {0}, or with
+ * `with_samples` set to keep each report's early samples too (sampled[i]
+ * is s[i]'s, hw_sampled_of); free with hw_summaries_free.
+ */
+typedef struct hw_summaries {
+    hw_hang_summary *s;
+    hw_sampled *sampled; /* with_samples: count entries, else NULL */
+    size_t count, cap;
+    bool with_samples;
+} hw_summaries;
+
+/* Add the summary of `root` (lent), read from `path`: 0, or -1 when out
+ * of memory. */
+int hw_summaries_add(hw_summaries *all, const char *path, json_t *root);
+void hw_summaries_free(hw_summaries *all);
+
 /* The hang's duration: its final duration when known, else the time it had
  * been busy when detected (a lower bound). */
 uint64_t hw_hang_duration_us(const hw_hang_summary *s);
@@ -114,24 +140,5 @@ uint64_t hw_hang_duration_us(const hw_hang_summary *s);
  * function name; else HW_NO_FRAME.
  */
 size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *executable, const char *process_name);
-
-/*
- * Reports of one busy stretch: a stretch whose stack moved while it stayed
- * hung has a report for each stack (annealing: stretch_report_index 0, 1,
- * 2 ...), all of the same process and thread, whose stretch began at the
- * same moment (detection time less busy time, to within
- * HW_STRETCH_SLACK_US: the two clocks it is measured with differ by a
- * millisecond or so).  hw_link_stretches gives each summary its stretch:
- * stretch[i] is the index in `s` of the report that opens summary i's
- * stretch (its earliest report among `s`: itself for a stretch's first
- * report, and for a later one whose earlier reports are not among `s`).
- * 0, or -1 when out of memory.
- */
-#define HW_STRETCH_SLACK_US 50000
-int hw_link_stretches(const hw_hang_summary *s, size_t count, size_t *stretch);
-
-/* The moment a stretch began, in Unix microseconds: detection less busy
- * time.  false when the report does not say when it was detected. */
-bool hw_stretch_start_us(const hw_hang_summary *s, int64_t *start_us);
 
 #endif

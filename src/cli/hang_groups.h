@@ -1,8 +1,10 @@
 /*
- * hang_stats.h - hangs grouped by their grouping key (`hangwatch stats`):
- * for each group, how many hangs, their total, median and worst duration,
- * when the group was first and last seen, by which processes, and its
- * culprit frame; groups sorted by total hang time, the largest first.
+ * hang_groups.h - hangs grouped by their grouping key, as `hangwatch stats`
+ * prints them and `hangwatch html` shows them: for each group, how many
+ * hangs, their total, median and worst duration, when the group was first
+ * and last seen, by which processes, and its culprit frame; groups sorted
+ * by total hang time, the largest first.  (The types and functions are
+ * named for the figures they hold: hw_stats, hw_stats_group, hw_stats_build.)
  *
  * A hang is a busy stretch, not a report: a stretch whose stack moved
  * while it stayed hung has several reports (annealing, decisions.md §10).
@@ -11,15 +13,15 @@
  * (the hang was there too, its time is counted where it began).
  * Stutter and snapshot reports are no hangs: they are counted apart.
  */
-#ifndef HANGWATCH_HANG_STATS_H
-#define HANGWATCH_HANG_STATS_H
+#ifndef HANGWATCH_HANG_GROUPS_H
+#define HANGWATCH_HANG_GROUPS_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hang_summary.h"
+#include "report_summary.h"
 
 typedef struct hw_stats_group {
     char *key;

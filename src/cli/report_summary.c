@@ -1,17 +1,18 @@
 /*
- * hang_summary.c - a report reduced to what stats and export use
- * (hang_summary.h): copied out of the JSON so that the report can be freed,
- * every field checked for its type and range first.  Also the choice of a
- * hang's culprit frame and the linking of a stretch's reports.
+ * report_summary.c - a report reduced to what stats, export and html use
+ * (report_summary.h): copied out of the JSON so that the report can be
+ * freed, every field checked for its type and range first.  Also the
+ * choice of a hang's culprit frame and the list of many reports'
+ * summaries.
  */
-#include "hang_summary.h"
+#include "report_summary.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_read.h"
+#include "foreign_text.h"
 #include "core/saturating.h"
 
 /* A non-negative integer field, or false. */
@@ -133,6 +134,22 @@ void hw_sframes_free(hw_sframe *frames, size_t count)
     for (size_t i = 0; i < count; i++)
         frame_clear(&frames[i]);
     free(frames);
+}
+
+int hw_sframe_copy(const hw_sframe *from, hw_sframe *to)
+{
+    hw_sframe f = *from;
+    f.name = strdup(from->name);
+    f.file = from->file ? strdup(from->file) : NULL;
+    f.object = from->object ? strdup(from->object) : NULL;
+    if (f.name == NULL || (from->file && f.file == NULL) || (from->object && f.object == NULL)) {
+        free(f.name);
+        free(f.file);
+        free(f.object);
+        return -1;
+    }
+    *to = f;
+    return 0;
 }
 
 void hw_sampled_free(hw_sampled *s)
@@ -308,89 +325,48 @@ void hw_hang_summary_free(hw_hang_summary *s)
     s->culprit = HW_NO_FRAME;
 }
 
+/* ---- the summaries of many reports ---------------------------------------- */
+
+int hw_summaries_add(hw_summaries *all, const char *path, json_t *root)
+{
+    if (all->count == all->cap) {
+        size_t bigger = all->cap ? all->cap * 2 : 64;
+        hw_hang_summary *grown = realloc(all->s, bigger * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        all->s = grown;
+        if (all->with_samples) {
+            hw_sampled *more = realloc(all->sampled, bigger * sizeof *more);
+            if (more == NULL)
+                return -1;
+            all->sampled = more;
+        }
+        all->cap = bigger;
+    }
+    if (all->with_samples && hw_sampled_of(root, &all->sampled[all->count]) != 0)
+        return -1;
+    if (hw_hang_summary_of(root, path, &all->s[all->count]) != 0) {
+        if (all->with_samples)
+            hw_sampled_free(&all->sampled[all->count]);
+        return -1;
+    }
+    all->count++;
+    return 0;
+}
+
+void hw_summaries_free(hw_summaries *all)
+{
+    for (size_t i = 0; i < all->count; i++) {
+        hw_hang_summary_free(&all->s[i]);
+        if (all->sampled)
+            hw_sampled_free(&all->sampled[i]);
+    }
+    free(all->s);
+    free(all->sampled);
+    memset(all, 0, sizeof *all);
+}
+
 uint64_t hw_hang_duration_us(const hw_hang_summary *s)
 {
     return s->final_known ? s->final_us : s->block_us;
-}
-
-bool hw_stretch_start_us(const hw_hang_summary *s, int64_t *start_us)
-{
-    int64_t detected_us;
-    if (!s->seen_known || __builtin_mul_overflow(s->seen_ms, (int64_t)1000, &detected_us))
-        return false;
-    if (s->block_us > (uint64_t)INT64_MAX)
-        return false;
-    return !__builtin_sub_overflow(detected_us, (int64_t)s->block_us, start_us);
-}
-
-/* ---- stretches ------------------------------------------------------------ */
-
-typedef struct linked {
-    size_t index;
-    int64_t start_us;
-    const hw_hang_summary *s;
-} linked;
-
-static int cmp_i64(int64_t a, int64_t b)
-{
-    return a < b ? -1 : a > b;
-}
-
-static int by_thread_then_start(const void *pa, const void *pb)
-{
-    const linked *a = pa, *b = pb;
-    int c = cmp_i64(a->s->pid, b->s->pid);
-    if (c == 0)
-        c = cmp_i64(a->s->tid, b->s->tid);
-    if (c == 0)
-        c = cmp_i64(a->start_us, b->start_us);
-    return c != 0 ? c : (a->index > b->index) - (a->index < b->index);
-}
-
-static int by_stretch_index(const void *pa, const void *pb)
-{
-    const linked *a = pa, *b = pb;
-    if (a->s->stretch_index != b->s->stretch_index)
-        return a->s->stretch_index < b->s->stretch_index ? -1 : 1;
-    int c = cmp_i64(a->start_us, b->start_us);
-    return c != 0 ? c : (a->index > b->index) - (a->index < b->index);
-}
-
-int hw_link_stretches(const hw_hang_summary *s, size_t count, size_t *stretch)
-{
-    linked *l = count ? calloc(count, sizeof *l) : NULL;
-    if (count && l == NULL)
-        return -1;
-    size_t n = 0;
-    for (size_t i = 0; i < count; i++) {
-        stretch[i] = i;
-        int64_t start;
-        /* A report that does not say when it was seen, or of what thread,
-         * is a stretch of its own. */
-        if (s[i].pid > 0 && s[i].tid > 0 && hw_stretch_start_us(&s[i], &start))
-            l[n++] = (linked){i, start, &s[i]};
-    }
-    if (n > 1)
-        qsort(l, n, sizeof *l, by_thread_then_start);
-    /* Clusters: the same thread, each start within the slack of the one
-     * before.  In stretch-index order, a 0 opens a stretch and the later
-     * reports join the last one opened (or open one, when their first
-     * report is missing). */
-    for (size_t first = 0; first < n;) {
-        size_t end = first + 1;
-        while (end < n && l[end].s->pid == l[first].s->pid && l[end].s->tid == l[first].s->tid &&
-               /* sorted: the difference is >= 0 and exact in unsigned arithmetic */
-               (uint64_t)l[end].start_us - (uint64_t)l[end - 1].start_us <= HW_STRETCH_SLACK_US)
-            end++;
-        qsort(&l[first], end - first, sizeof *l, by_stretch_index);
-        size_t head = l[first].index;
-        for (size_t k = first; k < end; k++) {
-            if (l[k].s->stretch_index == 0 || k == first)
-                head = l[k].index;
-            stretch[l[k].index] = head;
-        }
-        first = end;
-    }
-    free(l);
-    return 0;
 }
