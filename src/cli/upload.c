@@ -21,8 +21,7 @@
 #include <sys/stat.h>
 
 #include "agent/common/report_dir.h"
-#include "agent/exports/sentry_sender.h"
-#include "agent/exports/sentry_spool.h"
+#include "agent/exports/exports.h"
 #include "core/parse/sentry_dsn.h"
 #include "core/text_escape.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_capture_unwind.c - capture.c, symbolizer.c and unwind.c against a
+ * test_capture_unwind.c - snapshot.c, symbolizer.c and unwind.c against a
  * real process.
  *
  * Runs capture_target (path in argv[1] or $HW_CAPTURE_TARGET), waits until

@@ -1,10 +1,11 @@
 /*
  * test_hang_stats.c - `hangwatch stats`' model: reports summarized from
- * JSON (hang_summary.c: the culprit frame, fields of the wrong type or out
- * of range), the reports of one busy stretch linked into one hang, and the
- * groups (hang_stats.c): count, total, median (odd and even counts), worst,
- * first and last seen, processes, the culprit of the newest report, hangs
- * whose end was never recorded, and the order by total hang time.
+ * JSON (report_summary.c: the culprit frame, fields of the wrong type or out
+ * of range), the reports of one busy stretch linked into one hang
+ * (hang_stretches.c), and the groups (hang_groups.c): count, total, median
+ * (odd and even counts), worst, first and last seen, processes, the culprit
+ * of the newest report, hangs whose end was never recorded, and the order by
+ * total hang time.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -22,7 +22,6 @@
  * report_cpu_high.c for its parts, report_line.c for its line), and its
  * way out (report_write.c).
  */
-#include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <pthread.h>

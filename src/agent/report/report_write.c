@@ -13,8 +13,6 @@
  * take is counted in the metrics and by the worker, and the reason is said
  * once.
  */
-#include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
