@@ -83,8 +83,6 @@ early_sampler *early_sampler_new(size_t capacity)
     return s;
 }
 
-
-
 static void drop_raw(early_sampler *s, size_t slot);
 
 /* Unwind `t` (a copy of the loop thread's registers and stack) and add it to
@@ -366,11 +364,6 @@ size_t early_sampler_newest_keys(early_sampler *s, uint64_t seq, uint64_t *keys,
     }
     return n;
 }
-
-
-
-
-
 
 void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t seq, report_request *req)
 {

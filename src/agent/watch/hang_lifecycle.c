@@ -38,7 +38,6 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq)
            (atomic_load_explicit(&w->page->flags, memory_order_acquire) & HW_PAGE_FLAG_LAUNCHING) != 0;
 }
 
-
 /* ---- capturing for a report ---- */
 
 /* Fill a report request for check `c` of loop `l`: the Point Stack chosen so

@@ -45,7 +45,6 @@ static void hold_stopped(loop_watch *l, uint64_t seq, uint64_t now)
     l->next_wake_ns = now + STOPPED_LOOK_NS;
 }
 
-
 /*
  * The sub-thread ping (ping_detector.h).  A ping is posted by the program's
  * own post function when the C library was given one (answered when its
@@ -126,7 +125,6 @@ static void check_frames(agent *a, watched_process *w, loop_watch *l, const hw_l
     hang_finish(a, l, now, "returned_to_wait", true);
     l->next_wake_ns = hw_monotonic_ns() + interval;
 }
-
 
 /* Launching thread `l` was found blocked in wait system call `nr` that its
  * observer did not see (a raw syscall() or io_uring loop): move the process
@@ -416,7 +414,6 @@ void check_process(agent *a, watched_process *w, uint64_t now)
     if (a->opts->all_loop_threads && rescan < w->next_wake_ns)
         w->next_wake_ns = rescan;
 }
-
 
 /* Every loop of a process: its hangs are closed by the caller first
  * (finish_process). */
