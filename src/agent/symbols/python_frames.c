@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "python_layout_3_11.h"
+#include "python_layouts.h"
 #include "core/parse/python_linetable.h"
 
 #define MAX_INTERPRETERS 16
