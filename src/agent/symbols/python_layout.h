@@ -89,13 +89,20 @@ typedef struct hw_python_layout {
 } hw_python_layout;
 
 /*
- * CPython 3.13+ publishes its own offsets in the process: _PyRuntime starts
- * (at debug_offsets_in_runtime) with a _Py_DebugOffsets record
- * (internal/pycore_runtime.h), a cookie "xdebugpy", the version
+ * CPython 3.13+ publishes its own offsets in the process: _PyRuntime holds,
+ * at debug_offsets_in_runtime (its start in 3.13), a _Py_DebugOffsets record
+ * (internal/pycore_runtime.h): a cookie "xdebugpy", the version
  * (PY_VERSION_HEX) and, as 64-bit numbers, the offsets of the interpreter's
  * structures.  This table says where in that record each number the agent
  * reads is (offsetof within _Py_DebugOffsets); the record's layout is fixed
  * per minor version, so one table per version, generated like the others.
+ *
+ * Two of 3.13's numbers are not what their names suggest:
+ * gil_runtime_state_locked and _holder are offsets within
+ * PyInterpreterState (of its own GIL, interp->_gil), not within struct
+ * _gil_runtime_state, so they hold only where interp->ceval.gil points at
+ * interp->_gil; and interpreter_frame.size, like frame_size above, is the
+ * C sizeof, which counts the first slot of localsplus.
  */
 typedef struct hw_python_debug_layout {
     unsigned major, minor;
