@@ -14,10 +14,15 @@
 # registry (scripts/fetch-speedscope.sh, cached in the build tree), fetched
 # with the machine's npm: Debian's npm package is added only where no npm
 # is installed (a Node.js that ships its own npm must not be replaced).
+#
+# The build needs no Python headers (CPython's offsets are committed,
+# src/agent/symbols/python_layouts.h); libpython3.11-dev is for the test
+# that checks the 3.11 table against Debian's own headers
+# (python_layout_debian_3_11).
 set -eu
 
 purpose=${1:-build}
-packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev libpython3.11-dev libbpf-dev bpftool liburing-dev"
+packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev libbpf-dev bpftool liburing-dev"
 # Exports beyond the machine (docs/metrics.md): libmicrohttpd serves /metrics,
 # libcurl sends Sentry events; the tests run Prometheus and parse envelopes
 # with the Sentry SDK.
@@ -25,7 +30,7 @@ packages="$packages libmicrohttpd-dev libcurl4-openssl-dev"
 export_test_packages="prometheus python3-sentry-sdk"
 case "$purpose" in
 build) ;;
-test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace gdb chromium"
+test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 libpython3.11-dev python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace gdb chromium"
     command -v npm >/dev/null 2>&1 || packages="$packages npm" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools" ;;

@@ -231,8 +231,8 @@ def case_py_grouping():
 
 
 def run_corrupt(mode):
-    layout = os.path.join(os.path.dirname(hwtest.BIN), "generated", "python_layout_3_11.h")
-    check(os.path.exists(layout), f"{layout} is not built")
+    layout = os.path.join(hwtest.SOURCE_DIR, "src", "agent", "symbols", "python_layouts.h")
+    check(os.path.exists(layout), f"{layout} is missing")
     r = hwtest.run(["--", DEBIAN_PYTHON, program("python_corrupt.py"), layout, mode])
     check(r.returncode == 0 and "python_corrupt: done" in r.stdout, r.describe())
     report = one_hang_report(r)

@@ -2,10 +2,11 @@
 records while it hangs, to prove that hangwatch reads a corrupt interpreter
 state without crashing or hanging, and says what it could not read.
 
-  python_corrupt.py LAYOUT_FILE MODE
+  python_corrupt.py LAYOUTS_H MODE
 
-LAYOUT_FILE is what hangwatch's build printed with tools/python_layout_gen.c
-(the offsets of CPython's structures, taken from its headers).  MODE:
+LAYOUTS_H is src/agent/symbols/python_layouts.h, the offsets of CPython's
+structures that tools/python_layout_gen.c took from each version's headers;
+the table of the running interpreter's version is used.  MODE:
   loop     the hung function's frame record names itself as its caller
   garbage  its caller pointer points at unmapped memory
   code     its caller's code object pointer points at a plain integer
@@ -24,8 +25,10 @@ import time
 
 
 def layout(path):
+    name = "hw_python_layout_%d_%d" % sys.version_info[:2]
     with open(path) as f:
-        return {m.group(1): int(m.group(2)) for m in re.finditer(r"\.(\w+) = (\d+),", f.read())}
+        table = re.search(r"\b%s = \{(.*?)\n\};" % name, f.read(), re.S).group(1)
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"\.(\w+) = (\d+),", table)}
 
 
 def word(addr):

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "python_layout_3_11.h"
+#include "python_layouts.h"
 #include "core/parse/python_linetable.h"
 
 #define MAX_INTERPRETERS 16
@@ -181,7 +181,7 @@ static void walk_frames(const hw_python_target *py, pid_t pid, hw_thread_snapsho
         hw_interp_frame *f = &st->frames[st->count++];
         f->frame_addr = frame;
         f->code_addr = u64_at(buf, L->frame_code);
-        f->instr_addr = u64_at(buf, L->frame_prev_instr);
+        f->instr_addr = u64_at(buf, L->frame_instr);
         f->is_entry = buf[L->frame_is_entry] != 0;
         f->owner = buf[L->frame_owner];
         frame = u64_at(buf, L->frame_previous);
