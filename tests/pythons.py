@@ -11,6 +11,8 @@ under /usr/bin/python3.
   pythons.py path VERSION   print the interpreter's path, or exit 77 with
                             "Python VERSION: not on this machine"
   pythons.py list           every version and its interpreter, or "-"
+  pythons.py versions       the versions, one a line (CMake makes a test
+                            of each)
 
 As a module: VERSIONS, find(version), require(version), label(version).
 """
@@ -87,11 +89,14 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "path" and argv[2] in VERSIONS:
         print(require(argv[2]))
         return 0
+    if len(argv) == 2 and argv[1] == "versions":
+        print("\n".join(VERSIONS))
+        return 0
     if len(argv) == 2 and argv[1] == "list":
         for version in VERSIONS:
             print("%-7s %s" % (version, find(version) or "-"))
         return 0
-    print("usage: pythons.py path {%s} | pythons.py list" % ",".join(VERSIONS), file=sys.stderr)
+    print("usage: pythons.py path {%s} | list | versions" % ",".join(VERSIONS), file=sys.stderr)
     return 2
 
 
