@@ -91,6 +91,8 @@ static void linetable_310_malformed(void **state)
     assert_int_equal(LINE(HW_PY_LINES_310, down, 3, 0), 0);
     assert_int_equal(hw_python_line_at(HW_PY_LINES_310, NULL, 0, 1, 0), -1);
     assert_int_equal(LINE((hw_python_lines)3, up, 1, 0), -1); /* no such format */
+    for (int f = HW_PY_LINES_LNOTAB; f <= HW_PY_LINES_LOCATIONS; f++) /* a first line beyond any real one */
+        assert_int_equal(hw_python_line_at((hw_python_lines)f, up, 0, 100000001, 0), -1);
     assert_int_equal(LINE((hw_python_lines)-1, up, 1, 0), -1);
 }
 

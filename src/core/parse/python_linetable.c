@@ -130,8 +130,8 @@ static int locations_line(const uint8_t *table, size_t len, long line, size_t un
 
 int hw_python_line_at(hw_python_lines format, const uint8_t *table, size_t len, int first_line, size_t unit)
 {
-    if (table == NULL)
-        return -1;
+    if (table == NULL || !line_in_bounds(first_line))
+        return -1; /* no table, or a first line no real code has */
     switch (format) {
     case HW_PY_LINES_LNOTAB:
         return lnotab_line(table, len, first_line, byte_offset(unit));

@@ -48,7 +48,8 @@ typedef enum hw_python_lines {
  * of a code object whose first line is `first_line` and whose line table
  * in `format` is `table`; 0 when the instruction has no line or lies
  * beyond the table (never, for co_lnotab: its last line runs on), -1 when
- * the table is malformed before it or `format` is none of the three. */
+ * the table is malformed before it, a line passes 100 million either way
+ * (the first line too), or `format` is none of the three. */
 int hw_python_line_at(hw_python_lines format, const uint8_t *table, size_t len, int first_line, size_t unit);
 
 #endif
