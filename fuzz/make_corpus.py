@@ -8,15 +8,20 @@ and idle loops and a script of looks, a real report), plus malformed ones
 next to them.  Binary layouts are those of x86_64 Linux: struct cmsghdr is
 {size_t len; int level; int type;} (16 bytes, bodies aligned to 8), struct
 ucred is {pid, uid, gid}.  The input formats are described at the top of
-each fuzz_NAME.c.
+each fuzz_NAME.c.  python_linetable's seeds are real line tables from the
+Python interpreters tests/pythons.py finds (3.8 or 3.9, 3.10, Debian's
+python3 or 3.11+); when one is missing, that corpus is left as committed.
 """
 import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+import pythons  # noqa: E402 - tests/pythons.py finds the interpreters
 
 SOL_SOCKET, SCM_RIGHTS, SCM_CREDENTIALS, SCM_PIDFD = 1, 1, 2, 4
 MSG_TRUNC_BIT, MSG_CTRUNC_BIT, NO_CONTROL_BIT = 1, 2, 4
@@ -349,6 +354,50 @@ def endpoints_seeds():
     return {f"v{i:02d}": v for i, v in enumerate(values)}
 
 
+# --- python_linetable: [format][first line / 16, int16 LE][line table] -------
+
+LINE_FORMATS = (("lnotab", 0, ("3.8", "3.9")), ("310", 1, ("3.10",)),
+                ("locations", 2, ("debian", "3.11", "3.12", "3.13")))
+TABLES_OF_TEXTWRAP = """
+import textwrap, sys, types
+def codes(c):
+    yield c
+    for k in c.co_consts:
+        if isinstance(k, types.CodeType):
+            yield from codes(k)
+with open(textwrap.__file__) as f:
+    top = compile(f.read(), textwrap.__file__, "exec")
+lnotab = sys.version_info < (3, 10)
+for c in codes(top):
+    print(c.co_firstlineno, (c.co_lnotab if lnotab else c.co_linetable).hex())
+"""
+
+
+def python_linetable_seeds():
+    """Real tables: the first three code objects of textwrap and the two with
+    the longest tables (up to 600 bytes), as each format's interpreter
+    compiles them (tests/pythons.py finds it), then half pairs
+    and a format that is none.  None when an interpreter is missing: the
+    committed corpus then stays as it is."""
+    seeds = {}
+    for name, number, versions in LINE_FORMATS:
+        python = next((p for p in map(pythons.find, versions) if p), None)
+        if python is None:
+            print("python_linetable: no interpreter for %s (%s); corpus left alone" % (name, ", ".join(versions)))
+            return None
+        out = subprocess.run([python, "-c", TABLES_OF_TEXTWRAP], check=True, stdout=subprocess.PIPE,
+                             universal_newlines=True).stdout
+        tables = [(int(first), bytes.fromhex(hexed)) for first, hexed in (ln.split() for ln in out.splitlines())]
+        small = [t for t in tables if len(t[1]) <= 600]
+        picked = small[:3] + sorted(small[3:], key=lambda t: len(t[1]))[-2:]  # the first, the longest
+        for i, (first, table) in enumerate(picked):
+            seeds["%s-textwrap-%d" % (name, i)] = struct.pack("<Bh", number, first // 16) + table
+    seeds["lnotab-half-pair"] = struct.pack("<Bh", 0, 1) + bytes([4, 1, 2])
+    seeds["310-half-pair-no-line"] = struct.pack("<Bh", 1, 1) + bytes([4, 0, 2, 0x80, 0, 127, 6])
+    seeds["no-format"] = struct.pack("<Bh", 3, 1) + bytes([0x80, 0x00])
+    return seeds
+
+
 def main():
     write_corpus("registration", registration_seeds())
     write_corpus("page", page_seeds())
@@ -357,6 +406,9 @@ def main():
     write_corpus("show", show_seeds())
     write_corpus("stats", stats_seeds())
     write_corpus("endpoints", endpoints_seeds())
+    linetable = python_linetable_seeds()
+    if linetable is not None:
+        write_corpus("python_linetable", linetable)
     return 0
 
 

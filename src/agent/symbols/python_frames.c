@@ -518,7 +518,8 @@ static bool python_frame(hw_python_namer *n, uint64_t code, uint64_t instr, bool
         return false;
     out->symbol_name = strdup(c->name ? c->name : "?");
     out->source_file = c->file ? strdup(c->file) : NULL;
-    int line = before_start ? c->first_line : hw_python_line_at(c->linetable, c->linetable_len, c->first_line, unit);
+    int line = before_start ? c->first_line
+                            : hw_python_line_at(HW_PY_LINES_LOCATIONS, c->linetable, c->linetable_len, c->first_line, unit);
     out->source_line = line > 0 ? line : 0;
     return out->symbol_name != NULL;
 }
