@@ -89,7 +89,7 @@ int main(int argc, char **argv)
     hw_python_target py;
     hw_python_find(pid, maps, maps_len, &py);
     free(maps);
-    if (py.layout == NULL) {
+    if (!py.readable) {
         fprintf(stderr, "bench-python-capture: %s: %s\n", argv[1], py.found ? py.why_not : "no Python found");
         kill(pid, SIGKILL);
         return 1;

@@ -14,7 +14,9 @@ under /usr/bin/python3.
   pythons.py versions       the versions, one a line (CMake makes a test
                             of each)
 
-As a module: VERSIONS, find(version), require(version), label(version).
+As a module: VERSIONS, find(version), require(version), label(version);
+find() also takes a version the project does not read (3.7), for the
+tests of what such a version says.
 """
 import os
 import re
@@ -57,9 +59,11 @@ def executable(path):
 
 
 def find(version):
-    """The interpreter of `version` (one of VERSIONS), or None."""
-    if version not in VERSIONS:
-        raise ValueError("unknown Python version %r (known: %s)" % (version, ", ".join(VERSIONS)))
+    """The interpreter of `version` (one of VERSIONS, or another 3.X such as
+    3.7, which tests use to check what an unsupported version says), or
+    None."""
+    if version not in VERSIONS and not re.match(r"^3\.\d+$", version):
+        raise ValueError("unknown Python version %r (known: %s, or 3.X)" % (version, ", ".join(VERSIONS)))
     if version == "debian":
         return DEBIAN if executable(DEBIAN) else None
     release = re.compile(r"^%s\.(\d+)$" % re.escape(version))  # 3.13.0, not 3.13.0t or 3.13-dev

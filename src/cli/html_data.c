@@ -270,6 +270,8 @@ static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html
     set(d, "stack_more", hw_json_u64((rep->frame_count > SHOWN_FRAMES ? rep->frame_count - SHOWN_FRAMES : 0) +
                                      rep->frames_more));
     set(d, "culprit", jint(rep->culprit == HW_NO_FRAME ? -1 : (int64_t)rep->culprit));
+    if (rep->runtime_note != NULL)
+        set(d, "runtime_note", hw_json_text(rep->runtime_note));
     if (rep->point_count > 0) {
         json_t *p = json_object();
         set(p, "frames", frames_json(rep->point, rep->point_count, POINT_FRAMES, true));

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "foreign_text.h"
+#include "core/python_machinery.h"
 #include "core/saturating.h"
 
 /* A non-negative integer field, or false. */
@@ -226,6 +227,10 @@ size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *execu
     for (size_t i = 0; i < count; i++)
         if (strcmp(frames[i].language, "native") != 0)
             return i;
+    for (size_t i = 0; i < count; i++)
+        if (frames[i].object != NULL && strstr(frames[i].object, "python") != NULL &&
+            !hw_python_machinery(frames[i].named ? frames[i].name : NULL))
+            return i;
     if (executable != NULL && executable[0] != '\0') {
         const char *exe = base_name(executable);
         for (size_t i = 0; i < count; i++)
@@ -286,6 +291,7 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
     json_int_t tid = hw_int_at(hung, "thread_identifier", hw_int_at(thread, "thread_identifier", -1));
     out->tid = tid > 0 ? tid : -1;
     out->thread_name = dup_at(thread, "name", "?", &oom);
+    out->runtime_note = dup_at(thread, "runtime_frames_error", NULL, &oom);
     if (!oom && json_is_object(thread) &&
         frames_in(json_object_get(json_object_get(thread, "backtrace"), "contents"), HW_SUMMARY_MAX_FRAMES,
                   &out->frames, &out->frame_count, &out->frames_more) != 0)
@@ -315,6 +321,7 @@ void hw_hang_summary_free(hw_hang_summary *s)
     free(s->process_name);
     free(s->thread_name);
     free(s->hang_end);
+    free(s->runtime_note);
     for (size_t i = 0; i < s->frame_count; i++)
         frame_clear(&s->frames[i]);
     free(s->frames);

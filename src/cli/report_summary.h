@@ -49,6 +49,8 @@ typedef struct hw_hang_summary {
     bool final_known;
     uint64_t final_us;  /* the whole stretch, once it ended */
     char *hang_end;     /* how it ended, or NULL */
+    char *runtime_note; /* why the hung thread's runtime frames are missing or partial
+                           (its runtime_frames_error: "Python 3.7: frames not read ..."), or NULL */
     hw_sframe *frames;  /* the hung thread's stack, innermost first */
     size_t frame_count;
     size_t frames_more; /* frames of it beyond HW_SUMMARY_MAX_FRAMES, not kept */
@@ -132,12 +134,14 @@ uint64_t hw_hang_duration_us(const hw_hang_summary *s);
 /*
  * The culprit among `frames` (innermost first): the user's own code.  The
  * innermost Python or JavaScript frame when there is one (the interpreter's
- * native frames are not the user's); else the innermost frame in the
- * program's own executable (`executable`, a path or base name, may be
- * NULL), which is where the grouping key starts; else the innermost frame
- * of an object whose name begins with `process_name` (a process's name is
- * its executable's, cut to 15 characters); else the innermost frame with a
- * function name; else HW_NO_FRAME.
+ * native frames are not the user's); else, in a Python interpreter whose
+ * frames were not read, its innermost frame that is not its machinery
+ * (time_sleep, never main or _start: core/python_machinery.h); else the
+ * innermost frame in the program's own executable (`executable`, a path or
+ * base name, may be NULL), which is where the grouping key starts; else
+ * the innermost frame of an object whose name begins with `process_name` (a
+ * process's name is its executable's, cut to 15 characters); else the
+ * innermost frame with a function name; else HW_NO_FRAME.
  */
 size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *executable, const char *process_name);
 

@@ -315,6 +315,15 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         fputs(" check)\n", out);
     }
 
+    /* Waiting for the GIL: the hang is where its holder is. */
+    json_t *gil = json_object_get(apm, "gil_holder");
+    if (json_is_object(gil)) {
+        fprintf(out, "  waiting for the GIL held by thread %" JSON_INTEGER_FORMAT " (",
+                hw_int_at(gil, "thread_identifier", 0));
+        put_string_at(out, gil, "name", "?");
+        fputs(")\n", out);
+    }
+
     json_t *capture = json_object_get(apm, "capture");
     fputs("  group ", out);
     put_string_at(out, apm, "grouping_key", "?");

@@ -261,7 +261,7 @@ static int take_stacks(pid_t pid, const char *json_path)
 
     hw_capture_options copt;
     hw_capture_options_default(&copt, pid); /* every thread, the main thread the target */
-    if (req->python.layout != NULL) {
+    if (req->python.readable) {
         copt.interp_frames = HW_PY_MAX_FRAMES;
         copt.while_stopped = hw_python_read_stacks;
         copt.while_stopped_ctx = &req->python;

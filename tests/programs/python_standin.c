@@ -1,7 +1,7 @@
 /*
  * python_standin.c - a program that looks like a CPython interpreter of
- * another version to hangwatch (built as python3.12-standin: a file name
- * with "python", exporting _PyRuntime and Py_Version = 3.12.1), whose event
+ * another version to hangwatch (built as python3.14-standin: a file name
+ * with "python", exporting _PyRuntime and Py_Version = 3.14.0), whose event
  * loop blocks 3 s.  Its report must say that this Python version's frames
  * are not read, and otherwise be the ordinary native report.
  */
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 /* What hangwatch looks for in a Python interpreter (docs/python.md). */
-__attribute__((used, visibility("default"))) const unsigned long Py_Version = 0x030C01F0ul;
+__attribute__((used, visibility("default"))) const unsigned long Py_Version = 0x030E00F0ul;
 __attribute__((used, visibility("default"))) char _PyRuntime[4096];
 __attribute__((used, visibility("default"))) char PyCode_Type[512];
 __attribute__((used, visibility("default"))) char PyUnicode_Type[512];

@@ -55,7 +55,8 @@ const char *hw_thread_status_name(hw_thread_status status);
 typedef struct hw_interp_frame {
     uint64_t frame_addr; /* the interpreter's frame record */
     uint64_t code_addr;  /* its code object */
-    uint64_t instr_addr; /* the instruction it is at */
+    uint64_t instr_addr; /* the instruction it is at: an address, or an offset into its code
+                            (an older interpreter's, -1 before the first) */
     bool is_entry;       /* the outermost frame of one native evaluation call */
     uint8_t owner;       /* who owns the frame record (a thread's stack, a generator...) */
 } hw_interp_frame;
@@ -65,6 +66,7 @@ typedef struct hw_interp_stack {
     hw_interp_frame *frames; /* room for `capacity` frames, allocated before the stop */
     unsigned capacity, count;
     bool present;            /* the thread has an interpreter thread state */
+    uint64_t state_addr;     /* ... at this address */
     bool truncated;          /* more frames than room */
     const char *error;       /* static text: why the walk stopped early, else NULL */
 } hw_interp_stack;
@@ -104,6 +106,10 @@ struct hw_process_snapshot {
     char tracer_name[16];   /* that tracer's comm, "" if unknown */
     bool owner_known;       /* owner_uid was read (the process existed when the capture began) */
     uid_t owner_uid;        /* the process's user, for files it owns that are read after it is gone */
+    /* The thread that held the interpreter's lock (CPython's GIL) while the
+     * threads were stopped, as the while_stopped reader found it; 0 when
+     * nobody held it, or it is not known. */
+    pid_t interp_lock_holder;
 };
 
 typedef struct hw_capture_options {

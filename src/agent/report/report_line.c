@@ -57,8 +57,47 @@ static void no_stack_reason(const hw_process_snapshot *snap, char *buf, size_t l
         snprintf(buf, len, ", no stack (the process exited)");
 }
 
+/* Is this Python source file the interpreter's own (its standard
+ * library, or a frozen module), rather than the program's or a package's? */
+static bool interpreter_source(const char *path)
+{
+    return path == NULL || path[0] == '<' || (strstr(path, "/lib/python") != NULL && strstr(path, "-packages/") == NULL);
+}
+
+/* ", waiting for the GIL held by thread 4242 (crunch_numbers at
+ * worker.py:12)": the holder, and where it is (its innermost Python frame
+ * outside the standard library, else its innermost Python frame, else its
+ * innermost named frame), escaped into `buf`. */
+static void gil_holder_part(pid_t holder, const hw_backtrace *holder_bt, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (holder == 0)
+        return;
+    const hw_frame *where = NULL;
+    for (size_t i = 0; holder_bt && i < holder_bt->count && where == NULL; i++)
+        if (holder_bt->frames[i].language != HW_LANG_NATIVE && holder_bt->frames[i].symbol_name &&
+            !interpreter_source(holder_bt->frames[i].source_file))
+            where = &holder_bt->frames[i];
+    for (size_t i = 0; holder_bt && i < holder_bt->count && where == NULL; i++)
+        if (holder_bt->frames[i].language != HW_LANG_NATIVE && holder_bt->frames[i].symbol_name)
+            where = &holder_bt->frames[i];
+    for (size_t i = 0; holder_bt && i < holder_bt->count && where == NULL; i++)
+        if (holder_bt->frames[i].symbol_name)
+            where = &holder_bt->frames[i];
+    char raw[400] = "", text[400];
+    if (where && where->source_file && where->source_line > 0) {
+        const char *base = strrchr(where->source_file, '/');
+        snprintf(raw, sizeof raw, " (%s at %s:%d)", where->symbol_name, base ? base + 1 : where->source_file,
+                 where->source_line);
+    } else if (where) {
+        snprintf(raw, sizeof raw, " (%s)", where->symbol_name);
+    }
+    snprintf(buf, len, ", waiting for the GIL held by thread %d%s", (int)holder, hw_escape_text(raw, text, sizeof text));
+}
+
 /* The line people see on stderr, up to where the report's path goes. */
-char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt)
+char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t gil_holder,
+                   const hw_backtrace *holder_bt)
 {
     const hw_check *c = &req->check;
     const hw_process_snapshot *snap = &req->snap;
@@ -97,12 +136,13 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     const char *measured = opts->detector_kind == HW_DETECTOR_PING        ? "left a ping unanswered for"
                            : opts->detector_kind == HW_DETECTOR_FRAME_GAP ? "ran a frame tick late by"
                                                                              : "busy";
-    char process[64];
+    char process[64], holder[512];
+    gil_holder_part(gil_holder, holder_bt, holder, sizeof holder);
     char *line = NULL;
-    if (asprintf(&line, "hangwatch: %s in %s (pid %d): %s %s %s (threshold %s)%s%s",
+    if (asprintf(&line, "hangwatch: %s in %s (pid %d): %s %s %s (threshold %s)%s%s%s",
                  c->stutter ? "stutter" : c->launch ? "launch hang" : "hang",
                  hw_escape_text(snap->process_name, process, sizeof process), (int)snap->pid, who, measured, busy,
-                 thr, used ? " in " : no_stack, frames) < 0)
+                 thr, used ? " in " : no_stack, frames, holder) < 0)
         return NULL;
     return line;
 }

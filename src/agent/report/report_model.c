@@ -21,6 +21,7 @@
 
 #include "agent/common/random_id.h"
 #include "core/hw_version.h"
+#include "core/python_machinery.h"
 #include "core/text_escape.h"
 
 static json_int_t as_int(uint64_t v)
@@ -156,6 +157,25 @@ static bool is_process_start(const char *symbol)
            strcmp(symbol, "__libc_start_main_impl") == 0 || strcmp(symbol, "_start") == 0;
 }
 
+/* Is this frame in a Python interpreter's own code (the interpreter binary
+ * or libpython)? */
+static bool in_interpreter(const hw_frame *f)
+{
+    return f->object_path != NULL && strstr(base_name(f->object_path), "python") != NULL;
+}
+
+/* The innermost frame of a Python interpreter whose frames were not read
+ * that says where the program was: in the interpreter's code and not its
+ * machinery (evaluation and calls), e.g. time_sleep; SIZE_MAX when the
+ * stack has no frame of an interpreter. */
+static size_t interpreter_site(const hw_backtrace *bt)
+{
+    for (size_t i = 0; bt && i < bt->count; i++)
+        if (in_interpreter(&bt->frames[i]) && !hw_python_machinery(bt->frames[i].symbol_name))
+            return i;
+    return SIZE_MAX;
+}
+
 void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17])
 {
     uint64_t h = 1469598103934665603ull;
@@ -191,6 +211,12 @@ void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17
                 first = i;
                 break;
             }
+    /* A Python whose frames were not read: its executable is only the
+     * interpreter's start; the site is the interpreter's innermost
+     * frame that is not its machinery (time_sleep, not main). */
+    size_t site = interpreter_site(bt);
+    if (site != SIZE_MAX)
+        first = site;
     for (size_t i = first; bt && i < bt->count && i < first + 8; i++) {
         const hw_frame *f = &bt->frames[i];
         const char *object = f->object_path ? base_name(f->object_path) : "?";
@@ -303,9 +329,10 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
 
     json_t *threads = json_array();
     json_t *items = json_array();
-    json_int_t hung_index = -1;
+    json_int_t hung_index = -1, holder_index = -1;
     char grouping_key[17];
-    const hw_backtrace *hung_bt = NULL;
+    const hw_backtrace *hung_bt = NULL, *holder_bt = NULL;
+    const hw_thread_snapshot *holder = NULL;
     for (size_t k = 0; k < snap->thread_count; k++) {
         const hw_thread_snapshot *t = &snap->threads[order[k]];
         const hw_backtrace *bt = backtraces ? &backtraces[order[k]] : NULL;
@@ -321,10 +348,15 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         if (t->is_target) {
             hung_index = (json_int_t)k;
             hung_bt = (t->status == HW_THREAD_CAPTURED) ? bt : NULL;
+        } else if (info->gil_holder_tid != 0 && t->tid == info->gil_holder_tid) {
+            holder = t;
+            holder_index = (json_int_t)k;
+            holder_bt = (t->status == HW_THREAD_CAPTURED) ? bt : NULL;
         }
     }
     free(order);
-    hw_grouping_key(hung_bt, info->executable, grouping_key);
+    /* Waiting for the GIL, the hang is where its holder is. */
+    hw_grouping_key(holder_bt && holder_bt->count > 0 ? holder_bt : hung_bt, info->executable, grouping_key);
 
     uint64_t stopped_max = 0;
     for (size_t i = 0; i < snap->thread_count; i++)
@@ -384,6 +416,11 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                       as_int(info->stutter_busy_ns / 1000), "stalls", (int)info->stutter_stalls));
     if (apm && info->cpu_high)
         json_object_set_new(apm, "cpu_high", cpu_high_json(info->cpu_high));
+    if (apm && holder)
+        json_object_set_new(apm, "gil_holder",
+                            json_pack("{s:I, s:o, s:I}", "thread_identifier", (json_int_t)holder->tid, "name",
+                                      foreign_text(holder->name, sizeof holder->name), "report_array_index",
+                                      holder_index));
     if (apm) {
         if (info->executable)
             json_object_set_new(apm, "executable", FOREIGN(info->executable));

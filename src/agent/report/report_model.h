@@ -86,6 +86,10 @@ typedef struct hw_hang_info {
     unsigned stutter_stalls;
     /* hang_type "cpu_high": its section, else NULL */
     const hw_cpu_high_info *cpu_high;
+    /* The hung thread waits for the GIL, held by this other thread of the
+     * snapshot (0: it does not): the report names the holder, and the
+     * grouping key is made of the holder's stack, where the hang is. */
+    pid_t gil_holder_tid;
 } hw_hang_info;
 
 /*

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report_internal.h"
 
@@ -114,4 +115,35 @@ json_t *hw_report_of_capture(const report_request *req, const hw_named_capture *
     const hw_image *images = NULL;
     size_t image_count = nc->sym ? hw_symbolizer_images(nc->sym, &images) : 0;
     return hw_report_build(info, &req->snap, nc->bts, images, image_count, id);
+}
+
+/* ---- who holds the GIL ---- */
+
+/* Does this native frame take CPython's GIL (and block until it has it)? */
+static bool takes_gil(const hw_frame *f)
+{
+    static const char *const names[] = {"take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread",
+                                        "PyEval_AcquireLock", "PyGILState_Ensure"};
+    for (size_t i = 0; f->symbol_name && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(f->symbol_name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+pid_t hw_gil_holder_of(const report_request *req, const hw_named_capture *nc, const hw_backtrace **holder_bt)
+{
+    *holder_bt = NULL;
+    const hw_backtrace *bt = hw_named_target(nc);
+    pid_t holder = req->snap.interp_lock_holder;
+    if (bt == NULL || holder == 0 || holder == req->tid)
+        return 0;
+    bool waiting = false;
+    for (size_t i = 0; i < bt->count && bt->frames[i].language == HW_LANG_NATIVE && !waiting; i++)
+        waiting = takes_gil(&bt->frames[i]);
+    if (!waiting)
+        return 0;
+    for (size_t i = 0; i < req->snap.thread_count; i++)
+        if (req->snap.threads[i].tid == holder && nc->bts)
+            *holder_bt = &nc->bts[i];
+    return holder;
 }

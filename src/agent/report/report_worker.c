@@ -218,7 +218,7 @@ static const char *check_mode_name(const hw_agent_options *o)
 /* What the report says about itself: the detector, the hang's kind and
  * numbers, early sampling's Point Stack, a CPU-high report's section. */
 static hw_hang_info report_info(const hw_agent_options *o, const report_request *req, const hang_record *h,
-                                const hw_point_stack *ps, const cpu_report_parts *cpu_parts)
+                                const hw_point_stack *ps, const cpu_report_parts *cpu_parts, pid_t gil_holder)
 {
     const hw_check *c = &req->check;
     hw_hang_info info = {
@@ -242,6 +242,7 @@ static hw_hang_info report_info(const hw_agent_options *o, const report_request 
         .stutter_busy_ns = req->stutter.busy_ns,
         .stutter_stalls = req->stutter.stalls,
         .cpu_high = cpu_parts ? &cpu_parts->info : NULL,
+        .gil_holder_tid = gil_holder,
     };
     if (req->cpu) {
         info.detector = "cpu_usage";
@@ -335,10 +336,12 @@ static void make_report(report_worker *wk, hang_record *h, const report_request 
     cpu_report_parts *cpu_parts = req->cpu ? malloc(sizeof *cpu_parts) : NULL;
     if (cpu_parts)
         hw_cpu_parts_build(nc->sym, req->cpu, cpu_parts);
-    hw_hang_info info = report_info(o, req, h, &samples.ps, cpu_parts);
+    const hw_backtrace *holder_bt = NULL;
+    pid_t gil_holder = hw_gil_holder_of(req, nc, &holder_bt);
+    hw_hang_info info = report_info(o, req, h, &samples.ps, cpu_parts, gil_holder);
     char id[37];
     json_t *report = hw_report_of_capture(req, nc, &info, id);
-    char *line = cpu_parts ? hw_cpu_line(req, cpu_parts) : hw_hang_line(o, req, target_bt);
+    char *line = cpu_parts ? hw_cpu_line(req, cpu_parts) : hw_hang_line(o, req, target_bt, gil_holder, holder_bt);
     dispose(wk, h, req, report, line, target_bt);
     hw_report_samples_free(&samples);
     if (cpu_parts)

@@ -1,42 +1,33 @@
 /*
- * python_frames.c - reading CPython's frames out of a watched process
- * (python_frames.h).
+ * python_frames.c - CPython's thread states and frame chains, read while
+ * the threads are stopped (python_frames.h: hw_python_read_stacks, the
+ * capture's while_stopped reader), and the thread that holds the GIL.
  *
- * All reads go through process_vm_readv, which fails cleanly on an address
- * that is not mapped: a bad pointer costs one failed system call.  Limits:
- * 16 interpreters, 4096 thread states, HW_PY_MAX_FRAMES frames per thread,
- * names of 1024 characters, location tables of 256 KiB.
+ * Only what changes as the program runs is read here, with system calls
+ * and no allocation: each thread state, matched to a captured thread, and
+ * its chain of frames (the frame record, its code object, the instruction
+ * it is at).  Code objects are named after the resume (python_names.c).
+ * Two shapes of chain, by version (python_layout.h):
+ *
+ *   3.8-3.10  PyFrameObject, from the thread state's `frame` by f_back;
+ *             every frame is run by a C-level evaluation of its own, so
+ *             every frame is an entry frame.  Each record's type is
+ *             checked: these versions are known only by their file name.
+ *   3.11+     _PyInterpreterFrame, from the current frame (the thread
+ *             state's, or its _PyCFrame's) by `previous`; 3.11 marks the
+ *             outermost frame of each C-level evaluation (is_entry), 3.12
+ *             and 3.13 put a shim frame owned by the C stack below it,
+ *             which is not shown.
+ *
+ * A thread state is matched to its thread by the kernel's tid (3.11+), or
+ * by pthread_self(), which on x86-64 glibc is the thread's fs base: a
+ * register the capture copied.  The limits of python_internal.h hold.
  */
-#include "python_frames.h"
-#include "symbolizer.h"
-
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/uio.h>
 
-#include "python_layouts.h"
-#include "core/parse/python_linetable.h"
+#include "python_internal.h"
 
-#define MAX_INTERPRETERS 16
-#define MAX_THREAD_STATES 4096
-#define MAX_NAME_CHARS 1024
-#define MAX_LINETABLE_BYTES (256u * 1024)
-#define MAX_STRUCT_READ 512u /* the most bytes read at once from a thread state or frame */
-#define MAX_CACHED_CODES 4096 /* per process; a full table starts again empty */
-#define EVAL_FUNCTION "_PyEval_EvalFrameDefault"
-
-/* Sample keys (frame.h's runtime keys): bit 63 (never set in a user-space
- * address), the code object (8-byte aligned, below 2^47) in bits 19-62, the
- * instruction index in bits 0-18. */
-#define KEY_TAG HW_RUNTIME_KEY_TAG
-#define KEY_UNIT_BITS HW_RUNTIME_KEY_POSITION_BITS
-#define KEY_CODE_LIMIT (1ull << 47)
-
-/* ---- reading the process ------------------------------------------------ */
-
-static bool peek(pid_t pid, uint64_t addr, void *buf, size_t len)
+bool hw_py_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
     if (addr == 0 || addr + len < addr)
         return false;
@@ -45,88 +36,30 @@ static bool peek(pid_t pid, uint64_t addr, void *buf, size_t len)
     return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
-static uint64_t u64_at(const unsigned char *buf, uint32_t off)
+/* The captured thread a thread state belongs to: by the kernel's tid, or
+ * (before 3.11) by pthread_self(), the thread's fs base. */
+static hw_thread_snapshot *thread_of_state(hw_process_snapshot *snap, const hw_python_layout *L,
+                                           const unsigned char *tstate)
 {
-    uint64_t v;
-    memcpy(&v, buf + off, sizeof v);
-    return v;
-}
-
-static uint32_t u32_at(const unsigned char *buf, uint32_t off)
-{
-    uint32_t v;
-    memcpy(&v, buf + off, sizeof v);
-    return v;
-}
-
-/* ---- finding the interpreter -------------------------------------------- */
-
-static bool python_module(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return strstr(slash ? slash + 1 : path, "python") != NULL;
-}
-
-void hw_python_find(pid_t pid, const char *maps, size_t maps_len, hw_python_target *out)
-{
-    memset(out, 0, sizeof *out);
-    if (maps == NULL || memmem(maps, maps_len, "python", 6) == NULL)
-        return;
-    hw_symbolizer *sym = hw_symbolizer_new(pid, maps, maps_len, NULL);
-    if (sym == NULL)
-        return;
-    static const char *const names[] = {"_PyRuntime", "Py_Version", "PyCode_Type", "PyUnicode_Type", "PyBytes_Type"};
-    uint64_t addrs[5];
-    size_t found = hw_symbolizer_find_symbols(sym, python_module, names, addrs, 5, NULL);
-    hw_symbolizer_free(sym);
-    if (found == 0)
-        return;
-    out->found = true;
-    out->runtime_addr = addrs[0];
-    out->code_type = addrs[2];
-    out->unicode_type = addrs[3];
-    out->bytes_type = addrs[4];
-    uint64_t version = 0;
-    if (addrs[1] == 0 || !peek(pid, addrs[1], &version, sizeof version)) {
-        snprintf(out->why_not, sizeof out->why_not,
-                 "Python before 3.11: its frames are not read (hangwatch reads CPython 3.11)");
-        return;
-    }
-    out->version_hex = version;
-    unsigned major = (unsigned)(version >> 24) & 0xff, minor = (unsigned)(version >> 16) & 0xff,
-             micro = (unsigned)(version >> 8) & 0xff;
-    const hw_python_layout *layout = &hw_python_layout_3_11;
-    if (major != layout->major || minor != layout->minor) {
-        snprintf(out->why_not, sizeof out->why_not,
-                 "Python %u.%u.%u: its frames are not read (hangwatch reads CPython 3.11)", major, minor, micro);
-        return;
-    }
-    if (out->code_type == 0 || out->unicode_type == 0 || out->bytes_type == 0) {
-        snprintf(out->why_not, sizeof out->why_not, "Python %u.%u.%u: its type objects are not exported", major,
-                 minor, micro);
-        return;
-    }
-    out->layout = layout;
-}
-
-/* ---- while the threads are stopped --------------------------------------- */
-
-static hw_thread_snapshot *thread_by_tid(hw_process_snapshot *snap, uint64_t tid)
-{
+    uint64_t native = hw_py_has(L->tstate_native_thread_id) ? hw_py_u64(tstate, L->tstate_native_thread_id) : 0;
+    uint64_t pthread = hw_py_u64(tstate, L->tstate_thread_id);
     for (size_t i = 0; i < snap->thread_count; i++) {
         hw_thread_snapshot *t = &snap->threads[i];
-        if ((uint64_t)t->tid == tid)
-            return t->status == HW_THREAD_CAPTURED && t->interp.frames != NULL && !t->interp.present ? t : NULL;
+        if (t->status != HW_THREAD_CAPTURED)
+            continue;
+        if (hw_py_has(L->tstate_native_thread_id) ? (uint64_t)t->tid == native
+                                                  : pthread != 0 && t->regs.fs_base == pthread)
+            return t;
     }
     return NULL;
 }
 
 /* Frame records of a thread's ordinary calls lie together in its data
- * stack, each caller below its callee: one read of the WINDOW_BYTES that
- * end at a frame usually holds its callers too, so a deep chain costs a few
- * system calls rather than one per frame (the stop lasts that much less).
- * A window that cannot be read (it reaches below the mapping) falls back to
- * the frame alone. */
+ * stack (3.11+), each caller below its callee: one read of the
+ * WINDOW_BYTES that end at a frame usually holds its callers too, so a deep
+ * chain costs a few system calls rather than one per frame (the stop lasts
+ * that much less).  A window that cannot be read (it reaches below the
+ * mapping) falls back to the frame alone. */
 #define WINDOW_BYTES 8192u
 
 typedef struct frame_window {
@@ -142,9 +75,9 @@ static const unsigned char *frame_at(pid_t pid, frame_window *w, uint64_t frame,
     if (end < frame)
         return NULL;
     uint64_t start = end > WINDOW_BYTES ? end - WINDOW_BYTES : 0;
-    if (start == 0 || !peek(pid, start, w->bytes, (size_t)(end - start))) {
+    if (start == 0 || !hw_py_peek(pid, start, w->bytes, (size_t)(end - start))) {
         start = frame;
-        if (!peek(pid, start, w->bytes, size)) {
+        if (!hw_py_peek(pid, start, w->bytes, size)) {
             w->len = 0;
             return NULL;
         }
@@ -154,522 +87,157 @@ static const unsigned char *frame_at(pid_t pid, frame_window *w, uint64_t frame,
     return w->bytes + (frame - w->start);
 }
 
-static void walk_frames(const hw_python_target *py, pid_t pid, hw_thread_snapshot *t, uint64_t cframe)
+/* The frame record at `frame`, read whole (frame objects are the heap's:
+ * no window). */
+static const unsigned char *record_at(const hw_python_target *py, pid_t pid, frame_window *w, uint64_t frame)
 {
-    const hw_python_layout *L = py->layout;
-    hw_interp_stack *st = &t->interp;
-    st->present = true;
-    uint64_t frame = 0;
-    if (cframe == 0)
-        return;
-    if (!peek(pid, cframe + L->cframe_current_frame, &frame, sizeof frame)) {
-        st->error = "the thread's current frame could not be read";
-        return;
+    const hw_python_layout *L = &py->layout;
+    if ((frame & 7) != 0)
+        return NULL;
+    if (L->frames == HW_PY_INTERPRETER_FRAMES)
+        return frame_at(pid, w, frame, L->frame_size);
+    w->start = frame;
+    w->len = L->frame_size;
+    if (!hw_py_peek(pid, frame, w->bytes, L->frame_size) || hw_py_u64(w->bytes, L->object_type) != py->frame_type)
+        return NULL;
+    return w->bytes;
+}
+
+/* Record one frame of `buf`; false when the walk must stop (no room). */
+static bool add_frame(const hw_python_layout *L, hw_interp_stack *st, uint64_t frame, const unsigned char *buf)
+{
+    if (st->count == st->capacity) {
+        st->truncated = true;
+        return false;
     }
+    hw_interp_frame *f = &st->frames[st->count++];
+    f->frame_addr = frame;
+    f->code_addr = hw_py_u64(buf, L->frame_code);
+    if (L->frames == HW_PY_FRAME_OBJECTS) {
+        int32_t lasti;
+        memcpy(&lasti, buf + L->frame_instr, sizeof lasti);
+        f->instr_addr = (uint64_t)(int64_t)lasti;
+        f->is_entry = true; /* one C-level evaluation per frame */
+        f->owner = 0;
+    } else {
+        f->instr_addr = hw_py_u64(buf, L->frame_instr);
+        f->is_entry = hw_py_has(L->frame_is_entry) && buf[L->frame_is_entry] != 0;
+        f->owner = buf[L->frame_owner];
+    }
+    return true;
+}
+
+static void walk_frames(const hw_python_target *py, pid_t pid, hw_thread_snapshot *t, uint64_t frame)
+{
+    const hw_python_layout *L = &py->layout;
+    hw_interp_stack *st = &t->interp;
     frame_window w;
     w.start = w.len = 0;
     while (frame != 0) {
-        if (st->count == st->capacity) {
-            st->truncated = true;
-            return;
-        }
-        const unsigned char *buf = (frame & 7) == 0 ? frame_at(pid, &w, frame, L->frame_size) : NULL;
+        const unsigned char *buf = record_at(py, pid, &w, frame);
         if (buf == NULL) {
             st->error = "a frame record could not be read (the chain is broken)";
             return;
         }
-        hw_interp_frame *f = &st->frames[st->count++];
-        f->frame_addr = frame;
-        f->code_addr = u64_at(buf, L->frame_code);
-        f->instr_addr = u64_at(buf, L->frame_instr);
-        f->is_entry = buf[L->frame_is_entry] != 0;
-        f->owner = buf[L->frame_owner];
-        frame = u64_at(buf, L->frame_previous);
+        uint64_t previous = hw_py_u64(buf, L->frame_previous);
+        if (hw_py_has(L->frame_owned_by_cstack) && buf[L->frame_owner] == L->frame_owned_by_cstack) {
+            /* The shim a C-level evaluation starts with: the frame above
+             * it is that evaluation's outermost. */
+            if (st->count > 0)
+                st->frames[st->count - 1].is_entry = true;
+        } else if (!add_frame(L, st, frame, buf)) {
+            return;
+        }
+        frame = previous;
     }
+}
+
+/* The innermost frame of thread state `tstate` (0: none). */
+static uint64_t current_frame(const hw_python_layout *L, pid_t pid, const unsigned char *tstate, const char **error)
+{
+    if (hw_py_has(L->tstate_frame))
+        return hw_py_u64(tstate, L->tstate_frame);
+    uint64_t cframe = hw_py_u64(tstate, L->tstate_cframe), frame = 0;
+    if (cframe != 0 && !hw_py_peek(pid, cframe + L->cframe_current_frame, &frame, sizeof frame))
+        *error = "the thread's current frame could not be read";
+    return frame;
+}
+
+/* How many bytes of a thread state are read: up to its last field used. */
+static uint32_t tstate_bytes(const hw_python_layout *L)
+{
+    const uint32_t fields[] = {L->tstate_next, L->tstate_thread_id, L->tstate_native_thread_id, L->tstate_frame,
+                               L->tstate_cframe};
+    uint32_t len = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (hw_py_has(fields[i]) && fields[i] > len)
+            len = fields[i];
+    return len + 8;
+}
+
+/* The thread state that holds the GIL of interpreter `interp` (or the
+ * runtime's, before 3.12), or 0 when it is not held. */
+static uint64_t gil_holder(const hw_python_target *py, pid_t pid, uint64_t interp)
+{
+    const hw_python_layout *L = &py->layout;
+    uint64_t gil = 0;
+    if (hw_py_has(L->runtime_gil))
+        gil = py->runtime_addr + L->runtime_gil;
+    else if (!hw_py_has(L->interp_gil_ptr) || !hw_py_peek(pid, interp + L->interp_gil_ptr, &gil, sizeof gil))
+        return 0;
+    int32_t locked = 0;
+    uint64_t holder = 0;
+    if (gil == 0 || !hw_py_peek(pid, gil + L->gil_locked, &locked, sizeof locked) || locked == 0 ||
+        !hw_py_peek(pid, gil + L->gil_last_holder, &holder, sizeof holder))
+        return 0;
+    return holder;
 }
 
 void hw_python_read_stacks(void *ctx, hw_process_snapshot *snap)
 {
     const hw_python_target *py = ctx;
-    if (py == NULL || py->layout == NULL || snap == NULL)
+    if (py == NULL || !py->readable || snap == NULL)
         return;
-    const hw_python_layout *L = py->layout;
-    uint32_t tstate_len = L->tstate_next;
-    if (L->tstate_native_thread_id > tstate_len)
-        tstate_len = L->tstate_native_thread_id;
-    if (L->tstate_cframe > tstate_len)
-        tstate_len = L->tstate_cframe;
-    tstate_len += 8;
+    const hw_python_layout *L = &py->layout;
+    uint32_t tstate_len = tstate_bytes(L);
     if (tstate_len > MAX_STRUCT_READ || L->frame_size > MAX_STRUCT_READ)
         return;
     pid_t pid = snap->pid;
     uint64_t interp = 0;
-    if (!peek(pid, py->runtime_addr + L->runtime_interpreters_head, &interp, sizeof interp))
+    if (!hw_py_peek(pid, py->runtime_addr + L->runtime_interpreters_head, &interp, sizeof interp))
         return;
-    /* Stop once every captured thread is found (a sample has one). */
+    /* Stop once every captured thread and the GIL's holder are found.  A
+     * sample has one thread, and no use for the holder. */
     size_t wanted = 0;
     for (size_t i = 0; i < snap->thread_count; i++)
         wanted += snap->threads[i].status == HW_THREAD_CAPTURED && snap->threads[i].interp.frames != NULL;
+    uint64_t holder = wanted > 1 ? gil_holder(py, pid, interp) : 0; /* the main interpreter's */
     unsigned seen = 0;
     unsigned char buf[MAX_STRUCT_READ];
-    for (unsigned k = 0; interp != 0 && k < MAX_INTERPRETERS && wanted > 0; k++) {
+    for (unsigned k = 0; interp != 0 && k < MAX_INTERPRETERS && (wanted > 0 || holder != 0); k++) {
         uint64_t tstate = 0, next_interp = 0;
-        if (!peek(pid, interp + L->interp_threads_head, &tstate, sizeof tstate) ||
-            !peek(pid, interp + L->interp_next, &next_interp, sizeof next_interp))
+        if (!hw_py_peek(pid, interp + L->interp_threads_head, &tstate, sizeof tstate) ||
+            !hw_py_peek(pid, interp + L->interp_next, &next_interp, sizeof next_interp))
             return;
-        for (; tstate != 0 && seen < MAX_THREAD_STATES && wanted > 0; seen++) {
-            if (!peek(pid, tstate, buf, tstate_len))
+        for (; tstate != 0 && seen < MAX_THREAD_STATES && (wanted > 0 || holder != 0); seen++) {
+            if ((tstate & 7) != 0 || !hw_py_peek(pid, tstate, buf, tstate_len))
                 break;
-            hw_thread_snapshot *t = thread_by_tid(snap, u64_at(buf, L->tstate_native_thread_id));
-            if (t != NULL) {
-                walk_frames(py, pid, t, u64_at(buf, L->tstate_cframe));
+            hw_thread_snapshot *t = thread_of_state(snap, L, buf);
+            if (t != NULL && tstate == holder) {
+                snap->interp_lock_holder = t->tid;
+                holder = 0;
+            }
+            if (t != NULL && t->interp.frames != NULL && !t->interp.present) {
+                t->interp.present = true;
+                t->interp.state_addr = tstate;
+                const char *error = NULL;
+                uint64_t frame = current_frame(L, pid, buf, &error);
+                t->interp.error = error;
+                walk_frames(py, pid, t, frame);
                 wanted--;
             }
-            tstate = u64_at(buf, L->tstate_next);
+            tstate = hw_py_u64(buf, L->tstate_next);
         }
         interp = next_interp;
     }
-}
-
-/* ---- naming code objects, after the resume -------------------------------- */
-
-typedef struct code_info {
-    uint64_t addr; /* 0: free slot */
-    bool valid;    /* a code object was read there */
-    uint64_t qualname_ptr, filename_ptr, linetable_ptr; /* to tell it is still the same */
-    char *name, *file;
-    int first_line;
-    uint32_t first_traceable;
-    uint8_t *linetable;
-    size_t linetable_len;
-} code_info;
-
-struct hw_python_namer {
-    hw_python_target py;
-    pid_t pid;
-    code_info *slots;
-    size_t cap, used;
-    code_info scratch; /* when the table is full */
-};
-
-hw_python_namer *hw_python_namer_new(const hw_python_target *py, pid_t pid)
-{
-    if (py == NULL || py->layout == NULL)
-        return NULL;
-    hw_python_namer *n = calloc(1, sizeof *n);
-    if (n == NULL)
-        return NULL;
-    n->py = *py;
-    n->pid = pid;
-    return n;
-}
-
-static void code_info_clear(code_info *c)
-{
-    free(c->name);
-    free(c->file);
-    free(c->linetable);
-    memset(c, 0, sizeof *c);
-}
-
-void hw_python_namer_free(hw_python_namer *n)
-{
-    if (n == NULL)
-        return;
-    for (size_t i = 0; i < n->cap; i++)
-        code_info_clear(&n->slots[i]);
-    code_info_clear(&n->scratch);
-    free(n->slots);
-    free(n);
-}
-
-static void put_utf8(char **p, uint32_t c)
-{
-    unsigned char *o = (unsigned char *)*p;
-    if (c >= 0xd800 && c <= 0xdfff)
-        c = 0xfffd; /* a lone surrogate has no UTF-8 form */
-    if (c < 0x80) {
-        *o++ = (unsigned char)c;
-    } else if (c < 0x800) {
-        *o++ = (unsigned char)(0xc0 | (c >> 6));
-        *o++ = (unsigned char)(0x80 | (c & 63));
-    } else if (c < 0x10000) {
-        *o++ = (unsigned char)(0xe0 | (c >> 12));
-        *o++ = (unsigned char)(0x80 | ((c >> 6) & 63));
-        *o++ = (unsigned char)(0x80 | (c & 63));
-    } else {
-        *o++ = (unsigned char)(0xf0 | (c >> 18));
-        *o++ = (unsigned char)(0x80 | ((c >> 12) & 63));
-        *o++ = (unsigned char)(0x80 | ((c >> 6) & 63));
-        *o++ = (unsigned char)(0x80 | (c & 63));
-    }
-    *p = (char *)o;
-}
-
-/* A str object as UTF-8 (malloc'd), or NULL when `addr` is not a compact
- * str the interpreter made (names and file names always are). */
-static char *read_str(const hw_python_namer *n, uint64_t addr)
-{
-    const hw_python_layout *L = n->py.layout;
-    unsigned char head[MAX_STRUCT_READ];
-    if (L->compact_size > sizeof head || !peek(n->pid, addr, head, L->compact_size))
-        return NULL;
-    if (u64_at(head, L->object_type) != n->py.unicode_type)
-        return NULL;
-    int64_t length = (int64_t)u64_at(head, L->unicode_length);
-    uint32_t state = u32_at(head, L->unicode_state);
-    unsigned kind = (state >> L->unicode_kind_shift) & 7;
-    bool compact = (state >> L->unicode_compact_bit) & 1, ascii = (state >> L->unicode_ascii_bit) & 1;
-    if (length < 0 || !compact || (kind != 1 && kind != 2 && kind != 4))
-        return NULL;
-    size_t chars = (size_t)length < MAX_NAME_CHARS ? (size_t)length : MAX_NAME_CHARS;
-    size_t units_bytes = chars * (ascii ? 1 : kind);
-    unsigned char *raw = malloc(units_bytes + 1);
-    char *text = malloc(chars * 4 + 1);
-    if (raw == NULL || text == NULL ||
-        (units_bytes > 0 && !peek(n->pid, addr + (ascii ? L->ascii_size : L->compact_size), raw, units_bytes))) {
-        free(raw);
-        free(text);
-        return NULL;
-    }
-    char *p = text;
-    for (size_t i = 0; i < chars; i++) {
-        uint32_t c;
-        if (ascii || kind == 1) {
-            c = raw[i];
-            if (ascii && c >= 0x80)
-                c = 0xfffd; /* the object says ASCII: it is not */
-        } else if (kind == 2) {
-            uint16_t u;
-            memcpy(&u, raw + 2 * i, 2);
-            c = u;
-        } else {
-            memcpy(&c, raw + 4 * i, 4);
-            if (c > 0x10ffff)
-                c = 0xfffd;
-        }
-        put_utf8(&p, c);
-    }
-    *p = '\0';
-    free(raw);
-    return text;
-}
-
-static uint8_t *read_bytes(const hw_python_namer *n, uint64_t addr, size_t *len)
-{
-    const hw_python_layout *L = n->py.layout;
-    unsigned char head[MAX_STRUCT_READ];
-    *len = 0;
-    if (L->bytes_sval > sizeof head || !peek(n->pid, addr, head, L->bytes_sval))
-        return NULL;
-    if (u64_at(head, L->object_type) != n->py.bytes_type)
-        return NULL;
-    int64_t size = (int64_t)u64_at(head, L->var_object_size);
-    if (size <= 0 || size > (int64_t)MAX_LINETABLE_BYTES)
-        return NULL;
-    uint8_t *data = malloc((size_t)size);
-    if (data == NULL || !peek(n->pid, addr + L->bytes_sval, data, (size_t)size)) {
-        free(data);
-        return NULL;
-    }
-    *len = (size_t)size;
-    return data;
-}
-
-/* The code object's fixed part, if `addr` holds a code object. */
-static bool read_code_head(const hw_python_namer *n, uint64_t addr, unsigned char *buf)
-{
-    const hw_python_layout *L = n->py.layout;
-    return (addr & 7) == 0 && L->code_code_adaptive <= MAX_STRUCT_READ && peek(n->pid, addr, buf, L->code_code_adaptive) &&
-           u64_at(buf, L->object_type) == n->py.code_type;
-}
-
-/* Does the code object kept as `c` still look the same (same name, file
- * and line table objects, same first line)? */
-static bool same_code(const hw_python_namer *n, const code_info *c, const unsigned char *buf)
-{
-    const hw_python_layout *L = n->py.layout;
-    int32_t first_line;
-    memcpy(&first_line, buf + L->code_firstlineno, sizeof first_line);
-    return c->valid && c->qualname_ptr == u64_at(buf, L->code_qualname) &&
-           c->filename_ptr == u64_at(buf, L->code_filename) && c->linetable_ptr == u64_at(buf, L->code_linetable) &&
-           c->first_line == first_line;
-}
-
-static void read_code(const hw_python_namer *n, uint64_t addr, const unsigned char *buf, code_info *c)
-{
-    const hw_python_layout *L = n->py.layout;
-    c->addr = addr;
-    c->valid = true;
-    c->qualname_ptr = u64_at(buf, L->code_qualname);
-    c->filename_ptr = u64_at(buf, L->code_filename);
-    c->linetable_ptr = u64_at(buf, L->code_linetable);
-    c->name = read_str(n, c->qualname_ptr);
-    if (c->name == NULL)
-        c->name = read_str(n, u64_at(buf, L->code_name));
-    c->file = read_str(n, c->filename_ptr);
-    int32_t first_line;
-    memcpy(&first_line, buf + L->code_firstlineno, sizeof first_line);
-    c->first_line = first_line;
-    c->first_traceable = u32_at(buf, L->code_firsttraceable);
-    c->linetable = read_bytes(n, c->linetable_ptr, &c->linetable_len);
-}
-
-static size_t slot_of(uint64_t addr, size_t cap)
-{
-    addr ^= addr >> 29;
-    addr *= 0xbf58476d1ce4e5b9ull;
-    addr ^= addr >> 32;
-    return (size_t)addr & (cap - 1);
-}
-
-static bool grow(hw_python_namer *n)
-{
-    size_t ncap = n->cap ? n->cap * 2 : 256;
-    if (ncap > MAX_CACHED_CODES * 2)
-        return false;
-    code_info *slots = calloc(ncap, sizeof *slots);
-    if (slots == NULL)
-        return false;
-    for (size_t i = 0; i < n->cap; i++) {
-        if (n->slots[i].addr == 0)
-            continue;
-        size_t j = slot_of(n->slots[i].addr, ncap);
-        while (slots[j].addr != 0)
-            j = (j + 1) & (ncap - 1);
-        slots[j] = n->slots[i];
-    }
-    free(n->slots);
-    n->slots = slots;
-    n->cap = ncap;
-    return true;
-}
-
-/* The names of the code object at `addr`: kept ones if the object there
- * still matches them (or can no longer be read: the process is gone), else
- * read now.  An address that holds no code object gives an invalid entry. */
-static const code_info *code_at(hw_python_namer *n, uint64_t addr)
-{
-    unsigned char buf[MAX_STRUCT_READ];
-    bool readable = read_code_head(n, addr, buf);
-    code_info *c;
-    if (n->used * 2 >= n->cap && !grow(n) && n->used >= MAX_CACHED_CODES) {
-        /* Full: forget everything (bounded memory), keep going. */
-        for (size_t i = 0; i < n->cap; i++)
-            code_info_clear(&n->slots[i]);
-        n->used = 0;
-    }
-    if (n->used * 2 >= n->cap) {
-        c = &n->scratch; /* no memory for a table */
-        code_info_clear(c);
-    } else {
-        size_t j = slot_of(addr, n->cap);
-        while (n->slots[j].addr != 0 && n->slots[j].addr != addr)
-            j = (j + 1) & (n->cap - 1);
-        c = &n->slots[j];
-        if (c->addr == addr && (!readable || same_code(n, c, buf)))
-            return c;
-        if (c->addr == 0)
-            n->used++;
-        code_info_clear(c);
-    }
-    c->addr = addr;
-    if (readable)
-        read_code(n, addr, buf, c);
-    return c;
-}
-
-/* ---- frames ------------------------------------------------------------- */
-
-static uint64_t make_key(uint64_t code, uint64_t unit)
-{
-    if (code == 0 || (code & 7) != 0 || code >= KEY_CODE_LIMIT || unit >= (1ull << KEY_UNIT_BITS))
-        return 0;
-    return KEY_TAG | (code >> 3) << KEY_UNIT_BITS | unit;
-}
-
-bool hw_python_key_is_python(uint64_t key)
-{
-    return (key & KEY_TAG) != 0;
-}
-
-/* Fill `out` for code object `code` at instruction `instr`.  False when the
- * frame is not worth showing: set up but not started yet (Python's own
- * tracebacks leave such frames out), which `owned_by_generator` exempts. */
-static bool python_frame(hw_python_namer *n, uint64_t code, uint64_t instr, bool owned_by_generator, hw_frame *out,
-                         bool *unreadable)
-{
-    const hw_python_layout *L = n->py.layout;
-    const code_info *c = code_at(n, code);
-    memset(out, 0, sizeof *out);
-    out->language = HW_LANG_PYTHON;
-    out->instruction_addr = instr;
-    uint64_t base = code + L->code_code_adaptive;
-    bool before_start = instr < base;
-    uint64_t unit = before_start ? 0 : (instr - base) / L->code_unit_size;
-    out->runtime_key = make_key(code, unit);
-    if (!c->valid) {
-        if (unreadable)
-            *unreadable = true;
-        out->symbol_name = strdup("?");
-        return out->symbol_name != NULL;
-    }
-    if (!owned_by_generator && (before_start || unit < c->first_traceable))
-        return false;
-    out->symbol_name = strdup(c->name ? c->name : "?");
-    out->source_file = c->file ? strdup(c->file) : NULL;
-    int line = before_start ? c->first_line
-                            : hw_python_line_at(HW_PY_LINES_LOCATIONS, c->linetable, c->linetable_len, c->first_line, unit);
-    out->source_line = line > 0 ? line : 0;
-    return out->symbol_name != NULL;
-}
-
-int hw_python_frame_from_key(hw_python_namer *n, uint64_t key, hw_frame *out)
-{
-    memset(out, 0, sizeof *out);
-    if (n == NULL || !hw_python_key_is_python(key))
-        return -1;
-    uint64_t code = ((key & ~KEY_TAG) >> KEY_UNIT_BITS) << 3;
-    uint64_t unit = key & ((1ull << KEY_UNIT_BITS) - 1);
-    uint64_t instr = code + n->py.layout->code_code_adaptive + unit * n->py.layout->code_unit_size;
-    if (!python_frame(n, code, instr, true, out, NULL))
-        return -1;
-    out->runtime_key = key;
-    return 0;
-}
-
-static bool is_eval_frame(const hw_frame *f)
-{
-    size_t len = strlen(EVAL_FUNCTION);
-    return f->language == HW_LANG_NATIVE && f->symbol_name != NULL &&
-           strncmp(f->symbol_name, EVAL_FUNCTION, len) == 0 &&
-           (f->symbol_name[len] == '\0' || f->symbol_name[len] == '.');
-}
-
-hw_python_names *hw_python_name_threads(hw_python_namer *n, const hw_process_snapshot *snap, bool target_only)
-{
-    if (n == NULL || snap == NULL || snap->thread_count == 0)
-        return NULL;
-    hw_python_names *all = calloc(snap->thread_count, sizeof *all);
-    if (all == NULL)
-        return NULL;
-    for (size_t t = 0; t < snap->thread_count; t++) {
-        const hw_interp_stack *st = &snap->threads[t].interp;
-        hw_python_names *out = &all[t];
-        if (!st->present || (target_only && !snap->threads[t].is_target))
-            continue;
-        unsigned count = st->count;
-        out->problem = st->error;
-        /* A chain that comes back to a frame it passed loops: keep what
-         * came before the repeat. */
-        for (unsigned i = 1; i < count; i++)
-            for (unsigned j = 0; j < i; j++)
-                if (st->frames[i].frame_addr == st->frames[j].frame_addr) {
-                    count = i;
-                    out->problem = "the frame chain loops";
-                    break;
-                }
-        if (st->truncated && out->problem == NULL)
-            out->problem = "more Python frames than hangwatch reads: the outermost are left out";
-        if (count == 0)
-            continue;
-        out->frames = calloc(count, sizeof *out->frames);
-        out->is_entry = calloc(count, sizeof *out->is_entry);
-        if (out->frames == NULL || out->is_entry == NULL) {
-            free(out->frames);
-            free(out->is_entry);
-            out->frames = NULL;
-            out->is_entry = NULL;
-            continue;
-        }
-        out->count = count;
-        for (unsigned i = 0; i < count; i++) {
-            const hw_interp_frame *f = &st->frames[i];
-            out->is_entry[i] = f->is_entry;
-            bool unreadable = false;
-            if (!python_frame(n, f->code_addr, f->instr_addr, f->owner == n->py.layout->frame_owned_by_generator,
-                              &out->frames[i], &unreadable))
-                hw_frame_clear(&out->frames[i]); /* kept empty: it still ends its run */
-            if (unreadable && out->problem == NULL)
-                out->problem = "a frame's code object could not be read: it is shown as \"?\"";
-        }
-    }
-    return all;
-}
-
-void hw_python_names_free(hw_python_names *names, size_t count)
-{
-    for (size_t t = 0; names && t < count; t++) {
-        for (unsigned i = 0; i < names[t].count; i++)
-            hw_frame_clear(&names[t].frames[i]);
-        free(names[t].frames);
-        free(names[t].is_entry);
-    }
-    free(names);
-}
-
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-static bool copy_frame(const hw_frame *from, hw_frame *to)
-{
-    *to = *from;
-    to->symbol_name = dup_or_null(from->symbol_name);
-    to->object_path = dup_or_null(from->object_path);
-    to->source_file = dup_or_null(from->source_file);
-    return (from->symbol_name == NULL || to->symbol_name) && (from->object_path == NULL || to->object_path) &&
-           (from->source_file == NULL || to->source_file);
-}
-
-int hw_python_merge(const hw_python_names *names, hw_backtrace *bt)
-{
-    if (names == NULL || bt == NULL)
-        return 0;
-    const char *problem = names->problem;
-    hw_frame *merged = NULL;
-    size_t m = 0;
-    if (names->count > 0) {
-        merged = calloc(bt->count + names->count, sizeof *merged);
-        if (merged == NULL)
-            return -ENOMEM;
-        unsigned pi = 0;
-        bool ok = true;
-        bool unplaced = false;
-        for (size_t k = 0; k < bt->count; k++) {
-            if (is_eval_frame(&bt->frames[k])) {
-                /* This call runs Python frames up to its entry frame. */
-                while (pi < names->count) {
-                    bool entry = names->is_entry[pi];
-                    if (names->frames[pi].symbol_name != NULL)
-                        ok &= copy_frame(&names->frames[pi], &merged[m++]);
-                    pi++;
-                    if (entry)
-                        break;
-                }
-            }
-            merged[m++] = bt->frames[k];
-        }
-        for (; pi < names->count; pi++)
-            if (names->frames[pi].symbol_name != NULL) {
-                ok &= copy_frame(&names->frames[pi], &merged[m++]);
-                unplaced = true;
-            }
-        if (!ok) {
-            for (size_t k = 0; k < m; k++)
-                if (merged[k].language == HW_LANG_PYTHON)
-                    hw_frame_clear(&merged[k]);
-            free(merged);
-            return -ENOMEM;
-        }
-        if (unplaced && problem == NULL)
-            problem = "some Python frames are placed last: the native unwind ended before their evaluation calls";
-        free(bt->frames);
-        bt->frames = merged;
-        bt->count = m;
-    }
-    if (problem != NULL && bt->runtime_error == NULL)
-        bt->runtime_error = strdup(problem);
-    return 0;
 }

@@ -3,19 +3,20 @@
  * read from the CPython interpreter's own records in the process's memory
  * (as py-spy does), and placed among the thread's native frames.
  *
- * Three steps, because of what may change when:
+ * Four steps, because of what may change when:
  *  1. hw_python_find, once per process before its first capture: the
  *     interpreter's _PyRuntime and type objects, from the symbols of a
- *     module named *python* (the interpreter binary or libpython), and its
- *     version (Py_Version).
+ *     module named *python* (the interpreter binary or libpython), its
+ *     version, and the layout of its structures (python_find.c).
  *  2. hw_python_read_stacks, in the capture while the threads are stopped
- *     (capture.h's while_stopped): the thread states, matched to threads by
- *     native thread id, and each one's frame chain (code object and current
- *     instruction per frame).  Only system calls; nothing is allocated.
+ *     (capture.h's while_stopped): the thread states, matched to threads,
+ *     each one's frame chain (code object and current instruction per
+ *     frame), and the thread that holds the GIL.  Only system calls;
+ *     nothing is allocated (python_frames.c).
  *  3. hw_python_name_threads, right after the resume on the watch thread:
  *     code objects and strings, which do not change, are read (and kept
  *     for the process's next captures), so the names survive a process
- *     that dies just after its capture.
+ *     that dies just after its capture (python_names.c).
  *  4. hw_python_merge, in the report worker (or the sampler): each Python
  *     frame is put directly above (on the callee side of) the native
  *     _PyEval_EvalFrameDefault call that runs it.
@@ -23,8 +24,8 @@
  * Everything read is the program's memory and is treated as hostile: types
  * are checked against the interpreter's own type objects, lengths and depths
  * are bounded, and a chain that loops or breaks gives a partial stack with
- * the reason in the backtrace's runtime_error.  Supported: CPython 3.11.x
- * (docs/python.md says which versions work and what others show).
+ * the reason in the backtrace's runtime_error.  Read: CPython 3.8 to 3.13
+ * (docs/python.md says what each version shows and what others say).
  */
 #ifndef HANGWATCH_PYTHON_FRAMES_H
 #define HANGWATCH_PYTHON_FRAMES_H
@@ -41,11 +42,13 @@
 
 /* One process's interpreter, as found: plain data, copied into requests. */
 typedef struct hw_python_target {
-    bool found;                     /* a module exports _PyRuntime */
-    const hw_python_layout *layout; /* NULL: a version whose frames are not read */
-    uint64_t runtime_addr, code_type, unicode_type, bytes_type;
-    uint64_t version_hex;           /* Py_Version, 0 if absent (before 3.11) */
-    char why_not[128];              /* found but unsupported: what reports say */
+    bool found;                     /* the process runs a Python interpreter */
+    bool readable;                  /* ... whose frames are read, with `layout` */
+    hw_python_layout layout;        /* its version's, or (3.13+) from its own debug offsets */
+    uint64_t runtime_addr, code_type, unicode_type, bytes_type, frame_type;
+    uint64_t version_hex;           /* PY_VERSION_HEX; major and minor only when a file name said them; 0 unknown */
+    char version[16];               /* "3.12.1", "3.9" (from a file name), "" unknown */
+    char why_not[192];              /* found but not read: what reports and the stderr line say */
 } hw_python_target;
 
 /* Look for a Python interpreter in process `pid` whose maps text is given.

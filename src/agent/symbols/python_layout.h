@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "core/parse/python_linetable.h" /* hw_python_lines: which line table a code object has */
+
 /* A field the version does not have. */
 #define HW_PY_NONE UINT32_MAX
 
@@ -27,13 +29,6 @@ typedef enum hw_python_frames {
                                  thread's data stack; the instruction is a pointer into
                                  the code object's co_code_adaptive */
 } hw_python_frames;
-
-/* Which line table a code object has (core/parse/python_linetable.h). */
-typedef enum hw_python_lines {
-    HW_PY_LINES_LNOTAB = 0,   /* 3.8, 3.9: co_lnotab */
-    HW_PY_LINES_310,          /* 3.10: co_linetable */
-    HW_PY_LINES_LOCATIONS,    /* 3.11+: co_linetable, the location table */
-} hw_python_lines;
 
 typedef struct hw_python_layout {
     unsigned major, minor;

@@ -39,7 +39,7 @@ static void note_child_exit(agent *a, watched_process *w, const hw_process_snaps
  * While there is none, again before a capture every PYTHON_LOOK_AGAIN_NS (a
  * program may load libpython late).  Only processes with a module named
  * *python* cost more than reading their maps. */
-void look_for_python(watched_process *w)
+void look_for_python(agent *a, watched_process *w)
 {
     uint64_t now = hw_monotonic_ns();
     if (w->python.found || (w->python_looked && now < w->python_next_look_ns))
@@ -52,20 +52,24 @@ void look_for_python(watched_process *w)
     char *maps = hw_proc_read_whole(path, &len);
     hw_python_find(w->pid, maps, len, &w->python);
     free(maps);
+    /* A Python whose frames are not read says so, once per process (its
+     * reports say it too). */
+    if (w->python.found && !w->python.readable && !a->opts->quiet)
+        fprintf(stderr, "hangwatch: pid %d runs %s\n", (int)w->pid, w->python.why_not);
 }
 
 hw_python_namer *python_namer(watched_process *w)
 {
-    if (w->python_namer == NULL && w->python.layout != NULL)
+    if (w->python_namer == NULL && w->python.readable)
         w->python_namer = hw_python_namer_new(&w->python, w->pid);
     return w->python_namer;
 }
 
-static void capture_options(watched_process *w, pid_t tid, hw_capture_options *copt)
+static void capture_options(agent *a, watched_process *w, pid_t tid, hw_capture_options *copt)
 {
     hw_capture_options_default(copt, tid);
-    look_for_python(w);
-    if (w->python.layout != NULL) {
+    look_for_python(a, w);
+    if (w->python.readable) {
         copt->interp_frames = HW_PY_MAX_FRAMES;
         copt->while_stopped = hw_python_read_stacks;
         copt->while_stopped_ctx = &w->python;
@@ -75,7 +79,7 @@ static void capture_options(watched_process *w, pid_t tid, hw_capture_options *c
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap)
 {
     hw_capture_options copt;
-    capture_options(w, tid, &copt);
+    capture_options(a, w, tid, &copt);
     copt.all_threads = false;
     hw_capture_process(w->pid, &copt, snap);
     note_child_exit(a, w, snap);
@@ -84,7 +88,7 @@ void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot
 void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req)
 {
     hw_capture_options copt;
-    capture_options(w, tid, &copt);
+    capture_options(a, w, tid, &copt);
     req->python = w->python;
     req->pid = w->pid;
     req->tid = tid;

@@ -206,8 +206,8 @@ static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
         return true;
     if (s->perf_refused || a->opts->samples_by_ptrace)
         return false;
-    look_for_python(w);
-    if (w->python.layout != NULL) {
+    look_for_python(a, w);
+    if (w->python.readable) {
         s->perf_refused = true; /* its frames are read stopped */
         return false;
     }

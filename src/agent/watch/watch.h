@@ -291,8 +291,9 @@ void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t s
 size_t early_sampler_newest_keys(early_sampler *s, uint64_t seq, uint64_t *keys, size_t max);
 
 /* captures.c */
-/* The process's Python interpreter, looked for (again) when due. */
-void look_for_python(watched_process *w);
+/* The process's Python interpreter, looked for (again) when due; one whose
+ * frames are not read is said once. */
+void look_for_python(agent *a, watched_process *w);
 /* The process's namer of Python code (created on first use), or NULL. */
 hw_python_namer *python_namer(watched_process *w);
 /* Stop only thread `tid` of `w` (a sample). */

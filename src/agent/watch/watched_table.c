@@ -66,7 +66,7 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
             snprintf(w->metrics_name, sizeof w->metrics_name, "?");
         hw_metrics_watched(metrics, w->metrics_name, 1);
     }
-    look_for_python(w);
+    look_for_python(a, w);
     w->next_wake_ns = hw_monotonic_ns(); /* look at it (and find its loops) now */
 }
 

@@ -339,6 +339,12 @@
         (d.hang_end ? ' (' + d.hang_end.replace(/_/g, ' ') + ')' : '')));
     var section = h('section', {class: 'group', id: 'g-' + (i + 1)}, heading, facts,
       h('h3', {}, 'The hung thread\'s stack'), stackList(d.stack, d.culprit, d.stack_more, false));
+    if (d.runtime_note) {
+      /* The interpreter's frames were not read (an unsupported version):
+       * the stack is the interpreter's own, the culprit its innermost
+       * frame that is not its machinery. */
+      add(section, h('p', {class: 'note runtime-note'}, d.runtime_note));
+    }
     if (d.flame) {
       add(section, flameSection(d.flame, d.point));
     } else if (d.point) {

@@ -34,14 +34,11 @@
 
 /* Which line table a code object has.  python_layout.h declares the same
  * enum; whichever header comes first defines it. */
-#ifndef HW_PYTHON_LINES_DEFINED
-#define HW_PYTHON_LINES_DEFINED
 typedef enum hw_python_lines {
     HW_PY_LINES_LNOTAB = 0, /* 3.8, 3.9: co_lnotab */
     HW_PY_LINES_310,        /* 3.10: co_linetable, PEP 626's pairs */
     HW_PY_LINES_LOCATIONS   /* 3.11+: co_linetable, the location table */
 } hw_python_lines;
-#endif
 
 /* The line of the instruction at code unit `unit` (0 = the first; a code
  * unit is 2 bytes of bytecode: f_lasti / 2 in 3.8 and 3.9, f_lasti in 3.10)

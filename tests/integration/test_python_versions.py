@@ -1,0 +1,223 @@
+"""Python frames on every CPython the machine has (docs/python.md).
+
+Each case is SCENARIO_VERSION: the scenario of tests/programs/python_versions.py
+run by that interpreter under hangwatch, as a Python developer would, and
+checked for the user's functions with their files and lines.  VERSION is
+3_8 ... 3_13 (pyenv's), debian (/usr/bin/python3) or 3_7 (not read: it must
+say so).  A version this machine does not have is skipped by name (exit
+77), never passed.
+
+  test_python_versions.py BIN_DIR SOURCE_DIR CASE
+"""
+import os
+import re
+import json
+import subprocess
+import sys
+import tempfile
+
+import hwtest
+from hwtest import check
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pythons  # noqa: E402 (tests/pythons.py: the interpreters the tests run)
+
+
+def interpreter(version):
+    """The interpreter of `version` ("3.9", "debian"), or None (said)."""
+    path = pythons.find(version)
+    if path is None:
+        print(f"Python {version}: not on this machine")
+    return path
+
+
+def program():
+    return os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "python_versions.py")
+
+
+def lines(run):
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^line (\S+) (\d+)$", run.stdout, re.M)}
+
+
+def frames_of(report, index):
+    return report["crash"]["threads"][index]["backtrace"]["contents"]
+
+
+def hung(report):
+    return report["hangwatch"]["hung_thread"]["report_array_index"]
+
+
+def find(frames, name, language="python"):
+    for i, f in enumerate(frames):
+        if f.get("language", "native") == language and f.get("symbol_name", "").split(".")[-1] == name:
+            return i
+    return -1
+
+
+def describe(frames):
+    out = []
+    for i, f in enumerate(frames):
+        where = f" {os.path.basename(f['source_file'])}:{f.get('source_line')}" if "source_file" in f else ""
+        out.append(f"  #{i} [{f.get('language', 'native')}] {f.get('symbol_name', '?')}{where}")
+    return "\n".join(out)
+
+
+def run(python, mode, options=()):
+    r = hwtest.run(["--threshold", "1s"] + list(options) + ["--", python, program(), mode], timeout=90)
+    check(r.returncode == 0 and f"{mode} done" in r.stdout, r.describe())
+    return r
+
+
+def first_hang(r):
+    hangs = [rep for rep in r.reports if rep["hangwatch"]["hang_type"] == "hang"]
+    check(len(hangs) >= 1, "no hang report\n" + r.describe())
+    return hangs[0]
+
+
+def check_python_frame(frames, name, line, where):
+    i = find(frames, name)
+    check(i >= 0, f"{where}: {name} is not among the frames:\n{describe(frames)}")
+    f = frames[i]
+    check(os.path.basename(f.get("source_file", "")) == "python_versions.py" and f.get("source_line") == line,
+          f"{where}: {name} at {f.get('source_file')}:{f.get('source_line')}, expected line {line}")
+    return i
+
+
+# ---- the scenarios ----
+
+def case_sleep(python):
+    """An asyncio handler calls slow_handler(), which sleeps 3 s."""
+    r = run(python, "sleep")
+    try:
+        at = lines(r)
+        rep = first_hang(r)
+        frames = frames_of(rep, hung(rep))
+        s = check_python_frame(frames, "slow_handler", at["slow-sleep"], "the hung thread")
+        h = check_python_frame(frames, "handle", at["handle-call"], "the hung thread")
+        check(s < h, f"slow_handler must be inside handle:\n{describe(frames)}")
+        native = [i for i, f in enumerate(frames) if f.get("symbol_name", "").startswith("_PyEval_EvalFrame")]
+        check(native and native[0] > s, f"the Python frames must be above the evaluation loop:\n{describe(frames)}")
+        check("slow_handler (python_versions.py:" in r.stderr, r.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_spin(python):
+    """A pure-Python spin: the report and early sampling's Point Stack name spin_handler."""
+    r = run(python, "spin", ["--early-sampling", "--sample-interval", "20ms"])
+    try:
+        rep = first_hang(r)
+        frames = frames_of(rep, hung(rep))
+        check(find(frames, "spin_handler") >= 0, f"spin_handler not in the hung stack:\n{describe(frames)}")
+        point = rep["hangwatch"]["collection"]["main_thread"]
+        check(point.get("state") == "collected", f"early sampling: {point.get('state')} {point.get('reason')}")
+        pframes = point["backtrace"]["contents"]
+        check(find(pframes, "spin_handler") >= 0, f"spin_handler not in the Point Stack:\n{describe(pframes)}")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_gil(python):
+    """The loop waits for the GIL that cruncher holds in one C call: the report names the holder."""
+    r = run(python, "gil")
+    try:
+        at = lines(r)
+        rep = first_hang(r)
+        holder = rep["hangwatch"].get("gil_holder")
+        check(holder is not None, "no gil_holder in the report:\n" + describe(frames_of(rep, hung(rep))))
+        check(holder["name"] != "" and holder["thread_identifier"] != rep["report"]["pid"], f"holder {holder}")
+        hframes = frames_of(rep, holder["report_array_index"])
+        check_python_frame(hframes, "crunch_numbers", at["crunch-call"], "the GIL's holder")
+        check(f"waiting for the GIL held by thread {holder['thread_identifier']} (crunch_numbers at "
+              f"python_versions.py:{at['crunch-call']})" in r.stderr, r.stderr)
+        show = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
+        check(f"waiting for the GIL held by thread {holder['thread_identifier']}" in show.stdout, show.stdout)
+    finally:
+        hwtest.cleanup(r)
+
+
+def check_workers(report, at, where):
+    """The three named threads, each with its Python name and its function."""
+    threads = report["crash"]["threads"]
+    for name, func, marker in (("worker_alpha", "alpha_sleeps", "alpha-wait"),
+                               ("worker_beta", "beta_sleeps", "beta-wait"),
+                               ("worker_gamma", "gamma_sleeps", "gamma-wait")):
+        mine = [t for t in threads if t.get("python_name") == name]
+        check(len(mine) == 1, f"{where}: no thread named {name}: {[t.get('python_name') for t in threads]}")
+        frames = mine[0]["backtrace"]["contents"]
+        check_python_frame(frames, func, at[marker], f"{where}: {name}")
+
+
+def case_names(python):
+    """Three threads named by threading.Thread(name=...) while the loop hangs."""
+    r = run(python, "names")
+    try:
+        at = lines(r)
+        rep = first_hang(r)
+        check_python_frame(frames_of(rep, hung(rep)), "main_hangs", at["main-sleep"], "the hung thread")
+        check_workers(rep, at, "the report")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_stack(python):
+    """`hangwatch stack PID` names the Python functions of every thread."""
+    p = subprocess.Popen([python, program(), "idle"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    out = []
+    try:
+        for line in p.stdout:
+            out.append(line)
+            if line.strip() == "ready":
+                break
+        at = {m.group(1): int(m.group(2)) for m in re.finditer(r"^line (\S+) (\d+)$", "".join(out), re.M)}
+        json_path = os.path.join(tempfile.mkdtemp(prefix="hw-stack-"), "stack.json")
+        s = subprocess.run([hwtest.binary("hangwatch"), "stack", str(p.pid), "--json", json_path],
+                           capture_output=True, text=True, timeout=60)
+        check(s.returncode == 0, f"stack: {s.returncode}\n{s.stdout}\n{s.stderr}")
+        rep = hwtest.load_report(json_path)
+        check_workers(rep, at, "hangwatch stack")
+        for func in ("alpha_sleeps", "beta_sleeps", "gamma_sleeps"):
+            check(func in s.stdout, f"{func} not printed:\n{s.stdout}")
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+
+
+def case_not_read(python):
+    """A version whose frames are not read says so, with its version; stats calls no _start the culprit."""
+    r = run(python, "sleep")
+    try:
+        version = re.search(r"^python (\d+\.\d+)", r.stdout, re.M).group(1)
+        check(re.search(rf"Python {re.escape(version)}[.0-9]*: frames not read", r.stderr), r.stderr)
+        rep = first_hang(r)
+        note = rep["crash"]["threads"][hung(rep)].get("runtime_frames_error", "")
+        check(version in note and "not read" in note, f"runtime_frames_error {note!r}")
+        stats = subprocess.run([hwtest.binary("hangwatch"), "stats", "--json", r.report_dir], capture_output=True,
+                               text=True)
+        check(stats.returncode == 0, stats.stderr)
+        groups = json.loads(stats.stdout)["groups"]
+        culprits = [g.get("culprit", {}).get("function") for g in groups]
+        check(culprits and all(c not in (None, "_start", "main") for c in culprits), f"culprits {culprits}")
+    finally:
+        hwtest.cleanup(r)
+
+
+SCENARIOS = {"sleep": case_sleep, "spin": case_spin, "gil": case_gil, "names": case_names, "stack": case_stack}
+READ = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "debian")
+NOT_READ = ("3.7",)
+
+
+def with_interpreter(scenario, version):
+    def case():
+        python = interpreter(version)
+        if python is None:
+            return hwtest.SKIP
+        return scenario(python)
+    return case
+
+
+CASES = {f"{name}_{v.replace('.', '_')}": with_interpreter(f, v) for name, f in SCENARIOS.items() for v in READ}
+CASES.update({f"notread_{v.replace('.', '_')}": with_interpreter(case_not_read, v) for v in NOT_READ})
+
+if __name__ == "__main__":
+    hwtest.main(CASES)

@@ -1,0 +1,147 @@
+"""python_versions - the hangs a Python developer makes, for every CPython
+from 3.7 to 3.13 (the tests run it with each interpreter the machine has).
+
+  python_versions.py sleep   an asyncio handler calls slow_handler(), which
+                             time.sleep(3)s
+  python_versions.py spin    a handler spins 3 s in pure Python in
+                             spin_handler()
+  python_versions.py gil     a second thread, cruncher, holds the GIL about
+                             3 s inside one C call (a regular expression
+                             that backtracks catastrophically, as in a
+                             ReDoS) in crunch_numbers(); the loop's handler
+                             sleeps 50 ms and then waits for the GIL
+  python_versions.py names   threads named worker_alpha, worker_beta and
+                             worker_gamma sleep in alpha_sleeps(),
+                             beta_sleeps() and gamma_sleeps() while the
+                             loop hangs 3 s in main_hangs()
+  python_versions.py idle    the same three threads, and a loop that waits,
+                             until stdin closes (for `hangwatch stack`)
+
+The line numbers the tests look for are printed at start ("line NAME N"),
+so the tests never hard-code them; "ready" once the threads run.
+"""
+import asyncio
+import inspect
+import re
+import sys
+import threading
+import time
+
+
+def line_of(marker):
+    """The line of this file that ends with the comment `# <marker>`."""
+    for number, text in enumerate(inspect.getsource(sys.modules[__name__]).splitlines(), 1):
+        if text.rstrip().endswith("# " + marker):
+            return number
+    raise LookupError(marker)
+
+
+def slow_handler():
+    time.sleep(3)  # slow-sleep
+
+
+def spin_handler():
+    end = time.monotonic() + 3
+    total = 0
+    while time.monotonic() < end:  # spin-loop
+        total += sum(range(50))  # spin-loop
+    return total
+
+
+def backtracking_length(seconds):
+    """The length of 'a...ab' that (a+)+$ takes about `seconds` to reject:
+    each 'a' more doubles the time."""
+    pattern = re.compile(r"(a+)+$")
+    n, took = 14, 0.0
+    while took < 0.05:
+        n += 1
+        start = time.monotonic()
+        pattern.match("a" * n + "b")
+        took = time.monotonic() - start
+    while took < seconds:
+        n += 1
+        took *= 2
+    return n
+
+
+def crunch_numbers(n):
+    return re.match(r"(a+)+$", "a" * n + "b")  # crunch-call
+
+
+def alpha_sleeps(stop):
+    while not stop.wait(0.05):  # alpha-wait
+        pass
+
+
+def beta_sleeps(stop):
+    while not stop.wait(0.07):  # beta-wait
+        pass
+
+
+def gamma_sleeps(stop):
+    while not stop.wait(0.09):  # gamma-wait
+        pass
+
+
+def main_hangs():
+    time.sleep(3)  # main-sleep
+
+
+def start_workers(stop):
+    workers = [threading.Thread(target=f, args=(stop,), name=name)
+               for f, name in ((alpha_sleeps, "worker_alpha"), (beta_sleeps, "worker_beta"),
+                               (gamma_sleeps, "worker_gamma"))]
+    for w in workers:
+        w.start()
+    return workers
+
+
+async def handle(mode):
+    await asyncio.sleep(0.3)  # let the loop turn over first, as a real service does
+    if mode == "sleep":
+        slow_handler()  # handle-call
+    elif mode == "spin":
+        spin_handler()  # handle-call
+    elif mode == "gil":
+        n = backtracking_length(3.0)
+        cruncher = threading.Thread(target=crunch_numbers, args=(n,), name="cruncher")
+        cruncher.start()
+        await asyncio.sleep(0.2)
+        time.sleep(0.05)  # gil-wait
+        cruncher.join()
+    elif mode == "names":
+        stop = threading.Event()
+        workers = start_workers(stop)
+        await asyncio.sleep(0.3)
+        main_hangs()  # names-call
+        stop.set()
+        for w in workers:
+            w.join()
+
+
+async def idle():
+    stop = threading.Event()
+    workers = start_workers(stop)
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
+    stop.set()
+    for w in workers:
+        w.join()
+
+
+def main():
+    mode = sys.argv[1]
+    for marker in ("slow-sleep", "spin-loop", "crunch-call", "gil-wait", "alpha-wait", "beta-wait", "gamma-wait",
+                   "main-sleep", "handle-call", "names-call"):
+        print(f"line {marker} {line_of(marker)}", flush=True)
+    print(f"python {sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}", flush=True)
+    if mode == "idle":
+        asyncio.run(idle())
+    else:
+        asyncio.run(handle(mode))
+    print(f"python_versions: {mode} done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
