@@ -202,12 +202,17 @@ write_all() {
  *
  * Generated, do not edit: tools/python_layouts.sh compiles
  * tools/python_layout_gen.c against each version's headers and writes this
- * file; run
+ * file.  One exception to the headers: 3.8, 3.9 and 3.10 install none that
+ * defines PyDictKeysObject or PyDictKeyEntry (CPython keeps them in
+ * Objects/dict-common.h), so their keys_size, keys_nentries, keys_indices,
+ * entry_size, entry_key and entry_value come from the build's debug info,
+ * read with gdb from the DWARF of the libpython beside the headers.  Run
  *
  *   tools/python_layouts.sh
  *
  * after changing either.  The python_layout_3_X tests (ctest) build the
- * generator again against the headers a machine has and compare.
+ * generator again against the headers (and for 3.8-3.10 the DWARF) a
+ * machine has and compare.
  */
 #ifndef HANGWATCH_PYTHON_LAYOUTS_H
 #define HANGWATCH_PYTHON_LAYOUTS_H
