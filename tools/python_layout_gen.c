@@ -12,6 +12,16 @@
  *
  *   cc -Wall -Wextra -I src -I .../include/python3.X tools/python_layout_gen.c
  *
+ * One exception: 3.8, 3.9 and 3.10 install no header that defines
+ * PyDictKeysObject or PyDictKeyEntry (they are in CPython's
+ * Objects/dict-common.h), so for those versions the dict keys' and entries'
+ * offsets come from the build's debug info: tools/python_layouts.sh reads
+ * them from its libpython's DWARF with gdb and passes them as -DHW_DWARF_*
+ * definitions, which the generator checks against what the headers do say
+ * (the fields' sizes, sizeof(PyInterpreterState)).  Where an object's
+ * managed dict and values are (3.11+) is what the headers' own inline
+ * functions return for a stand-in object, less its address.
+ *
  * tools/python_layouts.sh does that for every version to write
  * src/agent/symbols/python_layouts.h, and the python_layout_3_X tests do it
  * again to check that file.  The bits of PyASCIIObject's `state` bit field
@@ -42,10 +52,36 @@
 #include <internal/pycore_runtime.h>
 #else
 /* 3.11+: _PyInterpreterFrame (pycore_frame.h); in 3.13 it brings
-   pycore_code.h, which has _Py_CODEUNIT. */
+   pycore_code.h, which has _Py_CODEUNIT.  The dict keys, entries and values
+   are in pycore_dict.h, where an object keeps its dict in pycore_object.h. */
 #include <internal/pycore_frame.h>
 #include <internal/pycore_interp.h>
 #include <internal/pycore_runtime.h>
+/* 3.13's pycore_object.h (which pycore_dict.h includes) has an inline
+   function whose parameter is unused in the default build
+   (_PyObject_HasDeferredRefcount): -Wextra's warning about it is CPython's,
+   not the generator's. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <internal/pycore_dict.h>
+#include <internal/pycore_object.h>
+#pragma GCC diagnostic pop
+#endif
+
+#if PY_VERSION_HEX < 0x030B0000
+/* 3.8-3.10: the dict keys and entries, from the build's DWARF (see above). */
+#if !defined(HW_DWARF_KEYS_SIZE) || !defined(HW_DWARF_KEYS_SIZE_BYTES) || !defined(HW_DWARF_KEYS_NENTRIES) ||      \
+    !defined(HW_DWARF_KEYS_NENTRIES_BYTES) || !defined(HW_DWARF_KEYS_INDICES) || !defined(HW_DWARF_ENTRY_SIZE) ||    \
+    !defined(HW_DWARF_ENTRY_KEY) || !defined(HW_DWARF_ENTRY_KEY_BYTES) || !defined(HW_DWARF_ENTRY_VALUE) ||          \
+    !defined(HW_DWARF_ENTRY_VALUE_BYTES) || !defined(HW_DWARF_INTERP_SIZE)
+#error "CPython 3.8-3.10 have PyDictKeysObject and PyDictKeyEntry in no installed header: tools/python_layouts.sh passes them from libpython's DWARF (-DHW_DWARF_*)"
+#endif
+_Static_assert(HW_DWARF_INTERP_SIZE == sizeof(PyInterpreterState),
+               "the DWARF is of another build than these headers: its struct _is has another size");
+_Static_assert(HW_DWARF_KEYS_SIZE_BYTES == sizeof(Py_ssize_t) && HW_DWARF_KEYS_NENTRIES_BYTES == sizeof(Py_ssize_t),
+               "the DWARF's dk_size and dk_nentries are not a Py_ssize_t");
+_Static_assert(HW_DWARF_ENTRY_KEY_BYTES == sizeof(PyObject *) && HW_DWARF_ENTRY_VALUE_BYTES == sizeof(PyObject *),
+               "the DWARF's me_key and me_value are not a pointer");
 #endif
 
 #include "agent/symbols/python_layout.h"
@@ -270,6 +306,149 @@ static void print_objects(table *tp)
     *tp = t;
 }
 
+#if PY_VERSION_HEX >= 0x030B0000
+/* A stand-in object, zeroed, of a type with a managed dict (and in 3.13
+   inline values), for the headers' inline functions that find its dict and
+   values.  It sits in the middle of a zeroed block, so that every word they
+   point at, before or after it, is in the block; 3.12's check of its
+   dict-or-values word puts its stand-in values and dict after the object. */
+#define STANDIN_BLOCK 512
+#define STANDIN_AT 256
+static PyTypeObject standin_type;
+
+static unsigned char *standin_block(PyObject **obj)
+{
+    unsigned char *block = calloc(1, STANDIN_BLOCK);
+    if (block == NULL) {
+        fprintf(stderr, "python_layout_gen: out of memory\n");
+        exit(1);
+    }
+#if PY_VERSION_HEX < 0x030D0000
+    standin_type.tp_flags = Py_TPFLAGS_MANAGED_DICT;
+#else
+    standin_type.tp_flags = Py_TPFLAGS_MANAGED_DICT | Py_TPFLAGS_INLINE_VALUES;
+#endif
+    standin_type.tp_basicsize = sizeof(PyObject); /* 3.13's _PyObject_InlineValues asserts it */
+    *obj = (PyObject *)(block + STANDIN_AT);
+    Py_SET_TYPE(*obj, &standin_type);
+    return block;
+}
+
+/* How many bytes before the object p is (p is in its block). */
+static size_t before(const PyObject *obj, const void *p)
+{
+    if ((const char *)p > (const char *)obj) {
+        fprintf(stderr, "python_layout_gen: a pointer the headers give is after the object, not before\n");
+        exit(1);
+    }
+    return (size_t)((const char *)obj - (const char *)p);
+}
+#endif
+
+/* What finds a thread's Python name: its frame's first local (`self`), the
+   object's type, where the object keeps its attributes (dict, managed dict,
+   values), and the dict's keys, entries and values. */
+static void print_names(table *tp)
+{
+    table t = *tp;
+#if PY_VERSION_HEX < 0x030B0000
+    LAY_SET(frame_localsplus, offsetof(PyFrameObject, f_localsplus));
+#else
+    LAY_SET(frame_localsplus, offsetof(_PyInterpreterFrame, localsplus));
+#endif
+    LAY_SET(type_flags, offsetof(PyTypeObject, tp_flags));
+    LAY_SET(type_basicsize, offsetof(PyTypeObject, tp_basicsize));
+    LAY_SET(type_dictoffset, offsetof(PyTypeObject, tp_dictoffset));
+    LAY_SET(heaptype_cached_keys, offsetof(PyHeapTypeObject, ht_cached_keys));
+#if PY_VERSION_HEX < 0x030B0000
+    LAY_SET(tpflags_managed_dict, 0);
+    LAY_SET(tpflags_inline_values, 0);
+    LAY_NONE(object_dict_before); /* the dict is at tp_dictoffset */
+    LAY_NONE(object_values_before);
+    LAY_SET(values_tagged, 0);
+    LAY_NONE(values_inline);
+#else
+    PyObject *obj;
+    unsigned char *block = standin_block(&obj);
+    LAY_SET(tpflags_managed_dict, Py_TPFLAGS_MANAGED_DICT);
+#if PY_VERSION_HEX < 0x030D0000
+    LAY_SET(tpflags_inline_values, 0);
+#else
+    LAY_SET(tpflags_inline_values, Py_TPFLAGS_INLINE_VALUES);
+#endif
+#if PY_VERSION_HEX < 0x030C0000
+    /* 3.11: a pointer to the values, and one to the dict, before the object */
+    LAY_SET(object_dict_before, before(obj, _PyObject_ManagedDictPointer(obj)));
+    LAY_SET(object_values_before, before(obj, _PyObject_ValuesPointer(obj)));
+    LAY_SET(values_tagged, 0);
+    LAY_NONE(values_inline);
+#elif PY_VERSION_HEX < 0x030D0000
+    /* 3.12: one word before the object, the dict or, tagged, the values.
+       Check that the word is what python_layout.h says: values stored by
+       the headers are the pointer less 1 (its low bit set), read back as
+       values; a dict (aligned) is not. */
+    PyDictOrValues *dorv = _PyObject_DictOrValuesPointer(obj);
+    LAY_SET(object_dict_before, before(obj, dorv));
+    LAY_NONE(object_values_before);
+    PyDictValues *values = (PyDictValues *)(block + STANDIN_AT + 2 * sizeof(PyObject));
+    PyObject *dict = (PyObject *)(block + STANDIN_AT + 4 * sizeof(PyObject));
+    _PyDictOrValues_SetValues(dorv, values);
+    int tagged = (uintptr_t)dorv->values + 1 == (uintptr_t)values && _PyDictOrValues_IsValues(*dorv) &&
+                 _PyDictOrValues_GetValues(*dorv) == values;
+    dorv->dict = dict;
+    tagged = tagged && !_PyDictOrValues_IsValues(*dorv) && _PyDictOrValues_GetDict(*dorv) == dict;
+    if (!tagged) {
+        fprintf(stderr, "python_layout_gen: 3.12's dict-or-values word is not tagged as python_layout.h says\n");
+        exit(1);
+    }
+    LAY_SET(values_tagged, 1);
+    LAY_NONE(values_inline);
+#else
+    /* 3.13: the dict before the object, the values inline after its header */
+    LAY_SET(object_dict_before, before(obj, _PyObject_ManagedDictPointer(obj)));
+    LAY_NONE(object_values_before);
+    LAY_SET(values_tagged, 0);
+    LAY_SET(values_inline, (size_t)((const char *)_PyObject_InlineValues(obj) - (const char *)obj));
+#endif
+    free(block);
+#endif
+    LAY_SET(dict_keys, offsetof(PyDictObject, ma_keys));
+    LAY_SET(dict_values, offsetof(PyDictObject, ma_values));
+#if PY_VERSION_HEX < 0x030B0000
+    LAY_SET(keys_size, HW_DWARF_KEYS_SIZE);
+    LAY_NONE(keys_log2_index_bytes);
+    LAY_NONE(keys_kind);
+    LAY_SET(keys_nentries, HW_DWARF_KEYS_NENTRIES);
+    LAY_SET(keys_indices, HW_DWARF_KEYS_INDICES);
+    LAY_NONE(dict_keys_general);
+    LAY_SET(entry_size, HW_DWARF_ENTRY_SIZE);
+    LAY_SET(entry_key, HW_DWARF_ENTRY_KEY);
+    LAY_SET(entry_value, HW_DWARF_ENTRY_VALUE);
+    LAY_NONE(unicode_entry_size);
+    LAY_NONE(unicode_entry_key);
+    LAY_NONE(unicode_entry_value);
+    /* No PyDictValues: ma_values points at the array of values itself. */
+    _Static_assert(_Generic(((PyDictObject *)0)->ma_values, PyObject * *: 1, default: 0),
+                   "ma_values is not a PyObject **");
+    LAY_SET(values_values, 0);
+#else
+    LAY_NONE(keys_size);
+    LAY_SET(keys_log2_index_bytes, offsetof(PyDictKeysObject, dk_log2_index_bytes));
+    LAY_SET(keys_kind, offsetof(PyDictKeysObject, dk_kind));
+    LAY_SET(keys_nentries, offsetof(PyDictKeysObject, dk_nentries));
+    LAY_SET(keys_indices, offsetof(PyDictKeysObject, dk_indices));
+    LAY_SET(dict_keys_general, DICT_KEYS_GENERAL);
+    LAY_SET(entry_size, sizeof(PyDictKeyEntry));
+    LAY_SET(entry_key, offsetof(PyDictKeyEntry, me_key));
+    LAY_SET(entry_value, offsetof(PyDictKeyEntry, me_value));
+    LAY_SET(unicode_entry_size, sizeof(PyDictUnicodeEntry));
+    LAY_SET(unicode_entry_key, offsetof(PyDictUnicodeEntry, me_key));
+    LAY_SET(unicode_entry_value, offsetof(PyDictUnicodeEntry, me_value));
+    LAY_SET(values_values, offsetof(PyDictValues, values));
+#endif
+    *tp = t;
+}
+
 #if PY_VERSION_HEX >= 0x030D0000
 #define DBG_SET(m, member) put(&t, FIELD(hw_python_debug_layout, m), offsetof(_Py_DebugOffsets, member), NULL)
 
@@ -325,12 +504,18 @@ static void print_debug_layout(void)
 
 int main(void)
 {
+#if PY_VERSION_HEX < 0x030B0000
+    printf("/* CPython %d.%d, from %s's headers (its dict keys and entries: from its libpython's DWARF). */\n",
+           PY_MAJOR_VERSION, PY_MINOR_VERSION, PY_VERSION);
+#else
     printf("/* CPython %d.%d, from %s's headers. */\n", PY_MAJOR_VERSION, PY_MINOR_VERSION, PY_VERSION);
+#endif
     printf("static const hw_python_layout hw_python_layout_%d_%d = {\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
     table t = {"hw_python_layout", 0, sizeof(hw_python_layout)};
     print_threads(&t);
     print_frames(&t);
     print_objects(&t);
+    print_names(&t);
     finish(&t);
 #if PY_VERSION_HEX >= 0x030D0000
     print_debug_layout();

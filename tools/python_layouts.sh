@@ -16,6 +16,16 @@
 # $PYENV_ROOT or ~/.pyenv (in that order) whose include/pythonVERSION has the
 # internal/ headers; INCLUDE_DIR names another (/usr/include/python3.11).
 # CC is the compiler (cc by default).
+#
+# One exception: 3.8, 3.9 and 3.10 install no header that defines
+# PyDictKeysObject and PyDictKeyEntry (they are in CPython's
+# Objects/dict-common.h), so for those versions the offsets of dk_size,
+# dk_nentries, dk_indices, me_key and me_value and the entry's size come from
+# the build's debug info: gdb reads them from the DWARF of the libpython (or
+# python executable) beside the headers, PREFIX/lib for PREFIX/include/
+# pythonVERSION, and they reach the generator as -DHW_DWARF_* definitions.
+# Without gdb or that DWARF, --check skips (77) those versions and the first
+# form fails.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,11 +52,64 @@ headers_of() {
     fi
 }
 
-# generate INCLUDE_DIR: what the generator prints when compiled against it
+# dwarf VERSION INCLUDE_DIR: for 3.8-3.10, sets dwarf_defs to the -D
+# definitions of the dict keys' and entries' offsets (and, for the
+# generator's checks, their fields' sizes and sizeof(PyInterpreterState)),
+# read with gdb from the DWARF of the build the headers belong to; returns 1
+# with dwarf_missing saying what is not there.  For 3.11+ (whose
+# internal/pycore_dict.h has them) dwarf_defs is empty.
+dwarf() {
+    dwarf_defs="" dwarf_missing=""
+    case $1 in 3.8 | 3.9 | 3.10) ;; *) return 0 ;; esac
+    if ! command -v gdb >/dev/null 2>&1; then
+        dwarf_missing="gdb"
+        return 1
+    fi
+    dwarf_prefix=${2%/}
+    dwarf_prefix=${dwarf_prefix%/include/python"$1"}
+    dwarf_lib=""
+    for f in "$dwarf_prefix/lib/libpython$1.so.1.0" "$dwarf_prefix/lib/libpython$1.so" \
+        "$dwarf_prefix"/lib/*/libpython"$1".so.1.0 "$dwarf_prefix/bin/python$1"; do
+        if [ -f "$f" ]; then
+            dwarf_lib=$f
+            break
+        fi
+    done
+    if [ -z "$dwarf_lib" ]; then
+        dwarf_missing="its libpython (looked for $dwarf_prefix/lib/libpython$1.so.1.0 and $dwarf_prefix/bin/python$1)"
+        return 1
+    fi
+    k='((struct _dictkeysobject *)0)' e='((PyDictKeyEntry *)0)'
+    dwarf_out=$(gdb -batch -nx -iex 'set debuginfod enabled off' \
+        -ex "printf \"-DHW_DWARF_KEYS_SIZE=%lu\\n\", (unsigned long)&$k->dk_size" \
+        -ex "printf \"-DHW_DWARF_KEYS_SIZE_BYTES=%lu\\n\", (unsigned long)sizeof($k->dk_size)" \
+        -ex "printf \"-DHW_DWARF_KEYS_NENTRIES=%lu\\n\", (unsigned long)&$k->dk_nentries" \
+        -ex "printf \"-DHW_DWARF_KEYS_NENTRIES_BYTES=%lu\\n\", (unsigned long)sizeof($k->dk_nentries)" \
+        -ex "printf \"-DHW_DWARF_KEYS_INDICES=%lu\\n\", (unsigned long)&$k->dk_indices" \
+        -ex "printf \"-DHW_DWARF_ENTRY_SIZE=%lu\\n\", (unsigned long)sizeof(PyDictKeyEntry)" \
+        -ex "printf \"-DHW_DWARF_ENTRY_KEY=%lu\\n\", (unsigned long)&$e->me_key" \
+        -ex "printf \"-DHW_DWARF_ENTRY_KEY_BYTES=%lu\\n\", (unsigned long)sizeof($e->me_key)" \
+        -ex "printf \"-DHW_DWARF_ENTRY_VALUE=%lu\\n\", (unsigned long)&$e->me_value" \
+        -ex "printf \"-DHW_DWARF_ENTRY_VALUE_BYTES=%lu\\n\", (unsigned long)sizeof($e->me_value)" \
+        -ex "printf \"-DHW_DWARF_INTERP_SIZE=%lu\\n\", (unsigned long)sizeof(struct _is)" \
+        "$dwarf_lib" 2>&1) || true
+    dwarf_re='^-DHW_DWARF_[A-Z_]+=[0-9]+$'
+    dwarf_defs=$(printf '%s\n' "$dwarf_out" | grep -E "$dwarf_re" | tr '\n' ' ')
+    if [ "$(printf '%s\n' "$dwarf_out" | grep -cE "$dwarf_re")" -ne 11 ]; then
+        dwarf_defs=""
+        dwarf_missing="the debug info (DWARF) of $dwarf_lib with struct _dictkeysobject and PyDictKeyEntry"
+        dwarf_missing="$dwarf_missing (gdb: $(printf '%s\n' "$dwarf_out" | grep -vE "$dwarf_re" | head -n 1))"
+        return 1
+    fi
+}
+
+# generate INCLUDE_DIR [DEFINITIONS]: what the generator prints when compiled
+# against it, with DEFINITIONS (-D..., split on blanks) given to the compiler
 # (shell variables are global: its own are gen_*).
 generate() {
     gen_dir=$(mktemp -d)
-    if ! $CC -std=c11 -Wall -Wextra -Werror -I "$top/src" -I "$1" "$here/python_layout_gen.c" -o "$gen_dir/gen" >&2 ||
+    # shellcheck disable=SC2086 # the definitions are words
+    if ! $CC -std=c11 -Wall -Wextra -Werror ${2:-} -I "$top/src" -I "$1" "$here/python_layout_gen.c" -o "$gen_dir/gen" >&2 ||
         ! "$gen_dir/gen"; then
         rm -rf "$gen_dir"
         echo "python_layouts: the generator failed against $1" >&2
@@ -81,9 +144,14 @@ check() {
         echo "python_layouts: CPython $version's headers are not on this machine ($include/internal): skipped" >&2
         exit 77
     fi
+    if ! dwarf "$version" "$include"; then
+        echo "python_layouts: CPython $version's dict keys and entries are in no installed header and" \
+            "$dwarf_missing is not on this machine: skipped" >&2
+        exit 77
+    fi
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
-    generate "$include" >"$tmp/printed"
+    generate "$include" "$dwarf_defs" >"$tmp/printed"
     tables "$version" <"$tmp/printed" | grep -v '^/\*' >"$tmp/headers"
     tables "$version" <"$layouts" | grep -v '^/\*' >"$tmp/committed"
     if [ ! -s "$tmp/headers" ]; then
@@ -109,8 +177,17 @@ write_all() {
             missing="$missing $v"
             continue
         fi
-        echo "python_layouts: $v from $include" >&2
-        generate "$include" >"$tmp/$v"
+        if ! dwarf "$v" "$include"; then
+            echo "python_layouts: CPython $v's dict keys and entries are in no installed header," \
+                "and $dwarf_missing is not on this machine: $out not written" >&2
+            exit 1
+        fi
+        if [ -n "$dwarf_defs" ]; then
+            echo "python_layouts: $v from $include, its dict keys and entries from $dwarf_lib's DWARF" >&2
+        else
+            echo "python_layouts: $v from $include" >&2
+        fi
+        generate "$include" "$dwarf_defs" >"$tmp/$v"
     done
     if [ -n "$missing" ]; then
         echo "python_layouts: no headers for$missing under $(pyenv_root)/versions: $out not written" >&2
@@ -125,12 +202,17 @@ write_all() {
  *
  * Generated, do not edit: tools/python_layouts.sh compiles
  * tools/python_layout_gen.c against each version's headers and writes this
- * file; run
+ * file.  One exception to the headers: 3.8, 3.9 and 3.10 install none that
+ * defines PyDictKeysObject or PyDictKeyEntry (CPython keeps them in
+ * Objects/dict-common.h), so their keys_size, keys_nentries, keys_indices,
+ * entry_size, entry_key and entry_value come from the build's debug info,
+ * read with gdb from the DWARF of the libpython beside the headers.  Run
  *
  *   tools/python_layouts.sh
  *
  * after changing either.  The python_layout_3_X tests (ctest) build the
- * generator again against the headers a machine has and compare.
+ * generator again against the headers (and for 3.8-3.10 the DWARF) a
+ * machine has and compare.
  */
 #ifndef HANGWATCH_PYTHON_LAYOUTS_H
 #define HANGWATCH_PYTHON_LAYOUTS_H

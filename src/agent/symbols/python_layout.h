@@ -9,7 +9,11 @@
  * the tables are kept in python_layouts.h, and the `python_layout_3_X`
  * tests build the generator again against every version's headers this
  * machine has and check that it prints the same.  A field a version does
- * not have is HW_PY_NONE.
+ * not have is HW_PY_NONE.  One exception to the headers: 3.8, 3.9 and 3.10
+ * install none that defines PyDictKeysObject or PyDictKeyEntry (they are in
+ * CPython's Objects/dict-common.h), so for those versions keys_size,
+ * keys_nentries, keys_indices and entry_* come from the build's debug info
+ * (its libpython's DWARF, read with gdb by tools/python_layouts.sh).
  */
 #ifndef HANGWATCH_PYTHON_LAYOUT_H
 #define HANGWATCH_PYTHON_LAYOUT_H
@@ -81,6 +85,34 @@ typedef struct hw_python_layout {
     uint32_t unicode_length, unicode_state, ascii_size, compact_size;
     /* bits of the 32-bit `state` field: kind (3 bits), compact, ascii */
     uint32_t unicode_kind_shift, unicode_compact_bit, unicode_ascii_bit;
+    /* ---- a thread's Python name: threading.Thread's _name, found from the
+     * `self` of the thread's Thread._bootstrap_inner frame ---- */
+    uint32_t frame_localsplus;      /* f_localsplus (3.8-3.10), localsplus (3.11+): the frame's first local */
+    /* PyTypeObject, PyHeapTypeObject */
+    uint32_t type_flags, type_basicsize, type_dictoffset;
+    uint32_t heaptype_cached_keys;  /* ht_cached_keys: the keys its instances' dicts share */
+    uint32_t tpflags_managed_dict;  /* Py_TPFLAGS_MANAGED_DICT (3.11+), else 0 */
+    uint32_t tpflags_inline_values; /* Py_TPFLAGS_INLINE_VALUES (3.13), else 0 */
+    uint32_t object_dict_before;    /* 3.11+: how many bytes before an object its managed dict pointer is
+                                       (3.12: its dict-or-values word), else HW_PY_NONE */
+    uint32_t object_values_before;  /* 3.11: how many bytes before an object its values pointer is, else HW_PY_NONE */
+    uint32_t values_tagged;         /* 3.12: a dict-or-values word with its low bit set holds values
+                                       (the pointer less 1): 1, else 0 */
+    uint32_t values_inline;         /* 3.13: where an object's inline values begin, from its start, else HW_PY_NONE */
+    /* PyDictObject */
+    uint32_t dict_keys, dict_values; /* ma_keys, ma_values */
+    /* PyDictKeysObject */
+    uint32_t keys_size;             /* dk_size (3.8-3.10), else HW_PY_NONE */
+    uint32_t keys_log2_index_bytes; /* dk_log2_index_bytes (3.11+), else HW_PY_NONE */
+    uint32_t keys_kind;             /* dk_kind (3.11+), else HW_PY_NONE */
+    uint32_t keys_nentries;         /* dk_nentries */
+    uint32_t keys_indices;          /* dk_indices: the index table, then the entries */
+    uint32_t dict_keys_general;     /* DICT_KEYS_GENERAL (3.11+): entries with their hash, else HW_PY_NONE */
+    /* PyDictKeyEntry (me_hash, me_key, me_value), and PyDictUnicodeEntry (3.11+: me_key, me_value) */
+    uint32_t entry_size, entry_key, entry_value;
+    uint32_t unicode_entry_size, unicode_entry_key, unicode_entry_value; /* HW_PY_NONE before 3.11 */
+    /* PyDictValues: where its array of values begins (3.13: after capacity, size, embedded, valid) */
+    uint32_t values_values;
 } hw_python_layout;
 
 /*

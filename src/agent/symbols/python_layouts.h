@@ -5,19 +5,24 @@
  *
  * Generated, do not edit: tools/python_layouts.sh compiles
  * tools/python_layout_gen.c against each version's headers and writes this
- * file; run
+ * file.  One exception to the headers: 3.8, 3.9 and 3.10 install none that
+ * defines PyDictKeysObject or PyDictKeyEntry (CPython keeps them in
+ * Objects/dict-common.h), so their keys_size, keys_nentries, keys_indices,
+ * entry_size, entry_key and entry_value come from the build's debug info,
+ * read with gdb from the DWARF of the libpython beside the headers.  Run
  *
  *   tools/python_layouts.sh
  *
  * after changing either.  The python_layout_3_X tests (ctest) build the
- * generator again against the headers a machine has and compare.
+ * generator again against the headers (and for 3.8-3.10 the DWARF) a
+ * machine has and compare.
  */
 #ifndef HANGWATCH_PYTHON_LAYOUTS_H
 #define HANGWATCH_PYTHON_LAYOUTS_H
 
 #include "python_layout.h"
 
-/* CPython 3.8, from 3.8.18's headers. */
+/* CPython 3.8, from 3.8.18's headers (its dict keys and entries: from its libpython's DWARF). */
 static const hw_python_layout hw_python_layout_3_8 = {
     .major = 3,
     .minor = 8,
@@ -64,9 +69,35 @@ static const hw_python_layout hw_python_layout_3_8 = {
     .unicode_kind_shift = 2,
     .unicode_compact_bit = 5,
     .unicode_ascii_bit = 6,
+    .frame_localsplus = 360,
+    .type_flags = 168,
+    .type_basicsize = 32,
+    .type_dictoffset = 288,
+    .heaptype_cached_keys = 872,
+    .tpflags_managed_dict = 0,
+    .tpflags_inline_values = 0,
+    .object_dict_before = HW_PY_NONE,
+    .object_values_before = HW_PY_NONE,
+    .values_tagged = 0,
+    .values_inline = HW_PY_NONE,
+    .dict_keys = 32,
+    .dict_values = 40,
+    .keys_size = 8,
+    .keys_log2_index_bytes = HW_PY_NONE,
+    .keys_kind = HW_PY_NONE,
+    .keys_nentries = 32,
+    .keys_indices = 40,
+    .dict_keys_general = HW_PY_NONE,
+    .entry_size = 24,
+    .entry_key = 8,
+    .entry_value = 16,
+    .unicode_entry_size = HW_PY_NONE,
+    .unicode_entry_key = HW_PY_NONE,
+    .unicode_entry_value = HW_PY_NONE,
+    .values_values = 0,
 };
 
-/* CPython 3.9, from 3.9.18's headers. */
+/* CPython 3.9, from 3.9.18's headers (its dict keys and entries: from its libpython's DWARF). */
 static const hw_python_layout hw_python_layout_3_9 = {
     .major = 3,
     .minor = 9,
@@ -113,9 +144,35 @@ static const hw_python_layout hw_python_layout_3_9 = {
     .unicode_kind_shift = 2,
     .unicode_compact_bit = 5,
     .unicode_ascii_bit = 6,
+    .frame_localsplus = 360,
+    .type_flags = 168,
+    .type_basicsize = 32,
+    .type_dictoffset = 288,
+    .heaptype_cached_keys = 864,
+    .tpflags_managed_dict = 0,
+    .tpflags_inline_values = 0,
+    .object_dict_before = HW_PY_NONE,
+    .object_values_before = HW_PY_NONE,
+    .values_tagged = 0,
+    .values_inline = HW_PY_NONE,
+    .dict_keys = 32,
+    .dict_values = 40,
+    .keys_size = 8,
+    .keys_log2_index_bytes = HW_PY_NONE,
+    .keys_kind = HW_PY_NONE,
+    .keys_nentries = 32,
+    .keys_indices = 40,
+    .dict_keys_general = HW_PY_NONE,
+    .entry_size = 24,
+    .entry_key = 8,
+    .entry_value = 16,
+    .unicode_entry_size = HW_PY_NONE,
+    .unicode_entry_key = HW_PY_NONE,
+    .unicode_entry_value = HW_PY_NONE,
+    .values_values = 0,
 };
 
-/* CPython 3.10, from 3.10.13's headers. */
+/* CPython 3.10, from 3.10.13's headers (its dict keys and entries: from its libpython's DWARF). */
 static const hw_python_layout hw_python_layout_3_10 = {
     .major = 3,
     .minor = 10,
@@ -162,6 +219,32 @@ static const hw_python_layout hw_python_layout_3_10 = {
     .unicode_kind_shift = 2,
     .unicode_compact_bit = 5,
     .unicode_ascii_bit = 6,
+    .frame_localsplus = 352,
+    .type_flags = 168,
+    .type_basicsize = 32,
+    .type_dictoffset = 288,
+    .heaptype_cached_keys = 872,
+    .tpflags_managed_dict = 0,
+    .tpflags_inline_values = 0,
+    .object_dict_before = HW_PY_NONE,
+    .object_values_before = HW_PY_NONE,
+    .values_tagged = 0,
+    .values_inline = HW_PY_NONE,
+    .dict_keys = 32,
+    .dict_values = 40,
+    .keys_size = 8,
+    .keys_log2_index_bytes = HW_PY_NONE,
+    .keys_kind = HW_PY_NONE,
+    .keys_nentries = 32,
+    .keys_indices = 40,
+    .dict_keys_general = HW_PY_NONE,
+    .entry_size = 24,
+    .entry_key = 8,
+    .entry_value = 16,
+    .unicode_entry_size = HW_PY_NONE,
+    .unicode_entry_key = HW_PY_NONE,
+    .unicode_entry_value = HW_PY_NONE,
+    .values_values = 0,
 };
 
 /* CPython 3.11, from 3.11.7's headers. */
@@ -211,6 +294,32 @@ static const hw_python_layout hw_python_layout_3_11 = {
     .unicode_kind_shift = 2,
     .unicode_compact_bit = 5,
     .unicode_ascii_bit = 6,
+    .frame_localsplus = 72,
+    .type_flags = 168,
+    .type_basicsize = 32,
+    .type_dictoffset = 288,
+    .heaptype_cached_keys = 872,
+    .tpflags_managed_dict = 16,
+    .tpflags_inline_values = 0,
+    .object_dict_before = 24,
+    .object_values_before = 32,
+    .values_tagged = 0,
+    .values_inline = HW_PY_NONE,
+    .dict_keys = 32,
+    .dict_values = 40,
+    .keys_size = HW_PY_NONE,
+    .keys_log2_index_bytes = 9,
+    .keys_kind = 10,
+    .keys_nentries = 24,
+    .keys_indices = 32,
+    .dict_keys_general = 0,
+    .entry_size = 24,
+    .entry_key = 8,
+    .entry_value = 16,
+    .unicode_entry_size = 16,
+    .unicode_entry_key = 0,
+    .unicode_entry_value = 8,
+    .values_values = 0,
 };
 
 /* CPython 3.12, from 3.12.1's headers. */
@@ -260,6 +369,32 @@ static const hw_python_layout hw_python_layout_3_12 = {
     .unicode_kind_shift = 2,
     .unicode_compact_bit = 5,
     .unicode_ascii_bit = 6,
+    .frame_localsplus = 72,
+    .type_flags = 168,
+    .type_basicsize = 32,
+    .type_dictoffset = 288,
+    .heaptype_cached_keys = 880,
+    .tpflags_managed_dict = 16,
+    .tpflags_inline_values = 0,
+    .object_dict_before = 24,
+    .object_values_before = HW_PY_NONE,
+    .values_tagged = 1,
+    .values_inline = HW_PY_NONE,
+    .dict_keys = 32,
+    .dict_values = 40,
+    .keys_size = HW_PY_NONE,
+    .keys_log2_index_bytes = 9,
+    .keys_kind = 10,
+    .keys_nentries = 24,
+    .keys_indices = 32,
+    .dict_keys_general = 0,
+    .entry_size = 24,
+    .entry_key = 8,
+    .entry_value = 16,
+    .unicode_entry_size = 16,
+    .unicode_entry_key = 0,
+    .unicode_entry_value = 8,
+    .values_values = 0,
 };
 
 /* CPython 3.13, from 3.13.0's headers. */
@@ -309,6 +444,32 @@ static const hw_python_layout hw_python_layout_3_13 = {
     .unicode_kind_shift = 2,
     .unicode_compact_bit = 5,
     .unicode_ascii_bit = 6,
+    .frame_localsplus = 72,
+    .type_flags = 168,
+    .type_basicsize = 32,
+    .type_dictoffset = 288,
+    .heaptype_cached_keys = 880,
+    .tpflags_managed_dict = 16,
+    .tpflags_inline_values = 4,
+    .object_dict_before = 24,
+    .object_values_before = HW_PY_NONE,
+    .values_tagged = 0,
+    .values_inline = 16,
+    .dict_keys = 32,
+    .dict_values = 40,
+    .keys_size = HW_PY_NONE,
+    .keys_log2_index_bytes = 9,
+    .keys_kind = 10,
+    .keys_nentries = 24,
+    .keys_indices = 32,
+    .dict_keys_general = 0,
+    .entry_size = 24,
+    .entry_key = 8,
+    .entry_value = 16,
+    .unicode_entry_size = 16,
+    .unicode_entry_key = 0,
+    .unicode_entry_value = 8,
+    .values_values = 8,
 };
 
 /* Every version's table, oldest first. */
