@@ -228,6 +228,9 @@ static json_t *other_threads_json(json_t *root, size_t *more)
         json_t *o = json_object();
         set(o, "name", hw_json_text(hw_str_at(t, "name", "?")));
         set(o, "tid", jint(hw_int_at(t, "thread_identifier", -1)));
+        const char *python_name = hw_str_at(t, "python_name", NULL);
+        if (python_name != NULL)
+            set(o, "python_name", hw_json_text(python_name));
         for (size_t k = 0; k < json_array_size(items); k++) {
             json_t *it = json_array_get(items, k);
             if (hw_int_at(it, "report_array_index", -1) == (json_int_t)i) {

@@ -120,6 +120,17 @@ static json_t *item_of(json_t *items, size_t index)
     return NULL;
 }
 
+/* A thread's names: "worker" or "python3, Python's worker_alpha" (the
+ * kernel's name, and the one Python's threading gave it). */
+static void put_thread_names(FILE *out, json_t *thread)
+{
+    put_string_at(out, thread, "name", "?");
+    if (json_is_string(json_object_get(thread, "python_name"))) {
+        fputs(", Python's ", out);
+        put_string_at(out, thread, "python_name", "?");
+    }
+}
+
 /* One thread's whole stack under a heading: "WHAT 4242 (name), 9 frames:"
  * and its frames, or why it has none when its scene item (may be NULL)
  * says it was not captured. */
@@ -127,7 +138,7 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
 {
     json_t *contents = json_object_get(json_object_get(thread, "backtrace"), "contents");
     fprintf(out, "\n%s %" JSON_INTEGER_FORMAT " (", what, hw_int_at(thread, "thread_identifier", 0));
-    put_string_at(out, thread, "name", "?");
+    put_thread_names(out, thread);
     json_t *status = json_object_get(item, "status");
     if (json_is_string(status) && strcmp(json_string_value(status), "captured") != 0) {
         fputs("), not captured: ", out);
@@ -155,13 +166,13 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
     }
 }
 
-/* "  4243 (worker) captured, 5 frames, in poll, py serve at app.py:11" */
+/* "  4243 (worker, Python's worker_alpha) captured, 5 frames, in poll, py serve at app.py:11" */
 static void print_thread_line(FILE *out, json_t *item, json_t *t)
 {
     json_t *contents = json_object_get(json_object_get(t, "backtrace"), "contents");
     json_t *top = json_array_get(contents, 0);
     fprintf(out, "  %" JSON_INTEGER_FORMAT " (", hw_int_at(item, "thread_identifier", 0));
-    put_string_at(out, item, "name", "?");
+    put_thread_names(out, item);
     fputs(") ", out);
     put_string_at(out, item, "status", "?");
     fprintf(out, ", %" JSON_INTEGER_FORMAT " frames", hw_int_at(item, "frame_count", 0));
@@ -320,7 +331,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
     if (json_is_object(gil)) {
         fprintf(out, "  waiting for the GIL held by thread %" JSON_INTEGER_FORMAT " (",
                 hw_int_at(gil, "thread_identifier", 0));
-        put_string_at(out, gil, "name", "?");
+        put_thread_names(out, gil);
         fputs(")\n", out);
     }
 

@@ -94,6 +94,8 @@ static json_t *thread_json(const hw_thread_snapshot *t, const hw_backtrace *bt, 
         json_object_set_new(o, "unwind_error", FOREIGN(bt->error));
     if (o && bt && bt->runtime_error && t->status == HW_THREAD_CAPTURED)
         json_object_set_new(o, "runtime_frames_error", FOREIGN(bt->runtime_error));
+    if (o && bt && bt->runtime_thread_name && t->status == HW_THREAD_CAPTURED)
+        json_object_set_new(o, "python_name", FOREIGN(bt->runtime_thread_name));
     return o;
 }
 
@@ -344,6 +346,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                  "report_array_index", (json_int_t)k);
         if (item && t->error)
             json_object_set_new(item, "error", json_string(strerror(t->error)));
+        if (item && bt && bt->runtime_thread_name && t->status == HW_THREAD_CAPTURED)
+            json_object_set_new(item, "python_name", FOREIGN(bt->runtime_thread_name));
         json_array_append_new(items, item);
         if (t->is_target) {
             hung_index = (json_int_t)k;
@@ -416,11 +420,13 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                       as_int(info->stutter_busy_ns / 1000), "stalls", (int)info->stutter_stalls));
     if (apm && info->cpu_high)
         json_object_set_new(apm, "cpu_high", cpu_high_json(info->cpu_high));
-    if (apm && holder)
-        json_object_set_new(apm, "gil_holder",
-                            json_pack("{s:I, s:o, s:I}", "thread_identifier", (json_int_t)holder->tid, "name",
-                                      foreign_text(holder->name, sizeof holder->name), "report_array_index",
-                                      holder_index));
+    if (apm && holder) {
+        json_t *gil = json_pack("{s:I, s:o, s:I}", "thread_identifier", (json_int_t)holder->tid, "name",
+                                foreign_text(holder->name, sizeof holder->name), "report_array_index", holder_index);
+        if (gil && holder_bt && holder_bt->runtime_thread_name)
+            json_object_set_new(gil, "python_name", FOREIGN(holder_bt->runtime_thread_name));
+        json_object_set_new(apm, "gil_holder", gil);
+    }
     if (apm) {
         if (info->executable)
             json_object_set_new(apm, "executable", FOREIGN(info->executable));

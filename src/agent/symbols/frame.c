@@ -37,6 +37,7 @@ void hw_backtrace_free(hw_backtrace *bt)
     free(bt->frames);
     free(bt->error);
     free(bt->runtime_error);
+    free(bt->runtime_thread_name);
     memset(bt, 0, sizeof *bt);
 }
 

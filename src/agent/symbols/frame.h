@@ -46,6 +46,7 @@ typedef struct hw_backtrace {
     size_t skipped; /* frames walked beyond max_frames and dropped (counted up to a limit) */
     char *error;    /* why the unwind stopped early, NULL if it ended normally */
     char *runtime_error; /* why an interpreter's frames are missing or partial, else NULL */
+    char *runtime_thread_name; /* the thread's name in its runtime (Python threading's), else NULL */
 } hw_backtrace;
 
 /* Free a frame's strings and zero it. */

@@ -23,18 +23,7 @@
  * by pthread_self(), which on x86-64 glibc is the thread's fs base: a
  * register the capture copied.  The limits of python_internal.h hold.
  */
-#include <sys/uio.h>
-
 #include "python_internal.h"
-
-bool hw_py_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-    if (addr == 0 || addr + len < addr)
-        return false;
-    struct iovec local = {.iov_base = buf, .iov_len = len};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
 
 /* The captured thread a thread state belongs to: by the kernel's tid, or
  * (before 3.11) by pthread_self(), the thread's fs base. */
@@ -133,7 +122,14 @@ static void walk_frames(const hw_python_target *py, pid_t pid, hw_thread_snapsho
     hw_interp_stack *st = &t->interp;
     frame_window w;
     w.start = w.len = 0;
-    while (frame != 0) {
+    /* Shim frames take no room: a chain of them that loops must still end.
+     * Each evaluation call has one shim and at least one frame of its own. */
+    for (unsigned steps = 0; frame != 0; steps++) {
+        if (steps > 2 * st->capacity + 1) {
+            st->truncated = true;
+            st->error = "the frame chain loops";
+            return;
+        }
         const unsigned char *buf = record_at(py, pid, &w, frame);
         if (buf == NULL) {
             st->error = "a frame record could not be read (the chain is broken)";

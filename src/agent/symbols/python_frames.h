@@ -75,6 +75,7 @@ typedef struct hw_python_names {
     bool *is_entry;      /* the outermost frame of one native evaluation call */
     unsigned count;
     const char *problem; /* static text: why the frames are partial, else NULL */
+    char *thread_name;   /* the name threading gave the thread, else NULL */
 } hw_python_names;
 
 /* Name the Python frames of a snapshot's threads (all, or only the target),

@@ -31,25 +31,6 @@
 
 /* ---- naming code objects, after the resume -------------------------------- */
 
-typedef struct code_info {
-    uint64_t addr; /* 0: free slot */
-    bool valid;    /* a code object was read there */
-    uint64_t qualname_ptr, filename_ptr, linetable_ptr; /* to tell it is still the same */
-    char *name, *file;
-    int first_line;
-    uint32_t first_traceable;
-    uint8_t *linetable;
-    size_t linetable_len;
-} code_info;
-
-struct hw_python_namer {
-    hw_python_target py;
-    pid_t pid;
-    code_info *slots;
-    size_t cap, used;
-    code_info scratch; /* when the table is full */
-};
-
 hw_python_namer *hw_python_namer_new(const hw_python_target *py, pid_t pid)
 {
     if (py == NULL || !py->readable)
@@ -104,9 +85,7 @@ static void put_utf8(char **p, uint32_t c)
     *p = (char *)o;
 }
 
-/* A str object as UTF-8 (malloc'd), or NULL when `addr` is not a compact
- * str the interpreter made (names and file names always are). */
-static char *read_str(const hw_python_namer *n, uint64_t addr)
+char *hw_python_read_str(const hw_python_namer *n, uint64_t addr)
 {
     const hw_python_layout *L = &n->py.layout;
     unsigned char head[MAX_STRUCT_READ];
@@ -221,10 +200,10 @@ static void read_code(const hw_python_namer *n, uint64_t addr, const unsigned ch
     c->qualname_ptr = pointer_field(buf, L->code_qualname);
     c->filename_ptr = hw_py_u64(buf, L->code_filename);
     c->linetable_ptr = hw_py_u64(buf, L->code_linetable);
-    c->name = read_str(n, c->qualname_ptr);
+    c->name = hw_python_read_str(n, c->qualname_ptr);
     if (c->name == NULL)
-        c->name = read_str(n, hw_py_u64(buf, L->code_name));
-    c->file = read_str(n, c->filename_ptr);
+        c->name = hw_python_read_str(n, hw_py_u64(buf, L->code_name));
+    c->file = hw_python_read_str(n, c->filename_ptr);
     int32_t first_line;
     memcpy(&first_line, buf + L->code_firstlineno, sizeof first_line);
     c->first_line = first_line;
@@ -294,6 +273,16 @@ static const code_info *code_at(hw_python_namer *n, uint64_t addr)
     if (readable)
         read_code(n, addr, buf, c);
     return c;
+}
+
+bool hw_python_code_names(hw_python_namer *n, uint64_t code, const char **name, const char **file)
+{
+    const code_info *c = code_at(n, code);
+    if (!c->valid)
+        return false;
+    *name = c->name;
+    *file = c->file;
+    return true;
 }
 
 /* ---- frames ------------------------------------------------------------- */
@@ -436,6 +425,8 @@ hw_python_names *hw_python_name_threads(hw_python_namer *n, const hw_process_sna
             if (unreadable && out->problem == NULL)
                 out->problem = "a frame's code object could not be read: it is shown as \"?\"";
         }
+        if (!target_only)
+            out->thread_name = hw_python_thread_name(n, st);
     }
     return all;
 }
@@ -447,6 +438,7 @@ void hw_python_names_free(hw_python_names *names, size_t count)
             hw_frame_clear(&names[t].frames[i]);
         free(names[t].frames);
         free(names[t].is_entry);
+        free(names[t].thread_name);
     }
     free(names);
 }
@@ -514,5 +506,7 @@ int hw_python_merge(const hw_python_names *names, hw_backtrace *bt)
     }
     if (problem != NULL && bt->runtime_error == NULL)
         bt->runtime_error = strdup(problem);
+    if (names->thread_name != NULL && bt->runtime_thread_name == NULL)
+        bt->runtime_thread_name = strdup(names->thread_name);
     return 0;
 }

@@ -313,7 +313,8 @@
         frames.push('\u2026');
       }
       var state = t.status && t.status !== 'captured' ? ' [' + t.status + (t.error ? ': ' + t.error : '') + ']' : '';
-      return h('li', {}, h('span', {class: 'tname'}, t.name), ' (tid ' + t.tid + ')' + state + ': ',
+      var pyName = t.python_name ? ', Python\'s ' + t.python_name : '';
+      return h('li', {}, h('span', {class: 'tname'}, t.name), ' (tid ' + t.tid + pyName + ')' + state + ': ',
         frames.length ? frames.join(' \u2190 ') : h('span', {class: 'muted'}, 'no frames'));
     });
     if (d.threads_more > 0) {
