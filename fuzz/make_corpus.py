@@ -11,6 +11,9 @@ ucred is {pid, uid, gid}.  The input formats are described at the top of
 each fuzz_NAME.c.  python_linetable's seeds are real line tables from the
 Python interpreters tests/pythons.py finds (3.8 or 3.9, 3.10, Debian's
 python3 or 3.11+); when one is missing, that corpus is left as committed.
+python_memory's seeds are what the agent's Python readers read of each of
+those interpreters, recorded by `--recorder BUILD/bin/record-python-memory`
+(tools/record_python_memory.c); without it that corpus is left alone.
 """
 import json
 import os
@@ -398,7 +401,45 @@ def python_linetable_seeds():
     return seeds
 
 
+# --- python_memory: what the readers read of each real interpreter -----------
+
+def python_memory_seeds(recorder):
+    """Each interpreter tests/pythons.py finds, running
+    tests/programs/python_versions.py idle (named threads asleep in Python
+    calls, an asyncio loop waiting), as tools/record_python_memory.c
+    records the agent's reads of it.  None when the recorder was not given
+    or an interpreter is missing: the committed corpus then stays."""
+    if recorder is None:
+        print("python_memory: no --recorder (BUILD/bin/record-python-memory); corpus left alone")
+        return None
+    program = os.path.join(os.path.dirname(HERE), "tests", "programs", "python_versions.py")
+    seeds = {}
+    # Inputs the fuzzer once crashed on stay, as they are.
+    kept = os.path.join(HERE, "corpus", "python_memory")
+    for name in sorted(os.listdir(kept)) if os.path.isdir(kept) else ():
+        if name.startswith("regression-"):
+            with open(os.path.join(kept, name), "rb") as f:
+                seeds[name] = f.read()
+    for version in pythons.VERSIONS:
+        python = pythons.find(version)
+        if python is None:
+            print("python_memory: %s is not on this machine; corpus left alone" % pythons.label(version))
+            return None
+        out = os.path.join(HERE, "corpus", ".python-memory-%s" % version)
+        subprocess.run([recorder, python, program, out, "idle"], check=True, stdout=subprocess.DEVNULL)
+        with open(out, "rb") as f:
+            seeds["%s-idle" % version] = f.read()
+        os.unlink(out)
+    return seeds
+
+
 def main():
+    recorder = None
+    if len(sys.argv) == 3 and sys.argv[1] == "--recorder":
+        recorder = os.path.abspath(sys.argv[2])
+    elif len(sys.argv) != 1:
+        print("usage: make_corpus.py [--recorder BUILD/bin/record-python-memory]", file=sys.stderr)
+        return 2
     write_corpus("registration", registration_seeds())
     write_corpus("page", page_seeds())
     write_corpus("cli_values", cli_seeds())
@@ -409,6 +450,9 @@ def main():
     linetable = python_linetable_seeds()
     if linetable is not None:
         write_corpus("python_linetable", linetable)
+    memory = python_memory_seeds(recorder)
+    if memory is not None:
+        write_corpus("python_memory", memory)
     return 0
 
 
