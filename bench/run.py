@@ -24,8 +24,10 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      and a compile-heavy workload, with and without them (node_flags.py,
      which also runs alone; skipped when there is no node);
   7. what reading Python's frame chains adds to a capture's stop, per
-     thread stopped: all-thread captures of a sleeping Python process,
-     alternately with and without the reader;
+     thread stopped, for each CPython from 3.8 to 3.13 and Debian's
+     (tests/pythons.py finds them; a missing one is a skipped row):
+     all-thread captures of a sleeping Python process, alternately with
+     and without the reader;
   8. what the kernel observer costs per system call, to the process it
      watches and to one it does not (kernel_observer.py, also runs alone);
   9. what watching redis-server costs its throughput: redis-benchmark
@@ -61,6 +63,8 @@ import kernel_observer  # noqa: E402 (part 8, next to this file)
 import node_flags  # noqa: E402 (part 6, next to this file)
 import redis_side_by_side  # noqa: E402 (part 9, next to this file)
 import sampling_cost  # noqa: E402 (part 10, next to this file)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+import pythons  # noqa: E402 (the interpreters of part 7, as the tests find them)
 
 # Budgets (docs/benchmarks.md says where each comes from).
 OBSERVER_BUDGET_NS = 15.0
@@ -96,7 +100,7 @@ LOST_WINDOW_MS = 500          # lost time counted from the capture's stop on
 LOST_BUSY_WORKER_MS = 10      # a worker that ran more than this during the hang
 LOST_SHARED_MS = 20           # two threads on one CPU for longer than this in the window
 PYTHON_DEPTH = 30             # Python calls below each sleeping thread's sleep
-PYTHON_CAPTURES = ((1, 150), (8, 80))  # (threads, captures of each kind)
+PYTHON_CAPTURES = ((1, 100), (8, 60))  # (threads, captures of each kind), for each interpreter
 LOST_HANG_MS = 1100           # threshold + window + margin; the first re-check
                               # (threshold + 1 s check period) comes after it
 
@@ -340,33 +344,48 @@ def bench_capture(b):
 # ---- 7. Python frames in the stop ----------------------------------------
 
 def bench_python(b):
-    """Per thread stopped: median over alternating pairs of (with - without) / threads."""
+    """For each interpreter (3.8-3.13 and Debian's), per thread stopped: the
+    median over alternating pairs of (with - without) / threads.  An
+    interpreter the machine lacks is a row that says so."""
     r = {}
     tool = os.path.join(b.bin, "bench-python-capture")
-    for threads, count in PYTHON_CAPTURES:
-        log(f"7. {count} pairs of all-thread captures of a {threads}-thread Python process, {PYTHON_DEPTH} calls "
-            f"deep, with and without reading its frames")
-        out = b.run([tool, "/usr/bin/python3", str(threads), str(PYTHON_DEPTH), str(count)]).stdout
-        rows = [line.split() for line in out.splitlines() if line.startswith("capture ")]
-        python = [int(x[2]) / 1000.0 for x in rows if x[1] == "python"]
-        plain = [int(x[2]) / 1000.0 for x in rows if x[1] == "plain"]
-        pairs = [(int(a[2]) - int(p[2])) / 1000.0 / threads for a, p in zip(rows[0::2], rows[1::2])
-                 if a[1] == "python" and p[1] == "plain"]
-        frames = [int(x[4]) for x in rows if x[1] == "python"]
-        r[threads] = {"n": len(pairs), "python": median(python), "plain": median(plain),
-                      "per_thread": median(pairs), "per_thread_p99": pct(pairs, 99),
-                      "frames": median(frames)}
+    for version in pythons.VERSIONS:
+        python = pythons.find(version)
+        if python is None:
+            log(f"7. {pythons.label(version)}: not on this machine, skipped")
+            r[version] = None
+            continue
+        r[version] = {}
+        for threads, count in PYTHON_CAPTURES:
+            log(f"7. {pythons.label(version)}: {count} pairs of all-thread captures of a {threads}-thread "
+                f"process, {PYTHON_DEPTH} calls deep, with and without reading its frames")
+            out = b.run([tool, python, str(threads), str(PYTHON_DEPTH), str(count)]).stdout
+            rows = [line.split() for line in out.splitlines() if line.startswith("capture ")]
+            with_frames = [int(x[2]) / 1000.0 for x in rows if x[1] == "python"]
+            plain = [int(x[2]) / 1000.0 for x in rows if x[1] == "plain"]
+            pairs = [(int(a[2]) - int(p[2])) / 1000.0 / threads for a, p in zip(rows[0::2], rows[1::2])
+                     if a[1] == "python" and p[1] == "plain"]
+            frames = [int(x[4]) for x in rows if x[1] == "python"]
+            r[version][threads] = {"n": len(pairs), "python": median(with_frames), "plain": median(plain),
+                                   "per_thread": median(pairs), "per_thread_p99": pct(pairs, 99),
+                                   "frames": median(frames)}
     return r
 
 
 def python_rows(py, row):
-    for threads, _ in PYTHON_CAPTURES:
-        x = py[threads]
-        row(f"7 Python frames read in the stop, {threads}-thread process, us per thread stopped",
-            f"{x['n']} pairs", fmt(x["per_thread"]), fmt(x["per_thread_p99"]),
-            f"stop {fmt(x['plain'])} -> {fmt(x['python'])} us (medians); {fmt(x['frames'], 0)} Python frames "
-            f"read per capture", f"median <= {PYTHON_PER_THREAD_BUDGET_US:.0f} us",
-            verdict(x["per_thread"] <= PYTHON_PER_THREAD_BUDGET_US))
+    for version, by_threads in py.items():
+        name = pythons.label(version)
+        if by_threads is None:
+            row(f"7 Python frames read in the stop, {name}", "0", "-", "-", "not on this machine: skipped",
+                f"median <= {PYTHON_PER_THREAD_BUDGET_US:.0f} us", "skipped")
+            continue
+        for threads, _ in PYTHON_CAPTURES:
+            x = by_threads[threads]
+            row(f"7 Python frames read in the stop, {name}, {threads}-thread process, us per thread stopped",
+                f"{x['n']} pairs", fmt(x["per_thread"]), fmt(x["per_thread_p99"]),
+                f"stop {fmt(x['plain'])} -> {fmt(x['python'])} us (medians); {fmt(x['frames'], 0)} Python frames "
+                f"read per capture", f"median <= {PYTHON_PER_THREAD_BUDGET_US:.0f} us",
+                verdict(x["per_thread"] <= PYTHON_PER_THREAD_BUDGET_US))
 
 
 # ---- 4. detection latency -------------------------------------------------
