@@ -4,8 +4,9 @@ Each case is SCENARIO_VERSION: the scenario of tests/programs/python_versions.py
 run by that interpreter under hangwatch, as a Python developer would, and
 checked for the user's functions with their files and lines.  VERSION is
 3_8 ... 3_13 (pyenv's), debian (/usr/bin/python3) or 3_7 (not read: it must
-say so).  A version this machine does not have is skipped by name (exit
-77), never passed.
+say so).  The `stack` and `watch` scenarios take a running interpreter
+instead (`hangwatch stack PID`, `hangwatch watch -p PID`).  A version this
+machine does not have is skipped by name (exit 77), never passed.
 
   test_python_versions.py BIN_DIR SOURCE_DIR CASE
 """
@@ -126,12 +127,14 @@ def case_gil(python):
         holder = rep["hangwatch"].get("gil_holder")
         check(holder is not None, "no gil_holder in the report:\n" + describe(frames_of(rep, hung(rep))))
         check(holder["name"] != "" and holder["thread_identifier"] != rep["report"]["pid"], f"holder {holder}")
+        check(holder.get("python_name") == "cruncher", f"the holder's Python name: {holder}")
         hframes = frames_of(rep, holder["report_array_index"])
         check_python_frame(hframes, "crunch_numbers", at["crunch-call"], "the GIL's holder")
         check(f"waiting for the GIL held by thread {holder['thread_identifier']} (crunch_numbers at "
               f"python_versions.py:{at['crunch-call']})" in r.stderr, r.stderr)
         show = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
-        check(f"waiting for the GIL held by thread {holder['thread_identifier']}" in show.stdout, show.stdout)
+        check(f"waiting for the GIL held by thread {holder['thread_identifier']} ({holder['name']}, Python's cruncher)"
+              in show.stdout, show.stdout)
     finally:
         hwtest.cleanup(r)
 
@@ -183,6 +186,49 @@ def case_stack(python):
         p.wait(timeout=30)
 
 
+def case_watch(python):
+    """`hangwatch watch -p` attached to a running interpreter names slow_handler."""
+    if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+        print("SKIP: watch -p needs root and a kernel with BTF")
+        return hwtest.SKIP
+    p = subprocess.Popen([python, program(), "watch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    watcher = None
+    try:
+        out = []
+        for line in p.stdout:
+            out.append(line)
+            if line.strip() == "ready":
+                break
+        at = {m.group(1): int(m.group(2)) for m in re.finditer(r"^line (\S+) (\d+)$", "".join(out), re.M)}
+        report_dir = tempfile.mkdtemp(prefix="hw-it-")
+        os.rmdir(report_dir)
+        watcher = subprocess.Popen([hwtest.binary("hangwatch"), "watch", "--threshold", "1s", "--report-dir",
+                                    report_dir, "-p", str(p.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        first = watcher.stderr.readline()
+        check(f"watching pid {p.pid}" in first, f"watch did not attach: {first!r}")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        rest, err = p.communicate(timeout=60)
+        check(p.returncode == 0 and "watch done" in rest, f"the program: exit {p.returncode}\n{rest}")
+        wout, werr = watcher.communicate(timeout=60)
+        r = hwtest.Run(watcher.returncode, wout, first + werr, report_dir, 0)
+        try:
+            check(r.returncode == 0, "watch did not exit 0 after the program ended\n" + r.describe())
+            rep = first_hang(r)
+            frames = frames_of(rep, hung(rep))
+            check_python_frame(frames, "slow_handler", at["slow-sleep"], "the hung thread")
+            check_python_frame(frames, "watched", at["watch-call"], "the hung thread")
+            check("slow_handler (python_versions.py:" in r.stderr, r.stderr)
+        finally:
+            hwtest.cleanup(r)
+    finally:
+        for proc in (p, watcher):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
 def case_not_read(python):
     """A version whose frames are not read says so, with its version; stats calls no _start the culprit."""
     r = run(python, "sleep")
@@ -202,7 +248,8 @@ def case_not_read(python):
         hwtest.cleanup(r)
 
 
-SCENARIOS = {"sleep": case_sleep, "spin": case_spin, "gil": case_gil, "names": case_names, "stack": case_stack}
+SCENARIOS = {"sleep": case_sleep, "spin": case_spin, "gil": case_gil, "names": case_names, "stack": case_stack,
+             "watch": case_watch}
 READ = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "debian")
 NOT_READ = ("3.7",)
 

@@ -16,6 +16,9 @@ from 3.7 to 3.13 (the tests run it with each interpreter the machine has).
                              loop hangs 3 s in main_hangs()
   python_versions.py idle    the same three threads, and a loop that waits,
                              until stdin closes (for `hangwatch stack`)
+  python_versions.py watch   a loop that waits until a line comes on stdin
+                             (for `hangwatch watch -p` to attach first), then
+                             turns over and calls slow_handler()
 
 The line numbers the tests look for are printed at start ("line NAME N"),
 so the tests never hard-code them; "ready" once the threads run.
@@ -130,14 +133,27 @@ async def idle():
         w.join()
 
 
+async def watched():
+    loop = asyncio.get_running_loop()
+    go = loop.create_future()
+    loop.add_reader(sys.stdin.fileno(), lambda: go.done() or go.set_result(sys.stdin.readline()))
+    print("ready", flush=True)
+    await go
+    loop.remove_reader(sys.stdin.fileno())
+    await asyncio.sleep(0.3)
+    slow_handler()  # watch-call
+
+
 def main():
     mode = sys.argv[1]
     for marker in ("slow-sleep", "spin-loop", "crunch-call", "gil-wait", "alpha-wait", "beta-wait", "gamma-wait",
-                   "main-sleep", "handle-call", "names-call"):
+                   "main-sleep", "handle-call", "names-call", "watch-call"):
         print(f"line {marker} {line_of(marker)}", flush=True)
     print(f"python {sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}", flush=True)
     if mode == "idle":
         asyncio.run(idle())
+    elif mode == "watch":
+        asyncio.run(watched())
     else:
         asyncio.run(handle(mode))
     print(f"python_versions: {mode} done", flush=True)
