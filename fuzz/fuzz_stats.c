@@ -112,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
     CHECK(st.reports == 2);
     if (s[0].is_hang) {
         CHECK(st.group_count == 1 && st.groups[0].reports == 2);
-        CHECK(st.groups[0].hangs >= 1 && st.groups[0].hangs + st.groups[0].moved_here == 2);
+        CHECK(st.groups[0].hangs >= 1 && st.groups[0].hangs + st.groups[0].follow_ups == 2);
         CHECK(st.groups[0].worst_us <= st.groups[0].total_us && st.groups[0].median_us <= st.groups[0].worst_us);
     } else {
         CHECK(st.group_count == 0 && st.not_hangs == 2);

@@ -134,6 +134,15 @@ typedef struct hangwatch_config {
     const char *metrics_listen;  /* ADDR:PORT: serve Prometheus metrics at http://ADDR:PORT/metrics */
     const char *metrics_file;    /* write them to this file for node_exporter's textfile collector */
     const char *sentry_dsn;      /* send each report to Sentry as an event ($SENTRY_DSN is not read) */
+    /* Which frames are the program's own (in_app; a hang's culprit is the
+     * innermost of them: docs/report-format.md, "Whose code"): NULL-
+     * terminated lists of path prefixes or globs, as --in-app and
+     * --not-in-app; NULL = the default rules.  not_in_app's are applied
+     * after in_app's, so a frame that matches both is not in_app.  At most
+     * 64 patterns in all; more, or an invalid one, and hangwatch_start
+     * returns -EINVAL.  Appended last, as above. */
+    const char *const *in_app;
+    const char *const *not_in_app;
 } hangwatch_config;
 
 /* Fill `cfg` with the defaults above. */
@@ -142,9 +151,10 @@ void hangwatch_config_init(hangwatch_config *cfg);
 /*
  * Launch the agent and start watching this process.  Returns 0, or a
  * negative errno: -EALREADY if already started, -EINVAL for an unknown
- * detector or stutter with a detector other than RUNLOOP, -ENOENT if the
- * agent executable cannot be found, -ETIMEDOUT if it did not come up
- * within 5 s.
+ * detector, stutter with a detector other than RUNLOOP or an unusable
+ * in_app pattern, -E2BIG when the options do not fit the agent's command
+ * line (paths and patterns of several KiB), -ENOENT if the agent
+ * executable cannot be found, -ETIMEDOUT if it did not come up within 5 s.
  * Call it once, from any thread, before registering loops.
  */
 int hangwatch_start(const hangwatch_config *cfg);

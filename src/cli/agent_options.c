@@ -30,6 +30,8 @@
  * values no short option can take. */
 enum {
     OPT_IGNORE_FRAME = 0x1500,
+    OPT_IN_APP,
+    OPT_NOT_IN_APP,
     OPT_CPU_HIGH,
 };
 #define MAX_IGNORE_FRAME_LEN 255
@@ -51,6 +53,8 @@ static const struct option longopts[] = {
     {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
     HW_METRICS_SENTRY_LONG_OPTIONS,
     {"ignore-frame", required_argument, NULL, OPT_IGNORE_FRAME},
+    {"in-app", required_argument, NULL, OPT_IN_APP},
+    {"not-in-app", required_argument, NULL, OPT_NOT_IN_APP},
     {"cpu-high", required_argument, NULL, OPT_CPU_HIGH},
     {NULL, 0, NULL, 0},
 };
@@ -229,6 +233,22 @@ static int take_report_option(int c, const char *value, hw_agent_command_line *l
         line->ignore_frames[opts->ignore_frame_count++] = value;
         opts->ignore_frames = line->ignore_frames;
         return OPTION_TAKEN;
+    case OPT_IN_APP:
+    case OPT_NOT_IN_APP: {
+        const char *option = c == OPT_IN_APP ? "--in-app" : "--not-in-app", *why = NULL;
+        if (!hw_in_app_rule_valid(value, &why)) {
+            fprintf(stderr, "hangwatch: invalid %s '%s': %s\nTry 'hangwatch --help'.\n", option, value, why);
+            return 2;
+        }
+        if (opts->in_app_rule_count == HW_MAX_IN_APP_RULES) {
+            fprintf(stderr, "hangwatch: too many --in-app and --not-in-app: at most %d\nTry 'hangwatch --help'.\n",
+                    HW_MAX_IN_APP_RULES);
+            return 2;
+        }
+        line->in_app_rules[opts->in_app_rule_count++] = (hw_in_app_rule){.pattern = value, .in_app = c == OPT_IN_APP};
+        opts->in_app_rules = line->in_app_rules;
+        return OPTION_TAKEN;
+    }
     default:
         return NOT_THIS_GROUP;
     }

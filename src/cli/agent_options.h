@@ -27,6 +27,8 @@ typedef enum hw_agent_command {
 #define HW_MAX_WATCH_PIDS 64
 /* The most --ignore-frame patterns. */
 #define HW_MAX_IGNORE_FRAMES 64
+/* The most --in-app and --not-in-app rules, together. */
+#define HW_MAX_IN_APP_RULES 64
 
 /* What a command line says: the agent's options and what they point to. */
 typedef struct hw_agent_command_line {
@@ -34,6 +36,7 @@ typedef struct hw_agent_command_line {
     pid_t watch_pids[HW_MAX_WATCH_PIDS]; /* -p of watch; opts.watch_pids is set by the command */
     size_t watch_pid_count;
     const char *ignore_frames[HW_MAX_IGNORE_FRAMES]; /* opts.ignore_frames points here */
+    hw_in_app_rule in_app_rules[HW_MAX_IN_APP_RULES]; /* opts.in_app_rules points here */
     int operands; /* the index in argv of the first argument after the options */
 } hw_agent_command_line;
 

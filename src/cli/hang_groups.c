@@ -86,14 +86,15 @@ static int add_duration(hw_stats_group *g, uint64_t us)
     return 0;
 }
 
-int hw_stats_add(hw_stats *st, const hw_hang_summary *s, bool opens_stretch)
+int hw_stats_add(hw_stats *st, const hw_hang_summary *s, const hw_hang_summary *first)
 {
     st->reports++;
     if (!s->is_hang) {
         st->not_hangs++;
         return 0;
     }
-    hw_stats_group *g = group_of(st, s->key);
+    bool opens_stretch = first == s || first == NULL || !first->is_hang;
+    hw_stats_group *g = group_of(st, opens_stretch ? s->key : first->key);
     if (g == NULL)
         return -1;
     g->reports++;
@@ -109,7 +110,7 @@ int hw_stats_add(hw_stats *st, const hw_hang_summary *s, bool opens_stretch)
         if (!s->final_known)
             g->open_hangs++;
     } else {
-        g->moved_here++;
+        g->follow_ups++;
     }
     if (s->seen_known) {
         if (!g->seen_known || s->seen_ms < g->first_seen_ms)
@@ -120,9 +121,9 @@ int hw_stats_add(hw_stats *st, const hw_hang_summary *s, bool opens_stretch)
     }
     if (add_process(g, s->process_name) != 0)
         return -1;
-    /* The culprit of the newest report that names one: the latest build's
-     * file and line. */
-    if (s->culprit != HW_NO_FRAME &&
+    /* The culprit of the newest hang that names one (the latest build's
+     * file and line; a follow-up's moved elsewhere). */
+    if (opens_stretch && s->culprit != HW_NO_FRAME &&
         (!g->has_culprit || (s->seen_known && (!g->culprit_seen_known || s->seen_ms > g->culprit_seen_ms)))) {
         if (copy_frame(&s->frames[s->culprit], &g->culprit) != 0)
             return -1;
@@ -183,7 +184,7 @@ int hw_stats_build(hw_stats *st, const hw_hang_summary *s, size_t count)
     size_t *head = count ? calloc(count, sizeof *head) : NULL;
     int rc = (count && head == NULL) || hw_link_hangs(s, count, head) != 0 ? -1 : 0;
     for (size_t i = 0; rc == 0 && i < count; i++)
-        rc = hw_stats_add(st, &s[i], head[i] == i);
+        rc = hw_stats_add(st, &s[i], &s[head[i]]);
     free(head);
     if (rc == 0)
         hw_stats_finish(st);

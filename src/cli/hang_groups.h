@@ -6,11 +6,11 @@
  * by total hang time, the largest first.  (The types and functions are
  * named for the figures they hold: hw_stats, hw_stats_group, hw_stats_build.)
  *
- * A hang is a busy stretch, not a report: a stretch whose stack moved
- * while it stayed hung has several reports (annealing, decisions.md §10).
- * It is counted once, in the group of its first report, with its whole
- * duration; its later reports count in their own groups as "moved here"
- * (the hang was there too, its time is counted where it began).
+ * A hang is a busy stretch, not a report: a stretch whose culprit moved
+ * while it stayed hung has several reports (annealing, decisions.md §10,
+ * §39).  It is counted once, in the group of its first report, with its
+ * whole duration; its later reports join that group as follow-ups (never
+ * a group of their own, which would hold no hang).
  * Stutter and snapshot reports are no hangs: they are counted apart.
  */
 #ifndef HANGWATCH_HANG_GROUPS_H
@@ -26,7 +26,7 @@
 typedef struct hw_stats_group {
     char *key;
     size_t hangs;          /* stretches that began in this group */
-    size_t moved_here;     /* later reports of stretches (annealing): counted, not timed */
+    size_t follow_ups;     /* later reports of its hangs (annealing): counted, not timed */
     size_t reports;        /* every report of the group */
     uint64_t total_us;     /* the hangs' durations, added (saturating) */
     uint64_t median_us;    /* of the hangs' durations (the mean of the middle two for an even count) */
@@ -57,11 +57,12 @@ typedef struct hw_stats {
 void hw_stats_init(hw_stats *st);
 
 /*
- * Add one report's summary.  `opens_stretch`: it is the first report of
- * its stretch among those added (hw_link_stretches), so it counts as a
- * hang.  0, or -1 when out of memory.
+ * Add one report's summary.  `first` is the first report of its stretch
+ * among those added (hw_link_stretches): `s` itself when it opens the
+ * stretch, which then counts as a hang in its group; else `s` is a
+ * follow-up in `first`'s group.  0, or -1 when out of memory.
  */
-int hw_stats_add(hw_stats *st, const hw_hang_summary *s, bool opens_stretch);
+int hw_stats_add(hw_stats *st, const hw_hang_summary *s, const hw_hang_summary *first);
 
 /* Medians, then the groups in order: total time, then hang count, the
  * largest first, then grouping key. */

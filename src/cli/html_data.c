@@ -313,7 +313,7 @@ static json_t *group_json(const hw_stats_group *g)
     set(o, "median_us", hw_json_u64(g->median_us));
     set(o, "worst_us", hw_json_u64(g->worst_us));
     set(o, "open", hw_json_u64(g->open_hangs));
-    set(o, "moved_here", hw_json_u64(g->moved_here));
+    set(o, "follow_up_reports", hw_json_u64(g->follow_ups));
     set(o, "reports", hw_json_u64(g->reports));
     if (g->seen_known) {
         set(o, "first_ms", jint(g->first_seen_ms));
@@ -516,18 +516,21 @@ static json_t *page_data(hw_html *h, const hw_stats *st, const hw_report_walk_co
     json_t *index = json_object();
     size_t *group_of = h->all.count ? calloc(h->all.count, sizeof *group_of) : NULL;
     size_t *rep = shown ? calloc(shown, sizeof *rep) : NULL;
+    /* a follow-up report is in the group of its hang's first report */
+    size_t *head = h->all.count ? calloc(h->all.count, sizeof *head) : NULL;
     json_t *data = NULL;
-    if (index == NULL || (h->all.count && group_of == NULL) || (shown && rep == NULL))
+    if (index == NULL || (h->all.count && (group_of == NULL || head == NULL)) || (shown && rep == NULL) ||
+        hw_link_hangs(h->all.s, h->all.count, head) != 0)
         goto done;
     for (size_t g = 0; g < shown; g++) {
         json_object_set_new_nocheck(index, st->groups[g].key, json_integer((json_int_t)g));
         rep[g] = SIZE_MAX;
     }
     for (size_t i = 0; i < h->all.count; i++) {
-        json_t *at = h->all.s[i].is_hang ? json_object_get(index, h->all.s[i].key) : NULL;
+        json_t *at = h->all.s[i].is_hang ? json_object_get(index, h->all.s[head[i]].key) : NULL;
         group_of[i] = at ? (size_t)json_integer_value(at) : SIZE_MAX;
         size_t g = group_of[i];
-        if (g != SIZE_MAX && (rep[g] == SIZE_MAX || shows_better(&h->all.s[i], &h->all.s[rep[g]])))
+        if (g != SIZE_MAX && head[i] == i && (rep[g] == SIZE_MAX || shows_better(&h->all.s[i], &h->all.s[rep[g]])))
             rep[g] = i;
     }
     json_t *groups = json_array();
@@ -564,6 +567,7 @@ static json_t *page_data(hw_html *h, const hw_stats *st, const hw_report_walk_co
 done:
     json_decref(index);
     free(group_of);
+    free(head);
     free(rep);
     return data;
 }

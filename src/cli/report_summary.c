@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "foreign_text.h"
+#include "core/in_app.h"
 #include "core/python_machinery.h"
 #include "core/saturating.h"
 
@@ -85,6 +86,11 @@ static int frame_of(json_t *frame, hw_sframe *out)
     out->object = dup_at(frame, "object_name", NULL, &oom);
     json_int_t repeat = hw_int_at(frame, "repeat_count", 0);
     out->repeat_count = repeat > 0 ? repeat : 0;
+    json_t *in_app = json_object_get(frame, "in_app");
+    out->in_app = json_is_boolean(in_app) ? json_is_true(in_app) : -1;
+    hw_frame_origin origin;
+    if (hw_frame_origin_parse(hw_str_at(frame, "origin", NULL), &origin))
+        out->origin = hw_frame_origin_name(origin);
     if (oom) {
         frame_clear(out);
         return -1;
@@ -222,8 +228,40 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
+/* The culprit of frames that say whose code they are (core/in_app.h);
+ * false when they do not. */
+static bool culprit_by_origin(const hw_sframe *frames, size_t count, size_t *culprit)
+{
+    hw_culprit_facts *facts = calloc(count ? count : 1, sizeof *facts);
+    if (facts == NULL)
+        return false;
+    bool said = count > 0;
+    for (size_t i = 0; i < count && said; i++) {
+        hw_frame_origin origin = HW_ORIGIN_UNKNOWN;
+        said = frames[i].in_app >= 0 && frames[i].origin != NULL && hw_frame_origin_parse(frames[i].origin, &origin);
+        bool native = strcmp(frames[i].language, "native") == 0;
+        facts[i] = (hw_culprit_facts){
+            .origin = origin,
+            .in_app = frames[i].in_app == 1,
+            .runtime_frame = !native,
+            .named = frames[i].named,
+            .machinery = native && (origin == HW_ORIGIN_RUNTIME || origin == HW_ORIGIN_SYSTEM) &&
+                         hw_python_machinery(frames[i].named ? frames[i].name : NULL),
+        };
+    }
+    if (said) {
+        size_t index = hw_culprit_index(facts, count);
+        *culprit = index == SIZE_MAX ? HW_NO_FRAME : index;
+    }
+    free(facts);
+    return said;
+}
+
 size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *executable, const char *process_name)
 {
+    size_t culprit;
+    if (culprit_by_origin(frames, count, &culprit))
+        return culprit;
     for (size_t i = 0; i < count; i++)
         if (strcmp(frames[i].language, "native") != 0)
             return i;
@@ -296,7 +334,10 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
         frames_in(json_object_get(json_object_get(thread, "backtrace"), "contents"), HW_SUMMARY_MAX_FRAMES,
                   &out->frames, &out->frame_count, &out->frames_more) != 0)
         oom = true;
-    if (!oom)
+    json_int_t chosen = hw_int_at(hung, "culprit_frame", -1);
+    if (!oom && chosen >= 0 && (uint64_t)chosen < out->frame_count)
+        out->culprit = (size_t)chosen; /* the agent's choice */
+    else if (!oom)
         out->culprit = hw_culprit_frame(out->frames, out->frame_count, hw_str_at(apm, "executable", NULL),
                                         out->process_name);
 

@@ -30,6 +30,9 @@ typedef struct hw_sframe {
     char *object;         /* the ELF image's name, or NULL */
     const char *language; /* "native", "python" or "javascript" (static strings) */
     int64_t repeat_count; /* Point Stack frames: occurrences over the ring; else 0 */
+    int in_app;           /* the report's frame.in_app: 1, 0, or -1 when it does not say
+                             (reports from before it was written) */
+    const char *origin;   /* the report's frame.origin (a static name), or NULL */
 } hw_sframe;
 
 #define HW_NO_FRAME ((size_t)-1)
@@ -132,16 +135,19 @@ void hw_summaries_free(hw_summaries *all);
 uint64_t hw_hang_duration_us(const hw_hang_summary *s);
 
 /*
- * The culprit among `frames` (innermost first): the user's own code.  The
- * innermost Python or JavaScript frame when there is one (the interpreter's
- * native frames are not the user's); else, in a Python interpreter whose
- * frames were not read, its innermost frame that is not its machinery
- * (time_sleep, never main or _start: core/python_machinery.h); else the
- * innermost frame in the program's own executable (`executable`, a path or
- * base name, may be NULL), which is where the grouping key starts; else
- * the innermost frame of an object whose name begins with `process_name` (a
+ * The culprit among `frames` (innermost first): the user's own code.  When
+ * the frames say whose code they are (in_app, origin), the agent's choice
+ * (core/in_app.h: the innermost in_app frame ...).  Else, for reports
+ * written before frames said so: the innermost Python or JavaScript frame
+ * when there is one (the interpreter's native frames are not the user's);
+ * else, in a Python interpreter whose frames were not read, its innermost
+ * frame that is not its machinery (time_sleep, never main or _start:
+ * core/python_machinery.h); else the innermost frame in the program's own
+ * executable (`executable`, a path or base name, may be NULL); else the
+ * innermost frame of an object whose name begins with `process_name` (a
  * process's name is its executable's, cut to 15 characters); else the
- * innermost frame with a function name; else HW_NO_FRAME.
+ * innermost frame with a function name; else HW_NO_FRAME.  (A report's
+ * hung_thread.culprit_frame, when it has one, is taken before this.)
  */
 size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *executable, const char *process_name);
 

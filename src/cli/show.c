@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "foreign_text.h"
 #include "report_read.h"
@@ -46,7 +47,7 @@ static json_int_t one_based(json_int_t v)
 /* A frame of the user's Python or JavaScript code (report-format.md,
  * frame.language): marked "py" or "js" where native frames show their
  * address, with its function and file:line. */
-static bool print_runtime_frame(FILE *out, size_t i, json_t *f)
+static bool print_runtime_frame(FILE *out, size_t i, json_t *f, const char *mark_text)
 {
     const char *language = hw_str_at(f, "language", "native");
     const char *mark = strcmp(language, "python") == 0 ? "py" : strcmp(language, "javascript") == 0 ? "js" : NULL;
@@ -61,13 +62,25 @@ static bool print_runtime_frame(FILE *out, size_t i, json_t *f)
         if (line > 0)
             fprintf(out, ":%" JSON_INTEGER_FORMAT, line);
     }
+    fputs(mark_text, out);
     fputc('\n', out);
     return true;
 }
 
-static void print_frame(FILE *out, size_t i, json_t *f)
+/* What follows a frame's line: the culprit's mark, or that hangwatch's own
+ * code is not the program's (report-format.md, frame.origin). */
+static const char *frame_mark(json_t *f, bool culprit)
 {
-    if (print_runtime_frame(out, i, f))
+    if (culprit)
+        return "  <- culprit";
+    const char *origin = hw_str_at(f, "origin", NULL);
+    return origin != NULL && strcmp(origin, "hangwatch") == 0 ? "  (hangwatch's own)" : "";
+}
+
+static void print_frame(FILE *out, size_t i, json_t *f, bool culprit)
+{
+    const char *mark = frame_mark(f, culprit);
+    if (print_runtime_frame(out, i, f, mark))
         return;
     json_int_t pc = hw_int_at(f, "instruction_addr", 0);
     json_t *sym = json_object_get(f, "symbol_name");
@@ -88,7 +101,9 @@ static void print_frame(FILE *out, size_t i, json_t *f)
     }
     fputs("  (", out);
     put_string_at(out, f, "object_name", "no object: JIT code or unmapped");
-    fputs(")\n", out);
+    fputc(')', out);
+    fputs(mark, out);
+    fputc('\n', out);
 }
 
 /* "  not captured: traced by pid 1234 (strace)" when another tracer held
@@ -132,9 +147,9 @@ static void put_thread_names(FILE *out, json_t *thread)
 }
 
 /* One thread's whole stack under a heading: "WHAT 4242 (name), 9 frames:"
- * and its frames, or why it has none when its scene item (may be NULL)
- * says it was not captured. */
-static void print_stack(FILE *out, const char *what, json_t *thread, json_t *item)
+ * and its frames (the one at `culprit` marked; -1: none), or why it has
+ * none when its scene item (may be NULL) says it was not captured. */
+static void print_stack(FILE *out, const char *what, json_t *thread, json_t *item, json_int_t culprit)
 {
     json_t *contents = json_object_get(json_object_get(thread, "backtrace"), "contents");
     fprintf(out, "\n%s %" JSON_INTEGER_FORMAT " (", what, hw_int_at(thread, "thread_identifier", 0));
@@ -153,7 +168,7 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
     }
     fprintf(out, "), %zu frames:\n", json_array_size(contents));
     for (size_t i = 0; i < json_array_size(contents); i++)
-        print_frame(out, i, json_array_get(contents, i));
+        print_frame(out, i, json_array_get(contents, i), culprit >= 0 && (uint64_t)culprit == i);
     if (json_is_string(json_object_get(thread, "unwind_error"))) {
         fputs("  (unwinding stopped early: ", out);
         put_string_at(out, thread, "unwind_error", "?");
@@ -164,6 +179,15 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
         put_string_at(out, thread, "runtime_frames_error", "?");
         fputs(")\n", out);
     }
+}
+
+/* The culprit frame of the thread at crash.threads[at] when it holds the
+ * GIL the hung thread waits for (hangwatch.gil_holder), else -1. */
+static json_int_t holder_culprit(json_t *apm, json_int_t at)
+{
+    json_t *gil = json_object_get(apm, "gil_holder");
+    return json_is_object(gil) && hw_int_at(gil, "report_array_index", -1) == at ? hw_int_at(gil, "culprit_frame", -1)
+                                                                                 : -1;
 }
 
 /* "  4243 (worker, Python's worker_alpha) captured, 5 frames, in poll, py serve at app.py:11" */
@@ -353,7 +377,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
                            : !snapshot                                           ? "hung thread"
                            : json_is_true(json_object_get(item, "is_main_thread")) ? "main thread"
                                                                                    : "thread";
-        print_stack(out, what, thread, item);
+        print_stack(out, what, thread, item, hw_int_at(json_object_get(apm, "hung_thread"), "culprit_frame", -1));
     }
 
     json_t *ms = json_object_get(json_object_get(apm, "collection"), "main_thread");
@@ -366,7 +390,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         for (size_t i = 0; i < json_array_size(ps); i++) {
             json_t *f = json_array_get(ps, i);
             fprintf(out, "  %3" JSON_INTEGER_FORMAT "x", hw_int_at(f, "repeat_count", 0));
-            print_frame(out, i, f);
+            print_frame(out, i, f, false);
         }
     }
     if (json_is_integer(json_object_get(apm, "final_duration_us")))
@@ -385,7 +409,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         json_t *t = json_array_get(threads, (size_t)(at >= 0 ? at : 0));
         if (every_stack)
             print_stack(out, json_is_true(json_object_get(item, "is_main_thread")) ? "main thread" : "thread", t,
-                        item);
+                        item, holder_culprit(apm, at));
         else
             print_thread_line(out, item, t);
     }
@@ -427,18 +451,45 @@ int hw_show_file(const char *path, FILE *out)
     return rc;
 }
 
+/* One report of a directory, shown (hw_report_walk's callback). */
+typedef struct shown {
+    bool first;
+    int rc;
+} shown;
+
+static void show_walked(const char *path, json_t *root, void *ctx)
+{
+    shown *sh = ctx;
+    if (!sh->first)
+        fputc('\n', stdout);
+    sh->first = false;
+    if (hw_show_json(path, root, 0, stdout) != 0)
+        sh->rc = 1;
+    json_decref(root);
+}
+
 int hw_show_main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "hangwatch: show needs at least one report file\nTry 'hangwatch --help'.\n");
+        fprintf(stderr, "hangwatch: show needs at least one report file or directory\nTry 'hangwatch --help'.\n");
         return 2;
     }
-    int rc = 0;
+    shown sh = {.first = true, .rc = 0};
     for (int i = 1; i < argc; i++) {
-        if (i > 1)
+        struct stat st;
+        if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            /* every report in it, in name order, as stats and html take them */
+            hw_report_walk_counts counts;
+            hw_report_walk(&argv[i], 1, show_walked, &sh, &counts);
+            if (counts.failed > 0 || counts.reports == 0)
+                sh.rc = 1;
+            continue;
+        }
+        if (!sh.first)
             fputc('\n', stdout);
+        sh.first = false;
         if (hw_show_file(argv[i], stdout) != 0)
-            rc = 1;
+            sh.rc = 1;
     }
-    return rc;
+    return sh.rc;
 }

@@ -133,10 +133,10 @@ void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *count
             fprintf(out, "    %zu of these hangs never had their end recorded: their time until detection is "
                          "counted\n",
                     g->open_hangs);
-        if (g->moved_here > 0)
-            fprintf(out, "    and %zu later report%s of hangs counted where they began (the stack moved here "
-                         "while they lasted)\n",
-                    g->moved_here, g->moved_here == 1 ? "" : "s");
+        if (g->follow_ups > 0)
+            fprintf(out, "    and %zu follow-up report%s of these hangs (their culprit moved while they "
+                         "lasted)\n",
+                    g->follow_ups, g->follow_ups == 1 ? "" : "s");
     }
 }
 
@@ -151,6 +151,8 @@ json_t *hw_frame_json(const hw_sframe *f)
     if (f->object != NULL)
         json_object_set_new(o, "object", hw_json_text(f->object));
     json_object_set_new(o, "language", json_string(f->language));
+    if (f->in_app >= 0)
+        json_object_set_new(o, "in_app", json_boolean(f->in_app == 1));
     return o;
 }
 
@@ -169,7 +171,7 @@ json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts
         json_object_set_new(o, "median_us", hw_json_u64(g->median_us));
         json_object_set_new(o, "worst_us", hw_json_u64(g->worst_us));
         json_object_set_new(o, "open_hangs", hw_json_u64(g->open_hangs));
-        json_object_set_new(o, "moved_here", hw_json_u64(g->moved_here));
+        json_object_set_new(o, "follow_up_reports", hw_json_u64(g->follow_ups));
         json_object_set_new(o, "reports", hw_json_u64(g->reports));
         if (g->seen_known) {
             char first[32], last[32];

@@ -14,6 +14,9 @@
  * reported at every check; with this rule one spin is one report, while a
  * thread that moves from A() to a sibling B() is a new report.
  *
+ * The report worker passes each stack's keys from its culprit outwards
+ * (decisions.md §39), so what runs under the user's frame never counts.
+ *
  * Pure code, no OS calls; unit-tested with the seed's A/B/C table.
  */
 #ifndef HANGWATCH_ANNEALING_H

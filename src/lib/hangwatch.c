@@ -49,6 +49,7 @@
 
 #include "core/abi/events.h"
 #include "core/frame_gap.h"
+#include "core/in_app.h"
 #include "core/abi/loop_state.h"
 #include "core/abi/shared_page.h"
 #include "core/abi/socket_name.h"
@@ -58,6 +59,7 @@
 #define HW_API __attribute__((visibility("default")))
 #define AGENT_START_TIMEOUT_MS 5000
 #define AGENT_STOP_TIMEOUT_MS 2000
+#define HW_LIB_MAX_IN_APP_RULES 64 /* the agent's bound on --in-app and --not-in-app */
 
 #ifndef HW_INSTALLED_AGENT
 #define HW_INSTALLED_AGENT "/usr/local/bin/hangwatch"
@@ -181,23 +183,29 @@ static const char *agent_path(const hangwatch_config *cfg, char *buf, size_t len
 
 /* The agent's command line; strings live in `buf`. */
 typedef struct argv_builder {
-    char *argv[40];
+    char *argv[40 + 2 * HW_LIB_MAX_IN_APP_RULES];
     int argc;
-    char buf[8192]; /* paths (report dir, metrics file) and a DSN of up to 1 KiB */
+    char buf[8192 + HW_LIB_MAX_IN_APP_RULES * 1040]; /* paths (report dir, metrics file), a DSN of up to
+                                                        1 KiB and the in_app patterns */
     size_t used;
+    bool overflow; /* something did not fit: the command line is not to be used */
 } argv_builder;
 
 static void arg(argv_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void arg(argv_builder *b, const char *fmt, ...)
 {
-    if (b->argc >= (int)(sizeof b->argv / sizeof b->argv[0]) - 1 || b->used >= sizeof b->buf)
+    if (b->argc >= (int)(sizeof b->argv / sizeof b->argv[0]) - 1 || b->used >= sizeof b->buf) {
+        b->overflow = true;
         return;
+    }
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(b->buf + b->used, sizeof b->buf - b->used, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof b->buf - b->used)
+    if (n < 0 || (size_t)n >= sizeof b->buf - b->used) {
+        b->overflow = true;
         return;
+    }
     b->argv[b->argc++] = b->buf + b->used;
     b->argv[b->argc] = NULL;
     b->used += (size_t)n + 1;
@@ -249,6 +257,25 @@ static void build_argv(argv_builder *b, const hangwatch_config *cfg, const char 
         arg(b, "--metrics-file=%s", cfg->metrics_file);
     if (cfg->sentry_dsn && *cfg->sentry_dsn)
         arg(b, "--sentry-dsn=%s", cfg->sentry_dsn);
+    for (size_t i = 0; cfg->in_app && cfg->in_app[i]; i++)
+        arg(b, "--in-app=%s", cfg->in_app[i]);
+    for (size_t i = 0; cfg->not_in_app && cfg->not_in_app[i]; i++)
+        arg(b, "--not-in-app=%s", cfg->not_in_app[i]);
+}
+
+/* Are the config's in_app rules usable: at most HW_LIB_MAX_IN_APP_RULES
+ * patterns, each valid (core/in_app.h)? */
+static bool in_app_rules_valid(const hangwatch_config *cfg)
+{
+    size_t n = 0;
+    const char *why = NULL;
+    for (int list = 0; list < 2; list++) {
+        const char *const *rules = list == 0 ? cfg->in_app : cfg->not_in_app;
+        for (size_t i = 0; rules && rules[i]; i++, n++)
+            if (n >= HW_LIB_MAX_IN_APP_RULES || !hw_in_app_rule_valid(rules[i], &why))
+                return false;
+    }
+    return true;
 }
 
 /* ---- callbacks, and pings ---- */
@@ -417,6 +444,10 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
         rc = -EINVAL; /* an unknown detector, or stutter without the runloop detector */
         goto out;
     }
+    if (!in_app_rules_valid(cfg)) {
+        rc = -EINVAL; /* too many in_app patterns, or one the agent would refuse */
+        goto out;
+    }
     static char found[4096]; /* under g.lock */
     const char *path = agent_path(cfg, found, sizeof found);
     if (access(path, X_OK) != 0) {
@@ -464,6 +495,12 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
 
     static argv_builder b; /* under g.lock */
     build_argv(&b, cfg, path, socket_name, need_events ? events_name : NULL);
+    if (b.overflow) {
+        /* never an agent started without some of what was asked */
+        close_events();
+        rc = -E2BIG;
+        goto out;
+    }
     pid_t agent = spawn_agent(b.argv);
     if (agent < 0) {
         close_events();

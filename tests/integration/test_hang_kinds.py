@@ -137,7 +137,7 @@ def case_pause_expected_operation():
           str([symbols(frames(r))[:6] for r in reports]) + "\n" + out)
     out, reports = run_api_pause("plain", 1.5)
     first = [r for r in reports if r["hangwatch"]["stretch_report_index"] == 0]
-    check(len(first) == 1 and "hangwatch: 1 hang, 0 fatal" in out, f"{len(reports)} reports without the pause\n{out}")
+    check(len(first) == 1 and "hangwatch: 1 hang\n" in out, f"{len(reports)} reports without the pause\n{out}")
     check("save_for_a_long_time" in symbols(frames(first[0])), str(symbols(frames(first[0]))))
     # Paused when already a hang (1.5 s into it): the hang ends at the pause.
     out, reports = run_api_pause("late", 1)
@@ -162,7 +162,7 @@ def case_ignore_frame_demo():
         check(len(lines) == 1 and "block_main_thread_for_four_seconds" in lines[0]
               and lines[0].endswith("; ignored: a frame matches --ignore-frame 'block_*', no report"),
               "the line says it was ignored:\n" + r.stderr)
-        check("hangwatch: 1 hang, 0 fatal (the process died before the hang ended), 1 ignored (--ignore-frame)"
+        check("hangwatch: 1 hang, 1 ignored (--ignore-frame)"
               in r.stderr, "the summary:\n" + r.stderr)
         m = re.search(r"sleep\(4\) on the main thread took ([0-9.]+) s", r.stdout)
         check(m and 3.99 <= float(m.group(1)) <= 4.5, r.describe())

@@ -99,17 +99,44 @@ def case_sleep(python):
         native = [i for i, f in enumerate(frames) if f.get("symbol_name", "").startswith("_PyEval_EvalFrame")]
         check(native and native[0] > s, f"the Python frames must be above the evaluation loop:\n{describe(frames)}")
         check("slow_handler (python_versions.py:" in r.stderr, r.stderr)
+        check_culprit(rep, frames, s, r)
     finally:
         hwtest.cleanup(r)
 
 
+def check_culprit(rep, frames, index, r):
+    """The culprit is frames[index], the user's function; the frames of the
+    standard library and the interpreter are not the program's own, and
+    hangwatch's own (the preload's wrappers under 3.8-3.10's select) are
+    never named on the stderr line."""
+    culprit = rep["hangwatch"]["hung_thread"].get("culprit_frame")
+    check(culprit == index, f"culprit_frame {culprit}, expected {index}:\n{describe(frames)}")
+    check(frames[index]["in_app"] is True and frames[index]["origin"] == "app", str(frames[index]))
+    for f in frames:
+        if f.get("language") == "python" and "/lib/python3" in f.get("source_file", ""):
+            check(f["in_app"] is False and f["origin"] == "stdlib", f"a standard library frame: {f}")
+        if f.get("object_name", "").startswith("python3") or f.get("object_name", "").startswith("libpython3"):
+            check(f["in_app"] is False and f["origin"] == "runtime", f"an interpreter frame: {f}")
+        if f.get("object_name", "").startswith("libhangwatch"):
+            check(f["in_app"] is False and f["origin"] == "hangwatch", f"hangwatch's own frame: {f}")
+    line = [ln for ln in r.stderr.splitlines() if ln.startswith("hangwatch: hang in")][0]
+    check("libhangwatch" not in line and "preload.c" not in line, f"hangwatch's own frame on the line:\n{line}")
+
+
 def case_spin(python):
-    """A pure-Python spin: the report and early sampling's Point Stack name spin_handler."""
+    """A pure-Python spin of 3 s in spin_handler(): one report (its culprit
+    does not move, whatever the interpreter runs under it), and early
+    sampling's Point Stack names spin_handler."""
     r = run(python, "spin", ["--early-sampling", "--sample-interval", "20ms"])
     try:
         rep = first_hang(r)
         frames = frames_of(rep, hung(rep))
         check(find(frames, "spin_handler") >= 0, f"spin_handler not in the hung stack:\n{describe(frames)}")
+        check_culprit(rep, frames, find(frames, "spin_handler"), r)
+        hangs = [p for p in r.reports if p["hangwatch"]["hang_type"] == "hang"]
+        check(len(hangs) == 1, f"{len(hangs)} reports of one spin:\n" + r.stderr)
+        check(r.stderr.count("early samples of Python processes stop the thread") == 1,
+              "the ptrace samples of a Python process are said once:\n" + r.stderr)
         point = rep["hangwatch"]["collection"]["main_thread"]
         check(point.get("state") == "collected", f"early sampling: {point.get('state')} {point.get('reason')}")
         pframes = point["backtrace"]["contents"]

@@ -78,6 +78,12 @@ def case_open_directory():
         os.chmod(shared, 0o777)
         expect_refused_before_start(shared, ["chmod go-w", "writable by other users"])
         check(os.listdir(shared) == [], f"something was written into the refused directory: {os.listdir(shared)}")
+        # A shared directory such as /tmp is never to be changed: the advice
+        # is a directory of the user's own in it.
+        os.chmod(shared, 0o1777)
+        expect_refused_before_start(shared, ["shared with other users", "hangwatch-reports"])
+        r = hw("run", "--report-dir", shared, "--", "true")
+        check(r.returncode == 2 and "chmod" not in r.stderr, r.stderr)
 
 
 def own_reports(report_dir):

@@ -192,8 +192,16 @@ def case_threads_and_json():
         check(apm["hang_type"] == "snapshot" and apm["detector"] == "none" and apm["check_mode"] == "on_demand",
               f"hang_type {apm['hang_type']}, detector {apm['detector']}, check_mode {apm['check_mode']}")
         check(apm["block_duration_us"] == 0 and apm["runloop_threshold_us"] == 0, "a snapshot measures nothing")
-        check(apm["hung_thread"] == {"thread_identifier": t.pid, "report_array_index": 0},
-              f"hung_thread {apm['hung_thread']}")
+        hung = apm["hung_thread"]
+        check({k: hung.get(k) for k in ("thread_identifier", "report_array_index")} ==
+              {"thread_identifier": t.pid, "report_array_index": 0}, f"hung_thread {hung}")
+        # the snapshot's culprit: the main thread's innermost frame of the
+        # program's own code
+        contents = rep["crash"]["threads"][0]["backtrace"]["contents"]
+        culprit = contents[hung["culprit_frame"]]
+        check(culprit["in_app"] is True and culprit["origin"] == "app" and
+              culprit.get("object_name") == "stack-target" and
+              all(not f["in_app"] for f in contents[:hung["culprit_frame"]]), f"culprit {culprit}")
         check(rep["report"]["pid"] == t.pid and rep["report"]["process_name"] == "stack-target", str(rep["report"]))
         items = apm["collection"]["scene_threads"]["items"]
         check(apm["collection"]["scene_threads"]["enumerated_thread_count"] == 3 and len(items) == 3,
@@ -246,9 +254,9 @@ def case_python():
         check(t.pid in by_tid, f"no main thread stack:\n{p.stdout}")
         frames = by_tid[t.pid][1]
         where = re.escape(script)
-        inner = frame_index(frames, rf"#\d+\s+py\s+inner  at {where}:\d+$")
-        outer = frame_index(frames, rf"#\d+\s+py\s+outer  at {where}:\d+$")
-        main = frame_index(frames, rf"#\d+\s+py\s+main  at {where}:\d+$")
+        inner = frame_index(frames, rf"#\d+\s+py\s+inner  at {where}:\d+(  <- culprit)?$")
+        outer = frame_index(frames, rf"#\d+\s+py\s+outer  at {where}:\d+(  <- culprit)?$")
+        main = frame_index(frames, rf"#\d+\s+py\s+main  at {where}:\d+(  <- culprit)?$")
         check(0 <= inner < outer < main, f"expected py frames inner < outer < main:\n{p.stdout}")
         check(frame_index(frames, r"_PyEval_EvalFrameDefault") >= 0, f"no native interpreter frames:\n{p.stdout}")
         slept = slept_seconds(t)

@@ -200,7 +200,7 @@ def case_stats_json_matches_reports():
         check(g["processes"] == sorted(e["processes"]) and g["reports"] == e["reports"], f"{g} vs {e}")
         check(g["culprit"]["function"] == e["culprit"] and g["culprit"]["language"] == "native"
               and g["culprit"]["object"] == "loop-scenarios" and g["culprit"]["line"] > 0, f"culprit {g['culprit']}")
-        check(g["open_hangs"] == 0 and g["moved_here"] == 0, str(g))
+        check(g["open_hangs"] == 0 and g["follow_up_reports"] == 0, str(g))
 
 
 def case_stats_across_builds():

@@ -54,6 +54,11 @@
  *                  (inside one long callback) and on 4 other threads at the
  *                  same time; each prints "wait: <thread> <call> <result>
  *                  <errno> <seconds>"
+ *   qsort SECS     sort_orders() sorts with qsort, whose comparator
+ *                  compare_orders() sleeps SECS in all: the hang is in the
+ *                  C library, the culprit the program's own code
+ *   dashboard N    N turns of a 50 ms timer, each render_dashboard() for
+ *                  740-760 ms then write_headers() for 5 ms
  *
  * Each prints one line, "scenario: <name> done in <seconds>", and exits 0.
  * Built like the demo (noinline, -fno-optimize-sibling-calls) so the stack in
@@ -816,6 +821,74 @@ static int run_waits(double seconds)
     return rc;
 }
 
+/* ---- the user's culprit (decisions.md §39) ---- */
+
+/* qsort with a comparator that sleeps: the hang is in the C library's
+ * msort_with_tmp, the user's code is compare_orders and sort_orders. */
+static double g_compare_sleep;
+static int g_compares_left;
+
+__attribute__((noinline)) static int compare_orders(const void *a, const void *b)
+{
+    if (g_compares_left > 0) {
+        g_compares_left--;
+        sleep_seconds(g_compare_sleep);
+    }
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+__attribute__((noinline)) static void sort_orders(double seconds)
+{
+    int orders[16];
+    for (int i = 0; i < 16; i++)
+        orders[i] = (i * 7919) % 16;
+    g_compares_left = 10;
+    g_compare_sleep = seconds / 10;
+    qsort(orders, 16, sizeof orders[0], compare_orders);
+    g_sink += (uint64_t)orders[0];
+}
+
+/* A dashboard that renders for 740-760 ms, then writes its headers for
+ * 5 ms in the same turn: a re-check 750 ms into the turn falls as the hang
+ * ends, in write_headers (the hang's tail). */
+__attribute__((noinline)) static void render_dashboard(double seconds)
+{
+    double end = now_seconds() + seconds;
+    while (now_seconds() < end)
+        for (int i = 0; i < 1000; i++)
+            g_sink = g_sink * 43 + (uint64_t)i + 7; /* a body of its own (ICF) */
+}
+
+__attribute__((noinline)) static void write_headers(double seconds)
+{
+    double end = now_seconds() + seconds;
+    while (now_seconds() < end)
+        for (int i = 0; i < 1000; i++)
+            g_sink = g_sink * 59 + (uint64_t)i + 13; /* a body of its own (ICF) */
+}
+
+/* `count` turns of a 50 ms timer, each a dashboard render and its headers. */
+static int run_dashboard(double count)
+{
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct itimerspec spec = {{0, 50000000}, {0, 50000000}};
+    timerfd_settime(timer, 0, &spec, NULL);
+    int ep = make_epoll(timer);
+    for (int turn = 0; turn < (int)count;) {
+        struct epoll_event ev;
+        uint64_t expirations;
+        if (epoll_wait(ep, &ev, 1, -1) != 1 || read(timer, &expirations, sizeof expirations) <= 0)
+            continue;
+        render_dashboard(0.740 + 0.010 * (turn % 3));
+        write_headers(0.005);
+        turn++;
+    }
+    close(ep);
+    close(timer);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -871,6 +944,10 @@ int main(int argc, char **argv)
         rc = run_ticks(on_breakpoint_tick, seconds, 0.1);
     else if (strcmp(argv[1], "cpuhot") == 0)
         rc = run_cpuhot(seconds);
+    else if (strcmp(argv[1], "qsort") == 0)
+        rc = run_from_timer(sort_orders, seconds);
+    else if (strcmp(argv[1], "dashboard") == 0)
+        rc = run_dashboard(seconds);
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[1]);
         return 2;

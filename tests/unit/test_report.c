@@ -68,6 +68,9 @@ static void make_fixture(fixture *fx)
     fx->bts[1].frames[0] = make_frame(0x7f0000002000, "clock_nanosleep", "/usr/lib/libc.so.6", NULL, 0);
     fx->bts[1].frames[1] = make_frame(0x401234, "block_main_thread_for_four_seconds", "/opt/demo", "demo.c", 42);
     fx->bts[1].frames[2] = make_frame(0x405678, NULL, "/opt/demo", NULL, 0);
+    hw_in_app_context in_app = {.executable = "/opt/demo"}; /* as the worker classifies them */
+    hw_backtrace_classify(&fx->bts[0], &in_app);
+    hw_backtrace_classify(&fx->bts[1], &in_app);
 
     fx->images[0] = (hw_image){.path = "/opt/demo", .start = 0x400000, .end = 0x410000, .bias = 0,
                                .build_id = "0123456789abcdef0123456789abcdef01234567"};
@@ -107,6 +110,13 @@ static void test_hung_thread_comes_first(void **state)
     assert_int_equal(json_integer_value(json_object_get(apm, "runloop_threshold_us")), 2000000);
     json_t *hung = json_object_get(apm, "hung_thread");
     assert_int_equal(json_integer_value(json_object_get(hung, "report_array_index")), 0);
+    /* the culprit: the program's own frame, not the C library's sleep */
+    assert_int_equal(json_integer_value(json_object_get(hung, "culprit_frame")), 1);
+    json_t *frames = json_object_get(json_object_get(first, "backtrace"), "contents");
+    assert_true(json_is_false(json_object_get(json_array_get(frames, 0), "in_app")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(frames, 0), "origin")), "system");
+    assert_true(json_is_true(json_object_get(json_array_get(frames, 1), "in_app")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(frames, 1), "origin")), "app");
 
     json_t *scene = json_object_get(json_object_get(apm, "collection"), "scene_threads");
     assert_int_equal(json_integer_value(json_object_get(scene, "enumerated_thread_count")), 2);
@@ -147,7 +157,9 @@ static void test_unknown_fields_are_left_out(void **state)
     assert_null(json_object_get(f2, "source_file"));
     assert_int_equal(json_integer_value(json_object_get(f2, "object_offset")), 0x5678);
     json_t *bare = json_array_get(json_object_get(json_object_get(json_array_get(threads, 1), "backtrace"), "contents"), 0);
-    assert_int_equal(json_object_size(bare), 1); /* only instruction_addr */
+    assert_int_equal(json_object_size(bare), 3); /* only instruction_addr, and whose code: unknown */
+    assert_true(json_is_false(json_object_get(bare, "in_app")));
+    assert_string_equal(json_string_value(json_object_get(bare, "origin")), "unknown");
     json_t *image = json_array_get(json_object_get(r, "binary_images"), 0);
     assert_string_equal(json_string_value(json_object_get(image, "build_id")), "0123456789abcdef0123456789abcdef01234567");
     json_decref(r);
@@ -381,6 +393,15 @@ static void test_names_that_are_not_utf8_are_escaped(void **state)
     free_fixture(&fx);
 }
 
+/* The grouping key of a stack of the program `executable`, its frames
+ * classified as the worker classifies them. */
+static void grouping_key_of(hw_backtrace *bt, const char *executable, char key[17])
+{
+    hw_in_app_context ctx = {.executable = executable};
+    hw_backtrace_classify(bt, &ctx);
+    hw_grouping_key(bt, key);
+}
+
 static hw_frame python_frame(const char *function, const char *file, int line)
 {
     hw_frame f = make_frame(0x7f0000001000u + (uint64_t)line, function, NULL, file, line);
@@ -407,9 +428,9 @@ static void test_runtime_frames_group_and_are_marked(void **state)
                     python_frame("handle_other_request", "/srv/v1/app.py", 9)};
     hw_backtrace ba = {.frames = a, .count = 4}, bb = {.frames = b, .count = 3}, bc = {.frames = c, .count = 2};
     char ka[17], kb[17], kc[17];
-    hw_grouping_key(&ba, "/usr/bin/python3.11", ka);
-    hw_grouping_key(&bb, "/opt/bin/python3.11", kb);
-    hw_grouping_key(&bc, "/usr/bin/python3.11", kc);
+    grouping_key_of(&ba, "/usr/bin/python3.11", ka);
+    grouping_key_of(&bb, "/opt/bin/python3.11", kb);
+    grouping_key_of(&bc, "/usr/bin/python3.11", kc);
     assert_string_equal(ka, kb);
     assert_string_not_equal(ka, kc);
 
@@ -471,9 +492,9 @@ static void test_grouping_key_ignores_builds_and_machines(void **state)
                     make_frame(0x401400, "main", "/opt/a/prog", "prog.c", 30)};
     hw_backtrace ba = {.frames = a, .count = 8}, bb = {.frames = b, .count = 7}, bc = {.frames = c, .count = 5};
     char ka[17], kb[17], kc[17];
-    hw_grouping_key(&ba, "/opt/a/prog", ka);
-    hw_grouping_key(&bb, "/usr/local/bin/prog", kb);
-    hw_grouping_key(&bc, "/opt/a/prog", kc);
+    grouping_key_of(&ba, "/opt/a/prog", ka);
+    grouping_key_of(&bb, "/usr/local/bin/prog", kb);
+    grouping_key_of(&bc, "/opt/a/prog", kc);
     assert_string_equal(ka, kb);
     assert_string_not_equal(ka, kc);
 

@@ -56,6 +56,31 @@ static const char *report_text =
     "\"executable\":\"/srv/my-server\",\"detected_at_unix_ms\":1796060462513,"
     "\"hung_thread\":{\"thread_identifier\":4242,\"report_array_index\":0}}}";
 
+/* Frames that say whose code they are (written since in_app is): Sentry
+ * gets their word, not the guess made for older reports. */
+static void test_event_takes_the_reports_in_app(void **state)
+{
+    (void)state;
+    json_t *report = json_loads(report_text, 0, NULL);
+    assert_non_null(report);
+    json_t *contents = json_object_get(
+        json_object_get(json_array_get(json_object_get(json_object_get(report, "crash"), "threads"), 0), "backtrace"),
+        "contents");
+    json_object_set_new(json_array_get(contents, 0), "in_app", json_true());  /* libc, by a rule */
+    json_object_set_new(json_array_get(contents, 2), "in_app", json_false()); /* Python, a package's */
+    const char *why = NULL;
+    json_t *ev = hw_sentry_event_from_report(report, "host1", &why);
+    assert_non_null(ev);
+    json_t *exc = json_array_get(json_object_get(json_object_get(ev, "exception"), "values"), 0);
+    json_t *frames = json_object_get(json_object_get(exc, "stacktrace"), "frames");
+    assert_true(json_is_true(json_object_get(json_array_get(frames, 3), "in_app")));
+    assert_true(json_is_false(json_object_get(json_array_get(frames, 1), "in_app")));
+    /* the frames that do not say keep the guess */
+    assert_true(json_is_true(json_object_get(json_array_get(frames, 2), "in_app")));
+    json_decref(ev);
+    json_decref(report);
+}
+
 static void test_event_from_report(void **state)
 {
     (void)state;
@@ -272,6 +297,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_debug_id),
         cmocka_unit_test(test_event_from_report),
+        cmocka_unit_test(test_event_takes_the_reports_in_app),
         cmocka_unit_test(test_envelope),
         cmocka_unit_test_setup_teardown(test_spool, make_dir, remove_dir),
     };

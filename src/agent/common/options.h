@@ -14,6 +14,7 @@
 
 #include "core/cpu_window.h"
 #include "core/detector.h"
+#include "core/in_app.h"
 #include "core/report_limits.h"
 
 /* Which detector decides what is a hang (docs/decisions.md §20-21). */
@@ -85,6 +86,10 @@ typedef struct hw_agent_options {
      * (docs/decisions.md §32) */
     const char *const *ignore_frames;
     size_t ignore_frame_count;
+    /* --in-app PATTERN, --not-in-app PATTERN: which frames are the user's
+     * own, in order, the last matching one winning (core/in_app.h) */
+    const hw_in_app_rule *in_app_rules;
+    size_t in_app_rule_count;
     /* --cpu-high PERCENT[/DURATION]: CPU-high reports (percent 0: off;
      * decisions.md §34) */
     hw_cpu_high_config cpu_high;

@@ -168,6 +168,16 @@ static int check_fit(int fd, const char *path, uid_t me, char *why, size_t why_l
                 (unsigned)st.st_uid, (unsigned)me, (unsigned)me);
         return -EPERM;
     }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (st.st_mode & S_ISVTX)) {
+        /* /tmp, /var/tmp, /dev/shm: shared by design, never to be changed */
+        size_t len = strlen(path);
+        say_why(why, why_len,
+                "it is a directory shared with %s (mode %04o), who could plant or replace reports; choose a "
+                "directory of your own, such as %s%shangwatch-reports (hangwatch makes it, mode 0700)",
+                (st.st_mode & S_IWOTH) ? "other users" : "its group", (unsigned)(st.st_mode & 07777), path,
+                len > 0 && path[len - 1] == '/' ? "" : "/");
+        return -EPERM;
+    }
     if (st.st_mode & (S_IWGRP | S_IWOTH)) {
         say_why(why, why_len,
                 "it is writable by %s (mode %04o), who could plant or replace reports; run 'chmod go-w %s' or "

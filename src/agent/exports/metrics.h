@@ -43,6 +43,7 @@ typedef enum hw_metrics_drop_reason {
     HW_METRICS_DROP_QUEUE_FULL,      /* the report worker was behind */
     HW_METRICS_DROP_OUT_OF_MEMORY,
     HW_METRICS_DROP_IGNORED,         /* --ignore-frame matched the hung stack */
+    HW_METRICS_DROP_HANG_TAIL,       /* a follow-up whose hang ended within 100 ms of its capture */
     HW_METRICS_DROP_REASONS
 } hw_metrics_drop_reason;
 

@@ -80,10 +80,14 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* One report frame as a Sentry frame. */
+/* One report frame as a Sentry frame.  in_app is the report's (whose code
+ * it is: report-format.md), which Sentry groups by; a report written
+ * before frames said so: a Python or JavaScript frame, or one of the
+ * program's executable. */
 static json_t *frame_of(const json_t *f, const json_t *images, const char *executable)
 {
     json_t *out = json_object();
+    const json_t *in_app = json_object_get(f, "in_app");
     const char *language = str(f, "language");
     const char *function = str(f, "symbol_name");
     const char *file = str(f, "source_file");
@@ -100,7 +104,7 @@ static json_t *frame_of(const json_t *f, const json_t *images, const char *execu
         /* The user's Python or JavaScript: named by its runtime, no native
          * address to symbolicate. */
         json_object_set_new(out, "platform", json_string(strcmp(language, "python") == 0 ? "python" : "javascript"));
-        json_object_set_new(out, "in_app", json_true());
+        json_object_set_new(out, "in_app", json_is_boolean(in_app) ? json_boolean(json_is_true(in_app)) : json_true());
         return out;
     }
     json_int_t pc = num(f, "instruction_addr");
@@ -114,10 +118,12 @@ static json_t *frame_of(const json_t *f, const json_t *images, const char *execu
     if (!im && pc >= 0)
         im = image_at(images, pc);
     const char *package = im ? str(im, "name") : str(f, "object_name");
-    if (package) {
+    if (package)
         json_object_set_new(out, "package", json_string(package));
+    if (json_is_boolean(in_app))
+        json_object_set_new(out, "in_app", json_boolean(json_is_true(in_app)));
+    else if (package)
         json_object_set_new(out, "in_app", json_boolean(executable && strcmp(package, executable) == 0));
-    }
     return out;
 }
 

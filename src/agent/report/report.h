@@ -85,6 +85,8 @@ typedef struct report_request {
     hw_check check;
     pid_t pid, tid;
     char executable[256];
+    const hw_in_app_rule *in_app_rules; /* the user's (the options'), which outlive every request */
+    size_t in_app_rule_count;
     int64_t detected_unix_ns;
     uint64_t captured_ns;         /* monotonic time of the capture */
     /* early sampling: the Point Stack chosen from the ring, as addresses */
@@ -100,15 +102,15 @@ typedef struct report_request {
     /* every sample of the ring, as distinct stacks of distinct addresses */
     hw_ring_stacks ring;
     hw_frame *ring_named;         /* ring.addr_count entries: their Python frames named, or NULL */
-    /* a re-check with early sampling: the newest sample's function keys
-     * decide the annealing, not the captured stack */
-    size_t key_count; /* 0: unwind the captured hung thread */
-    uint64_t keys[HW_ANNEAL_MAX_FRAMES];
     /* stutter reports */
     hw_stutter_verdict stutter;
     /* CPU-high reports: owned by the request (NULL for every other) */
     cpu_high_request *cpu;
 } report_request;
+
+/* What classifying the request's frames needs (its rules, its
+ * executable); valid while `req` is. */
+hw_in_app_context hw_request_in_app(const report_request *req);
 
 /* Free what a request holds (its snapshot, its named frames). */
 void report_request_release(report_request *req);

@@ -26,7 +26,8 @@ static int by_count_descending(const void *x, const void *y)
 }
 
 /* Unwind sampled thread k's samples and group them by stack. */
-static void group_samples(hw_symbolizer *sym, const cpu_high_sampled *s, cpu_report_parts *p, size_t k)
+static void group_samples(hw_symbolizer *sym, const hw_in_app_context *in_app, const cpu_high_sampled *s,
+                          cpu_report_parts *p, size_t k)
 {
     cpu_stack_group *groups = calloc(s->sample_count ? s->sample_count : 1, sizeof *groups);
     if (groups == NULL)
@@ -35,6 +36,7 @@ static void group_samples(hw_symbolizer *sym, const cpu_high_sampled *s, cpu_rep
     for (size_t i = 0; sym && i < s->sample_count; i++) {
         hw_backtrace bt = {0};
         hw_unwind_thread(sym, &s->samples[i], HW_SAMPLE_MAX_FRAMES, &bt);
+        hw_backtrace_classify(&bt, in_app);
         if (bt.count == 0) {
             hw_backtrace_free(&bt);
             continue;
@@ -63,11 +65,12 @@ static void group_samples(hw_symbolizer *sym, const cpu_high_sampled *s, cpu_rep
     p->group_count[k] = n;
 }
 
-void hw_cpu_parts_build(hw_symbolizer *sym, const cpu_high_request *cpu, cpu_report_parts *p)
+void hw_cpu_parts_build(hw_symbolizer *sym, const hw_in_app_context *in_app, const cpu_high_request *cpu,
+                        cpu_report_parts *p)
 {
     memset(p, 0, sizeof *p);
     for (size_t k = 0; k < cpu->sampled_count; k++)
-        group_samples(sym, &cpu->sampled[k], p, k);
+        group_samples(sym, in_app, &cpu->sampled[k], p, k);
     uint64_t span = cpu->threads_window_ns ? cpu->threads_window_ns : 1;
     for (size_t i = 0; i < cpu->thread_count; i++) {
         hw_cpu_thread_share *t = &p->shares[i];

@@ -140,9 +140,10 @@ typedef struct cpu_report_parts {
 } cpu_report_parts;
 
 /* Unwind the sampled threads' samples with `sym` (may be NULL: no stacks),
- * group them by stack and fill `p` from `cpu`; hw_cpu_parts_free frees
- * what it holds. */
-void hw_cpu_parts_build(hw_symbolizer *sym, const cpu_high_request *cpu, cpu_report_parts *p);
+ * classify their frames (`in_app`), group them by stack and fill `p` from
+ * `cpu`; hw_cpu_parts_free frees what it holds. */
+void hw_cpu_parts_build(hw_symbolizer *sym, const hw_in_app_context *in_app, const cpu_high_request *cpu,
+                        cpu_report_parts *p);
 void hw_cpu_parts_free(cpu_report_parts *p);
 /* The stderr line of a CPU-high report, up to where the report's path goes
  * (malloc'd, NULL when out of memory). */

@@ -57,33 +57,16 @@ static void no_stack_reason(const hw_process_snapshot *snap, char *buf, size_t l
         snprintf(buf, len, ", no stack (the process exited)");
 }
 
-/* Is this Python source file the interpreter's own (its standard
- * library, or a frozen module), rather than the program's or a package's? */
-static bool interpreter_source(const char *path)
-{
-    return path == NULL || path[0] == '<' || (strstr(path, "/lib/python") != NULL && strstr(path, "-packages/") == NULL);
-}
-
 /* ", waiting for the GIL held by thread 4242 (crunch_numbers at
- * worker.py:12)": the holder, and where it is (its innermost Python frame
- * outside the standard library, else its innermost Python frame, else its
- * innermost named frame), escaped into `buf`. */
+ * worker.py:12)": the holder, and where it is (its culprit), escaped into
+ * `buf`. */
 static void gil_holder_part(pid_t holder, const hw_backtrace *holder_bt, char *buf, size_t len)
 {
     buf[0] = '\0';
     if (holder == 0)
         return;
-    const hw_frame *where = NULL;
-    for (size_t i = 0; holder_bt && i < holder_bt->count && where == NULL; i++)
-        if (holder_bt->frames[i].language != HW_LANG_NATIVE && holder_bt->frames[i].symbol_name &&
-            !interpreter_source(holder_bt->frames[i].source_file))
-            where = &holder_bt->frames[i];
-    for (size_t i = 0; holder_bt && i < holder_bt->count && where == NULL; i++)
-        if (holder_bt->frames[i].language != HW_LANG_NATIVE && holder_bt->frames[i].symbol_name)
-            where = &holder_bt->frames[i];
-    for (size_t i = 0; holder_bt && i < holder_bt->count && where == NULL; i++)
-        if (holder_bt->frames[i].symbol_name)
-            where = &holder_bt->frames[i];
+    size_t culprit = holder_bt ? hw_frames_culprit(holder_bt->frames, holder_bt->count) : SIZE_MAX;
+    const hw_frame *where = culprit != SIZE_MAX && holder_bt->frames[culprit].symbol_name ? &holder_bt->frames[culprit] : NULL;
     char raw[400] = "", text[400];
     if (where && where->source_file && where->source_line > 0) {
         const char *base = strrchr(where->source_file, '/');
@@ -95,6 +78,86 @@ static void gil_holder_part(pid_t holder, const hw_backtrace *holder_bt, char *b
     snprintf(buf, len, ", waiting for the GIL held by thread %d%s", (int)holder, hw_escape_text(raw, text, sizeof text));
 }
 
+/* Append " < " (unless first) and `text` to frames[used..]; false when it
+ * does not fit. */
+static bool append_part(char *frames, size_t size, size_t *used, bool first, const char *text)
+{
+    int n = snprintf(frames + *used, size - *used, "%s%s", first ? "" : " < ", text);
+    if (n < 0 || (size_t)n >= size - *used)
+        return false;
+    *used += (size_t)n;
+    return true;
+}
+
+/* The hung stack as the line shows it: its innermost named frame, the
+ * library frames between it and the culprit summarized, the culprit, and
+ * the program's own frames outwards (in a program that runs Python or
+ * JavaScript, only its runtime frames: the interpreter's own native frames
+ * say nothing to its user), at most five named in all; hangwatch's own
+ * frames are never shown. */
+static size_t stack_part(const hw_backtrace *bt, char *frames, size_t size)
+{
+    size_t used = 0, shown = 0;
+    frames[0] = '\0';
+    if (bt == NULL || bt->count == 0)
+        return 0;
+    size_t culprit = hw_frames_culprit(bt->frames, bt->count);
+    if (culprit == SIZE_MAX)
+        return 0;
+    bool runtime = false;
+    for (size_t i = 0; i < bt->count; i++)
+        runtime |= bt->frames[i].language != HW_LANG_NATIVE;
+    /* the leaf: the innermost named frame that is not hangwatch's */
+    size_t leaf = 0;
+    while (leaf < culprit && (bt->frames[leaf].origin == HW_ORIGIN_HANGWATCH || bt->frames[leaf].symbol_name == NULL))
+        leaf++;
+    char tmp[200];
+    if (culprit > 0) {
+        if (leaf < culprit) {
+            append_part(frames, size, &used, true, hw_report_frame_label(&bt->frames[leaf], tmp, sizeof tmp));
+            shown++;
+        }
+        size_t between = 0;
+        for (size_t i = 0; i < culprit; i++)
+            between += i != leaf && bt->frames[i].origin != HW_ORIGIN_HANGWATCH;
+        if (between > 0) {
+            char summary[64];
+            snprintf(summary, sizeof summary, "... %zu library frame%s ...", between, between == 1 ? "" : "s");
+            append_part(frames, size, &used, used == 0, summary);
+        }
+    }
+    /* the culprit, then the program's own frames outwards, the library
+     * frames between them summarized */
+    append_part(frames, size, &used, used == 0, hw_report_frame_label(&bt->frames[culprit], tmp, sizeof tmp));
+    shown++;
+    size_t pending = 0;
+    for (size_t i = culprit + 1; i < bt->count; i++) {
+        const hw_frame *f = &bt->frames[i];
+        if (f->origin == HW_ORIGIN_HANGWATCH || (runtime && f->language == HW_LANG_NATIVE))
+            continue;
+        if (!f->in_app) {
+            pending++;
+            continue;
+        }
+        if (shown == 5) {
+            pending++;
+            break;
+        }
+        if (pending > 0) {
+            char summary[64];
+            snprintf(summary, sizeof summary, "... %zu library frame%s ...", pending, pending == 1 ? "" : "s");
+            append_part(frames, size, &used, false, summary);
+            pending = 0;
+        }
+        if (!append_part(frames, size, &used, false, hw_report_frame_label(f, tmp, sizeof tmp)))
+            return used;
+        shown++;
+    }
+    if (pending > 0) /* more of the stack beyond what is named */
+        append_part(frames, size, &used, false, "...");
+    return used;
+}
+
 /* The line people see on stderr, up to where the report's path goes. */
 char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t gil_holder,
                    const hw_backtrace *holder_bt)
@@ -104,25 +167,8 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     char busy[32], thr[32];
     hw_format_duration(c->busy_ns / 1000000 * 1000000, busy, sizeof busy);
     hw_format_duration(opts->detector.threshold_ns, thr, sizeof thr);
-    /* The innermost five frames; in a program that runs Python or
-     * JavaScript, the innermost frame and then the user's functions (the
-     * interpreter's own frames between them say nothing to its user). */
-    bool runtime = false;
-    for (size_t i = 0; bt && i < bt->count; i++)
-        runtime |= bt->frames[i].language != HW_LANG_NATIVE;
-    char frames[768] = "";
-    size_t used = 0, shown = 0;
-    for (size_t i = 0; bt && i < bt->count && shown < 5; i++) {
-        if (runtime && i > 0 && bt->frames[i].language == HW_LANG_NATIVE)
-            continue;
-        char tmp[200];
-        int n = snprintf(frames + used, sizeof frames - used, "%s%s", shown ? " < " : "",
-                         hw_report_frame_label(&bt->frames[i], tmp, sizeof tmp));
-        if (n < 0 || (size_t)n >= sizeof frames - used)
-            break;
-        used += (size_t)n;
-        shown++;
-    }
+    char frames[1024];
+    size_t used = stack_part(bt, frames, sizeof frames);
     char no_stack[160] = "";
     if (!used)
         no_stack_reason(snap, no_stack, sizeof no_stack);

@@ -21,7 +21,6 @@
 
 #include "agent/common/random_id.h"
 #include "core/hw_version.h"
-#include "core/python_machinery.h"
 #include "core/text_escape.h"
 
 static json_int_t as_int(uint64_t v)
@@ -77,6 +76,8 @@ static json_t *frame_json(const hw_frame *f)
         json_object_set_new(o, "source_file", FOREIGN(f->source_file));
         json_object_set_new(o, "source_line", json_integer(f->source_line));
     }
+    json_object_set_new(o, "in_app", json_boolean(f->in_app));
+    json_object_set_new(o, "origin", json_string(hw_frame_origin_name(f->origin)));
     return o;
 }
 
@@ -159,81 +160,48 @@ static bool is_process_start(const char *symbol)
            strcmp(symbol, "__libc_start_main_impl") == 0 || strcmp(symbol, "_start") == 0;
 }
 
-/* Is this frame in a Python interpreter's own code (the interpreter binary
- * or libpython)? */
-static bool in_interpreter(const hw_frame *f)
-{
-    return f->object_path != NULL && strstr(base_name(f->object_path), "python") != NULL;
-}
-
-/* The innermost frame of a Python interpreter whose frames were not read
- * that says where the program was: in the interpreter's code and not its
- * machinery (evaluation and calls), e.g. time_sleep; SIZE_MAX when the
- * stack has no frame of an interpreter. */
-static size_t interpreter_site(const hw_backtrace *bt)
-{
-    for (size_t i = 0; bt && i < bt->count; i++)
-        if (in_interpreter(&bt->frames[i]) && !hw_python_machinery(bt->frames[i].symbol_name))
-            return i;
-    return SIZE_MAX;
-}
-
-void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17])
+void hw_grouping_key(const hw_backtrace *bt, char out[17])
 {
     uint64_t h = 1469598103934665603ull;
-    /* A program that runs Python or JavaScript: its hang site is the user's
-     * code, so the key is made of up to 8 of those frames ("file!function",
-     * the file's base name so that installs in other places agree) and of
-     * nothing native, whose frames are the interpreter's. */
-    size_t runtime = 0;
-    for (size_t i = 0; bt && i < bt->count && runtime < 8; i++) {
+    size_t culprit = bt ? hw_frames_culprit(bt->frames, bt->count) : SIZE_MAX;
+    size_t first = culprit == SIZE_MAX ? 0 : culprit;
+    bool runtime = false;
+    for (size_t i = 0; bt && i < bt->count; i++)
+        runtime |= bt->frames[i].language != HW_LANG_NATIVE;
+    /* FNV-1a over up to 8 frames from the culprit outwards (what it called,
+     * a library's leaf, varies between hangs at the same site).  A program
+     * that runs Python or JavaScript: its runtime frames only ("file!function",
+     * the file's base name so that installs in other places agree), the
+     * interpreter's native frames between them saying nothing of the site.
+     * Native code: "object!function", ending before the C library's start
+     * of the process.  Only names go in: no address, load address or
+     * build-id, and no library version or compiler clone suffix
+     * (decisions.md §12). */
+    size_t taken = 0;
+    for (size_t i = first; bt && i < bt->count && taken < 8; i++) {
         const hw_frame *f = &bt->frames[i];
-        if (f->language == HW_LANG_NATIVE)
+        char part[512];
+        if (f->language != HW_LANG_NATIVE) {
+            snprintf(part, sizeof part, "%s:%s!%s|", hw_frame_language_name(f->language),
+                     f->source_file ? base_name(f->source_file) : "?", f->symbol_name ? f->symbol_name : "?");
+        } else if (runtime && i != culprit) {
             continue;
-        char part[512];
-        snprintf(part, sizeof part, "%s:%s!%s|", hw_frame_language_name(f->language),
-                 f->source_file ? base_name(f->source_file) : "?", f->symbol_name ? f->symbol_name : "?");
-        h = fnv1a(h, part);
-        runtime++;
-    }
-    if (runtime > 0) {
-        snprintf(out, 17, "%016llx", (unsigned long long)h);
-        return;
-    }
-    /* FNV-1a over "object!function" of up to 8 frames, starting at the
-     * innermost frame in the program's own executable (its code is the hang
-     * site; what it called, a libc sleep or a spin's helpers, varies), and
-     * ending before the C library's start of the process.  Only names go
-     * in: no address, load address or build-id, and no library version or
-     * compiler clone suffix (decisions.md §12). */
-    size_t first = 0;
-    if (bt && executable)
-        for (size_t i = 0; i < bt->count; i++)
-            if (bt->frames[i].object_path && strcmp(bt->frames[i].object_path, executable) == 0) {
-                first = i;
+        } else {
+            const char *object = f->object_path ? base_name(f->object_path) : "?";
+            int object_len = (int)key_object_len(object);
+            if (f->symbol_name && is_process_start(f->symbol_name) && i > first)
                 break;
-            }
-    /* A Python whose frames were not read: its executable is only the
-     * interpreter's start; the site is the interpreter's innermost
-     * frame that is not its machinery (time_sleep, not main). */
-    size_t site = interpreter_site(bt);
-    if (site != SIZE_MAX)
-        first = site;
-    for (size_t i = first; bt && i < bt->count && i < first + 8; i++) {
-        const hw_frame *f = &bt->frames[i];
-        const char *object = f->object_path ? base_name(f->object_path) : "?";
-        int object_len = (int)key_object_len(object);
-        char part[512];
-        if (f->symbol_name && is_process_start(f->symbol_name) && i > first)
-            break;
-        if (f->symbol_name)
-            snprintf(part, sizeof part, "%.*s!%.*s|", object_len, object, (int)key_symbol_len(f->symbol_name),
-                     f->symbol_name);
-        else if (f->object_path)
-            snprintf(part, sizeof part, "%.*s+0x%llx|", object_len, object, (unsigned long long)f->object_offset);
-        else
-            snprintf(part, sizeof part, "?|");
+            if (f->symbol_name)
+                snprintf(part, sizeof part, "%.*s!%.*s|", object_len, object, (int)key_symbol_len(f->symbol_name),
+                         f->symbol_name);
+            else if (f->object_path)
+                snprintf(part, sizeof part, "%.*s+0x%llx|", object_len, object,
+                         (unsigned long long)f->object_offset);
+            else
+                snprintf(part, sizeof part, "?|");
+        }
         h = fnv1a(h, part);
+        taken++;
     }
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
@@ -360,7 +328,9 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     }
     free(order);
     /* Waiting for the GIL, the hang is where its holder is. */
-    hw_grouping_key(holder_bt && holder_bt->count > 0 ? holder_bt : hung_bt, info->executable, grouping_key);
+    hw_grouping_key(holder_bt && holder_bt->count > 0 ? holder_bt : hung_bt, grouping_key);
+    size_t hung_culprit = hung_bt ? hw_frames_culprit(hung_bt->frames, hung_bt->count) : SIZE_MAX;
+    size_t holder_culprit = holder_bt ? hw_frames_culprit(holder_bt->frames, holder_bt->count) : SIZE_MAX;
 
     uint64_t stopped_max = 0;
     for (size_t i = 0; i < snap->thread_count; i++)
@@ -414,6 +384,9 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                             (json_int_t)info->hung_tid, "report_array_index", hung_index, "detected_at_unix_ms",
                             (json_int_t)(info->detected_unix_ns / 1000000), "capture", capture, "collection",
                             collection);
+    if (apm && hung_culprit != SIZE_MAX)
+        json_object_set_new(json_object_get(apm, "hung_thread"), "culprit_frame",
+                            json_integer((json_int_t)hung_culprit));
     if (apm && info->stutter_window_ns)
         json_object_set_new(apm, "stutter",
                             json_pack("{s:I, s:I, s:i}", "window_us", as_int(info->stutter_window_ns / 1000), "busy_us",
@@ -425,6 +398,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                 foreign_text(holder->name, sizeof holder->name), "report_array_index", holder_index);
         if (gil && holder_bt && holder_bt->runtime_thread_name)
             json_object_set_new(gil, "python_name", FOREIGN(holder_bt->runtime_thread_name));
+        if (gil && holder_culprit != SIZE_MAX)
+            json_object_set_new(gil, "culprit_frame", json_integer((json_int_t)holder_culprit));
         json_object_set_new(apm, "gil_holder", gil);
     }
     if (apm) {

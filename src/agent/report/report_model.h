@@ -78,7 +78,7 @@ typedef struct hw_hang_info {
     int64_t detected_unix_ns;      /* wall-clock time of detection */
     const char *main_thread_state; /* early-sampling collection state */
     const char *main_thread_reason;
-    const char *executable;        /* the program's own image, for the grouping key; may be NULL */
+    const char *executable;        /* the program's own image (written as hangwatch.executable); may be NULL */
     unsigned stretch_report_index; /* 0 for a stretch's first report, then 1, 2 ... (annealing) */
     const hw_point_stack *point_stack; /* early sampling's choice, or NULL */
     /* hang_type "stutter": the window's figures */
@@ -93,11 +93,12 @@ typedef struct hw_hang_info {
 } hw_hang_info;
 
 /*
- * The grouping key of a hung stack: the same hang site gives the same key in
- * every run, whatever the load addresses (docs/report-format.md).  16 hex
- * digits into `out`.
+ * The grouping key of a hung stack whose frames are classified
+ * (hw_backtrace_classify): the same hang site gives the same key in every
+ * run, whatever the load addresses, made from its culprit outwards
+ * (docs/report-format.md).  16 hex digits into `out`.
  */
-void hw_grouping_key(const hw_backtrace *bt, const char *executable, char out[17]);
+void hw_grouping_key(const hw_backtrace *bt, char out[17]);
 
 /*
  * Build the report.  `backtraces` runs parallel to snap->threads (entries of

@@ -52,6 +52,13 @@ void report_request_release(report_request *req)
 
 /* ---- a capture named ---- */
 
+hw_in_app_context hw_request_in_app(const report_request *req)
+{
+    return (hw_in_app_context){.rules = req->in_app_rules,
+                               .rule_count = req->in_app_rule_count,
+                               .executable = req->executable[0] ? req->executable : NULL};
+}
+
 /* Unwind thread i of the request's snapshot with its runtime frames, or say
  * why it cannot be. */
 static void name_thread(const report_request *req, hw_named_capture *nc, size_t i)
@@ -62,6 +69,8 @@ static void name_thread(const report_request *req, hw_named_capture *nc, size_t 
     if (nc->sym) {
         hw_unwind_with_runtime(nc->sym, t, HW_REPORT_MAX_FRAMES, req->py_names ? &req->py_names[i] : NULL,
                                &req->python, req->executable, &nc->bts[i]);
+        hw_in_app_context in_app = hw_request_in_app(req);
+        hw_backtrace_classify(&nc->bts[i], &in_app);
     } else if (asprintf(&nc->bts[i].error, "no symbolizer for the process's memory map: %s",
                         nc->sym_error ? nc->sym_error : "its maps could not be read") < 0) {
         nc->bts[i].error = NULL;

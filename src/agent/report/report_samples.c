@@ -36,15 +36,20 @@ void hw_report_samples_build(hw_symbolizer *sym, const report_request *req, uint
     out->ring_frame_count = 0;
     if (!req->ps_depth || !sym)
         return;
-    for (size_t i = 0; i < req->ps_depth; i++)
+    hw_in_app_context in_app = hw_request_in_app(req);
+    for (size_t i = 0; i < req->ps_depth; i++) {
         symbolize_sampled(sym, req->ps_pcs[i], i == 0, req->ps_named ? &req->ps_named[i] : NULL,
                           &out->ps_frames[i]);
+        hw_frame_classify(&out->ps_frames[i], &in_app);
+    }
     /* and every sample's addresses, for a flame graph */
     hw_frame *ring_frames = NULL;
     if (req->ring.stack_count > 0 && (ring_frames = calloc(req->ring.addr_count, sizeof *ring_frames)) != NULL) {
-        for (size_t i = 0; i < req->ring.addr_count; i++)
+        for (size_t i = 0; i < req->ring.addr_count; i++) {
             symbolize_sampled(sym, req->ring.addrs[i].pc, req->ring.addrs[i].innermost,
                               req->ring_named ? &req->ring_named[i] : NULL, &ring_frames[i]);
+            hw_frame_classify(&ring_frames[i], &in_app);
+        }
         out->ring_frames = ring_frames;
         out->ring_frame_count = req->ring.addr_count;
     }

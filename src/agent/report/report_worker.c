@@ -169,25 +169,28 @@ uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns)
 
 /* ---- building a report ---- */
 
-/* Function keys of a backtrace for the annealing comparison. */
+/* Function keys of a classified backtrace for the annealing comparison:
+ * from its culprit outwards (decisions.md, "Annealing by culprit"), so that
+ * what the user's frame calls (a library's leaf, the interpreter's
+ * helpers, which change at every look) does not count as a move. */
 static size_t function_keys(const hw_backtrace *bt, uint64_t *keys, size_t max)
 {
     size_t n = 0;
-    for (size_t i = 0; bt && i < bt->count && n < max; i++) {
+    size_t culprit = bt ? hw_frames_culprit(bt->frames, bt->count) : SIZE_MAX;
+    for (size_t i = culprit == SIZE_MAX ? 0 : culprit; bt && i < bt->count && n < max; i++)
         keys[n++] = hw_frame_function_key(&bt->frames[i]);
-    }
     return n;
 }
 
-/* Annealing: a re-check is reported only if its stack moved; the first
+/* Annealing: a re-check is reported only if its culprit moved; the first
  * report of a hung stretch seeds the comparison.  False: no report. */
 static bool annealing_reports(hang_record *h, const job *j, const hw_backtrace *target_bt)
 {
     const report_request *req = j->req;
     uint64_t keys[HW_ANNEAL_MAX_FRAMES];
+    size_t n = function_keys(target_bt, keys, HW_ANNEAL_MAX_FRAMES);
     if (j->kind == JOB_RECHECK) {
-        size_t n = req->key_count ? req->key_count : function_keys(target_bt, keys, HW_ANNEAL_MAX_FRAMES);
-        hw_anneal_decision d = hw_annealing_step(&h->anneal, req->key_count ? req->keys : keys, n);
+        hw_anneal_decision d = hw_annealing_step(&h->anneal, keys, n);
         if (!d.report)
             return false;
         /* Moved: the watch thread looks again one period after this
@@ -195,7 +198,6 @@ static bool annealing_reports(hang_record *h, const job *j, const hw_backtrace *
         atomic_store_explicit(&h->reset_captured_ns, req->captured_ns, memory_order_relaxed);
         atomic_fetch_add_explicit(&h->resets, 1, memory_order_release);
     } else if (h && !h->anneal.have_saved) {
-        size_t n = function_keys(target_bt, keys, HW_ANNEAL_MAX_FRAMES);
         hw_annealing_step(&h->anneal, keys, n);
     }
     return true;
@@ -334,8 +336,9 @@ static void make_report(report_worker *wk, hang_record *h, const report_request 
     hw_report_samples samples;
     hw_report_samples_build(nc->sym, req, o->sample_interval_ns, &samples);
     cpu_report_parts *cpu_parts = req->cpu ? malloc(sizeof *cpu_parts) : NULL;
+    hw_in_app_context in_app = hw_request_in_app(req);
     if (cpu_parts)
-        hw_cpu_parts_build(nc->sym, req->cpu, cpu_parts);
+        hw_cpu_parts_build(nc->sym, &in_app, req->cpu, cpu_parts);
     const hw_backtrace *holder_bt = NULL;
     pid_t gil_holder = hw_gil_holder_of(req, nc, &holder_bt);
     hw_hang_info info = report_info(o, req, h, &samples.ps, cpu_parts, gil_holder);
@@ -496,13 +499,15 @@ static void worker_say_totals(report_worker *wk)
     const hw_agent_options *o = wk->opts;
     if (o->quiet)
         return;
-    if (wk->hangs > 0 && o->ignore_frame_count > 0)
-        fprintf(stderr, "hangwatch: %lu hang%s, %lu fatal (the process died before the hang ended), %lu ignored "
-                        "(--ignore-frame)\n",
-                wk->hangs, wk->hangs == 1 ? "" : "s", wk->fatal_hangs, wk->ignored_hangs);
-    else if (wk->hangs > 0)
-        fprintf(stderr, "hangwatch: %lu hang%s, %lu fatal (the process died before the hang ended)\n", wk->hangs,
-                wk->hangs == 1 ? "" : "s", wk->fatal_hangs);
+    if (wk->hangs > 0) {
+        /* "fatal" explained only when there is one */
+        char fatal[96] = "", ignored[64] = "";
+        if (wk->fatal_hangs > 0)
+            snprintf(fatal, sizeof fatal, ", %lu fatal (the process died before the hang ended)", wk->fatal_hangs);
+        if (o->ignore_frame_count > 0)
+            snprintf(ignored, sizeof ignored, ", %lu ignored (--ignore-frame)", wk->ignored_hangs);
+        fprintf(stderr, "hangwatch: %lu hang%s%s%s\n", wk->hangs, wk->hangs == 1 ? "" : "s", fatal, ignored);
+    }
     if (wk->dropped_by_limits > 0)
         fprintf(stderr, "hangwatch: %lu hang report%s not written because of the report limits\n",
                 wk->dropped_by_limits, wk->dropped_by_limits == 1 ? " was" : "s were");

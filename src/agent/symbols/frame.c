@@ -4,8 +4,11 @@
  */
 #include "frame.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/python_machinery.h"
 
 const char *hw_frame_language_name(hw_frame_language language)
 {
@@ -46,4 +49,48 @@ uint64_t hw_frame_function_key(const hw_frame *f)
     if ((f->runtime_key & HW_RUNTIME_KEY_TAG) != 0)
         return f->runtime_key & ~((1ull << HW_RUNTIME_KEY_POSITION_BITS) - 1);
     return f->symbol_name ? f->symbol_addr : f->instruction_addr;
+}
+
+void hw_frame_classify(hw_frame *f, const hw_in_app_context *ctx)
+{
+    hw_frame_place place = {
+        .native = f->language == HW_LANG_NATIVE,
+        .javascript = f->language == HW_LANG_JAVASCRIPT,
+        .object_path = f->object_path,
+        .source_file = f->source_file,
+        .executable = ctx ? ctx->executable : NULL,
+    };
+    f->origin = hw_frame_origin_of(&place);
+    f->in_app = hw_frame_in_app(&place, f->origin, ctx ? ctx->rules : NULL, ctx ? ctx->rule_count : 0,
+                                NULL);
+}
+
+void hw_backtrace_classify(hw_backtrace *bt, const hw_in_app_context *ctx)
+{
+    for (size_t i = 0; bt && i < bt->count; i++)
+        hw_frame_classify(&bt->frames[i], ctx);
+}
+
+/* A frame of the interpreter's evaluation and call machinery, or of a
+ * process's start: it says nothing of where the program was. */
+static bool is_machinery(const hw_frame *f)
+{
+    return f->language == HW_LANG_NATIVE && (f->origin == HW_ORIGIN_RUNTIME || f->origin == HW_ORIGIN_SYSTEM) &&
+           hw_python_machinery(f->symbol_name);
+}
+
+size_t hw_frames_culprit(const hw_frame *frames, size_t count)
+{
+    enum { MAX = 1024 }; /* deeper frames are never the culprit */
+    hw_culprit_facts facts[MAX];
+    size_t n = count < MAX ? count : MAX;
+    for (size_t i = 0; i < n; i++)
+        facts[i] = (hw_culprit_facts){
+            .origin = frames[i].origin,
+            .in_app = frames[i].in_app,
+            .runtime_frame = frames[i].language != HW_LANG_NATIVE,
+            .named = frames[i].symbol_name != NULL,
+            .machinery = is_machinery(&frames[i]),
+        };
+    return hw_culprit_index(facts, n);
 }

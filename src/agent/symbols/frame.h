@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/in_app.h"
+
 /* What ran a frame: native code, or an interpreter's or JIT's function
  * (python_frames.h, jit_map.h), named from the runtime's own records. */
 typedef enum hw_frame_language {
@@ -38,6 +40,9 @@ typedef struct hw_frame {
     int source_line;           /* 0 without debug info */
     hw_frame_language language;
     uint64_t runtime_key;      /* a runtime frame's identity for samples (below), else 0 */
+    /* whose code it is (core/in_app.h), once hw_frame_classify has run */
+    hw_frame_origin origin;
+    bool in_app;
 } hw_frame;
 
 typedef struct hw_backtrace {
@@ -48,6 +53,25 @@ typedef struct hw_backtrace {
     char *runtime_error; /* why an interpreter's frames are missing or partial, else NULL */
     char *runtime_thread_name; /* the thread's name in its runtime (Python threading's), else NULL */
 } hw_backtrace;
+
+/* The user's rules of whose code is whose (--in-app, --not-in-app), and
+ * the program's executable, which classifying a frame needs. */
+typedef struct hw_in_app_context {
+    const hw_in_app_rule *rules;
+    size_t rule_count;
+    const char *executable; /* NULL: unknown */
+} hw_in_app_context;
+
+/* Set a frame's origin and in_app (core/in_app.h); `ctx` may be NULL (no
+ * rules, no executable). */
+void hw_frame_classify(hw_frame *f, const hw_in_app_context *ctx);
+
+/* The same for every frame of a backtrace (NULL is fine). */
+void hw_backtrace_classify(hw_backtrace *bt, const hw_in_app_context *ctx);
+
+/* The culprit of `count` classified frames, innermost first
+ * (hw_culprit_index): SIZE_MAX when there is none. */
+size_t hw_frames_culprit(const hw_frame *frames, size_t count);
 
 /* Free a frame's strings and zero it. */
 void hw_frame_clear(hw_frame *f);

@@ -209,6 +209,11 @@ static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
     look_for_python(a, w);
     if (w->python.readable) {
         s->perf_refused = true; /* its frames are read stopped */
+        if (!a->said_python_stops && !a->opts->quiet) {
+            a->said_python_stops = true;
+            fprintf(stderr, "hangwatch: early samples of Python processes stop the thread (ptrace), so that its "
+                            "Python frames are read with its stack\n");
+        }
         return false;
     }
     char why[160];
@@ -341,28 +346,6 @@ uint64_t early_sampler_tick(agent *a, watched_process *w, loop_watch *l, const h
             s->next_sample_ns = now + interval;
     }
     return s->next_sample_ns;
-}
-
-size_t early_sampler_newest_keys(early_sampler *s, uint64_t seq, uint64_t *keys, size_t max)
-{
-    if (!s || s->seq != seq || s->ring.count == 0)
-        return 0;
-    drain_kernel_samples(s);
-    unwind_raw_samples(s);
-    if (!s->sym)
-        return 0;
-    const hw_sample *newest = hw_ring_at(&s->ring, s->ring.count - 1);
-    size_t n = 0;
-    for (; n < newest->depth && n < max; n++) {
-        hw_frame f = {0};
-        if (hw_python_key_is_python(newest->pcs[n]))
-            f.runtime_key = newest->pcs[n];
-        else
-            hw_symbolize_frame(s->sym, newest->pcs[n], n == 0, &f);
-        keys[n] = hw_frame_function_key(&f);
-        hw_frame_clear(&f);
-    }
-    return n;
 }
 
 void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t seq, report_request *req)

@@ -18,6 +18,14 @@
  * by a signal, or still launching when the watch ends, is kept: a start-up
  * stuck until somebody gave up is the launch hang people need to see.
  *
+ * A hang's tail: a re-check that lands as the hang ends catches whatever
+ * the thread runs on its way back to its loop (a response writer, the
+ * loop's bookkeeping), not a new place of the hang.  So a re-check whose
+ * stretch is over by the end of its stop is dropped, and one that finds it
+ * still going is held (loop_watch.followup) until the hang has gone on
+ * HANG_TAIL_NS past the capture; a hang that returns to its wait sooner
+ * drops it, counted (decisions.md, "No report of a hang's tail").
+ *
  * The exports hear of each hang here: the metrics count it and its hung
  * time, and the C library's callbacks get its start and its end.
  */
@@ -128,6 +136,40 @@ static bool still_hung(const watched_process *w, const loop_watch *l)
  * (worker_resets): the next look is then one period after that capture.
  * A worker kept from the CPU delays reports, never the looks.
  */
+/* The held follow-up of `l` goes to the worker (the hang went on past its
+ * tail window, or ended otherwise than by returning to its wait). */
+static void send_followup(agent *a, loop_watch *l)
+{
+    report_request *req = l->followup;
+    l->followup = NULL;
+    if (req == NULL)
+        return;
+    submit_request(a, l->hang, req, true);
+    free(req);
+}
+
+/* The held follow-up of `l` caught the hang's tail: not written, counted. */
+static void drop_followup(agent *a, loop_watch *l)
+{
+    report_request *req = l->followup;
+    l->followup = NULL;
+    if (req == NULL)
+        return;
+    hw_metrics_report_dropped(hw_exports_metrics(a->exports), req->snap.process_name, HW_METRICS_DROP_HANG_TAIL);
+    a->tail_dropped++;
+    report_request_release(req);
+    free(req);
+}
+
+void hang_release_followup(loop_watch *l)
+{
+    if (l->followup != NULL) {
+        report_request_release(l->followup);
+        free(l->followup);
+        l->followup = NULL;
+    }
+}
+
 static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
     uint64_t period = a->opts->detector.check_period_ns;
@@ -140,8 +182,6 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
         return;
     hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r->seq, .busy_start_ns = l->hung_start_ns,
                   .busy_ns = now - l->hung_start_ns, .launch = is_launch(w, l, r->seq)};
-    /* With early sampling, Matrix decides on the newest sample. */
-    req->key_count = early_sampler_newest_keys(l->sampler, r->seq, req->keys, HW_ANNEAL_MAX_FRAMES);
     capture_for_report(a, w, l, &c, req);
     if (req->snap.process_exited || !still_hung(w, l)) {
         /* It ended meanwhile: the next look closes it. */
@@ -149,8 +189,10 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
         free(req);
         return;
     }
-    submit_request(a, l->hang, req, true);
-    free(req);
+    /* Held until the hang proves to go on (a check period shorter than
+     * the tail window: the newer capture replaces the older). */
+    hang_release_followup(l);
+    l->followup = req;
 }
 
 /* A look at a loop that is still in the stretch reported as hung. */
@@ -166,10 +208,14 @@ void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_
         }
     }
     hw_exports_hang_still_on(a->exports, &l->metrics, now);
+    if (l->followup != NULL && now >= l->followup->captured_ns + HANG_TAIL_NS)
+        send_followup(a, l); /* still hung past its tail window */
     if (now >= l->next_capture_ns)
         recheck(a, w, l, r, now);
     uint64_t end_poll = now + HANG_END_POLL_NS;
     l->next_wake_ns = end_poll < l->next_capture_ns ? end_poll : l->next_capture_ns;
+    if (l->followup != NULL && l->followup->captured_ns + HANG_TAIL_NS < l->next_wake_ns)
+        l->next_wake_ns = l->followup->captured_ns + HANG_TAIL_NS;
 }
 
 /* The stretch reported as hung is over at `now` (see hang_finish);
@@ -181,6 +227,15 @@ static void end_hang(agent *a, loop_watch *l, uint64_t now, const char *end, boo
     hw_exports_event(a->exports, HW_EVENT_HANG_END, l->tid, 0, final_ns, NULL);
     uint64_t precision_ns = now > l->last_seen_hung_ns ? now - l->last_seen_hung_ns : 0;
     hw_exports_hang_end(a->exports, &l->metrics, now, final_ns, keep_launch);
+    /* A follow-up not yet sent: the tail of a hang that returned to its
+     * wait unless a look saw it still hung past its window; a hang that
+     * ended otherwise (the process died, a stop) keeps it. */
+    bool returned = strcmp(end, "returned_to_wait") == 0 || strcmp(end, "paused") == 0 ||
+                    strcmp(end, "ping_answered") == 0;
+    if (l->followup != NULL && returned && l->last_seen_hung_ns < l->followup->captured_ns + HANG_TAIL_NS)
+        drop_followup(a, l);
+    else
+        send_followup(a, l);
     if (l->hang)
         worker_submit_finish(a->worker, l->hang, final_ns, precision_ns, end, keep_launch, wait_status);
     l->hang = NULL;

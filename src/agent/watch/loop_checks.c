@@ -348,6 +348,7 @@ static void loop_watch_free(loop_watch *l)
     if (!l)
         return;
     early_sampler_free(l->sampler);
+    hang_release_followup(l);
     free(l);
 }
 

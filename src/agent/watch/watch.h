@@ -64,6 +64,10 @@
 #define MAX_WATCHED 1024
 #define REGISTRATION_GRACE_NS 1000000000ull
 #define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
+/* A re-check's report is sent only once the hang has gone on this long
+ * after its capture: one that ended sooner caught the hang's tail
+ * (decisions.md, "No report of a hang's tail"). */
+#define HANG_TAIL_NS 100000000ull
 #define PYTHON_LOOK_AGAIN_NS 10000000000ull /* no Python interpreter found: look again after 10 s */
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
 #define STOPPED_LOOK_NS 50000000ull   /* a stopped or traced process: look at its state every 50 ms */
@@ -89,6 +93,7 @@ typedef struct loop_watch {
     uint64_t wait_previous, wait_current; /* Fibonacci waits, in periods, while the stack stays */
     hang_record *hang;          /* the worker's record of it */
     uint64_t resets_seen;       /* the worker's "the stack moved" decisions taken over */
+    report_request *followup;   /* a re-check's capture, held until HANG_TAIL_NS after it */
     hw_hang_metrics metrics;    /* what the metrics keep of it (exports.h) */
     /* stops (SIGSTOP, a debugger): decisions.md §33 */
     bool held;                  /* the last look found the process stopped */
@@ -187,7 +192,10 @@ typedef struct agent {
     /* captures the worker had no room for */
     unsigned long queue_dropped;
     bool said_queue_dropped;
+    /* follow-up reports of hangs' tails, not written (hang_lifecycle.c) */
+    unsigned long tail_dropped;
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
+    bool said_python_stops;     /* early samples of a Python process stop it: said once */
     bool said_no_cpu_samples;   /* CPU-high reports without samples: said once */
 } agent;
 
@@ -269,6 +277,8 @@ void hang_found(agent *a, watched_process *w, loop_watch *l, const hw_loop_readi
                 uint64_t busy_ns);
 void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 void hang_finish(agent *a, loop_watch *l, uint64_t now, const char *end, bool keep_launch);
+/* Free a follow-up still held by `l` (a loop that goes away). */
+void hang_release_followup(loop_watch *l);
 void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_check *c);
 /* Close the hangs of a process that is gone or no longer watched.  `end`
  * is why ("process_exited", "exec", "agent_exited"); `wait_status` is the
@@ -286,9 +296,6 @@ uint64_t early_sampler_tick(agent *a, watched_process *w, loop_watch *l, const h
 /* Early sampling's Point Stack of stretch `seq`, as addresses, and every
  * sample of the ring, for a report (s may be NULL: "not requested"). */
 void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t seq, report_request *req);
-/* Function keys of stretch `seq`'s newest sample, for annealing; 0 when it
- * has none. */
-size_t early_sampler_newest_keys(early_sampler *s, uint64_t seq, uint64_t *keys, size_t max);
 
 /* captures.c */
 /* The process's Python interpreter, looked for (again) when due; one whose

@@ -216,8 +216,9 @@
     var rows = groups.map(function (g, i) {
       var processes = g.processes.join(', ') + (g.processes_more > 0 ? ' +' + g.processes_more + ' more' : '');
       var count = [String(g.count)];
-      if (g.moved_here > 0) {
-        count.push(h('div', {class: 'note'}, '+' + g.moved_here + ' moved here'));
+      if (g.follow_up_reports > 0) {
+        count.push(h('div', {class: 'note', title: 'later reports of these hangs: their culprit moved while ' +
+          'they lasted'}, '+' + g.follow_up_reports + ' follow-up' + (g.follow_up_reports === 1 ? '' : 's')));
       }
       var total = [duration(g.total_us)];
       if (g.open > 0) {
