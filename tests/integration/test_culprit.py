@@ -193,7 +193,9 @@ def case_dashboard():
         hangs = [p for p in r.reports if p["hangwatch"]["hang_type"] == "hang"]
         for p in hangs:
             names = [f.get("symbol_name", "") for f in hung_frames(p)]
-            check("write_headers" not in names, "a report of a hang's tail:\n" + describe(hung_frames(p)))
+            check("write_headers" not in names,
+                  f"a report of a hang's tail (stretch_report_index {p['hangwatch']['stretch_report_index']}, "
+                  f"busy {p['hangwatch']['block_duration_us']} us when captured):\n" + describe(hung_frames(p)))
             check(culprit(p).get("symbol_name") == "render_dashboard", describe(hung_frames(p)))
         st = stats_json(r.report_dir)
         check(len(st["groups"]) == 1, f"{len(st['groups'])} groups: {[g['grouping_key'] for g in st['groups']]}")
