@@ -45,6 +45,10 @@ static const char SCRIPT[] = "import time\n"
 
 static const char *python_path;
 static pid_t child;
+/* The read end of the child's stdout, open while it lives: print() may
+ * write "ready" and its newline separately, and a newline written after
+ * the reader closed its end kills the child with BrokenPipeError. */
+static int child_stdout = -1;
 static uint64_t runtime_addr;
 static unsigned char original[4096]; /* the child's _Py_DebugOffsets as it started */
 
@@ -70,7 +74,7 @@ static int start_python(void **state)
     close(out[1]);
     char buf[16] = "";
     ssize_t n = read(out[0], buf, sizeof buf - 1);
-    close(out[0]);
+    child_stdout = out[0];
     if (n <= 0 || strncmp(buf, "ready", 5) != 0) {
         fprintf(stderr, "%s did not start\n", python_path);
         return -1;
@@ -85,6 +89,9 @@ static int stop_python(void **state)
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
     }
+    if (child_stdout >= 0)
+        close(child_stdout);
+    child_stdout = -1;
     return 0;
 }
 
