@@ -16,6 +16,7 @@
 #include "core/in_app.h"
 #include "core/python_machinery.h"
 #include "core/saturating.h"
+#include "core/text_bits.h"
 
 /* A non-negative integer field, or false. */
 static bool uint_at(json_t *obj, const char *key, uint64_t *out)
@@ -222,12 +223,6 @@ int hw_sampled_of(json_t *root, hw_sampled *out)
     return 0;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 /* The culprit of frames that say whose code they are (core/in_app.h);
  * false when they do not. */
 static bool culprit_by_origin(const hw_sframe *frames, size_t count, size_t *culprit)
@@ -245,8 +240,7 @@ static bool culprit_by_origin(const hw_sframe *frames, size_t count, size_t *cul
             .in_app = frames[i].in_app == 1,
             .runtime_frame = !native,
             .named = frames[i].named,
-            .machinery = native && (origin == HW_ORIGIN_RUNTIME || origin == HW_ORIGIN_SYSTEM) &&
-                         hw_python_machinery(frames[i].named ? frames[i].name : NULL),
+            .machinery = hw_frame_is_machinery(native, origin, frames[i].named ? frames[i].name : NULL),
         };
     }
     if (said) {
@@ -270,7 +264,7 @@ size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *execu
             !hw_python_machinery(frames[i].named ? frames[i].name : NULL))
             return i;
     if (executable != NULL && executable[0] != '\0') {
-        const char *exe = base_name(executable);
+        const char *exe = hw_base_name(executable);
         for (size_t i = 0; i < count; i++)
             if (frames[i].object != NULL && strcmp(frames[i].object, exe) == 0)
                 return i;

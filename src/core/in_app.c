@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/text_bits.h"
+
 static const char *const origin_names[HW_ORIGIN_COUNT] = {
     [HW_ORIGIN_UNKNOWN] = "unknown", [HW_ORIGIN_APP] = "app",         [HW_ORIGIN_STDLIB] = "stdlib",
     [HW_ORIGIN_PACKAGE] = "package", [HW_ORIGIN_SYSTEM] = "system",   [HW_ORIGIN_RUNTIME] = "runtime",
@@ -28,12 +30,6 @@ bool hw_frame_origin_parse(const char *name, hw_frame_origin *out)
     return false;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 static bool starts_with(const char *text, const char *prefix)
 {
     return strncmp(text, prefix, strlen(prefix)) == 0;
@@ -43,7 +39,7 @@ static bool starts_with(const char *text, const char *prefix)
  * integration (libhangwatch.so.1, libhangwatch-preload.so ...). */
 static bool is_hangwatch_object(const char *path)
 {
-    const char *base = base_name(path);
+    const char *base = hw_base_name(path);
     return starts_with(base, "libhangwatch.so") || starts_with(base, "libhangwatch-");
 }
 
@@ -51,7 +47,7 @@ static bool is_hangwatch_object(const char *path)
  * node, libnode.so.108, libv8.so. */
 static bool is_runtime_object(const char *path)
 {
-    const char *base = base_name(path);
+    const char *base = hw_base_name(path);
     return starts_with(base, "python") || starts_with(base, "libpython") || strcmp(base, "node") == 0 ||
            starts_with(base, "libnode") || starts_with(base, "libv8");
 }

@@ -95,7 +95,7 @@ typedef struct hw_culprit_facts {
     bool runtime_frame; /* a Python or JavaScript function */
     bool named;         /* has a function name */
     bool machinery;     /* the interpreter's evaluation and call machinery, or a
-                           process's start (core/python_machinery.h) */
+                           process's start (hw_frame_is_machinery) */
 } hw_culprit_facts;
 
 /*

@@ -18,6 +18,11 @@ static const char *const machinery[] = {
     "context_run",  "task_step",       "task_wakeup",   "TaskStepMethWrapper", "_Py_call",
 };
 
+bool hw_frame_is_machinery(bool native, hw_frame_origin origin, const char *symbol)
+{
+    return native && (origin == HW_ORIGIN_RUNTIME || origin == HW_ORIGIN_SYSTEM) && hw_python_machinery(symbol);
+}
+
 bool hw_python_machinery(const char *symbol)
 {
     if (symbol == NULL)

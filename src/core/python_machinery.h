@@ -13,8 +13,15 @@
 
 #include <stdbool.h>
 
+#include "core/in_app.h"
+
 /* Is `symbol` (a C function's name, NULL: unnamed) part of CPython's
  * machinery?  An unnamed frame is. */
 bool hw_python_machinery(const char *symbol);
+
+/* Is a frame of that machinery, or of a process's start, by its origin
+ * (core/in_app.h) and symbol (NULL: unnamed)?  Only a native frame of the
+ * runtime or the system can be: a program's own `main` is its code. */
+bool hw_frame_is_machinery(bool native, hw_frame_origin origin, const char *symbol);
 
 #endif

@@ -10,17 +10,7 @@
 #include <string.h>
 
 #include "core/hw_version.h"
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "core/text_bits.h"
 
 int hw_sentry_debug_id(const char *build_id_hex, char out[37])
 {
@@ -29,7 +19,7 @@ int hw_sentry_debug_id(const char *build_id_hex, char out[37])
     if (n == 0 || n % 2 != 0 || n > 128)
         return 0;
     for (size_t i = 0; i < n; i += 2) {
-        int hi = hex_value(build_id_hex[i]), lo = hex_value(build_id_hex[i + 1]);
+        int hi = hw_hex_digit_value(build_id_hex[i]), lo = hw_hex_digit_value(build_id_hex[i + 1]);
         if (hi < 0 || lo < 0)
             return 0;
         if (i / 2 < 16)
@@ -74,12 +64,6 @@ static const json_t *image_at(const json_t *images, json_int_t addr)
     return NULL;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 /* One report frame as a Sentry frame.  in_app is the report's (whose code
  * it is: report-format.md), which Sentry groups by; a report written
  * before frames said so: a Python or JavaScript frame, or one of the
@@ -95,7 +79,7 @@ static json_t *frame_of(const json_t *f, const json_t *images, const char *execu
     if (function)
         json_object_set_new(out, "function", json_string(function));
     if (file) {
-        json_object_set_new(out, "filename", json_string(base_name(file)));
+        json_object_set_new(out, "filename", json_string(hw_base_name(file)));
         json_object_set_new(out, "abs_path", json_string(file));
     }
     if (line > 0)
@@ -187,7 +171,7 @@ static int event_id_of(const char *id, char out[33])
     for (const char *p = id; p && *p; p++) {
         if (*p == '-')
             continue;
-        int v = hex_value(*p);
+        int v = hw_hex_digit_value(*p);
         if (v < 0 || n == 32)
             return 0;
         out[n++] = "0123456789abcdef"[v];

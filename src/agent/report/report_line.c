@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/parse/duration.h"
+#include "core/text_bits.h"
 #include "core/text_escape.h"
 #include "report_internal.h"
 
@@ -17,18 +18,16 @@ const char *hw_report_frame_label(const hw_frame *f, char *buf, size_t len)
     char raw[320];
     if (f->language != HW_LANG_NATIVE && f->symbol_name && f->source_file) {
         /* the user's code: "handle_request (app.py:5)" */
-        const char *base = strrchr(f->source_file, '/');
         if (f->source_line > 0)
-            snprintf(raw, sizeof raw, "%s (%s:%d)", f->symbol_name, base ? base + 1 : f->source_file, f->source_line);
+            snprintf(raw, sizeof raw, "%s (%s:%d)", f->symbol_name, hw_base_name(f->source_file), f->source_line);
         else
-            snprintf(raw, sizeof raw, "%s (%s)", f->symbol_name, base ? base + 1 : f->source_file);
+            snprintf(raw, sizeof raw, "%s (%s)", f->symbol_name, hw_base_name(f->source_file));
         return hw_escape_text(raw, buf, len);
     }
     if (f->symbol_name)
         return hw_escape_text(f->symbol_name, buf, len);
     if (f->object_path) {
-        const char *base = strrchr(f->object_path, '/');
-        snprintf(raw, sizeof raw, "%s+0x%" PRIx64, base ? base + 1 : f->object_path, f->object_offset);
+        snprintf(raw, sizeof raw, "%s+0x%" PRIx64, hw_base_name(f->object_path), f->object_offset);
         return hw_escape_text(raw, buf, len);
     }
     snprintf(buf, len, "0x%" PRIx64, f->instruction_addr);
@@ -66,11 +65,11 @@ static void gil_holder_part(pid_t holder, const hw_backtrace *holder_bt, char *b
     if (holder == 0)
         return;
     size_t culprit = holder_bt ? hw_frames_culprit(holder_bt->frames, holder_bt->count) : SIZE_MAX;
-    const hw_frame *where = culprit != SIZE_MAX && holder_bt->frames[culprit].symbol_name ? &holder_bt->frames[culprit] : NULL;
+    const hw_frame *where =
+        culprit != SIZE_MAX && holder_bt->frames[culprit].symbol_name ? &holder_bt->frames[culprit] : NULL;
     char raw[400] = "", text[400];
     if (where && where->source_file && where->source_line > 0) {
-        const char *base = strrchr(where->source_file, '/');
-        snprintf(raw, sizeof raw, " (%s at %s:%d)", where->symbol_name, base ? base + 1 : where->source_file,
+        snprintf(raw, sizeof raw, " (%s at %s:%d)", where->symbol_name, hw_base_name(where->source_file),
                  where->source_line);
     } else if (where) {
         snprintf(raw, sizeof raw, " (%s)", where->symbol_name);
@@ -104,12 +103,11 @@ static size_t stack_part(const hw_backtrace *bt, char *frames, size_t size)
     size_t culprit = hw_frames_culprit(bt->frames, bt->count);
     if (culprit == SIZE_MAX)
         return 0;
-    bool runtime = false;
-    for (size_t i = 0; i < bt->count; i++)
-        runtime |= bt->frames[i].language != HW_LANG_NATIVE;
+    bool runtime = hw_backtrace_has_runtime_frames(bt);
     /* the leaf: the innermost named frame that is not hangwatch's */
     size_t leaf = 0;
-    while (leaf < culprit && (bt->frames[leaf].origin == HW_ORIGIN_HANGWATCH || bt->frames[leaf].symbol_name == NULL))
+    while (leaf < culprit &&
+           (bt->frames[leaf].origin == HW_ORIGIN_HANGWATCH || bt->frames[leaf].symbol_name == NULL))
         leaf++;
     char tmp[200];
     if (culprit > 0) {

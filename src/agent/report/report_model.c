@@ -21,17 +21,12 @@
 
 #include "agent/common/random_id.h"
 #include "core/hw_version.h"
+#include "core/text_bits.h"
 #include "core/text_escape.h"
 
 static json_int_t as_int(uint64_t v)
 {
     return v > (uint64_t)INT64_MAX ? (json_int_t)INT64_MAX : (json_int_t)v;
-}
-
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
 }
 
 /* A JSON string of text that came from the watched process (names, paths,
@@ -68,7 +63,7 @@ static json_t *frame_json(const hw_frame *f)
             json_object_set_new(o, "symbol_addr", json_integer(as_int(f->symbol_addr)));
     }
     if (f->object_path) {
-        json_object_set_new(o, "object_name", FOREIGN(base_name(f->object_path)));
+        json_object_set_new(o, "object_name", FOREIGN(hw_base_name(f->object_path)));
         json_object_set_new(o, "object_addr", json_integer(as_int(f->object_addr)));
         json_object_set_new(o, "object_offset", json_integer(as_int(f->object_offset)));
     }
@@ -165,9 +160,7 @@ void hw_grouping_key(const hw_backtrace *bt, char out[17])
     uint64_t h = 1469598103934665603ull;
     size_t culprit = bt ? hw_frames_culprit(bt->frames, bt->count) : SIZE_MAX;
     size_t first = culprit == SIZE_MAX ? 0 : culprit;
-    bool runtime = false;
-    for (size_t i = 0; bt && i < bt->count; i++)
-        runtime |= bt->frames[i].language != HW_LANG_NATIVE;
+    bool runtime = hw_backtrace_has_runtime_frames(bt);
     /* FNV-1a over up to 8 frames from the culprit outwards (what it called,
      * a library's leaf, varies between hangs at the same site).  A program
      * that runs Python or JavaScript: its runtime frames only ("file!function",
@@ -183,11 +176,11 @@ void hw_grouping_key(const hw_backtrace *bt, char out[17])
         char part[512];
         if (f->language != HW_LANG_NATIVE) {
             snprintf(part, sizeof part, "%s:%s!%s|", hw_frame_language_name(f->language),
-                     f->source_file ? base_name(f->source_file) : "?", f->symbol_name ? f->symbol_name : "?");
+                     f->source_file ? hw_base_name(f->source_file) : "?", f->symbol_name ? f->symbol_name : "?");
         } else if (runtime && i != culprit) {
             continue;
         } else {
-            const char *object = f->object_path ? base_name(f->object_path) : "?";
+            const char *object = f->object_path ? hw_base_name(f->object_path) : "?";
             int object_len = (int)key_object_len(object);
             if (f->symbol_name && is_process_start(f->symbol_name) && i > first)
                 break;

@@ -1,6 +1,6 @@
 /*
  * frame.c - frames and backtraces: their names, their function's identity,
- * freeing them (frame.h).
+ * whose code they are and their culprit, freeing them (frame.h).
  */
 #include "frame.h"
 
@@ -71,12 +71,12 @@ void hw_backtrace_classify(hw_backtrace *bt, const hw_in_app_context *ctx)
         hw_frame_classify(&bt->frames[i], ctx);
 }
 
-/* A frame of the interpreter's evaluation and call machinery, or of a
- * process's start: it says nothing of where the program was. */
-static bool is_machinery(const hw_frame *f)
+bool hw_backtrace_has_runtime_frames(const hw_backtrace *bt)
 {
-    return f->language == HW_LANG_NATIVE && (f->origin == HW_ORIGIN_RUNTIME || f->origin == HW_ORIGIN_SYSTEM) &&
-           hw_python_machinery(f->symbol_name);
+    for (size_t i = 0; bt && i < bt->count; i++)
+        if (bt->frames[i].language != HW_LANG_NATIVE)
+            return true;
+    return false;
 }
 
 size_t hw_frames_culprit(const hw_frame *frames, size_t count)
@@ -90,7 +90,8 @@ size_t hw_frames_culprit(const hw_frame *frames, size_t count)
             .in_app = frames[i].in_app,
             .runtime_frame = frames[i].language != HW_LANG_NATIVE,
             .named = frames[i].symbol_name != NULL,
-            .machinery = is_machinery(&frames[i]),
+            .machinery = hw_frame_is_machinery(frames[i].language == HW_LANG_NATIVE, frames[i].origin,
+                                               frames[i].symbol_name),
         };
     return hw_culprit_index(facts, n);
 }

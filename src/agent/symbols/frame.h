@@ -69,6 +69,9 @@ void hw_frame_classify(hw_frame *f, const hw_in_app_context *ctx);
 /* The same for every frame of a backtrace (NULL is fine). */
 void hw_backtrace_classify(hw_backtrace *bt, const hw_in_app_context *ctx);
 
+/* Has the backtrace (NULL is fine) a Python or JavaScript frame? */
+bool hw_backtrace_has_runtime_frames(const hw_backtrace *bt);
+
 /* The culprit of `count` classified frames, innermost first
  * (hw_culprit_index): SIZE_MAX when there is none. */
 size_t hw_frames_culprit(const hw_frame *frames, size_t count);

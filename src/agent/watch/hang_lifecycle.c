@@ -148,19 +148,6 @@ static void send_followup(agent *a, loop_watch *l)
     free(req);
 }
 
-/* The held follow-up of `l` caught the hang's tail: not written, counted. */
-static void drop_followup(agent *a, loop_watch *l)
-{
-    report_request *req = l->followup;
-    l->followup = NULL;
-    if (req == NULL)
-        return;
-    hw_metrics_report_dropped(hw_exports_metrics(a->exports), req->snap.process_name, HW_METRICS_DROP_HANG_TAIL);
-    a->tail_dropped++;
-    report_request_release(req);
-    free(req);
-}
-
 void hang_release_followup(loop_watch *l)
 {
     if (l->followup != NULL) {
@@ -168,6 +155,17 @@ void hang_release_followup(loop_watch *l)
         free(l->followup);
         l->followup = NULL;
     }
+}
+
+/* The held follow-up of `l` caught the hang's tail: not written, counted. */
+static void drop_followup(agent *a, loop_watch *l)
+{
+    if (l->followup == NULL)
+        return;
+    hw_metrics_report_dropped(hw_exports_metrics(a->exports), l->followup->snap.process_name,
+                              HW_METRICS_DROP_HANG_TAIL);
+    a->tail_dropped++;
+    hang_release_followup(l);
 }
 
 static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text_bits.h"
+
 #define NO_STRING UINT32_MAX  /* an offset meaning "none" */
 #define NO_ENTRY UINT32_MAX   /* a segment no entry covers */
 #define MAX_ARENA (UINT32_MAX - 1)
@@ -57,27 +59,16 @@ static bool is_alpha(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Hex digits at `p` (at least one, the value fitting in 64 bits) into *v;
  * returns the first byte after them, or NULL. */
 static const char *parse_hex(const char *p, const char *end, uint64_t *v)
 {
     uint64_t x = 0;
     const char *q = p;
-    for (; q < end && hex_value(*q) >= 0; q++) {
+    for (; q < end && hw_hex_digit_value(*q) >= 0; q++) {
         if (x >> 60)
             return NULL;
-        x = x << 4 | (uint64_t)hex_value(*q);
+        x = x << 4 | (uint64_t)hw_hex_digit_value(*q);
     }
     if (q == p)
         return NULL;
