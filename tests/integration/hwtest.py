@@ -172,6 +172,13 @@ def program_of(hangwatch_pid, timeout=20):
     return children(hangwatch_pid)[0]
 
 
+def hw(*args, cwd=None, timeout=60, text=True):
+    """Run `hangwatch ARGS...` and wait for it: the CompletedProcess, with
+    its output captured."""
+    return subprocess.run([binary("hangwatch")] + list(args), capture_output=True, text=text, timeout=timeout,
+                          cwd=cwd)
+
+
 def frames(report, index=None):
     threads = report["crash"]["threads"]
     if index is None:

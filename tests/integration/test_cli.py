@@ -14,7 +14,7 @@ from hwtest import check
 
 
 def hw(*args, timeout=30):
-    return subprocess.run([hwtest.binary("hangwatch")] + list(args), capture_output=True, text=True, timeout=timeout)
+    return hwtest.hw(*args, timeout=timeout)
 
 
 def expect_usage_error(args, needle):

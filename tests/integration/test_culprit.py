@@ -21,9 +21,9 @@ decisions.md §39), tried as a developer would:
                  vendored module into the caller
 """
 import http.server
+import json
 import os
 import re
-import subprocess
 import tempfile
 import threading
 import time
@@ -34,9 +34,7 @@ from hwtest import check
 DEBIAN_PYTHON = "/usr/bin/python3"
 
 
-def hung_frames(rep):
-    index = rep["hangwatch"]["hung_thread"]["report_array_index"]
-    return rep["crash"]["threads"][index]["backtrace"]["contents"]
+hung_frames = hwtest.frames  # the hung thread's, by default
 
 
 def culprit(rep):
@@ -56,15 +54,13 @@ def hang_lines(r):
 
 
 def show(path):
-    p = subprocess.run([hwtest.binary("hangwatch"), "show", path], capture_output=True, text=True, timeout=60)
+    p = hwtest.hw("show", path)
     check(p.returncode == 0, p.stderr)
     return p.stdout
 
 
 def stats_json(report_dir):
-    import json
-    p = subprocess.run([hwtest.binary("hangwatch"), "stats", "--json", report_dir], capture_output=True, text=True,
-                       timeout=60)
+    p = hwtest.hw("stats", "--json", report_dir)
     check(p.returncode == 0, p.stderr)
     return json.loads(p.stdout)
 
@@ -144,8 +140,8 @@ def case_urllib():
             check(all(f["in_app"] is False and f["origin"] == "stdlib" for f in lib), describe(lib))
             line = hang_lines(r)[0]
             check("fetch_exchange_rates (aio_fetch.py:6)" in line and "library frames" in line, line)
-            check(re.search(r"fetch_exchange_rates  at .*aio_fetch.py:6  <- culprit", show(r.report_paths[0])),
-                  show(r.report_paths[0]))
+            out = show(r.report_paths[0])
+            check(re.search(r"fetch_exchange_rates  at .*aio_fetch.py:6  <- culprit", out), out)
             g = stats_json(r.report_dir)["groups"][0]
             check(g["culprit"]["function"] == "fetch_exchange_rates", f"stats' culprit {g['culprit']}")
         finally:

@@ -37,7 +37,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import tempfile
 
 import browser
@@ -63,8 +62,7 @@ def artifact(name):
 
 
 def hw(*args, cwd=None, timeout=120, text=True):
-    return subprocess.run([hwtest.binary("hangwatch")] + list(args), capture_output=True, text=text,
-                          timeout=timeout, cwd=cwd)
+    return hwtest.hw(*args, cwd=cwd, timeout=timeout, text=text)
 
 
 def reports_in(d):

@@ -27,10 +27,6 @@ SKIP = 77
 QUICK_HANG = ["--threshold", "500ms", "--check-period", "250ms"]
 
 
-def hw(*args, timeout=60):
-    return subprocess.run([hwtest.binary("hangwatch")] + list(args), capture_output=True, text=True, timeout=timeout)
-
-
 def skip(why):
     print(f"skip: {why}")
     sys.exit(SKIP)
@@ -40,7 +36,7 @@ def expect_refused_before_start(report_dir, needles):
     """`hangwatch run --report-dir report_dir -- touch MARKER` exits 2, says why, and never runs touch."""
     with tempfile.TemporaryDirectory() as d:
         marker = os.path.join(d, "program-ran")
-        p = hw("run", "--report-dir", report_dir, "--", "touch", marker)
+        p = hwtest.hw("run", "--report-dir", report_dir, "--", "touch", marker)
         check(p.returncode == 2, f"exit {p.returncode}, expected 2\n{p.stderr}")
         check(f"hangwatch: cannot use report directory '{report_dir}'" in p.stderr, p.stderr)
         for needle in needles:
@@ -54,7 +50,7 @@ def case_regular_file():
     # attach (started by the C library) checks it just as early: it exits
     # instead of watching the process.
     try:
-        p = hw("attach", "--pid", str(os.getpid()), "--socket", "@hw-test-report-dir", "--report-dir", "/etc/passwd",
+        p = hwtest.hw("attach", "--pid", str(os.getpid()), "--socket", "@hw-test-report-dir", "--report-dir", "/etc/passwd",
                timeout=20)
     except subprocess.TimeoutExpired:
         hwtest.fail("hangwatch attach went on watching with an unusable report directory")
@@ -82,7 +78,7 @@ def case_open_directory():
         # is a directory of the user's own in it.
         os.chmod(shared, 0o1777)
         expect_refused_before_start(shared, ["shared with other users", "hangwatch-reports"])
-        r = hw("run", "--report-dir", shared, "--", "true")
+        r = hwtest.hw("run", "--report-dir", shared, "--", "true")
         check(r.returncode == 2 and "chmod" not in r.stderr, r.stderr)
 
 
@@ -101,7 +97,7 @@ def case_planted_reports_not_counted():
         with open(planted, "w") as f:
             f.write('{"planted": true}\n')
         os.chown(planted, NOBODY_UID, NOBODY_UID)
-        p = hw("run", "--report-dir", report_dir, "--daily-limit", "1", *QUICK_HANG, "--",
+        p = hwtest.hw("run", "--report-dir", report_dir, "--daily-limit", "1", *QUICK_HANG, "--",
                hwtest.binary("loop-scenarios"), "cpuspin", "1.5")
         check(p.returncode == 0, f"exit {p.returncode}\n{p.stderr}")
         check("daily limit" not in p.stderr and "not written" not in p.stderr,
@@ -146,7 +142,7 @@ def case_full_disk():
         fill(mount_point)
         # A hang whose stack moves from A to B to C and back: four reports
         # that the full disk cannot take.
-        p = hw("run", "--report-dir", mount_point, "--threshold", "300ms", "--check-period", "250ms", "--", "sh",
+        p = hwtest.hw("run", "--report-dir", mount_point, "--threshold", "300ms", "--check-period", "250ms", "--", "sh",
                "-c", f"{hwtest.binary('loop-scenarios')} abca 0.6 && exit 7")
         check(p.returncode == 7, f"exit {p.returncode}, expected the program's 7\n{p.stderr}")
         check("abca done" in p.stdout, f"the program did not finish its work\n{p.stdout}\n{p.stderr}")

@@ -27,11 +27,6 @@ SLEEPS = {SYS_NANOSLEEP, SYS_CLOCK_NANOSLEEP}
 TRY_LINE = "Try 'hangwatch --help'."
 
 
-def hw(*args, timeout=60):
-    return subprocess.run([hwtest.binary("hangwatch")] + list(args), capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def describe(p):
     return f"exit {p.returncode}\n--- stdout ---\n{p.stdout}\n--- stderr ---\n{p.stderr}"
 
@@ -132,7 +127,7 @@ def case_nested_sleep():
     try:
         check(t.line("'ready'") == "ready", "stack-target did not say ready")
         wait_in_syscall(t.pid, t.pid, SLEEPS, "the main thread")
-        p = hw("stack", str(t.pid))
+        p = hwtest.hw("stack", str(t.pid))
         check(p.returncode == 0, describe(p))
         check(p.stderr == "", f"stack wrote to stderr:\n{p.stderr}")
         check(p.stdout.startswith(f"stack of stack-target (pid {t.pid})\n"), f"header:\n{p.stdout}")
@@ -171,7 +166,7 @@ def case_threads_and_json():
         wait_in_syscall(t.pid, int(m.group(3)), {SYS_READ}, "worker-b")
 
         path = os.path.join(d, "snapshot.json")
-        p = hw("stack", str(t.pid), "--json", path)
+        p = hwtest.hw("stack", str(t.pid), "--json", path)
         check(p.returncode == 0 and p.stderr == "", describe(p))
         # stdout: every thread's whole stack, each with its own function.
         by_tid = stacks(p.stdout)
@@ -215,7 +210,7 @@ def case_threads_and_json():
                   f"thread {tid} lacks {tids[tid]}: {hwtest.symbols(hwtest.frames(rep, i))}")
 
         # The same file again is replaced; a symlink in its place is refused.
-        p = hw("stack", str(t.pid), "--json=" + path)
+        p = hwtest.hw("stack", str(t.pid), "--json=" + path)
         check(p.returncode == 0, describe(p))
         check(hwtest.load_report(path)["report"]["id"] != rep["report"]["id"], "the file was not replaced")
         victim = os.path.join(d, "victim")
@@ -223,13 +218,13 @@ def case_threads_and_json():
             f.write("untouched\n")
         link = os.path.join(d, "link.json")
         os.symlink(victim, link)
-        p = hw("stack", str(t.pid), "--json", link)
+        p = hwtest.hw("stack", str(t.pid), "--json", link)
         check(p.returncode == 2 and "symbolic link" in p.stderr, describe(p))
         with open(victim) as f:
             check(f.read() == "untouched\n", "the symlink's target was written")
         check(os.path.islink(link), "the symlink was replaced")
         # A thread id is not a process.
-        p = hw("stack", m.group(2))
+        p = hwtest.hw("stack", m.group(2))
         check(p.returncode == 2 and f"is a thread of process {t.pid}" in p.stderr, describe(p))
         check(t.proc.poll() is None, "the target died")
     finally:
@@ -248,7 +243,7 @@ def case_python():
     try:
         check(t.line("'ready'") == "ready", "stack_sleeper.py did not say ready")
         wait_in_syscall(t.pid, t.pid, SLEEPS | {SYS_SELECT, SYS_PSELECT6}, "python's main thread")
-        p = hw("stack", str(t.pid))
+        p = hwtest.hw("stack", str(t.pid))
         check(p.returncode == 0 and p.stderr == "", describe(p))
         by_tid = stacks(p.stdout)
         check(t.pid in by_tid, f"no main thread stack:\n{p.stdout}")
@@ -296,16 +291,16 @@ def case_bad_input():
         (["1", "2"], "stack takes one pid"),
     ]
     for args, needle in cases:
-        p = hw("stack", *args)
+        p = hwtest.hw("stack", *args)
         what = f"hangwatch stack {' '.join(repr(a) for a in args)}"
         check(p.returncode == 2, f"{what}: {describe(p)}")
         check(p.stdout == "", f"{what}: printed on stdout:\n{p.stdout}")
         lines = [line for line in p.stderr.splitlines() if line != TRY_LINE]
         check(len(lines) == 1 and needle in lines[0], f"{what}: expected one line with {needle!r}:\n{p.stderr}")
         check("Sanitizer" not in p.stderr and "Segmentation" not in p.stderr, f"{what}: {p.stderr}")
-    p = hw("stack", "--help")
+    p = hwtest.hw("stack", "--help")
     check(p.returncode == 0 and "hangwatch stack PID [--json FILE]" in p.stdout, describe(p))
-    p = hw("--help")
+    p = hwtest.hw("--help")
     check(p.returncode == 0 and "hangwatch stack PID [--json FILE]" in p.stdout, "--help does not list stack")
 
 

@@ -56,11 +56,6 @@ def variant_dir():
     return os.path.join(fixture_dir(), "variant-reports")
 
 
-def hw(*args, cwd=None, timeout=60):
-    return subprocess.run([hwtest.binary("hangwatch")] + list(args), capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
-
-
 def reports_in(d):
     paths = sorted(glob.glob(os.path.join(d, "*.json")))
     return paths, [hwtest.load_report(p) for p in paths]
@@ -132,7 +127,7 @@ def case_stats_three_hangs():
     """The acceptance: `hangwatch stats hangwatch-reports` prints the three
     groups sorted by total time, the repeated one with count 2, each with its
     culprit."""
-    p = hw("stats", "hangwatch-reports", cwd=fixture_dir())
+    p = hwtest.hw("stats", "hangwatch-reports", cwd=fixture_dir())
     check(p.returncode == 0, f"exit {p.returncode}\n{p.stderr}")
     check(p.stderr == "", f"stats said something on stderr:\n{p.stderr}")
     check(p.stdout.startswith("4 hangs in 3 groups, from 4 reports\n"), p.stdout)
@@ -177,7 +172,7 @@ def expected_groups(reps):
 
 
 def case_stats_json_matches_reports():
-    p = hw("stats", "--json", main_dir())
+    p = hwtest.hw("stats", "--json", main_dir())
     check(p.returncode == 0, f"exit {p.returncode}\n{p.stderr}")
     out = json.loads(p.stdout)
     _, reps = reports_in(main_dir())
@@ -222,7 +217,7 @@ def case_stats_across_builds():
           "hang_in_x is at the same offset in both builds")
     check(frame(xm, "hang_in_x")["instruction_addr"] != frame(xv, "hang_in_x")["instruction_addr"],
           "the same address in both runs")
-    p = hw("stats", "--json", main_dir(), variant_dir())
+    p = hwtest.hw("stats", "--json", main_dir(), variant_dir())
     check(p.returncode == 0, f"exit {p.returncode}\n{p.stderr}")
     out = json.loads(p.stdout)
     by_culprit = {g["culprit"]["function"]: g for g in out["groups"]}
@@ -235,7 +230,7 @@ def case_stats_across_builds():
 
 def export(fmt, *paths, out_dir):
     path = os.path.join(out_dir, f"export.{fmt}.json")
-    p = hw("export", "--format", fmt, "-o", path, *paths)
+    p = hwtest.hw("export", "--format", fmt, "-o", path, *paths)
     check(p.returncode == 0, f"export {fmt}: exit {p.returncode}\n{p.stderr}")
     check(stat.S_IMODE(os.stat(path).st_mode) == 0o600, "the export is not mode 0600")
     with open(path) as f:
@@ -372,7 +367,7 @@ def case_bad_input():
         missing = os.path.join(d, "missing.json")
         args = [rdir, empty, missing]
 
-        p = hw("stats", *args, timeout=30)
+        p = hwtest.hw("stats", *args, timeout=30)
         check(p.returncode == 0, f"stats with some bad input: exit {p.returncode}\n{p.stderr}")
         for name, why in (("not-a-report.json", "not a hangwatch report"), ("truncated.json", "not valid JSON"),
                           ("empty.json", "empty, not a report"), ("fifo.json", "not a regular file"),
@@ -384,14 +379,14 @@ def case_bad_input():
         check(p.stdout.startswith("2 hangs in 2 groups, from 2 reports; 6 files or paths could not be read"),
               p.stdout)
         check(len(table_rows(p.stdout)) == 2, p.stdout)
-        p = hw("stats", "--json", *args, timeout=30)
+        p = hwtest.hw("stats", "--json", *args, timeout=30)
         out = json.loads(p.stdout)
         check(p.returncode == 0 and out["reports"] == 2 and out["unreadable"] == 6, str(out))
 
         package = speedscope()
         for fmt in ("speedscope", "chrome-trace"):
             out_path = os.path.join(d, f"out-{fmt}.json")
-            p = hw("export", "--format", fmt, "-o", out_path, *args, timeout=30)
+            p = hwtest.hw("export", "--format", fmt, "-o", out_path, *args, timeout=30)
             check(p.returncode == 0 and "truncated.json: not valid JSON" in p.stderr, f"{fmt}: {p.stderr}")
             with open(out_path) as f:
                 doc = json.load(f)
@@ -401,10 +396,10 @@ def case_bad_input():
 
         # Nothing but bad input: exit 1, nothing written.
         for args in ([empty], [os.path.join(rdir, "truncated.json"), os.path.join(rdir, "not-a-report.json")]):
-            p = hw("stats", *args)
+            p = hwtest.hw("stats", *args)
             check(p.returncode == 1 and "no report could be read" in p.stderr, f"stats {args}: {p.stderr}")
             out_path = os.path.join(d, "nothing.json")
-            p = hw("export", "--format", "speedscope", "-o", out_path, *args)
+            p = hwtest.hw("export", "--format", "speedscope", "-o", out_path, *args)
             check(p.returncode == 1 and "nothing exported" in p.stderr, f"export {args}: {p.stderr}")
             check(not os.path.exists(out_path), "export wrote a file from nothing")
 
@@ -420,12 +415,12 @@ def case_bad_input():
         no_control_bytes("stats stdout", p.stdout)
         no_control_bytes("stats stderr", p.stderr)
         check(b"sym\\x1b]0;owned" in p.stdout and b"proc\\x1b]0;owned" in p.stdout, p.stdout)
-        p = hw("stats", "--json", hostile)
+        p = hwtest.hw("stats", "--json", hostile)
         check(p.returncode == 0 and json.loads(p.stdout)["groups"][0]["culprit"]["function"].startswith("sym\x1b"),
               p.stdout)
         for fmt in ("speedscope", "chrome-trace"):
             out_path = os.path.join(d, f"hostile-{fmt}.json")
-            p = hw("export", "--format", fmt, "-o", out_path, hostile)
+            p = hwtest.hw("export", "--format", fmt, "-o", out_path, hostile)
             check(p.returncode == 0, f"{fmt}: exit {p.returncode} {p.stderr}")
             with open(out_path) as f:
                 doc = json.load(f)
@@ -434,7 +429,7 @@ def case_bad_input():
 
 
 def expect_usage_error(args, needle):
-    p = hw(*args)
+    p = hwtest.hw(*args)
     check(p.returncode == 2, f"hangwatch {' '.join(args)}: exit {p.returncode}, expected 2\n{p.stderr}")
     check(needle in p.stderr, f"hangwatch {' '.join(args)}: message lacks {needle!r}:\n{p.stderr}")
 
@@ -453,14 +448,14 @@ def case_usage():
         expect_usage_error(["export", "--format", "chrome-trace", "-o", link, main_dir()], "symbolic link")
         check(not os.path.exists(os.path.join(d, "elsewhere.json")), "wrote through a symlink")
         # - is standard output
-        p = hw("export", "--format=chrome-trace", "-o", "-", main_dir())
+        p = hwtest.hw("export", "--format=chrome-trace", "-o", "-", main_dir())
         check(p.returncode == 0 and json.loads(p.stdout)["traceEvents"], p.stderr)
-    p = hw("--help")
+    p = hwtest.hw("--help")
     check(p.returncode == 0 and "hangwatch stats [--json] REPORT.json|DIR..." in p.stdout
           and "hangwatch export --format speedscope|chrome-trace -o FILE REPORT.json|DIR..." in p.stdout, p.stdout)
-    p = hw("stats", "--help")
+    p = hwtest.hw("stats", "--help")
     check(p.returncode == 0 and p.stdout.startswith("usage: hangwatch stats") and "--json" in p.stdout, p.stdout)
-    p = hw("export", "--help")
+    p = hwtest.hw("export", "--help")
     check(p.returncode == 0 and p.stdout.startswith("usage: hangwatch export") and "chrome-trace" in p.stdout
           and "speedscope" in p.stdout and "docs/decisions.md" in p.stdout, p.stdout)
 
