@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text_escape.h"
 #include "cli_usage.h"
 #include "core/parse/duration.h"
 #include "core/frame_gap.h"
@@ -198,6 +199,24 @@ static int take_sampling_option(int c, const char *value, hw_agent_options *opts
 }
 
 /* Where reports go, how many, which hangs are not written, and the line on stderr. */
+int hw_take_in_app_rule(const char *value, bool in_app, hw_in_app_rule *rules, size_t *count)
+{
+    const char *option = in_app ? "--in-app" : "--not-in-app", *why = NULL;
+    char shown[256];
+    if (!hw_in_app_rule_valid(value, &why)) {
+        fprintf(stderr, "hangwatch: invalid %s '%s': %s\nTry 'hangwatch --help'.\n", option,
+                hw_escape_text(value, shown, sizeof shown), why);
+        return 2;
+    }
+    if (*count == HW_MAX_IN_APP_RULES) {
+        fprintf(stderr, "hangwatch: too many --in-app and --not-in-app: at most %d\nTry 'hangwatch --help'.\n",
+                HW_MAX_IN_APP_RULES);
+        return 2;
+    }
+    rules[(*count)++] = (hw_in_app_rule){.pattern = value, .in_app = in_app};
+    return -1;
+}
+
 static int take_report_option(int c, const char *value, hw_agent_command_line *line)
 {
     hw_agent_options *opts = &line->opts;
@@ -235,19 +254,9 @@ static int take_report_option(int c, const char *value, hw_agent_command_line *l
         return OPTION_TAKEN;
     case OPT_IN_APP:
     case OPT_NOT_IN_APP: {
-        const char *option = c == OPT_IN_APP ? "--in-app" : "--not-in-app", *why = NULL;
-        if (!hw_in_app_rule_valid(value, &why)) {
-            fprintf(stderr, "hangwatch: invalid %s '%s': %s\nTry 'hangwatch --help'.\n", option, value, why);
-            return 2;
-        }
-        if (opts->in_app_rule_count == HW_MAX_IN_APP_RULES) {
-            fprintf(stderr, "hangwatch: too many --in-app and --not-in-app: at most %d\nTry 'hangwatch --help'.\n",
-                    HW_MAX_IN_APP_RULES);
-            return 2;
-        }
-        line->in_app_rules[opts->in_app_rule_count++] = (hw_in_app_rule){.pattern = value, .in_app = c == OPT_IN_APP};
+        int rc = hw_take_in_app_rule(value, c == OPT_IN_APP, line->in_app_rules, &opts->in_app_rule_count);
         opts->in_app_rules = line->in_app_rules;
-        return OPTION_TAKEN;
+        return rc < 0 ? OPTION_TAKEN : rc;
     }
     default:
         return NOT_THIS_GROUP;

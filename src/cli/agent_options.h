@@ -41,6 +41,14 @@ typedef struct hw_agent_command_line {
 } hw_agent_command_line;
 
 /*
+ * Add an --in-app (`in_app`) or --not-in-app rule of `value` at
+ * rules[*count] (HW_MAX_IN_APP_RULES entries): -1 when taken, else 2 after
+ * saying why (a pattern core/in_app.h refuses, or one too many).  `value`
+ * must outlive the rules.
+ */
+int hw_take_in_app_rule(const char *value, bool in_app, hw_in_app_rule *rules, size_t *count);
+
+/*
  * Parse argv (argv[0] is the command's name) for `command` into *line,
  * from the defaults (report directory hangwatch-reports, 100 reports a
  * day, 256 MiB, the detector's defaults), then fill in what follows from

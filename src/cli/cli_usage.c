@@ -12,7 +12,7 @@ const char hw_cli_usage_text[] =
     "usage: hangwatch run [OPTIONS] -- PROG [ARGS...]\n"
     "       hangwatch watch -p PID [-p PID...] [--duration DUR] [--follow] [OPTIONS]\n"
     "       hangwatch show REPORT.json|DIR...\n"
-    "       hangwatch stack PID [--json FILE]\n"
+    "       hangwatch stack PID [--json FILE] [--in-app PATTERN] [--not-in-app PATTERN]\n"
     "       hangwatch stats [--json] REPORT.json|DIR...\n"
     "       hangwatch export --format speedscope|chrome-trace -o FILE REPORT.json|DIR...\n"
     "       hangwatch upload [--sentry-dsn DSN] DIR\n"

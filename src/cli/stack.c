@@ -41,12 +41,13 @@
 #include "agent/common/clock.h"
 #include "agent/report/report.h"
 #include "agent/symbols/symbols.h"
+#include "agent_options.h"
 #include "core/text_escape.h"
 #include "json_file.h"
 #include "show.h"
 
 static const char stack_help[] =
-    "usage: hangwatch stack PID [--json FILE]\n"
+    "usage: hangwatch stack PID [--json FILE] [--in-app PATTERN] [--not-in-app PATTERN]\n"
     "\n"
     "Prints the stack of every thread of the running process PID, innermost\n"
     "frame first, with Python and JavaScript frames where they can be named.\n"
@@ -55,6 +56,9 @@ static const char stack_help[] =
     "\n"
     "  --json FILE   also write the stacks as a JSON report (hang_type\n"
     "                \"snapshot\", docs/report-format.md) to FILE, mode 0600\n"
+    "  --in-app PATTERN, --not-in-app PATTERN  which code is the program's\n"
+    "                own, as for run (its culprit is marked): a path prefix\n"
+    "                or a glob, the last matching rule winning (repeatable)\n"
     "\n"
     "It needs the right to ptrace PID: the same user (and, with Yama's\n"
     "ptrace_scope 1, a parent of it) or root / CAP_SYS_PTRACE.\n";
@@ -235,8 +239,9 @@ static bool all_exited(const hw_process_snapshot *snap)
     return true;
 }
 
-/* Capture every thread of `pid` and report it.  The exit status. */
-static int take_stacks(pid_t pid, const char *json_path)
+/* Capture every thread of `pid` and report it, its frames classified by
+ * `rules` (core/in_app.h).  The exit status. */
+static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *rules, size_t rule_count)
 {
     /* Symbolizing never reaches for the network (debuginfod), as in the
      * agent (docs/security.md). */
@@ -247,6 +252,8 @@ static int take_stacks(pid_t pid, const char *json_path)
         return 1;
     }
     req->pid = req->tid = pid;
+    req->in_app_rules = rules;
+    req->in_app_rule_count = rule_count;
     /* Python: the interpreter is looked for in the maps before the stop, so
      * its frames are read in the same stop as the registers. */
     char path[64];
@@ -304,6 +311,8 @@ int hw_stack_main(int argc, char **argv)
 {
     const char *pid_text = NULL, *json_path = NULL;
     bool json_given = false, options_done = false;
+    static hw_in_app_rule rules[HW_MAX_IN_APP_RULES];
+    size_t rule_count = 0;
     char arg[256];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -324,6 +333,19 @@ int hw_stack_main(int argc, char **argv)
                 return usage_error("option '--json' needs a value");
             if (json_path[0] == '\0')
                 return usage_error("--json needs a file name");
+        } else if (!options_done && (strcmp(a, "--in-app") == 0 || strcmp(a, "--not-in-app") == 0 ||
+                                     strncmp(a, "--in-app=", 9) == 0 || strncmp(a, "--not-in-app=", 13) == 0)) {
+            bool in_app = strncmp(a, "--in-app", 8) == 0;
+            const char *value = strchr(a, '=');
+            if (value != NULL)
+                value++;
+            else if (i + 1 < argc)
+                value = argv[++i];
+            else
+                return usage_error("option '%s' needs a value", a);
+            int rc = hw_take_in_app_rule(value, in_app, rules, &rule_count);
+            if (rc >= 0)
+                return rc;
         } else if (!options_done && a[0] == '-' && a[1] != '\0' && !isdigit((unsigned char)a[1])) {
             return usage_error("unknown option '%s' for stack", shown(a, arg, sizeof arg));
         } else if (pid_text != NULL) {
@@ -356,5 +378,5 @@ int hw_stack_main(int argc, char **argv)
     }
     if (json_path != NULL && hw_json_file_check(json_path, "the report") != 0)
         return 2;
-    return take_stacks(pid, json_path);
+    return take_stacks(pid, json_path, rules, rule_count);
 }

@@ -197,6 +197,17 @@ def case_threads_and_json():
         check(culprit["in_app"] is True and culprit["origin"] == "app" and
               culprit.get("object_name") == "stack-target" and
               all(not f["in_app"] for f in contents[:hung["culprit_frame"]]), f"culprit {culprit}")
+        # --not-in-app over the program itself: none of its frames is the
+        # program's own, and the culprit leaves them
+        ruled = os.path.join(d, "ruled.json")
+        p = hwtest.hw("stack", str(t.pid), "--json", ruled, "--not-in-app", hwtest.binary("stack-target"))
+        check(p.returncode == 0, describe(p))
+        again = hwtest.load_report(ruled)
+        frames_again = again["crash"]["threads"][0]["backtrace"]["contents"]
+        mine = [f for f in frames_again if f.get("object_name") == "stack-target"]
+        check(mine and all(f["in_app"] is False and f["origin"] == "app" for f in mine), str(mine))
+        moved = frames_again[again["hangwatch"]["hung_thread"]["culprit_frame"]]
+        check(moved.get("object_name") != "stack-target", f"the culprit under --not-in-app: {moved}")
         check(rep["report"]["pid"] == t.pid and rep["report"]["process_name"] == "stack-target", str(rep["report"]))
         items = apm["collection"]["scene_threads"]["items"]
         check(apm["collection"]["scene_threads"]["enumerated_thread_count"] == 3 and len(items) == 3,
