@@ -19,11 +19,17 @@ decisions.md §39), tried as a developer would:
                  the tails are counted
   not_in_app     --not-in-app 'DIR/vendor/*' moves the culprit out of a
                  vendored module into the caller
+  library_rules  the C library's in_app/not_in_app lists reach the agent
+                 (not_in_app over the program itself: none of its frames
+                 is in_app); an invalid pattern or one too many is refused
+                 by hangwatch_start, before any agent starts
 """
 import http.server
 import json
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -252,6 +258,35 @@ def case_not_in_app():
         check(culprits == {False: "draw_chart", True: "render_report"}, f"culprits {culprits}")
 
 
+def run_api_in_app(mode):
+    """tests/programs/api_in_app.c in `mode`: (exit status, stdout, reports)."""
+    work = tempfile.mkdtemp(prefix="hw-api-")
+    try:
+        reports = os.path.join(work, "r")
+        env = {k: v for k, v in os.environ.items() if k not in ("HANGWATCH_AGENT", "LD_PRELOAD")}
+        p = subprocess.run([hwtest.binary("api-in-app"), reports, mode], capture_output=True, text=True, timeout=60,
+                           env=env)
+        paths = sorted(os.path.join(reports, n) for n in os.listdir(reports)) if os.path.isdir(reports) else []
+        return p.returncode, p.stdout + p.stderr, [hwtest.load_report(path) for path in paths]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def case_library_rules():
+    for mode, own_in_app in (("default", True), ("not-self", False)):
+        rc, out, reports = run_api_in_app(mode)
+        check(rc == 0 and "api-in-app: done" in out and reports, f"{mode}: exit {rc}\n{out}")
+        frames = hung_frames(reports[0])
+        own = [f for f in frames if f.get("object_name") == "api-in-app"]
+        check(any(f.get("symbol_name") == "settle_accounts" for f in own), f"{mode}:\n{describe(frames)}")
+        check(all(f["in_app"] is own_in_app and f["origin"] == "app" for f in own), f"{mode}:\n{describe(frames)}")
+        if own_in_app:
+            check(culprit(reports[0]).get("symbol_name") == "settle_accounts", describe(frames))
+    for mode in ("invalid", "too-many"):
+        rc, out, reports = run_api_in_app(mode)
+        check(rc == 3 and "hangwatch_start: Invalid argument" in out and not reports, f"{mode}: exit {rc}\n{out}")
+
+
 if __name__ == "__main__":
     hwtest.main({
         "qsort": case_qsort,
@@ -259,4 +294,5 @@ if __name__ == "__main__":
         "pbkdf2": case_pbkdf2,
         "dashboard": case_dashboard,
         "not_in_app": case_not_in_app,
+        "library_rules": case_library_rules,
     })
