@@ -56,6 +56,14 @@ struct hw_html {
     size_t flame_count, flame_cap;
     json_t *flame_index; /* grouping key -> index into flames */
     size_t nodes_total;
+    /* the samples of later reports of hangs (stretch_report_index > 0),
+     * kept until their hang's first report is known (page_data): they are
+     * drawn in that report's group */
+    struct later_samples {
+        size_t report; /* index into all */
+        hw_sampled sam;
+    } *later;
+    size_t later_count, later_cap;
 };
 
 static hw_flame *flame_of_key(hw_html *h, const char *key)
@@ -102,7 +110,42 @@ void hw_html_free(hw_html *h)
         hw_flame_free(&h->flames[i]);
     free(h->flames);
     json_decref(h->flame_index);
+    for (size_t i = 0; i < h->later_count; i++)
+        hw_sampled_free(&h->later[i].sam);
+    free(h->later);
     free(h);
+}
+
+/* Keep the samples of report `report`, a later report of its hang. */
+static int keep_later(hw_html *h, size_t report, hw_sampled *sam)
+{
+    if (h->later_count == h->later_cap) {
+        size_t cap = h->later_cap ? h->later_cap * 2 : 16;
+        struct later_samples *grown = realloc(h->later, cap * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        h->later = grown;
+        h->later_cap = cap;
+    }
+    h->later[h->later_count++] = (struct later_samples){.report = report, .sam = *sam};
+    *sam = (hw_sampled){0}; /* kept */
+    return 0;
+}
+
+/* Draw the kept samples of later reports in the flame of their hang's
+ * group (head[i]: the first report of report i's hang). */
+static int add_later(hw_html *h, const size_t *head)
+{
+    int rc = 0;
+    for (size_t i = 0; i < h->later_count; i++) {
+        if (rc == 0) {
+            hw_flame *f = flame_of_key(h, h->all.s[head[h->later[i].report]].key);
+            rc = f != NULL ? hw_flame_add(f, &h->later[i].sam, &h->nodes_total) : -1;
+        }
+        hw_sampled_free(&h->later[i].sam);
+    }
+    h->later_count = 0;
+    return rc;
 }
 
 int hw_html_add(hw_html *h, json_t *root, const char *path)
@@ -116,7 +159,9 @@ int hw_html_add(hw_html *h, json_t *root, const char *path)
     if (hw_sampled_of(root, &sam) != 0)
         return -1;
     int rc = 0;
-    if (sam.stack_count > 0) {
+    if (sam.stack_count > 0 && s->stretch_index > 0) {
+        rc = keep_later(h, h->all.count - 1, &sam);
+    } else if (sam.stack_count > 0) {
         hw_flame *f = flame_of_key(h, s->key);
         rc = f != NULL ? hw_flame_add(f, &sam, &h->nodes_total) : -1;
     }
@@ -520,7 +565,7 @@ static json_t *page_data(hw_html *h, const hw_stats *st, const hw_report_walk_co
     size_t *head = h->all.count ? calloc(h->all.count, sizeof *head) : NULL;
     json_t *data = NULL;
     if (index == NULL || (h->all.count && (group_of == NULL || head == NULL)) || (shown && rep == NULL) ||
-        hw_link_hangs(h->all.s, h->all.count, head) != 0)
+        hw_link_hangs(h->all.s, h->all.count, head) != 0 || add_later(h, head) != 0)
         goto done;
     for (size_t g = 0; g < shown; g++) {
         json_object_set_new_nocheck(index, st->groups[g].key, json_integer((json_int_t)g));
