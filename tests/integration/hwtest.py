@@ -186,6 +186,18 @@ def frames(report, index=None):
     return threads[index]["backtrace"]["contents"]
 
 
+def describe_frames(frame_list):
+    """A stack as failure messages show it: index, language, function,
+    file:line, object, and whose code it is."""
+    out = []
+    for i, f in enumerate(frame_list):
+        where = f" {os.path.basename(f['source_file'])}:{f.get('source_line')}" if "source_file" in f else ""
+        obj = f" ({f['object_name']})" if "object_name" in f else ""
+        owner = f" in_app={f['in_app']} origin={f['origin']}" if "in_app" in f else ""
+        out.append(f"  #{i} [{f.get('language', 'native')}] {f.get('symbol_name', '?')}{where}{obj}{owner}")
+    return "\n".join(out)
+
+
 def symbols(frame_list):
     return [f.get("symbol_name", "?") for f in frame_list]
 

@@ -50,9 +50,7 @@ def culprit(rep):
     return frames[i]
 
 
-def describe(frames):
-    return "\n".join(f"  #{i} {f.get('symbol_name', '?')} {f.get('source_file', '')} {f.get('object_name', '')} "
-                     f"in_app={f['in_app']} origin={f['origin']}" for i, f in enumerate(frames))
+describe = hwtest.describe_frames
 
 
 def hang_lines(r):

@@ -40,14 +40,6 @@ def lines(run):
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^line (\S+) (\d+)$", run.stdout, re.M)}
 
 
-def frames_of(report, index):
-    return report["crash"]["threads"][index]["backtrace"]["contents"]
-
-
-def hung(report):
-    return report["hangwatch"]["hung_thread"]["report_array_index"]
-
-
 def find(frames, name, language="python"):
     for i, f in enumerate(frames):
         if f.get("language", "native") == language and f.get("symbol_name", "").split(".")[-1] == name:
@@ -55,12 +47,7 @@ def find(frames, name, language="python"):
     return -1
 
 
-def describe(frames):
-    out = []
-    for i, f in enumerate(frames):
-        where = f" {os.path.basename(f['source_file'])}:{f.get('source_line')}" if "source_file" in f else ""
-        out.append(f"  #{i} [{f.get('language', 'native')}] {f.get('symbol_name', '?')}{where}")
-    return "\n".join(out)
+describe = hwtest.describe_frames
 
 
 def run(python, mode, options=()):
@@ -92,7 +79,7 @@ def case_sleep(python):
     try:
         at = lines(r)
         rep = first_hang(r)
-        frames = frames_of(rep, hung(rep))
+        frames = hwtest.frames(rep)
         s = check_python_frame(frames, "slow_handler", at["slow-sleep"], "the hung thread")
         h = check_python_frame(frames, "handle", at["handle-call"], "the hung thread")
         check(s < h, f"slow_handler must be inside handle:\n{describe(frames)}")
@@ -130,7 +117,7 @@ def case_spin(python):
     r = run(python, "spin", ["--early-sampling", "--sample-interval", "20ms"])
     try:
         rep = first_hang(r)
-        frames = frames_of(rep, hung(rep))
+        frames = hwtest.frames(rep)
         check(find(frames, "spin_handler") >= 0, f"spin_handler not in the hung stack:\n{describe(frames)}")
         check_culprit(rep, frames, find(frames, "spin_handler"), r)
         hangs = [p for p in r.reports if p["hangwatch"]["hang_type"] == "hang"]
@@ -152,14 +139,14 @@ def case_gil(python):
         at = lines(r)
         rep = first_hang(r)
         holder = rep["hangwatch"].get("gil_holder")
-        check(holder is not None, "no gil_holder in the report:\n" + describe(frames_of(rep, hung(rep))))
+        check(holder is not None, "no gil_holder in the report:\n" + describe(hwtest.frames(rep)))
         check(holder["name"] != "" and holder["thread_identifier"] != rep["report"]["pid"], f"holder {holder}")
         check(holder.get("python_name") == "cruncher", f"the holder's Python name: {holder}")
-        hframes = frames_of(rep, holder["report_array_index"])
+        hframes = hwtest.frames(rep, holder["report_array_index"])
         check_python_frame(hframes, "crunch_numbers", at["crunch-call"], "the GIL's holder")
         check(f"waiting for the GIL held by thread {holder['thread_identifier']} (crunch_numbers at "
               f"python_versions.py:{at['crunch-call']})" in r.stderr, r.stderr)
-        show = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
+        show = hwtest.hw("show", r.report_paths[0])
         check(f"waiting for the GIL held by thread {holder['thread_identifier']} ({holder['name']}, Python's cruncher)"
               in show.stdout, show.stdout)
     finally:
@@ -184,7 +171,7 @@ def case_names(python):
     try:
         at = lines(r)
         rep = first_hang(r)
-        check_python_frame(frames_of(rep, hung(rep)), "main_hangs", at["main-sleep"], "the hung thread")
+        check_python_frame(hwtest.frames(rep), "main_hangs", at["main-sleep"], "the hung thread")
         check_workers(rep, at, "the report")
     finally:
         hwtest.cleanup(r)
@@ -201,8 +188,7 @@ def case_stack(python):
                 break
         at = {m.group(1): int(m.group(2)) for m in re.finditer(r"^line (\S+) (\d+)$", "".join(out), re.M)}
         json_path = os.path.join(tempfile.mkdtemp(prefix="hw-stack-"), "stack.json")
-        s = subprocess.run([hwtest.binary("hangwatch"), "stack", str(p.pid), "--json", json_path],
-                           capture_output=True, text=True, timeout=60)
+        s = hwtest.hw("stack", str(p.pid), "--json", json_path)
         check(s.returncode == 0, f"stack: {s.returncode}\n{s.stdout}\n{s.stderr}")
         rep = hwtest.load_report(json_path)
         check_workers(rep, at, "hangwatch stack")
@@ -243,7 +229,7 @@ def case_watch(python):
         try:
             check(r.returncode == 0, "watch did not exit 0 after the program ended\n" + r.describe())
             rep = first_hang(r)
-            frames = frames_of(rep, hung(rep))
+            frames = hwtest.frames(rep)
             check_python_frame(frames, "slow_handler", at["slow-sleep"], "the hung thread")
             check_python_frame(frames, "watched", at["watch-call"], "the hung thread")
             check("slow_handler (python_versions.py:" in r.stderr, r.stderr)
@@ -263,10 +249,10 @@ def case_not_read(python):
         version = re.search(r"^python (\d+\.\d+)", r.stdout, re.M).group(1)
         check(re.search(rf"Python {re.escape(version)}[.0-9]*: frames not read", r.stderr), r.stderr)
         rep = first_hang(r)
-        note = rep["crash"]["threads"][hung(rep)].get("runtime_frames_error", "")
+        thread = rep["crash"]["threads"][rep["hangwatch"]["hung_thread"]["report_array_index"]]
+        note = thread.get("runtime_frames_error", "")
         check(version in note and "not read" in note, f"runtime_frames_error {note!r}")
-        stats = subprocess.run([hwtest.binary("hangwatch"), "stats", "--json", r.report_dir], capture_output=True,
-                               text=True)
+        stats = hwtest.hw("stats", "--json", r.report_dir)
         check(stats.returncode == 0, stats.stderr)
         groups = json.loads(stats.stdout)["groups"]
         culprits = [g.get("culprit", {}).get("function") for g in groups]

@@ -46,11 +46,6 @@ def lines(run):
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^line (\S+) (\d+)$", run.stdout, re.M)}
 
 
-def hung_frames(report):
-    threads = report["crash"]["threads"]
-    return threads[report["hangwatch"]["hung_thread"]["report_array_index"]]["backtrace"]["contents"]
-
-
 def find(frames, name, language="python"):
     for i, f in enumerate(frames):
         if f.get("language") == language and f.get("symbol_name") == name:
@@ -58,12 +53,7 @@ def find(frames, name, language="python"):
     return -1
 
 
-def describe(frames):
-    out = []
-    for i, f in enumerate(frames):
-        where = f" {os.path.basename(f['source_file'])}:{f.get('source_line')}" if "source_file" in f else ""
-        out.append(f"  #{i} [{f.get('language', 'native')}] {f.get('symbol_name', '?')}{where}")
-    return "\n".join(out)
+describe = hwtest.describe_frames
 
 
 def run_python(python, mode, options=()):
@@ -81,7 +71,7 @@ def one_hang_report(r):
 def check_sleep_report(r):
     at = lines(r)
     report = one_hang_report(r)
-    frames = hung_frames(report)
+    frames = hwtest.frames(report)
     i = find(frames, "handle_request_synchronously")
     check(i >= 0, "handle_request_synchronously is not in the hung stack:\n" + describe(frames))
     f = frames[i]
@@ -136,7 +126,7 @@ def case_py_extension_spin():
     r = run_python(DEBIAN_PYTHON, "pbkdf2")
     try:
         at = lines(r)
-        frames = hung_frames(one_hang_report(r))
+        frames = hwtest.frames(one_hang_report(r))
         i = find(frames, "derive_key_slowly")
         check(i > 0 and frames[i]["source_line"] == at["pbkdf2-call"],
               "derive_key_slowly at its pbkdf2 call is not in the stack:\n" + describe(frames))
@@ -166,7 +156,7 @@ def case_py_threads():
             f = t["backtrace"]["contents"][find(t["backtrace"]["contents"], name)]
             check(f["source_line"] == at[marker], f"{name} at line {f['source_line']}, not {at[marker]}")
             check(find(t["backtrace"]["contents"], "Thread.run") >= 0, f"{name}'s thread has no Thread.run")
-        check(find(hung_frames(report), "handle_request_synchronously") >= 0, "the hung thread lost its frames")
+        check(find(hwtest.frames(report), "handle_request_synchronously") >= 0, "the hung thread lost its frames")
         shown = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
         others = [line for line in shown.stdout.split("other threads:")[-1].splitlines() if ", py " in line]
         check(len(others) >= 3, "show's other-thread lines do not name their Python frames:\n" + shown.stdout)
@@ -179,7 +169,7 @@ def case_py_glib():
     r = run_python(DEBIAN_PYTHON, "glib")
     try:
         at = lines(r)
-        frames = hung_frames(one_hang_report(r))
+        frames = hwtest.frames(one_hang_report(r))
         i = find(frames, "glib_main.<locals>.on_timeout_blocking")
         check(i >= 0 and frames[i]["source_line"] == at["glib-sleep"],
               "the GLib callback is not named:\n" + describe(frames))
@@ -318,7 +308,7 @@ def case_node_named():
     r = run_node()
     try:
         at = lines(r)
-        frames = hung_frames(one_hang_report(r))
+        frames = hwtest.frames(one_hang_report(r))
         i = find(frames, "renderHugeTable", "javascript")
         check(i >= 0, "renderHugeTable is not in the hung stack:\n" + describe(frames))
         f = frames[i]
@@ -362,7 +352,7 @@ def case_node_keeps_user_options():
     try:
         check(r.node_options == "--perf-basic-prof-only-functions", f"NODE_OPTIONS: {r.node_options!r}")
         check(os.path.exists(perf_map(r.node_pid)), "the user's own perf map was removed")
-        frames = hung_frames(one_hang_report(r))
+        frames = hwtest.frames(one_hang_report(r))
         check(find(frames, "renderHugeTable", "javascript") >= 0, "not named from the user's map")
     finally:
         if os.path.exists(perf_map(r.node_pid)):
