@@ -30,7 +30,7 @@ packages="$packages libmicrohttpd-dev libcurl4-openssl-dev"
 export_test_packages="prometheus python3-sentry-sdk"
 case "$purpose" in
 build) ;;
-test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 libpython3.11-dev python3-jsonschema redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace gdb chromium"
+test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 libpython3.11-dev python3-jsonschema python3-aiohttp redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace gdb chromium"
     command -v npm >/dev/null 2>&1 || packages="$packages npm" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools" ;;

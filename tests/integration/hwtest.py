@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,32 @@ def run(args, timeout=60, report_dir=None, env=None, prog_env=None):
     elapsed = time.monotonic() - start
     r = Run(p.returncode, p.stdout, p.stderr, report_dir, elapsed)
     return r
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Background:
+    """`hangwatch run` of a server in the background."""
+
+    def __init__(self, args, options=()):
+        self.report_dir = tempfile.mkdtemp(prefix="hw-it-")
+        self.proc = subprocess.Popen([binary("hangwatch"), "run", "--report-dir", self.report_dir] +
+                                     list(options) + ["--"] + args,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(self, timeout=30):
+        out, err = self.proc.communicate(timeout=timeout)
+        return Run(self.proc.returncode, out, err, self.report_dir, 0)
+
+    def cleanup(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.report_dir, ignore_errors=True)
 
 
 def cleanup(run_result):

@@ -5,10 +5,11 @@ decisions.md §39), tried as a developer would:
                  comparator that sleeps: the culprit is the program's own
                  frame, never qsort or msort_with_tmp; libc's frames are
                  not in_app, the program's are
-  urllib         an asyncio handler fetch_exchange_rates() calls
+  urllib         an aiohttp handler fetch_exchange_rates() calls
                  urllib.request.urlopen on a local server that answers
                  after 3 s: the culprit (stderr, show, stats) is
-                 fetch_exchange_rates; socket.py and urllib are not in_app
+                 fetch_exchange_rates; socket.py, urllib and aiohttp are
+                 not in_app
   pbkdf2         a Python call of hashlib.pbkdf2_hmac looping for 3 s: one
                  report (what OpenSSL runs under the user's frame moves at
                  every look; the culprit does not)
@@ -29,10 +30,13 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import hwtest
 from hwtest import check
@@ -109,48 +113,70 @@ class SlowHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-AIO_FETCH = '''import asyncio, sys, urllib.request
-async def handle(url):
-    await asyncio.sleep(0.2)
-    fetch_exchange_rates(url)
-def fetch_exchange_rates(url):
-    with urllib.request.urlopen(url, timeout=30) as r:  # fetch-line
-        return r.read()
-asyncio.run(handle(sys.argv[1]))
-print("fetched")
+AIO_FETCH = '''import sys, urllib.request
+from aiohttp import web
+async def fetch_exchange_rates(request):
+    with urllib.request.urlopen(sys.argv[1], timeout=30) as r:  # fetch-line
+        return web.Response(body=r.read())
+app = web.Application()
+app.router.add_get("/rates", fetch_exchange_rates)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[2]), print=lambda *a: print("serving", flush=True))
 '''
 
 
 def case_urllib():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    with tempfile.TemporaryDirectory() as d:
-        script = os.path.join(d, "aio_fetch.py")
-        with open(script, "w") as f:
-            f.write(AIO_FETCH)
-        url = f"http://127.0.0.1:{server.server_address[1]}/rates"
-        r = hwtest.run(["--", DEBIAN_PYTHON, script, url], timeout=90)
-        try:
-            check(r.returncode == 0 and "fetched" in r.stdout and len(r.reports) >= 1, r.describe())
-            rep = r.reports[0]
-            frames = hung_frames(rep)
-            c = culprit(rep)
-            check(c.get("symbol_name") == "fetch_exchange_rates" and c.get("source_file") == script and
-                  c.get("source_line") == 6, f"culprit {c}:\n{describe(frames)}")
-            lib = [f for f in frames if f.get("language") == "python" and
-                   os.path.basename(f.get("source_file", "")) in ("socket.py", "request.py", "client.py")]
-            check(lib, f"no frame of socket.py or urllib:\n{describe(frames)}")
-            check(all(f["in_app"] is False and f["origin"] == "stdlib" for f in lib), describe(lib))
-            line = hang_lines(r)[0]
-            check("fetch_exchange_rates (aio_fetch.py:6)" in line and "library frames" in line, line)
-            out = show(r.report_paths[0])
-            check(re.search(r"fetch_exchange_rates  at .*aio_fetch.py:6  <- culprit", out), out)
-            g = stats_json(r.report_dir)["groups"][0]
-            check(g["culprit"]["function"] == "fetch_exchange_rates", f"stats' culprit {g['culprit']}")
-        finally:
-            hwtest.cleanup(r)
-            server.shutdown()
+    """An aiohttp handler that calls urllib on a slow server (both real
+    servers on 127.0.0.1)."""
+    try:
+        subprocess.run([DEBIAN_PYTHON, "-c", "import aiohttp"], check=True, capture_output=True, timeout=60)
+    except subprocess.CalledProcessError:
+        check(False, "python3-aiohttp is not installed (scripts/ensure-deps.sh test installs it)")
+    slow = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowHandler)
+    threading.Thread(target=slow.serve_forever, daemon=True).start()
+    d = tempfile.mkdtemp(prefix="hw-it-aio-")
+    script = os.path.join(d, "aio_fetch.py")
+    with open(script, "w") as f:
+        f.write(AIO_FETCH)
+    port = hwtest.free_port()
+    server = hwtest.Background([DEBIAN_PYTHON, script, f"http://127.0.0.1:{slow.server_address[1]}/rates",
+                                str(port)])
+    try:
+        def answers():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/nothing", timeout=2):
+                    return True
+            except urllib.error.HTTPError:
+                return True  # a 404: the server is up
+            except OSError:
+                return False
+        hwtest.wait_for(answers, "the aiohttp server to answer")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/rates", timeout=30) as r:
+            check(r.read() == b'{"EUR": 1.0}', "the rates")
+        server.proc.send_signal(signal.SIGINT)  # passed on: aiohttp's run_app ends
+        r = server.finish(timeout=30)
+        check(len(r.reports) >= 1, r.describe())
+        rep = r.reports[0]
+        frames = hung_frames(rep)
+        c = culprit(rep)
+        check(c.get("symbol_name") == "fetch_exchange_rates" and c.get("source_file") == script and
+              c.get("source_line") == 4, f"culprit {c}:\n{describe(frames)}")
+        lib = [f for f in frames if f.get("language") == "python" and
+               os.path.basename(f.get("source_file", "")) in ("socket.py", "request.py", "client.py")]
+        check(lib, f"no frame of socket.py or urllib:\n{describe(frames)}")
+        check(all(f["in_app"] is False and f["origin"] == "stdlib" for f in lib), describe(lib))
+        aio = [f for f in frames if "/aiohttp/" in f.get("source_file", "")]
+        check(aio and all(f["in_app"] is False and f["origin"] == "package" for f in aio),
+              f"aiohttp's own frames:\n{describe(aio or frames)}")
+        line = hang_lines(r)[0]
+        check("fetch_exchange_rates (aio_fetch.py:4)" in line and "library frames" in line, line)
+        out = show(r.report_paths[0])
+        check(re.search(r"fetch_exchange_rates  at .*aio_fetch.py:4  <- culprit", out), out)
+        g = stats_json(r.report_dir)["groups"][0]
+        check(g["culprit"]["function"] == "fetch_exchange_rates", f"stats' culprit {g['culprit']}")
+    finally:
+        server.cleanup()
+        slow.shutdown()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 PBKDF2 = '''import asyncio, hashlib, time

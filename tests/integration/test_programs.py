@@ -6,14 +6,13 @@ case whose program is missing exits 77, which CTest reports as skipped
 with the reason printed."""
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import hwtest
-from hwtest import check, children, frames, symbols, wait_for
+from hwtest import Background, check, children, frames, free_port, symbols, wait_for
 
 SKIP = 77
 
@@ -24,32 +23,6 @@ def need(program):
         print(f"SKIP: {program} is not installed (scripts/ensure-deps.sh test installs it)")
         sys.exit(SKIP)
     return path
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Background:
-    """`hangwatch run` of a server in the background."""
-
-    def __init__(self, args, options=()):
-        self.report_dir = tempfile.mkdtemp(prefix="hw-it-")
-        self.proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", self.report_dir] +
-                                     list(options) + ["--"] + args,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def finish(self, timeout=30):
-        out, err = self.proc.communicate(timeout=timeout)
-        return hwtest.Run(self.proc.returncode, out, err, self.report_dir, 0)
-
-    def cleanup(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.report_dir, ignore_errors=True)
 
 
 def redis_cli(port, *args, timeout=30):
