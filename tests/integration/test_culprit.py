@@ -10,6 +10,9 @@ decisions.md §39), tried as a developer would:
                  after 3 s: the culprit (stderr, show, stats) is
                  fetch_exchange_rates; socket.py, urllib and aiohttp are
                  not in_app
+  spin9          a 9 s pure-Python spin in spin_handler() (Debian's
+                 python3, default threshold and period): exactly one
+                 report, its final duration about 9 s
   pbkdf2         a Python call of hashlib.pbkdf2_hmac looping for 3 s: one
                  report (what OpenSSL runs under the user's frame moves at
                  every look; the culprit does not)
@@ -179,6 +182,39 @@ def case_urllib():
         shutil.rmtree(d, ignore_errors=True)
 
 
+SPIN = '''import asyncio, time
+def spin_handler():
+    end = time.monotonic() + 9
+    total = 0
+    while time.monotonic() < end:
+        total += sum(range(50))
+    return total
+async def main():
+    await asyncio.sleep(0.2)
+    spin_handler()
+    await asyncio.sleep(0.2)
+asyncio.run(main())
+print("spun")
+'''
+
+
+def case_spin9():
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "spin.py")
+        with open(script, "w") as f:
+            f.write(SPIN)
+        r = hwtest.run(["--", DEBIAN_PYTHON, script], timeout=90)
+        try:
+            check(r.returncode == 0 and "spun" in r.stdout, r.describe())
+            hangs = [p for p in r.reports if p["hangwatch"]["hang_type"] == "hang"]
+            check(len(hangs) == 1 and len(hang_lines(r)) == 1, f"{len(hangs)} reports of one spin:\n{r.stderr}")
+            check(culprit(hangs[0]).get("symbol_name") == "spin_handler", describe(hung_frames(hangs[0])))
+            final = hangs[0]["hangwatch"].get("final_duration_us", 0)
+            check(8_900_000 <= final <= 10_000_000, f"final duration {final} us")
+        finally:
+            hwtest.cleanup(r)
+
+
 PBKDF2 = '''import asyncio, hashlib, time
 def derive_keys():
     end = time.monotonic() + 3
@@ -315,6 +351,7 @@ if __name__ == "__main__":
     hwtest.main({
         "qsort": case_qsort,
         "urllib": case_urllib,
+        "spin9": case_spin9,
         "pbkdf2": case_pbkdf2,
         "dashboard": case_dashboard,
         "not_in_app": case_not_in_app,
