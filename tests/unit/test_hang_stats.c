@@ -166,7 +166,7 @@ static void test_ties_and_huge_durations(void **state)
 /* One busy stretch whose stack moved (annealing) has reports 0, 1, 2 of the
  * same thread, detected later and later, their starts (detection less busy
  * time) a millisecond apart: one hang, counted with its whole duration in
- * the group where it began; the others count as "moved here".  A later
+ * the group where it began, where the others count as its follow-ups.  A later
  * stretch of the same thread is another hang. */
 static void test_stretch_reports_are_one_hang(void **state)
 {
