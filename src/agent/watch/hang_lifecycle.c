@@ -127,15 +127,6 @@ static bool still_hung(const watched_process *w, const loop_watch *l)
     return !hw_loop_read(&w->page->slots[l->slot], &r, 8) || (r.busy && r.seq == l->hung_seq);
 }
 
-/*
- * Matrix's annealing: a hung stretch is looked at again after 1, 2, 3, 5 ...
- * check periods and reported again only if its stack moved, which resets
- * the wait to one period.  The capture happens here and now; comparing
- * stacks needs unwinding, which is the worker's.  So this schedule assumes
- * the stack stayed, and the worker says when it found one that moved
- * (worker_resets): the next look is then one period after that capture.
- * A worker kept from the CPU delays reports, never the looks.
- */
 /* The held follow-up of `l` goes to the worker (the hang went on past its
  * tail window, or ended otherwise than by returning to its wait). */
 static void send_followup(agent *a, loop_watch *l)
@@ -168,6 +159,15 @@ static void drop_followup(agent *a, loop_watch *l)
     hang_release_followup(l);
 }
 
+/*
+ * Matrix's annealing: a hung stretch is looked at again after 1, 2, 3, 5 ...
+ * check periods and reported again only if its culprit moved, which resets
+ * the wait to one period.  The capture happens here and now; comparing
+ * stacks needs unwinding, which is the worker's.  So this schedule assumes
+ * the stack stayed, and the worker says when it found one that moved
+ * (worker_resets): the next look is then one period after that capture.
+ * A worker kept from the CPU delays reports, never the looks.
+ */
 static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
     uint64_t period = a->opts->detector.check_period_ns;
