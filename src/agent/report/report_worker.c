@@ -170,7 +170,7 @@ uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns)
 /* ---- building a report ---- */
 
 /* Function keys of a classified backtrace for the annealing comparison:
- * from its culprit outwards (decisions.md, "Annealing by culprit"), so that
+ * from its culprit outwards (decisions.md §39), so that
  * what the user's frame calls (a library's leaf, the interpreter's
  * helpers, which change at every look) does not count as a move. */
 static size_t function_keys(const hw_backtrace *bt, uint64_t *keys, size_t max)

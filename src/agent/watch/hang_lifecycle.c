@@ -24,7 +24,7 @@
  * stretch is over by the end of its stop is dropped, and one that finds it
  * still going is held (loop_watch.followup) until the hang has gone on
  * HANG_TAIL_NS past the capture; a hang that returns to its wait sooner
- * drops it, counted (decisions.md, "No report of a hang's tail").
+ * drops it, counted (decisions.md §39).
  *
  * The exports hear of each hang here: the metrics count it and its hung
  * time, and the C library's callbacks get its start and its end.

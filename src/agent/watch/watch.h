@@ -66,7 +66,7 @@
 #define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
 /* A re-check's report is sent only once the hang has gone on this long
  * after its capture: one that ended sooner caught the hang's tail
- * (decisions.md, "No report of a hang's tail"). */
+ * (decisions.md §39). */
 #define HANG_TAIL_NS 100000000ull
 #define PYTHON_LOOK_AGAIN_NS 10000000000ull /* no Python interpreter found: look again after 10 s */
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
