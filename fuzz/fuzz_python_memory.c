@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hw_python_namer *namer = hw_python_namer_new(&py, 1);
     CHECK(namer != NULL);
     for (int pass = 0; pass < 2; pass++) { /* the second from the namer's kept names */
-        hw_python_names *names = hw_python_name_threads(namer, &snap, pass == 1);
+        hw_runtime_names *names = hw_python_name_threads(namer, &snap, pass == 1);
         for (size_t t = 0; names != NULL && t < count; t++) {
             CHECK(names[t].count <= snap.threads[t].interp.count);
             hw_backtrace bt;
@@ -187,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             hw_backtrace_free(&bt);
         }
-        hw_python_names_free(names, count);
+        hw_runtime_names_free(names, count);
     }
     hw_python_namer_free(namer);
 

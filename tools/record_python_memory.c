@@ -197,8 +197,8 @@ int main(int argc, char **argv)
         hw_process_snapshot snap;
         if (hw_capture_process(pid, &opts, &snap) == 0) {
             hw_python_namer *namer = hw_python_namer_new(&py, pid);
-            hw_python_names *names = hw_python_name_threads(namer, &snap, false);
-            hw_python_names_free(names, snap.thread_count);
+            hw_runtime_names *names = hw_python_name_threads(namer, &snap, false);
+            hw_runtime_names_free(names, snap.thread_count);
             hw_python_namer_free(namer);
             rc = write_input(argv[3], &py, &snap);
         } else {

@@ -34,6 +34,7 @@ enum {
     OPT_IN_APP,
     OPT_NOT_IN_APP,
     OPT_CPU_HIGH,
+    OPT_JS_FRAMES,
 };
 #define MAX_IGNORE_FRAME_LEN 255
 
@@ -50,6 +51,7 @@ static const struct option longopts[] = {
     {"stutter", no_argument, NULL, 'U'},            {"detector", required_argument, NULL, 'D'},
     {"frame-interval", required_argument, NULL, 'G'}, {"pings-by-post", no_argument, NULL, 'Q'},
     {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
+    {"js-frames", required_argument, NULL, OPT_JS_FRAMES},
     {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
     {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
     HW_METRICS_SENTRY_LONG_OPTIONS,
@@ -153,6 +155,10 @@ static int take_detection_option(int c, const char *value, hw_agent_options *opt
     case 'w':
         if (one_of(value, "auto", "any", &opts->every_wait_is_the_loop) != 0)
             return hw_cli_usage_error("invalid --wait-site '%s': use auto or any", value);
+        return OPTION_TAKEN;
+    case OPT_JS_FRAMES:
+        if (hw_js_frames_mode_parse(value, &opts->js_frames) != 0)
+            return hw_cli_usage_error("invalid --js-frames '%s' (auto, metadata, perf-map or off)", value);
         return OPTION_TAKEN;
     case OPT_CPU_HIGH: {
         const char *why = NULL;
@@ -278,13 +284,12 @@ static int take_command_option(hw_agent_command command, int c, const char *valu
         return OPTION_TAKEN;
     case 'F':
     case 'J':
-        if (command == HW_AGENT_WATCH)
-            return hw_cli_usage_error(
-                "%s--no-follow and --no-js-frames belong to hangwatch run (watch starts nothing)", "");
+        if (command == HW_AGENT_WATCH && c == 'F')
+            return hw_cli_usage_error("%s--no-follow belongs to hangwatch run (watch starts nothing)", "");
         if (c == 'F')
             opts->no_follow = true;
         else
-            opts->no_js_frames = true;
+            opts->js_frames = HW_JS_FRAMES_OFF; /* the old spelling of --js-frames off */
         return OPTION_TAKEN;
     case 'B':
         if (command != HW_AGENT_RUN)

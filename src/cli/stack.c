@@ -48,6 +48,7 @@
 
 static const char stack_help[] =
     "usage: hangwatch stack PID [--json FILE] [--in-app PATTERN] [--not-in-app PATTERN]\n"
+    "                       [--js-frames HOW]\n"
     "\n"
     "Prints the stack of every thread of the running process PID, innermost\n"
     "frame first, with Python and JavaScript frames where they can be named.\n"
@@ -59,6 +60,10 @@ static const char stack_help[] =
     "  --in-app PATTERN, --not-in-app PATTERN  which code is the program's\n"
     "                own, as for run (its culprit is marked): a path prefix\n"
     "                or a glob, the last matching rule winning (repeatable)\n"
+    "  --js-frames HOW  node's JavaScript functions: auto or metadata\n"
+    "                (default) reads them from V8's own records with the\n"
+    "                metadata node carries; perf-map or off does not (a perf\n"
+    "                map node was started to write is read either way)\n"
     "\n"
     "It needs the right to ptrace PID: the same user (and, with Yama's\n"
     "ptrace_scope 1, a parent of it) or root / CAP_SYS_PTRACE.\n";
@@ -241,7 +246,8 @@ static bool all_exited(const hw_process_snapshot *snap)
 
 /* Capture every thread of `pid` and report it, its frames classified by
  * `rules` (core/in_app.h).  The exit status. */
-static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *rules, size_t rule_count)
+static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *rules, size_t rule_count,
+                       bool read_js)
 {
     /* Symbolizing never reaches for the network (debuginfod), as in the
      * agent (docs/security.md). */
@@ -261,6 +267,12 @@ static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *r
     size_t maps_len = 0;
     char *maps = hw_proc_read_whole(path, &maps_len);
     hw_python_find(pid, maps, maps_len, &req->python);
+    /* V8's metadata the same way, for a node. */
+    hw_js_reader *js = calloc(1, sizeof *js);
+    if (js != NULL && !req->python.found && read_js)
+        hw_js_find(pid, maps, maps_len, &js->target);
+    if (js != NULL)
+        req->js = js->target;
     free(maps);
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
     ssize_t n = readlink(path, req->executable, sizeof req->executable - 1);
@@ -272,6 +284,10 @@ static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *r
         copt.interp_frames = HW_PY_MAX_FRAMES;
         copt.while_stopped = hw_python_read_stacks;
         copt.while_stopped_ctx = &req->python;
+    } else if (js != NULL && js->target.readable) {
+        copt.interp_frames = HW_JS_MAX_FRAMES;
+        copt.while_stopped = hw_js_read_stacks;
+        copt.while_stopped_ctx = js;
     }
     /* capture.h: ptrace's stop reports come as SIGCHLD; keep it blocked. */
     sigset_t sigchld;
@@ -281,9 +297,12 @@ static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *r
 
     req->detected_unix_ns = hw_realtime_ns();
     int rc = hw_capture_process(pid, &copt, &req->snap);
-    /* Names of the Python code now, while the process most likely lives. */
+    /* Names of the Python or JavaScript code now, while the process most
+     * likely lives. */
     hw_python_namer *namer = hw_python_namer_new(&req->python, pid);
-    req->py_names = hw_python_name_threads(namer, &req->snap, false);
+    hw_js_namer *js_namer = js != NULL ? hw_js_namer_new(&js->target, pid) : NULL;
+    req->runtime_names = namer != NULL ? hw_python_name_threads(namer, &req->snap, false)
+                                       : hw_js_name_threads(js_namer, &req->snap, false);
 
     int status;
     if (rc == -ESRCH) {
@@ -304,6 +323,8 @@ static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *r
     report_request_release(req);
     free(req);
     hw_python_namer_free(namer);
+    hw_js_namer_free(js_namer);
+    free(js);
     return status;
 }
 
@@ -313,6 +334,7 @@ int hw_stack_main(int argc, char **argv)
     bool json_given = false, options_done = false;
     static hw_in_app_rule rules[HW_MAX_IN_APP_RULES];
     size_t rule_count = 0;
+    hw_js_frames_mode js_frames = HW_JS_FRAMES_AUTO;
     char arg[256];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -346,6 +368,13 @@ int hw_stack_main(int argc, char **argv)
             int rc = hw_take_in_app_rule(value, in_app, rules, &rule_count);
             if (rc >= 0)
                 return rc;
+        } else if (!options_done && (strcmp(a, "--js-frames") == 0 || strncmp(a, "--js-frames=", 12) == 0)) {
+            const char *value = a[11] == '=' ? a + 12 : i + 1 < argc ? argv[++i] : NULL;
+            if (value == NULL)
+                return usage_error("option '--js-frames' needs a value");
+            if (hw_js_frames_mode_parse(value, &js_frames) != 0)
+                return usage_error("invalid --js-frames '%s' (auto, metadata, perf-map or off)",
+                                   shown(value, arg, sizeof arg));
         } else if (!options_done && a[0] == '-' && a[1] != '\0' && !isdigit((unsigned char)a[1])) {
             return usage_error("unknown option '%s' for stack", shown(a, arg, sizeof arg));
         } else if (pid_text != NULL) {
@@ -378,5 +407,6 @@ int hw_stack_main(int argc, char **argv)
     }
     if (json_path != NULL && hw_json_file_check(json_path, "the report") != 0)
         return 2;
-    return take_stacks(pid, json_path, rules, rule_count);
+    return take_stacks(pid, json_path, rules, rule_count,
+                       js_frames == HW_JS_FRAMES_AUTO || js_frames == HW_JS_FRAMES_METADATA);
 }

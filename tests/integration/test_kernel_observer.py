@@ -284,7 +284,7 @@ def case_watch_errors():
     for args, needle in ((["watch"], "needs a process"), (["watch", "-p", "abc"], "invalid -p"),
                          (["watch", "-p", "0"], "invalid -p"), (["watch", "-p", "1", "--duration", "x"], "--duration"),
                          (["watch", "-p", "1", "--", "ls"], "takes no program"),
-                         (["watch", "-p", "1", "--no-follow"], "belong to hangwatch run"),
+                         (["watch", "-p", "1", "--no-follow"], "belongs to hangwatch run"),
                          (["run", "--follow", "--", "true"], "--follow belongs to hangwatch watch"),
                          (["run", "--observer", "magic", "--", "true"], "--observer")):
         p = run(args)

@@ -303,22 +303,45 @@ def perf_map(pid):
     return f"/tmp/perf-{pid}.map"
 
 
+def check_render_frame(r, frames, at):
+    """renderHugeTable named in the hung stack with its file, a line in its body, its caller below."""
+    i = find(frames, "renderHugeTable", "javascript")
+    check(i >= 0, "renderHugeTable is not in the hung stack:\n" + describe(frames))
+    f = frames[i]
+    # Its start line from a perf map; the statement it is at from V8's records.
+    check(f["source_file"].endswith("node_frames.js") and at["renderHugeTable"] <= f["source_line"] <=
+          at["renderHugeTable"] + 7, f"wrong place for renderHugeTable: {f}")
+    # V8 calls a timer's callback as a method of its Timeout, and names it so.
+    caller = max(find(frames, "onRenderTimer", "javascript"), find(frames, "Timeout.onRenderTimer", "javascript"))
+    check(caller > i, "its caller is not below it:\n" + describe(frames))
+    check(any(fr.get("symbol_name", "").startswith("uv_run") for fr in frames[i:]),
+          "libuv's loop is not below the JavaScript frames:\n" + describe(frames))
+    check(re.search(r"renderHugeTable \(node_frames\.js:\d+\)", r.stderr),
+          "the stderr line does not name renderHugeTable:\n" + r.stderr)
+
+
 def case_node_named():
-    """A timer callback spinning in renderHugeTable(): named with its file and line; the map is gone after."""
+    """By default, a node with V8's metadata: named from V8's own records, no flag, no map."""
     r = run_node()
     try:
-        at = lines(r)
-        frames = hwtest.frames(one_hang_report(r))
-        i = find(frames, "renderHugeTable", "javascript")
-        check(i >= 0, "renderHugeTable is not in the hung stack:\n" + describe(frames))
-        f = frames[i]
-        check(f["source_file"].endswith("node_frames.js") and f["source_line"] == at["renderHugeTable"],
-              f"wrong place for renderHugeTable: {f}")
-        check(find(frames, "onRenderTimer", "javascript") > i, "its caller is not below it:\n" + describe(frames))
-        check(any(fr.get("symbol_name", "").startswith("uv_run") for fr in frames[i:]),
-              "libuv's loop is not below the JavaScript frames:\n" + describe(frames))
-        check(f"renderHugeTable (node_frames.js:{at['renderHugeTable']})" in r.stderr,
-              "the stderr line does not name renderHugeTable:\n" + r.stderr)
+        report = one_hang_report(r)
+        check_render_frame(r, hwtest.frames(report), lines(r))
+        check(report["hangwatch"]["capture"].get("js_frames") == "metadata",
+              f"capture says {report['hangwatch']['capture']}")
+        check(r.node_options == "", f"NODE_OPTIONS was {r.node_options!r}")
+        check(not os.path.exists(perf_map(r.node_pid)), f"{perf_map(r.node_pid)} was written")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_node_perf_map():
+    """--js-frames perf-map: the flags, a map that names the frames, removed after."""
+    r = run_node(["--js-frames", "perf-map"])
+    try:
+        report = one_hang_report(r)
+        check_render_frame(r, hwtest.frames(report), lines(r))
+        check(report["hangwatch"]["capture"].get("js_frames") == "perf-map",
+              f"capture says {report['hangwatch']['capture']}")
         check("--perf-basic-prof-only-functions" in r.node_options, f"NODE_OPTIONS was {r.node_options!r}")
         check(not os.path.exists(perf_map(r.node_pid)), f"{perf_map(r.node_pid)} was left behind")
     finally:
@@ -326,29 +349,38 @@ def case_node_named():
 
 
 def case_node_without_flags():
-    """--no-js-frames: NODE_OPTIONS untouched, no map, and the report says how to get names."""
-    r = run_node(["--no-js-frames"], env={"NODE_OPTIONS": "--max-old-space-size=200"})
-    try:
-        check(r.node_options == "--max-old-space-size=200", f"NODE_OPTIONS was changed: {r.node_options!r}")
-        check(not os.path.exists(perf_map(r.node_pid)), "a perf map was written")
-        report = one_hang_report(r)
-        hung = report["crash"]["threads"][report["hangwatch"]["hung_thread"]["report_array_index"]]
-        check(find(hung["backtrace"]["contents"], "renderHugeTable", "javascript") < 0, "named without a map?")
-        check("--perf-basic-prof-only-functions" in hung.get("runtime_frames_error", ""),
-              f"the report does not say how to enable names: {hung.get('runtime_frames_error')}")
-    finally:
-        hwtest.cleanup(r)
+    """--js-frames off (and its old spelling --no-js-frames): NODE_OPTIONS untouched, no map, no
+    names, and the report says how to get them."""
+    for option in (["--js-frames", "off"], ["--no-js-frames"]):
+        r = run_node(option, env={"NODE_OPTIONS": "--max-old-space-size=200"})
+        try:
+            check(r.node_options == "--max-old-space-size=200", f"NODE_OPTIONS was changed: {r.node_options!r}")
+            check(not os.path.exists(perf_map(r.node_pid)), "a perf map was written")
+            report = one_hang_report(r)
+            hung = report["crash"]["threads"][report["hangwatch"]["hung_thread"]["report_array_index"]]
+            check(find(hung["backtrace"]["contents"], "renderHugeTable", "javascript") < 0, "named without a map?")
+            check("--js-frames auto" in hung.get("runtime_frames_error", ""),
+                  f"the report does not say how to enable names: {hung.get('runtime_frames_error')}")
+            check("js_frames" not in report["hangwatch"]["capture"], "capture names a source of names")
+        finally:
+            hwtest.cleanup(r)
 
 
 def case_node_keeps_user_options():
-    """The user's NODE_OPTIONS are kept; a map the user asked for is the user's and stays."""
+    """The user's NODE_OPTIONS are kept as they are; under perf-map the flags are added to them; a
+    map the user asked for is the user's and stays."""
     r = run_node(env={"NODE_OPTIONS": "--max-old-space-size=200"})
+    try:
+        check(r.node_options == "--max-old-space-size=200", f"NODE_OPTIONS: {r.node_options!r}")
+    finally:
+        hwtest.cleanup(r)
+    r = run_node(["--js-frames", "perf-map"], env={"NODE_OPTIONS": "--max-old-space-size=200"})
     try:
         check(r.node_options.startswith("--max-old-space-size=200 ") and "--perf-basic-prof-only-functions" in
               r.node_options, f"NODE_OPTIONS: {r.node_options!r}")
     finally:
         hwtest.cleanup(r)
-    r = run_node(env={"NODE_OPTIONS": "--perf-basic-prof-only-functions"})
+    r = run_node(["--js-frames", "perf-map"], env={"NODE_OPTIONS": "--perf-basic-prof-only-functions"})
     try:
         check(r.node_options == "--perf-basic-prof-only-functions", f"NODE_OPTIONS: {r.node_options!r}")
         check(os.path.exists(perf_map(r.node_pid)), "the user's own perf map was removed")
@@ -374,6 +406,7 @@ if __name__ == "__main__":
         "py_corrupt_code": case_py_corrupt_code,
         "py_unsupported_version": case_py_unsupported_version,
         "node_named": case_node_named,
+        "node_perf_map": case_node_perf_map,
         "node_without_flags": case_node_without_flags,
         "node_keeps_user_options": case_node_keeps_user_options,
     })

@@ -211,7 +211,7 @@ static void frames_read_through_the_offsets(void **state)
     assert_int_equal(hw_capture_process(child, &opts, &snap), 0);
     hw_python_namer *namer = hw_python_namer_new(&py, child);
     assert_non_null(namer);
-    hw_python_names *names = hw_python_name_threads(namer, &snap, false);
+    hw_runtime_names *names = hw_python_name_threads(namer, &snap, false);
     assert_non_null(names);
     const char *want[] = {"sleeper_three", "sleeper_two", "sleeper_one"};
     size_t seen = 0;
@@ -220,7 +220,7 @@ static void frames_read_through_the_offsets(void **state)
             if (names[t].frames[i].symbol_name && strcmp(names[t].frames[i].symbol_name, want[seen]) == 0)
                 seen++;
     assert_int_equal(seen, 3);
-    hw_python_names_free(names, snap.thread_count);
+    hw_runtime_names_free(names, snap.thread_count);
     hw_python_namer_free(namer);
     hw_process_snapshot_free(&snap);
 }
@@ -289,14 +289,14 @@ static void wrong_offsets_give_a_bounded_partial_stack(void **state)
             assert_true(snap.threads[t].interp.count <= HW_PY_MAX_FRAMES);
         if (py.readable) {
             hw_python_namer *namer = hw_python_namer_new(&py, child);
-            hw_python_names *names = hw_python_name_threads(namer, &snap, false);
+            hw_runtime_names *names = hw_python_name_threads(namer, &snap, false);
             for (size_t t = 0; names && t < snap.thread_count; t++) {
                 hw_backtrace bt = {0};
                 assert_int_equal(hw_python_merge(&names[t], &bt), 0);
                 assert_true(bt.count <= HW_PY_MAX_FRAMES);
                 hw_backtrace_free(&bt);
             }
-            hw_python_names_free(names, snap.thread_count);
+            hw_runtime_names_free(names, snap.thread_count);
             hw_python_namer_free(namer);
         }
         hw_process_snapshot_free(&snap);

@@ -49,14 +49,19 @@ typedef enum hw_thread_status {
 
 const char *hw_thread_status_name(hw_thread_status status);
 
-/* One frame of an interpreter (CPython), as read while the thread was
- * stopped: only the parts that change as it runs (python_frames.h names the
- * code object after the resume). */
+/* One frame of a runtime (CPython's, V8's), as read while the thread was
+ * stopped: only the parts that change as it runs (python_frames.h and
+ * js_frames.h name the code after the resume). */
 typedef struct hw_interp_frame {
-    uint64_t frame_addr; /* the interpreter's frame record */
-    uint64_t code_addr;  /* its code object */
+    uint64_t frame_addr; /* the interpreter's frame record (V8: the frame pointer) */
+    uint64_t code_addr;  /* its code object (V8: the SharedFunctionInfo) */
     uint64_t instr_addr; /* the instruction it is at: an address, or an offset into its code
-                            (an older interpreter's, -1 before the first) */
+                            (an older interpreter's, -1 before the first; V8: the bytecode
+                            offset of an interpreted frame, else UINT64_MAX) */
+    uint64_t pc;         /* V8: the code address the frame runs at (0 for Python) */
+    uint64_t aux;        /* V8: an interpreted frame's bytecode array (0 for Python) */
+    uint64_t receiver_class; /* V8: the SharedFunctionInfo of the receiver's constructor, when the
+                                frame is a method call on an object ("Type.method"), else 0 */
     bool is_entry;       /* the outermost frame of one native evaluation call */
     uint8_t owner;       /* who owns the frame record (a thread's stack, a generator...) */
 } hw_interp_frame;

@@ -35,6 +35,18 @@ typedef enum hw_observer_kind {
     HW_OBSERVER_KERNEL,
 } hw_observer_kind;
 
+/* How JavaScript frames are named (--js-frames). */
+typedef enum hw_js_frames_mode {
+    HW_JS_FRAMES_AUTO = 0, /* V8's metadata; node's perf map for a node `run` starts without it */
+    HW_JS_FRAMES_METADATA, /* only V8's metadata (js_frames.h); NODE_OPTIONS never touched */
+    HW_JS_FRAMES_PERF_MAP, /* only node's perf map: `run` adds its flags to NODE_OPTIONS */
+    HW_JS_FRAMES_OFF,      /* neither: JavaScript frames stay unnamed */
+} hw_js_frames_mode;
+
+/* "auto", "metadata", "perf-map", "off" into *mode: 0, or -1 for anything
+ * else. */
+int hw_js_frames_mode_parse(const char *text, hw_js_frames_mode *mode);
+
 typedef struct hw_agent_options {
     hw_detector_config detector;
     const char *report_dir;   /* default "hangwatch-reports" */
@@ -50,7 +62,7 @@ typedef struct hw_agent_options {
     hw_report_limits limits;  /* daily limit and directory cap */
     bool every_wait_is_the_loop; /* --wait-site any: no nested-wait rule */
     bool no_follow;           /* watch only the started process, not its children */
-    bool no_js_frames;        /* leave NODE_OPTIONS alone (watch/js_maps.c) */
+    hw_js_frames_mode js_frames; /* --js-frames (js_frames.h, watch/js_maps.c) */
     hw_observer_kind observer; /* --observer */
     bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
     bool stutter;             /* --stutter: report stutter (stutter.h) */

@@ -80,8 +80,9 @@ void cpu_high_request_free(cpu_high_request *cpu);
 typedef struct report_request {
     hw_process_snapshot snap;     /* moved in: the worker frees it */
     hw_python_target python;      /* the process's interpreter */
-    hw_python_names *py_names;    /* each captured thread's Python frames, named right after the
-                                     capture (snap.thread_count entries), or NULL */
+    hw_js_target js;              /* the process's V8 (node) */
+    hw_runtime_names *runtime_names; /* each captured thread's Python or JavaScript frames, named
+                                     right after the capture (snap.thread_count entries), or NULL */
     hw_check check;
     pid_t pid, tid;
     char executable[256];

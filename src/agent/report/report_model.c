@@ -339,6 +339,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                 snap->process_exited);
     if (capture && snap->tracer_pid > 0)
         add_tracer(capture, snap);
+    if (capture && info->js_frames_from != NULL)
+        json_object_set_new(capture, "js_frames", json_string(info->js_frames_from));
     json_t *main_thread = json_pack("{s:s, s:s}", "state", info->main_thread_state, "reason", info->main_thread_reason);
     const hw_point_stack *ps = info->point_stack;
     if (main_thread && ps) {

@@ -79,6 +79,7 @@ typedef struct hw_hang_info {
     const char *main_thread_state; /* early-sampling collection state */
     const char *main_thread_reason;
     const char *executable;        /* the program's own image (written as hangwatch.executable); may be NULL */
+    const char *js_frames_from;    /* "metadata" or "perf-map": what named JavaScript frames (NULL: none) */
     unsigned stretch_report_index; /* 0 for a stretch's first report, then 1, 2 ... (annealing) */
     const hw_point_stack *point_stack; /* early sampling's choice, or NULL */
     /* hang_type "stutter": the window's figures */

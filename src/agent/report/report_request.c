@@ -34,8 +34,8 @@ void report_request_release(report_request *req)
 {
     if (!req)
         return;
-    hw_python_names_free(req->py_names, req->snap.thread_count);
-    req->py_names = NULL;
+    hw_runtime_names_free(req->runtime_names, req->snap.thread_count);
+    req->runtime_names = NULL;
     for (size_t i = 0; req->ps_named && i < req->ps_depth; i++)
         hw_frame_clear(&req->ps_named[i]);
     free(req->ps_named);
@@ -67,8 +67,8 @@ static void name_thread(const report_request *req, hw_named_capture *nc, size_t 
     if (!nc->bts || t->status != HW_THREAD_CAPTURED)
         return;
     if (nc->sym) {
-        hw_unwind_with_runtime(nc->sym, t, HW_REPORT_MAX_FRAMES, req->py_names ? &req->py_names[i] : NULL,
-                               &req->python, req->executable, &nc->bts[i]);
+        hw_unwind_with_runtime(nc->sym, t, HW_REPORT_MAX_FRAMES, req->runtime_names ? &req->runtime_names[i] : NULL,
+                               &req->python, &req->js, req->executable, &nc->bts[i]);
         hw_in_app_context in_app = hw_request_in_app(req);
         hw_backtrace_classify(&nc->bts[i], &in_app);
     } else if (asprintf(&nc->bts[i].error, "no symbolizer for the process's memory map: %s",
@@ -123,7 +123,16 @@ json_t *hw_report_of_capture(const report_request *req, const hw_named_capture *
 {
     const hw_image *images = NULL;
     size_t image_count = nc->sym ? hw_symbolizer_images(nc->sym, &images) : 0;
-    return hw_report_build(info, &req->snap, nc->bts, images, image_count, id);
+    /* Where JavaScript names came from, when there are any: V8's own
+     * records (js_frames.h), else node's perf map. */
+    hw_hang_info with_source = *info;
+    for (size_t i = 0; nc->bts && i < req->snap.thread_count && with_source.js_frames_from == NULL; i++)
+        for (size_t k = 0; k < nc->bts[i].count; k++)
+            if (nc->bts[i].frames[k].language == HW_LANG_JAVASCRIPT) {
+                with_source.js_frames_from = req->js.readable ? "metadata" : "perf-map";
+                break;
+            }
+    return hw_report_build(&with_source, &req->snap, nc->bts, images, image_count, id);
 }
 
 /* ---- who holds the GIL ---- */

@@ -134,7 +134,7 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
         return false;
     }
     memset(&req->snap, 0, sizeof req->snap); /* the worker's now */
-    req->py_names = NULL;
+    req->runtime_names = NULL;
     req->cpu = NULL;
     req->ps_named = NULL;
     req->ring_named = NULL;

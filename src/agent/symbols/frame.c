@@ -95,3 +95,15 @@ size_t hw_frames_culprit(const hw_frame *frames, size_t count)
         };
     return hw_culprit_index(facts, n);
 }
+
+void hw_runtime_names_free(hw_runtime_names *names, size_t count)
+{
+    for (size_t t = 0; names && t < count; t++) {
+        for (unsigned i = 0; i < names[t].count; i++)
+            hw_frame_clear(&names[t].frames[i]);
+        free(names[t].frames);
+        free(names[t].is_entry);
+        free(names[t].thread_name);
+    }
+    free(names);
+}

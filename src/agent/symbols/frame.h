@@ -54,6 +54,22 @@ typedef struct hw_backtrace {
     char *runtime_thread_name; /* the thread's name in its runtime (Python threading's), else NULL */
 } hw_backtrace;
 
+/* One thread's runtime frames (Python's or JavaScript's) with their names,
+ * innermost first, parallel to its hw_interp_stack: a frame not worth
+ * showing (a Python frame set up but not started) is an entry with no
+ * symbol_name, kept because it still ends its run. */
+typedef struct hw_runtime_names {
+    hw_frame *frames;
+    bool *is_entry;      /* Python: the outermost frame of one native evaluation call */
+    unsigned count;
+    const char *problem; /* static text: why the frames are partial, else NULL */
+    char *thread_name;   /* the name the runtime gave the thread (Python threading's), else NULL */
+    hw_frame_language runtime; /* whose frames: HW_LANG_PYTHON or HW_LANG_JAVASCRIPT */
+} hw_runtime_names;
+
+/* Free `count` threads' names (NULL is fine). */
+void hw_runtime_names_free(hw_runtime_names *names, size_t count);
+
 /* The user's rules of whose code is whose (--in-app, --not-in-app), and
  * the program's executable, which classifying a frame needs. */
 typedef struct hw_in_app_context {

@@ -67,28 +67,16 @@ typedef struct hw_python_namer hw_python_namer;
 hw_python_namer *hw_python_namer_new(const hw_python_target *py, pid_t pid);
 void hw_python_namer_free(hw_python_namer *namer);
 
-/* One thread's Python frames with their names, innermost first, parallel to
- * its hw_interp_stack: a frame not worth showing (set up but not started)
- * is an entry with no symbol_name, kept because it still ends its run. */
-typedef struct hw_python_names {
-    hw_frame *frames;
-    bool *is_entry;      /* the outermost frame of one native evaluation call */
-    unsigned count;
-    const char *problem; /* static text: why the frames are partial, else NULL */
-    char *thread_name;   /* the name threading gave the thread, else NULL */
-} hw_python_names;
-
 /* Name the Python frames of a snapshot's threads (all, or only the target),
  * right after the capture, while the process most likely still runs.
  * Returns snap->thread_count entries, or NULL (no memory, no threads). */
-hw_python_names *hw_python_name_threads(hw_python_namer *namer, const hw_process_snapshot *snap, bool target_only);
-void hw_python_names_free(hw_python_names *names, size_t count);
+hw_runtime_names *hw_python_name_threads(hw_python_namer *namer, const hw_process_snapshot *snap, bool target_only);
 
 /* Put a thread's named Python frames into its native backtrace `bt`: each
  * run of frames directly above (on the callee side of) the native
  * _PyEval_EvalFrameDefault call that runs it; frames left over go last.
  * Problems go to bt->runtime_error.  0, or -ENOMEM (bt unchanged). */
-int hw_python_merge(const hw_python_names *names, hw_backtrace *bt);
+int hw_python_merge(const hw_runtime_names *names, hw_backtrace *bt);
 
 /* A Python frame's identity in a sample (hw_frame.runtime_key, as
  * frame.h lays keys out: the code object and the instruction): tagged so

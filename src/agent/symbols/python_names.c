@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/parse/python_linetable.h"
+#include "core/text_bits.h"
 #include "python_internal.h"
 
 #define MAX_CACHED_CODES 4096 /* per process; a full table starts again empty */
@@ -62,29 +63,6 @@ void hw_python_namer_free(hw_python_namer *n)
     free(n);
 }
 
-static void put_utf8(char **p, uint32_t c)
-{
-    unsigned char *o = (unsigned char *)*p;
-    if (c >= 0xd800 && c <= 0xdfff)
-        c = 0xfffd; /* a lone surrogate has no UTF-8 form */
-    if (c < 0x80) {
-        *o++ = (unsigned char)c;
-    } else if (c < 0x800) {
-        *o++ = (unsigned char)(0xc0 | (c >> 6));
-        *o++ = (unsigned char)(0x80 | (c & 63));
-    } else if (c < 0x10000) {
-        *o++ = (unsigned char)(0xe0 | (c >> 12));
-        *o++ = (unsigned char)(0x80 | ((c >> 6) & 63));
-        *o++ = (unsigned char)(0x80 | (c & 63));
-    } else {
-        *o++ = (unsigned char)(0xf0 | (c >> 18));
-        *o++ = (unsigned char)(0x80 | ((c >> 12) & 63));
-        *o++ = (unsigned char)(0x80 | ((c >> 6) & 63));
-        *o++ = (unsigned char)(0x80 | (c & 63));
-    }
-    *p = (char *)o;
-}
-
 char *hw_python_read_str(const hw_python_namer *n, uint64_t addr)
 {
     const hw_python_layout *L = &n->py.layout;
@@ -125,7 +103,7 @@ char *hw_python_read_str(const hw_python_namer *n, uint64_t addr)
             if (c > 0x10ffff)
                 c = 0xfffd;
         }
-        put_utf8(&p, c);
+        hw_put_utf8(&p, c);
     }
     *p = '\0';
     free(raw);
@@ -376,17 +354,18 @@ static bool is_eval_frame(const hw_frame *f)
            (f->symbol_name[len] == '\0' || f->symbol_name[len] == '.');
 }
 
-hw_python_names *hw_python_name_threads(hw_python_namer *n, const hw_process_snapshot *snap, bool target_only)
+hw_runtime_names *hw_python_name_threads(hw_python_namer *n, const hw_process_snapshot *snap, bool target_only)
 {
     if (n == NULL || snap == NULL || snap->thread_count == 0)
         return NULL;
     const hw_python_layout *L = &n->py.layout;
-    hw_python_names *all = calloc(snap->thread_count, sizeof *all);
+    hw_runtime_names *all = calloc(snap->thread_count, sizeof *all);
     if (all == NULL)
         return NULL;
     for (size_t t = 0; t < snap->thread_count; t++) {
         const hw_interp_stack *st = &snap->threads[t].interp;
-        hw_python_names *out = &all[t];
+        hw_runtime_names *out = &all[t];
+        out->runtime = HW_LANG_PYTHON;
         if (!st->present || (target_only && !snap->threads[t].is_target))
             continue;
         unsigned count = st->count;
@@ -431,18 +410,6 @@ hw_python_names *hw_python_name_threads(hw_python_namer *n, const hw_process_sna
     return all;
 }
 
-void hw_python_names_free(hw_python_names *names, size_t count)
-{
-    for (size_t t = 0; names && t < count; t++) {
-        for (unsigned i = 0; i < names[t].count; i++)
-            hw_frame_clear(&names[t].frames[i]);
-        free(names[t].frames);
-        free(names[t].is_entry);
-        free(names[t].thread_name);
-    }
-    free(names);
-}
-
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -458,7 +425,7 @@ static bool copy_frame(const hw_frame *from, hw_frame *to)
            (from->source_file == NULL || to->source_file);
 }
 
-int hw_python_merge(const hw_python_names *names, hw_backtrace *bt)
+int hw_python_merge(const hw_runtime_names *names, hw_backtrace *bt)
 {
     if (names == NULL || bt == NULL)
         return 0;

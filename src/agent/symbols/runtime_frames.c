@@ -23,14 +23,20 @@ bool hw_is_node_executable(const char *executable)
 }
 
 void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, size_t max_frames,
-                            const hw_python_names *names, const hw_python_target *py, const char *executable,
-                            hw_backtrace *bt)
+                            const hw_runtime_names *names, const hw_python_target *py, const hw_js_target *js,
+                            const char *executable, hw_backtrace *bt)
 {
     hw_unwind_thread(sym, t, max_frames, bt);
-    if (names != NULL)
+    if (names != NULL && names->runtime == HW_LANG_JAVASCRIPT)
+        hw_js_merge(names, bt);
+    else if (names != NULL)
         hw_python_merge(names, bt);
     else if (py != NULL && py->found && py->why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
         bt->runtime_error = strdup(py->why_not);
+    else if (js != NULL && js->found && js->why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
+        bt->runtime_error = strdup(js->why_not);
+    if (js != NULL && js->readable)
+        return; /* V8's frames are read from its metadata: no perf map to miss */
     /* A node whose JIT frames have no names: say how to get them. */
     int js_errno = hw_symbolizer_js_map_errno(sym);
     if (!t->is_target || bt->runtime_error != NULL || js_errno == 0 || executable == NULL ||
@@ -41,8 +47,8 @@ void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, siz
         unnamed_jit |= bt->frames[k].object_path == NULL && bt->frames[k].symbol_name == NULL;
     if (unnamed_jit &&
         asprintf(&bt->runtime_error,
-                 "JavaScript frames are not named: %s; start node with NODE_OPTIONS=\"%s\" "
-                 "(hangwatch run adds it unless --no-js-frames)",
+                 "JavaScript frames are not named: V8's metadata was not read (--js-frames perf-map or off, or a "
+                 "node built without it) and %s; use --js-frames auto, or start node with NODE_OPTIONS=\"%s\"",
                  js_errno == ENOENT ? "node wrote no perf map" : strerror(js_errno), HW_JIT_MAP_NODE_FLAGS) < 0)
         bt->runtime_error = NULL;
 }

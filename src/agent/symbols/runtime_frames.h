@@ -11,17 +11,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "js_frames.h"
 #include "python_frames.h"
 #include "unwind.h"
 
 /* Unwind `t` into `bt` (at most max_frames native frames) and merge
- * `names` (its Python frames, NULL if none were read).  For the target
- * thread, say in bt->runtime_error why frames are missing: `py` found an
- * interpreter whose version is not read, or `executable` is node and its
- * JIT frames have no names. */
+ * `names` (its Python or JavaScript frames, NULL if none were read).  For
+ * the target thread, say in bt->runtime_error why frames are missing: `py`
+ * found an interpreter whose version is not read, `js` a V8 whose metadata
+ * is not usable, or `executable` is node and its JIT frames have no names.
+ * `py` and `js` may be NULL. */
 void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, size_t max_frames,
-                            const hw_python_names *names, const hw_python_target *py, const char *executable,
-                            hw_backtrace *bt);
+                            const hw_runtime_names *names, const hw_python_target *py, const hw_js_target *js,
+                            const char *executable, hw_backtrace *bt);
 
 /* node, nodejs, node20, node-v20...: the names node's binary goes by. */
 bool hw_is_node_executable(const char *executable);

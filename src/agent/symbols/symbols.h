@@ -9,6 +9,8 @@
  *   unwind.h          a captured thread's stack walked (DWARF CFI);
  *   python_frames.h   CPython's frames, read in the capture's stop and named
  *                     after it;
+ *   js_frames.h       V8's JavaScript frames, the same way, from the
+ *                     postmortem metadata node carries;
  *   runtime_frames.h  the native and runtime frames of a thread together,
  *                     with why a runtime's frames are missing when they are;
  *   jit_map_file.h    V8's perf map of a node process (the flags that make
@@ -23,6 +25,7 @@
 
 #include "frame.h"
 #include "jit_map_file.h"
+#include "js_frames.h"
 #include "python_frames.h"
 #include "runtime_frames.h"
 #include "symbolizer.h"

@@ -39,10 +39,10 @@ static void note_child_exit(agent *a, watched_process *w, const hw_process_snaps
  * While there is none, again before a capture every PYTHON_LOOK_AGAIN_NS (a
  * program may load libpython late).  Only processes with a module named
  * *python* cost more than reading their maps. */
-void look_for_python(agent *a, watched_process *w)
+void look_for_runtimes(agent *a, watched_process *w)
 {
     uint64_t now = hw_monotonic_ns();
-    if (w->python.found || (w->python_looked && now < w->python_next_look_ns))
+    if (w->python.found || w->js.target.found || (w->python_looked && now < w->python_next_look_ns))
         return;
     w->python_looked = true;
     w->python_next_look_ns = now + PYTHON_LOOK_AGAIN_NS;
@@ -51,11 +51,41 @@ void look_for_python(agent *a, watched_process *w)
     size_t len = 0;
     char *maps = hw_proc_read_whole(path, &len);
     hw_python_find(w->pid, maps, len, &w->python);
+    /* V8 comes with the executable (or libnode, mapped before main): one
+     * look is enough. */
+    if (!w->python.found && !w->js_looked && a->opts->js_frames != HW_JS_FRAMES_OFF &&
+        a->opts->js_frames != HW_JS_FRAMES_PERF_MAP) {
+        w->js_looked = true;
+        hw_js_find(w->pid, maps, len, &w->js.target);
+    }
     free(maps);
-    /* A Python whose frames are not read says so, once per process (its
+    /* A runtime whose frames are not read says so, once per process (its
      * reports say it too). */
     if (w->python.found && !w->python.readable && !a->opts->quiet)
         fprintf(stderr, "hangwatch: pid %d runs %s\n", (int)w->pid, w->python.why_not);
+    /* A node whose functions will have no names at all (no metadata to
+     * read, and no perf map asked for): said once. */
+    if (w->js_looked && !w->js.target.readable && !a->js_maps_ours && !a->opts->quiet &&
+        hw_is_node_executable(w->executable))
+        fprintf(stderr,
+                "hangwatch: pid %d (node): JavaScript frames will not be named: %s; start node with "
+                "NODE_OPTIONS=\"%s\" for a perf map\n",
+                (int)w->pid, w->js.target.found ? w->js.target.why_not : "it has no V8 postmortem metadata",
+                HW_JIT_MAP_NODE_FLAGS);
+}
+
+static hw_js_namer *js_namer(watched_process *w)
+{
+    if (w->js_namer == NULL && w->js.target.readable)
+        w->js_namer = hw_js_namer_new(&w->js.target, w->pid);
+    return w->js_namer;
+}
+
+hw_runtime_names *name_runtime_frames(watched_process *w, const hw_process_snapshot *snap, bool target_only)
+{
+    if (w->python.readable)
+        return hw_python_name_threads(python_namer(w), snap, target_only);
+    return hw_js_name_threads(js_namer(w), snap, target_only);
 }
 
 hw_python_namer *python_namer(watched_process *w)
@@ -68,11 +98,15 @@ hw_python_namer *python_namer(watched_process *w)
 static void capture_options(agent *a, watched_process *w, pid_t tid, hw_capture_options *copt)
 {
     hw_capture_options_default(copt, tid);
-    look_for_python(a, w);
+    look_for_runtimes(a, w);
     if (w->python.readable) {
         copt->interp_frames = HW_PY_MAX_FRAMES;
         copt->while_stopped = hw_python_read_stacks;
         copt->while_stopped_ctx = &w->python;
+    } else if (w->js.target.readable) {
+        copt->interp_frames = HW_JS_MAX_FRAMES;
+        copt->while_stopped = hw_js_read_stacks;
+        copt->while_stopped_ctx = &w->js;
     }
 }
 
@@ -90,6 +124,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     hw_capture_options copt;
     capture_options(a, w, tid, &copt);
     req->python = w->python;
+    req->js = w->js.target;
     req->pid = w->pid;
     req->tid = tid;
     snprintf(req->executable, sizeof req->executable, "%s", w->executable);
@@ -98,8 +133,9 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->detected_unix_ns = hw_realtime_ns();
     req->captured_ns = now;
     int rc = hw_capture_process(w->pid, &copt, &req->snap);
-    /* Names of the Python code now, while the process most likely lives. */
-    req->py_names = hw_python_name_threads(python_namer(w), &req->snap, false);
+    /* Names of the Python or JavaScript code now, while the process most
+     * likely lives. */
+    req->runtime_names = name_runtime_frames(w, &req->snap, false);
     if (rc < 0 && req->snap.process_name[0] == '\0')
         snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
     note_child_exit(a, w, &req->snap);

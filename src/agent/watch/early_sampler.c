@@ -88,7 +88,7 @@ static void drop_raw(early_sampler *s, size_t slot);
 /* Unwind `t` (a copy of the loop thread's registers and stack) and add it to
  * the ring; `names`: its Python frames, or NULL.  With `park`, it is also
  * kept as the stack to reuse while the thread stays blocked. */
-static void add_sample(early_sampler *s, const hw_thread_snapshot *t, const hw_python_names *names, uint64_t time_ns,
+static void add_sample(early_sampler *s, const hw_thread_snapshot *t, const hw_runtime_names *names, uint64_t time_ns,
                        hw_sample_source source, bool park)
 {
     hw_backtrace bt = {0};
@@ -190,9 +190,9 @@ static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uin
     for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
         if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
             continue;
-        hw_python_names *names = hw_python_name_threads(python_namer(w), &snap, true);
+        hw_runtime_names *names = hw_python_name_threads(python_namer(w), &snap, true);
         add_sample(s, &snap.threads[i], names ? &names[i] : NULL, now, HW_SAMPLE_STOPPED, park);
-        hw_python_names_free(names, snap.thread_count);
+        hw_runtime_names_free(names, snap.thread_count);
     }
     hw_process_snapshot_free(&snap);
 }
@@ -206,7 +206,7 @@ static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
         return true;
     if (s->perf_refused || a->opts->samples_by_ptrace)
         return false;
-    look_for_python(a, w);
+    look_for_runtimes(a, w);
     if (w->python.readable) {
         s->perf_refused = true; /* its frames are read stopped */
         if (!a->said_python_stops && !a->opts->quiet) {

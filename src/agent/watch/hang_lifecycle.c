@@ -55,7 +55,7 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq)
 static void capture_for_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
                                report_request *req)
 {
-    look_for_python(a, w); /* before the samples are named */
+    look_for_runtimes(a, w); /* before the samples are named */
     req->check = *c;
     req->stutter = l->last_stutter;
     early_sampler_fill_request(l->sampler, w, c->seq, req);

@@ -1,6 +1,14 @@
 /*
- * js_maps.c - naming JavaScript frames in node: asking V8 for its perf map
- * when hangwatch starts node, and removing the maps it caused at the end.
+ * js_maps.c - naming JavaScript frames in node without V8's metadata:
+ * asking V8 for its perf map when hangwatch starts such a node, and
+ * removing the maps it caused at the end.
+ *
+ * A node with V8's postmortem metadata (js_frames.h) needs none of this:
+ * under --js-frames auto (the default) the flags are added only when the
+ * node `run` will start lacks it: PROG itself when it is node, else the
+ * node first on PATH (PROG may be a script or npm that starts it).  The
+ * flags cost node's start-up and every function it compiles
+ * (docs/benchmarks.md part 6).
  *
  * V8 writes /tmp/perf-PID.map (start, size, name of each function it
  * compiles) when started with --perf-basic-prof-only-functions, and with
@@ -8,7 +16,7 @@
  * address of their own too; symbolizer_jit.c names JIT frames from that
  * file (jit_map_file.h).  `hangwatch run` adds both flags to NODE_OPTIONS,
  * which node reads and every other program ignores, keeping what the user
- * set there; --no-js-frames leaves NODE_OPTIONS alone.
+ * set there; --js-frames metadata or off leaves NODE_OPTIONS alone.
  *
  * The files are removed when hangwatch ends, for the node processes it
  * watched that are gone by then, only if hangwatch's flags caused them (the
@@ -28,6 +36,27 @@
 #include "watch.h"
 #include "agent/symbols/symbols.h"
 #define MAX_NODE_PROCESSES 4096
+
+bool js_wants_perf_map(const agent *a)
+{
+    switch (a->opts->js_frames) {
+    case HW_JS_FRAMES_PERF_MAP:
+        return true;
+    case HW_JS_FRAMES_METADATA:
+    case HW_JS_FRAMES_OFF:
+        return false;
+    case HW_JS_FRAMES_AUTO:
+        break;
+    }
+    char *program = resolve_program(a->opts->argv[0]);
+    char *node = program != NULL && hw_is_node_executable(program) ? program : resolve_program("node");
+    /* No node to be found: nothing to name, nothing to slow down. */
+    bool wants = node != NULL && !hw_js_file_has_metadata(node);
+    if (node != program)
+        free(node);
+    free(program);
+    return wants;
+}
 
 char *js_node_options(const char *existing, bool *ours)
 {

@@ -57,8 +57,7 @@ static char *preload_value(const char *preload_path)
     return v;
 }
 
-/* The file execvp would run for `name`, or NULL. */
-static char *resolve_program(const char *name)
+char *resolve_program(const char *name)
 {
     if (strchr(name, '/'))
         return strdup(name);
@@ -153,7 +152,7 @@ int launch_program(agent *a)
         rc = -errno;
     } else if ((preload = preload_value(a->opts->preload_path)) == NULL) {
         rc = -ENOMEM;
-    } else if (!a->opts->no_js_frames &&
+    } else if (js_wants_perf_map(a) &&
                !(node_options = js_node_options(getenv("NODE_OPTIONS"), &a->js_maps_ours))) {
         /* node names its JavaScript functions for us (js_maps.c) */
         rc = -ENOMEM;

@@ -126,6 +126,9 @@ typedef struct watched_process {
     hw_python_namer *python_namer; /* names of its Python code, kept (watch thread only) */
     uint64_t python_next_look_ns; /* when to look for one (again), 0 = at the first capture */
     bool python_looked;
+    hw_js_reader js;            /* its V8 (node), read from V8's metadata, and the reader's state */
+    hw_js_namer *js_namer;      /* names of its JavaScript functions, kept (watch thread only) */
+    bool js_looked;
     uint32_t clock;             /* its page's HW_PAGE_CLOCK_*, read once when the page came */
     uint64_t born_ns;           /* CLOCK_MONOTONIC before the process began (0: unknown): no stretch starts earlier */
     bool wants_kernel;          /* seen waiting through raw system calls: move it to the kernel observer */
@@ -298,11 +301,14 @@ uint64_t early_sampler_tick(agent *a, watched_process *w, loop_watch *l, const h
 void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t seq, report_request *req);
 
 /* captures.c */
-/* The process's Python interpreter, looked for (again) when due; one whose
- * frames are not read is said once. */
-void look_for_python(agent *a, watched_process *w);
+/* The process's Python interpreter, looked for (again) when due, and its
+ * V8 (once); one whose frames are not read is said once. */
+void look_for_runtimes(agent *a, watched_process *w);
 /* The process's namer of Python code (created on first use), or NULL. */
 hw_python_namer *python_namer(watched_process *w);
+/* Its Python or JavaScript frames of `snap` named (runtime names, one per
+ * thread), or NULL when it runs neither or they were not read. */
+hw_runtime_names *name_runtime_frames(watched_process *w, const hw_process_snapshot *snap, bool target_only);
 /* Stop only thread `tid` of `w` (a sample). */
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
 /* Capture every thread of `w` into `req`, thread `tid` the report's
@@ -320,9 +326,15 @@ void submit_request(agent *a, hang_record *hang, report_request *req, bool reche
 uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now);
 void cpu_high_free(watched_process *w);
 
-/* js_maps.c: NODE_OPTIONS with V8's perf map flags added (malloc'd; *ours
- * tells whether the flags are hangwatch's), a watched process that may be
- * node, and removing the maps hangwatch caused once their processes are gone. */
+/* launch.c: the file execvp would run for `name` (malloc'd), or NULL. */
+char *resolve_program(const char *name);
+
+/* js_maps.c: whether `run` asks node for perf maps (--js-frames perf-map,
+ * or auto and the node it will start has no V8 metadata), NODE_OPTIONS
+ * with V8's perf map flags added (malloc'd; *ours tells whether the flags
+ * are hangwatch's), a watched process that may be node, and removing the
+ * maps hangwatch caused once their processes are gone. */
+bool js_wants_perf_map(const agent *a);
 char *js_node_options(const char *existing, bool *ours);
 void js_maps_note_process(agent *a, pid_t pid, const char *executable);
 void js_maps_remove(agent *a);

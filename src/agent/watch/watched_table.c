@@ -66,7 +66,7 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
             snprintf(w->metrics_name, sizeof w->metrics_name, "?");
         hw_metrics_watched(metrics, w->metrics_name, 1);
     }
-    look_for_python(a, w);
+    look_for_runtimes(a, w);
     w->next_wake_ns = hw_monotonic_ns(); /* look at it (and find its loops) now */
 }
 
@@ -127,6 +127,7 @@ void table_remove(agent *a, watched_process *w)
     free_loops(w);
     cpu_high_free(w);
     hw_python_namer_free(w->python_namer);
+    hw_js_namer_free(w->js_namer);
     release_page(a, w);
     free(w);
     t->slots[slot] = NULL;

@@ -1,0 +1,769 @@
+/*
+ * js_names.c - V8's frames named after the resume (js_frames.h:
+ * hw_js_name_threads, hw_js_merge).
+ *
+ * The stop kept each JavaScript frame's SharedFunctionInfo and code
+ * address (js_walk.c).  Here, while the process most likely runs on:
+ *
+ *  - the function's name: SharedFunctionInfo::name_or_scope_info is the
+ *    name itself (a string) until the function is compiled, then its
+ *    ScopeInfo, which holds the name after the context locals (the
+ *    function variable's, else the name V8 inferred, such as "obj.method"
+ *    for an anonymous function assigned to a property) and then the
+ *    function's start and end positions: the ScopeInfo's slots after the
+ *    locals are scanned for the first string and the first pair of
+ *    positions, each checked for its type.  A function not compiled yet
+ *    keeps both in its UncompiledData.  No name: "(anonymous)", as V8's
+ *    own stack traces say;
+ *  - its script's name (Script::name: a path, a file:// URL, node:...);
+ *  - the line of the function's start: the position counted in the
+ *    script's line ends (Script::line_ends when V8 has computed them, else
+ *    from the source, read once per script and kept);
+ *  - strings of every representation V8 uses: sequential one- and
+ *    two-byte, cons (two halves), thin (a forward), sliced (a window on a
+ *    parent) and external (data outside the heap), depth-bounded.
+ *
+ * What is read is kept per process, by SharedFunctionInfo and by Script,
+ * and checked again before each use: one read of the SharedFunctionInfo,
+ * whose fields must be those the name was read from.  The garbage
+ * collector moves objects; a SharedFunctionInfo that moved is read again
+ * where it is now, at its next capture.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/text_bits.h"
+#include "js_internal.h"
+
+#define MAX_FUNCTIONS 16384 /* kept per process; a full table starts again empty */
+#define MAX_SCRIPTS 2048
+#define MAX_INLINED_LOCALS 75 /* V8 keeps this many context local names in the ScopeInfo itself */
+#define SCOPE_SCAN_SLOTS 8    /* slots after the locals searched for the name and positions */
+#define CHUNK 8192
+
+typedef struct function_info {
+    uint64_t shared;                /* 0: empty slot */
+    uint64_t name_or_scope, script, function_data; /* the fields the name was read from */
+    char *name;
+    int64_t start;                  /* the function's start position, -1 unknown */
+    /* its bytecode's source positions, decoded at the first interpreted
+     * frame that needs them: code offsets and positions, ascending */
+    uint64_t positions_of;          /* the BytecodeArray they are from, 0: not read */
+    uint32_t *code_offsets;
+    int64_t *positions;
+    size_t position_count;
+} function_info;
+
+typedef struct script_info {
+    uint64_t addr, source, name_field; /* 0: empty slot */
+    char *name;
+    uint32_t *line_ends;            /* positions of each '\n', ascending */
+    size_t line_count;
+    bool lines_known;               /* line_ends were read (a script may have no newline) */
+} script_info;
+
+struct hw_js_namer {
+    hw_js_target js;
+    pid_t pid;
+    function_info *functions;
+    size_t function_cap, function_count;
+    script_info scripts[MAX_SCRIPTS];
+    size_t script_count;
+};
+
+/* ---- strings ------------------------------------------------------------ */
+
+typedef bool (*units_fn)(void *ctx, const unsigned char *data, size_t units, bool two_byte);
+
+typedef struct string_head {
+    uint16_t type;
+    int64_t length;
+    unsigned char raw[HW_JS_MAX_OBJECT_READ];
+} string_head;
+
+static bool read_string_head(pid_t pid, const hw_js_layout *L, uint64_t str, string_head *h)
+{
+    if (!hw_js_instance_type(pid, L, str, &h->type, NULL) || h->type >= L->first_nonstring)
+        return false;
+    /* The largest header any representation has: up to the external
+     * resource's cached data pointer. */
+    size_t need = (size_t)L->external_resource + 16;
+    const int32_t ends[] = {L->string_length + 4, L->cons_second + 8, L->sliced_offset + 8, L->thin_actual + 8};
+    for (size_t i = 0; i < 4; i++)
+        if ((size_t)ends[i] > need)
+            need = (size_t)ends[i];
+    if (need > sizeof h->raw || !hw_js_peek(pid, hw_js_field(L, str, 0), h->raw, need)) {
+        /* A short sequential string may end its page: the length is enough. */
+        need = (size_t)L->string_length + 4;
+        memset(h->raw, 0, sizeof h->raw);
+        if (!hw_js_peek(pid, hw_js_field(L, str, 0), h->raw, need))
+            return false;
+    }
+    int32_t len;
+    memcpy(&len, h->raw + L->string_length, sizeof len);
+    if (len < 0)
+        return false;
+    h->length = len;
+    return true;
+}
+
+static bool read_units(pid_t pid, uint64_t addr, uint64_t from, uint64_t count, bool two_byte, units_fn fn,
+                       void *ctx)
+{
+    unsigned char buf[CHUNK];
+    size_t unit = two_byte ? 2 : 1;
+    while (count > 0) {
+        size_t n = count > CHUNK / unit ? CHUNK / unit : (size_t)count;
+        if (!hw_js_peek(pid, addr + from * unit, buf, n * unit) || !fn(ctx, buf, n, two_byte))
+            return false;
+        from += n;
+        count -= n;
+    }
+    return true;
+}
+
+/* Hand units [from, from + count) of string `str` to `fn`, in order. */
+static bool visit_string(pid_t pid, const hw_js_layout *L, uint64_t str, uint64_t from, uint64_t count, units_fn fn,
+                         void *ctx, int depth)
+{
+    string_head h;
+    if (depth > HW_JS_MAX_STRING_DEPTH || !read_string_head(pid, L, str, &h) || from > (uint64_t)h.length ||
+        count > (uint64_t)h.length - from)
+        return false;
+    if (count == 0)
+        return true;
+    uint16_t rep = h.type & L->string_representation_mask;
+    bool two_byte = (h.type & L->string_encoding_mask) != L->one_byte_tag;
+    if (rep == L->seq_tag)
+        return read_units(pid, hw_js_field(L, str, L->seq_chars), from, count, two_byte, fn, ctx);
+    if (rep == L->external_tag) {
+        uint64_t data = hw_js_u64(h.raw, L->external_resource + 8);
+        return data != 0 && read_units(pid, data, from, count, two_byte, fn, ctx);
+    }
+    if (rep == L->thin_tag)
+        return visit_string(pid, L, hw_js_u64(h.raw, L->thin_actual), from, count, fn, ctx, depth + 1);
+    if (rep == L->sliced_tag) {
+        uint64_t offset = hw_js_u64(h.raw, L->sliced_offset);
+        if (!hw_js_is_smi(L, offset) || hw_js_smi_value(L, offset) < 0)
+            return false;
+        return visit_string(pid, L, hw_js_u64(h.raw, L->sliced_parent), from + (uint64_t)hw_js_smi_value(L, offset),
+                            count, fn, ctx, depth + 1);
+    }
+    if (rep == L->cons_tag) {
+        uint64_t first = hw_js_u64(h.raw, L->cons_first), second = hw_js_u64(h.raw, L->cons_second);
+        string_head fh;
+        if (!read_string_head(pid, L, first, &fh) || fh.length > h.length)
+            return false;
+        uint64_t first_len = (uint64_t)fh.length;
+        if (from < first_len) {
+            uint64_t n = count < first_len - from ? count : first_len - from;
+            if (!visit_string(pid, L, first, from, n, fn, ctx, depth + 1))
+                return false;
+            from += n;
+            count -= n;
+        }
+        return count == 0 || visit_string(pid, L, second, from - first_len, count, fn, ctx, depth + 1);
+    }
+    return false;
+}
+
+typedef struct utf8_out {
+    char text[HW_JS_MAX_NAME_CHARS + 8];
+    size_t len;
+} utf8_out;
+
+static bool append_utf8(void *ctx, const unsigned char *data, size_t units, bool two_byte)
+{
+    utf8_out *o = ctx;
+    for (size_t i = 0; i < units && o->len + 4 <= HW_JS_MAX_NAME_CHARS; i++) {
+        uint32_t c = two_byte ? (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8 : data[i];
+        if (c < 0x20 || c == 0x7f)
+            c = '?'; /* names go into one line of text */
+        char *p = o->text + o->len;
+        hw_put_utf8(&p, c);
+        o->len = (size_t)(p - o->text);
+    }
+    return true;
+}
+
+/* A string as UTF-8 (at most HW_JS_MAX_NAME_CHARS bytes), or NULL. */
+static char *read_name(pid_t pid, const hw_js_layout *L, uint64_t str)
+{
+    string_head h;
+    if (!read_string_head(pid, L, str, &h))
+        return NULL;
+    utf8_out o = {.len = 0};
+    uint64_t count = h.length > HW_JS_MAX_NAME_CHARS ? HW_JS_MAX_NAME_CHARS : (uint64_t)h.length;
+    if (!visit_string(pid, L, str, 0, count, append_utf8, &o, 0))
+        return NULL;
+    o.text[o.len] = '\0';
+    return strdup(o.text);
+}
+
+/* ---- scripts and lines -------------------------------------------------- */
+
+typedef struct newline_scan {
+    uint32_t *ends;
+    size_t count, cap;
+    uint64_t position;
+} newline_scan;
+
+static bool note_newlines(void *ctx, const unsigned char *data, size_t units, bool two_byte)
+{
+    newline_scan *s = ctx;
+    for (size_t i = 0; i < units; i++, s->position++) {
+        bool nl = two_byte ? data[2 * i] == '\n' && data[2 * i + 1] == 0 : data[i] == '\n';
+        if (!nl)
+            continue;
+        if (s->count == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 256;
+            if (cap > HW_JS_MAX_LINE_ENDS)
+                return false;
+            uint32_t *e = realloc(s->ends, cap * sizeof *e);
+            if (e == NULL)
+                return false;
+            s->ends = e;
+            s->cap = cap;
+        }
+        s->ends[s->count++] = (uint32_t)s->position;
+    }
+    return true;
+}
+
+/* Script::line_ends as V8 computed them (a FixedArray of Smis). */
+static bool line_ends_of_array(pid_t pid, const hw_js_layout *L, uint64_t array, script_info *s)
+{
+    uint16_t type;
+    uint64_t length_word;
+    if (!hw_js_instance_type(pid, L, array, &type, NULL) || type != L->type_fixed_array ||
+        !hw_js_peek(pid, hw_js_field(L, array, L->fixed_array_length), &length_word, sizeof length_word) ||
+        !hw_js_is_smi(L, length_word))
+        return false;
+    int64_t n = hw_js_smi_value(L, length_word);
+    if (n < 0 || n > HW_JS_MAX_LINE_ENDS)
+        return false;
+    uint64_t *words = malloc((size_t)(n ? n : 1) * sizeof *words);
+    uint32_t *ends = malloc((size_t)(n ? n : 1) * sizeof *ends);
+    bool ok = words != NULL && ends != NULL &&
+              (n == 0 || hw_js_peek(pid, hw_js_field(L, array, L->fixed_array_data), words, (size_t)n * 8));
+    for (int64_t i = 0; ok && i < n; i++) {
+        int64_t v = hw_js_smi_value(L, words[i]);
+        ok = hw_js_is_smi(L, words[i]) && v >= 0 && v <= UINT32_MAX && (i == 0 || (uint32_t)v > ends[i - 1]);
+        if (ok)
+            ends[i] = (uint32_t)v;
+    }
+    free(words);
+    if (!ok) {
+        free(ends);
+        return false;
+    }
+    s->line_ends = ends;
+    s->line_count = (size_t)n;
+    return true;
+}
+
+static void find_lines(const hw_js_namer *n, script_info *s, uint64_t line_ends_field)
+{
+    const hw_js_layout *L = &n->js.layout;
+    s->lines_known = line_ends_of_array(n->pid, L, line_ends_field, s);
+    if (s->lines_known)
+        return;
+    string_head h;
+    if (!read_string_head(n->pid, L, s->source, &h) || (uint64_t)h.length > HW_JS_MAX_SOURCE_BYTES)
+        return;
+    newline_scan scan = {0};
+    if (visit_string(n->pid, L, s->source, 0, (uint64_t)h.length, note_newlines, &scan, 0)) {
+        s->line_ends = scan.ends;
+        s->line_count = scan.count;
+        s->lines_known = true;
+    } else {
+        free(scan.ends);
+    }
+}
+
+static script_info *script_at(hw_js_namer *n, uint64_t script)
+{
+    const hw_js_layout *L = &n->js.layout;
+    uint16_t type;
+    unsigned char head[HW_JS_MAX_OBJECT_READ];
+    size_t need = (size_t)L->script_line_ends + 8;
+    if ((size_t)L->script_source + 8 > need)
+        need = (size_t)L->script_source + 8;
+    if ((size_t)L->script_name + 8 > need)
+        need = (size_t)L->script_name + 8;
+    if (!hw_js_instance_type(n->pid, L, script, &type, NULL) || type != L->type_script ||
+        !hw_js_peek(n->pid, hw_js_field(L, script, 0), head, need))
+        return NULL;
+    uint64_t source = hw_js_u64(head, L->script_source), name = hw_js_u64(head, L->script_name);
+    for (size_t i = 0; i < n->script_count; i++)
+        if (n->scripts[i].addr == script && n->scripts[i].source == source && n->scripts[i].name_field == name)
+            return &n->scripts[i];
+    if (n->script_count == MAX_SCRIPTS) {
+        for (size_t i = 0; i < n->script_count; i++) {
+            free(n->scripts[i].name);
+            free(n->scripts[i].line_ends);
+        }
+        memset(n->scripts, 0, sizeof n->scripts);
+        n->script_count = 0;
+    }
+    script_info *s = &n->scripts[n->script_count++];
+    *s = (script_info){.addr = script, .source = source, .name_field = name};
+    s->name = read_name(n->pid, L, name); /* undefined for code made by eval: no name */
+    find_lines(n, s, hw_js_u64(head, L->script_line_ends));
+    return s;
+}
+
+static int line_of(const script_info *s, int64_t position)
+{
+    if (s == NULL || !s->lines_known || position < 0)
+        return 0;
+    size_t lo = 0, hi = s->line_count; /* lines whose end lies before `position` */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((int64_t)s->line_ends[mid] < position)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (int)lo + 1;
+}
+
+/* ---- functions ---------------------------------------------------------- */
+
+/* The name and start position a ScopeInfo holds after its context locals. */
+static void scan_scope_info(const hw_js_namer *n, uint64_t scope, char **name, int64_t *start)
+{
+    const hw_js_layout *L = &n->js.layout;
+    uint64_t count_word;
+    /* Slot i of a ScopeInfo lies after its map, 8 bytes each. */
+    uint64_t slots = hw_js_field(L, scope, L->map + 8);
+    if (!hw_js_peek(n->pid, slots + 8 * (uint64_t)L->scope_info_context_locals, &count_word, sizeof count_word) ||
+        !hw_js_is_smi(L, count_word))
+        return;
+    int64_t locals = hw_js_smi_value(L, count_word);
+    if (locals < 0 || locals > 100000)
+        return;
+    int64_t first = L->scope_info_first_vars + (locals < MAX_INLINED_LOCALS ? 2 * locals : 1 + locals);
+    uint64_t words[SCOPE_SCAN_SLOTS];
+    if (!hw_js_peek(n->pid, slots + 8 * (uint64_t)first, words, sizeof words))
+        return;
+    int run = 0;
+    for (int i = 0; i < SCOPE_SCAN_SLOTS; i++) {
+        if (hw_js_is_smi(L, words[i])) {
+            /* Positions are the last two Smis of the first run of two or
+             * more (a function variable's slot index may come first). */
+            run++;
+            if (run >= 2 && *start < 0) {
+                int64_t a = hw_js_smi_value(L, words[i - 1]), b = hw_js_smi_value(L, words[i]);
+                bool more = i + 1 < SCOPE_SCAN_SLOTS && hw_js_is_smi(L, words[i + 1]);
+                if (!more && a >= 0 && b > a)
+                    *start = a;
+            }
+            continue;
+        }
+        if (run >= 2)
+            break; /* past the positions: the outer scope and beyond */
+        run = 0;
+        uint16_t type;
+        if (*name == NULL && hw_js_instance_type(n->pid, L, words[i], &type, NULL) && type < L->first_nonstring) {
+            char *s = read_name(n->pid, L, words[i]);
+            if (s != NULL && s[0] == '\0')
+                free(s);
+            else
+                *name = s;
+        }
+    }
+}
+
+static void read_function(const hw_js_namer *n, function_info *f)
+{
+    const hw_js_layout *L = &n->js.layout;
+    f->name = NULL;
+    f->start = -1;
+    uint16_t type;
+    if (hw_js_instance_type(n->pid, L, f->name_or_scope, &type, NULL)) {
+        if (type < L->first_nonstring) {
+            f->name = read_name(n->pid, L, f->name_or_scope);
+        } else if (type == L->type_scope_info) {
+            scan_scope_info(n, f->name_or_scope, &f->name, &f->start);
+        }
+    }
+    /* Not compiled yet: UncompiledData has the inferred name and the start. */
+    if (hw_js_instance_type(n->pid, L, f->function_data, &type, NULL) && type >= L->type_uncompiled_first &&
+        type <= L->type_uncompiled_last) {
+        int32_t start;
+        uint64_t inferred;
+        if (f->start < 0 &&
+            hw_js_peek(n->pid, hw_js_field(L, f->function_data, L->uncompiled_start), &start, sizeof start) &&
+            start >= 0)
+            f->start = start;
+        if ((f->name == NULL || f->name[0] == '\0') &&
+            hw_js_peek(n->pid, hw_js_field(L, f->function_data, L->uncompiled_inferred_name), &inferred,
+                       sizeof inferred)) {
+            char *s = read_name(n->pid, L, inferred);
+            if (s != NULL && s[0] != '\0') {
+                free(f->name);
+                f->name = s;
+            } else {
+                free(s);
+            }
+        }
+    }
+    if (f->name != NULL && f->name[0] == '\0') {
+        free(f->name);
+        f->name = NULL;
+    }
+}
+
+static size_t slot_of(uint64_t addr, size_t cap)
+{
+    uint64_t h = (addr >> 3) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+static void function_info_clear(function_info *f)
+{
+    free(f->name);
+    free(f->code_offsets);
+    free(f->positions);
+}
+
+static void forget_functions(hw_js_namer *n)
+{
+    for (size_t i = 0; i < n->function_cap; i++)
+        function_info_clear(&n->functions[i]);
+    if (n->functions != NULL)
+        memset(n->functions, 0, n->function_cap * sizeof *n->functions);
+    n->function_count = 0;
+}
+
+static bool grow_functions(hw_js_namer *n)
+{
+    if (n->function_cap >= MAX_FUNCTIONS) {
+        forget_functions(n);
+        return true;
+    }
+    size_t cap = n->function_cap ? n->function_cap * 2 : 256;
+    function_info *t = calloc(cap, sizeof *t);
+    if (t == NULL)
+        return false;
+    for (size_t i = 0; i < n->function_cap; i++) {
+        if (n->functions[i].shared == 0)
+            continue;
+        size_t s = slot_of(n->functions[i].shared, cap);
+        while (t[s].shared != 0)
+            s = (s + 1) & (cap - 1);
+        t[s] = n->functions[i];
+    }
+    free(n->functions);
+    n->functions = t;
+    n->function_cap = cap;
+    return true;
+}
+
+/* The function a SharedFunctionInfo names, read now or kept; NULL when it
+ * is not (any more) a SharedFunctionInfo. */
+static const function_info *function_at(hw_js_namer *n, uint64_t shared, script_info **script)
+{
+    const hw_js_layout *L = &n->js.layout;
+    unsigned char head[HW_JS_MAX_OBJECT_READ];
+    size_t need = (size_t)L->shared_name_or_scope + 8;
+    if ((size_t)L->shared_script + 8 > need)
+        need = (size_t)L->shared_script + 8;
+    if ((size_t)L->shared_function_data + 8 > need)
+        need = (size_t)L->shared_function_data + 8;
+    uint16_t type;
+    if (!hw_js_instance_type(n->pid, L, shared, &type, NULL) || type != L->type_shared ||
+        !hw_js_peek(n->pid, hw_js_field(L, shared, 0), head, need))
+        return NULL;
+    function_info now = {.shared = shared,
+                         .name_or_scope = hw_js_u64(head, L->shared_name_or_scope),
+                         .script = hw_js_u64(head, L->shared_script),
+                         .function_data = hw_js_u64(head, L->shared_function_data)};
+    *script = script_at(n, now.script);
+    if ((n->function_count + 1) * 2 > n->function_cap && !grow_functions(n))
+        return NULL;
+    size_t s = slot_of(shared, n->function_cap);
+    while (n->functions[s].shared != 0 && n->functions[s].shared != shared)
+        s = (s + 1) & (n->function_cap - 1);
+    function_info *f = &n->functions[s];
+    if (f->shared == shared && f->name_or_scope == now.name_or_scope && f->script == now.script &&
+        f->function_data == now.function_data)
+        return f;
+    if (f->shared == 0)
+        n->function_count++;
+    function_info_clear(f);
+    *f = now;
+    read_function(n, f);
+    return f;
+}
+
+/* ---- where an interpreted frame is ----------------------------------------- */
+
+/* One of V8's variable-length integers in a source position table: 7 bits
+ * a byte, low groups first, then zigzag-decoded. */
+static bool read_vlq(const unsigned char *bytes, size_t len, size_t *at, int64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (*at >= len)
+            return false;
+        unsigned char b = bytes[(*at)++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if ((b & 0x80) == 0) {
+            *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+#define MAX_POSITION_BYTES (1u << 20)
+
+/* Decode bytecode array `bytecode`'s source position table into f: entries
+ * of (code offset delta, with is_statement as its sign; position delta). */
+static void read_positions(const hw_js_namer *n, function_info *f, uint64_t bytecode)
+{
+    const hw_js_layout *L = &n->js.layout;
+    f->positions_of = bytecode;
+    uint64_t table = 0, length_word = 0;
+    uint16_t type;
+    if (!hw_js_peek(n->pid, hw_js_field(L, bytecode, L->bytecode_source_positions), &table, sizeof table) ||
+        !hw_js_instance_type(n->pid, L, table, &type, NULL) || type != L->type_byte_array ||
+        !hw_js_peek(n->pid, hw_js_field(L, table, L->fixed_array_length), &length_word, sizeof length_word) ||
+        !hw_js_is_smi(L, length_word))
+        return; /* V8 collects positions lazily: none until something asked */
+    int64_t len = hw_js_smi_value(L, length_word);
+    if (len <= 0 || len > MAX_POSITION_BYTES)
+        return;
+    unsigned char *bytes = malloc((size_t)len);
+    size_t cap = (size_t)len / 2 + 1; /* an entry takes two bytes at least */
+    uint32_t *offsets = malloc(cap * sizeof *offsets);
+    int64_t *positions = malloc(cap * sizeof *positions);
+    size_t count = 0;
+    bool ok = bytes && offsets && positions &&
+              hw_js_peek(n->pid, hw_js_field(L, table, L->fixed_array_data), bytes, (size_t)len);
+    int64_t offset = 0, position = 0;
+    for (size_t at = 0; ok && at < (size_t)len && count < cap;) {
+        int64_t code_delta, position_delta;
+        ok = read_vlq(bytes, (size_t)len, &at, &code_delta) && read_vlq(bytes, (size_t)len, &at, &position_delta);
+        if (!ok)
+            break;
+        offset += code_delta >= 0 ? code_delta : -(code_delta + 1);
+        position += position_delta;
+        ok = offset >= 0 && offset <= UINT32_MAX && (count == 0 || (uint32_t)offset >= offsets[count - 1]);
+        if (ok) {
+            offsets[count] = (uint32_t)offset;
+            positions[count++] = position;
+        }
+    }
+    free(bytes);
+    if (!ok || count == 0) {
+        free(offsets);
+        free(positions);
+        return;
+    }
+    f->code_offsets = offsets;
+    f->positions = positions;
+    f->position_count = count;
+}
+
+/* The source position of bytecode offset `at` in frame `in` of function f:
+ * the last entry at or before it, as V8's own stack traces take it; -1
+ * when the frame's bytecode is not the function's or has no positions. */
+static int64_t position_in(const hw_js_namer *n, function_info *f, const hw_interp_frame *in)
+{
+    const hw_js_layout *L = &n->js.layout;
+    if (in->aux == 0 || in->instr_addr == UINT64_MAX)
+        return -1;
+    bool ours = in->aux == f->function_data;
+    uint16_t type;
+    uint64_t bytecode = 0;
+    if (!ours && hw_js_instance_type(n->pid, L, f->function_data, &type, NULL) && type == L->type_code &&
+        hw_js_peek(n->pid, hw_js_field(L, f->function_data, L->code_bytecode), &bytecode, sizeof bytecode))
+        ours = bytecode == in->aux; /* baseline code keeps the bytecode it was made from */
+    if (!ours || !hw_js_instance_type(n->pid, L, in->aux, &type, NULL) || type != L->type_bytecode_array)
+        return -1;
+    if (f->positions_of != in->aux) {
+        free(f->code_offsets);
+        free(f->positions);
+        f->code_offsets = NULL;
+        f->positions = NULL;
+        f->position_count = 0;
+        read_positions(n, f, in->aux);
+    }
+    int64_t found = -1;
+    for (size_t i = 0; i < f->position_count && f->code_offsets[i] <= in->instr_addr; i++)
+        found = f->positions[i];
+    /* A SourcePosition: bit 0 clear for a script offset, which bits 1-30
+     * hold plus one (the inlining id is above; 0 for bytecode). */
+    if (found < 0 || (found & 1) != 0)
+        return -1;
+    return ((found >> 1) & 0x3fffffff) - 1;
+}
+
+/* ---- the namer ---------------------------------------------------------- */
+
+hw_js_namer *hw_js_namer_new(const hw_js_target *js, pid_t pid)
+{
+    if (js == NULL || !js->readable)
+        return NULL;
+    hw_js_namer *n = calloc(1, sizeof *n);
+    if (n == NULL)
+        return NULL;
+    n->js = *js;
+    n->pid = pid;
+    return n;
+}
+
+void hw_js_namer_free(hw_js_namer *n)
+{
+    if (n == NULL)
+        return;
+    forget_functions(n);
+    free(n->functions);
+    for (size_t i = 0; i < n->script_count; i++) {
+        free(n->scripts[i].name);
+        free(n->scripts[i].line_ends);
+    }
+    free(n);
+}
+
+/* "Type.name" for a method call, as V8's stack traces write it: the type
+ * is left out when the name already starts with it. */
+static char *method_name(const char *type, const char *name)
+{
+    char *s = NULL;
+    size_t tl = type ? strlen(type) : 0;
+    if (tl == 0 || (name != NULL && strncmp(name, type, tl) == 0))
+        return strdup(name ? name : "(anonymous)");
+    if (asprintf(&s, "%s.%s", type, name ? name : "<anonymous>") < 0)
+        return NULL;
+    return s;
+}
+
+static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
+{
+    memset(out, 0, sizeof *out);
+    out->instruction_addr = in->pc;
+    out->language = HW_LANG_JAVASCRIPT;
+    script_info *script = NULL;
+    char *type = NULL;
+    if (in->receiver_class != 0) {
+        const function_info *c = function_at(n, in->receiver_class, &script);
+        type = c != NULL && c->name != NULL ? strdup(c->name) : NULL;
+    }
+    function_info *f = (function_info *)function_at(n, in->code_addr, &script);
+    if (f == NULL) {
+        free(type);
+        out->symbol_name = strdup("?");
+        return out->symbol_name != NULL;
+    }
+    out->symbol_name = method_name(type, f->name);
+    free(type);
+    if (script != NULL && script->name != NULL) {
+        out->source_file = strdup(script->name);
+        int64_t at = position_in(n, f, in);
+        out->source_line = line_of(script, at >= 0 ? at : f->start);
+    }
+    return out->symbol_name != NULL;
+}
+
+hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *snap, bool target_only)
+{
+    if (n == NULL || snap == NULL || snap->thread_count == 0)
+        return NULL;
+    hw_runtime_names *all = calloc(snap->thread_count, sizeof *all);
+    if (all == NULL)
+        return NULL;
+    for (size_t t = 0; t < snap->thread_count; t++) {
+        const hw_interp_stack *st = &snap->threads[t].interp;
+        hw_runtime_names *out = &all[t];
+        out->runtime = HW_LANG_JAVASCRIPT;
+        if (!st->present || st->count == 0 || (target_only && !snap->threads[t].is_target))
+            continue;
+        out->problem = st->error;
+        if (st->truncated && out->problem == NULL)
+            out->problem = "more JavaScript frames than hangwatch reads: the outermost are left out";
+        out->frames = calloc(st->count, sizeof *out->frames);
+        out->is_entry = calloc(st->count, sizeof *out->is_entry);
+        if (out->frames == NULL || out->is_entry == NULL) {
+            free(out->frames);
+            free(out->is_entry);
+            out->frames = NULL;
+            out->is_entry = NULL;
+            continue;
+        }
+        for (unsigned i = 0; i < st->count; i++)
+            if (name_frame(n, &st->frames[i], &out->frames[out->count]))
+                out->count++;
+            else
+                hw_frame_clear(&out->frames[out->count]);
+    }
+    return all;
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+static bool rename_frame(const hw_frame *js, hw_frame *native)
+{
+    char *name = js->symbol_name ? strdup(js->symbol_name) : NULL;
+    char *file = js->source_file ? strdup(js->source_file) : NULL;
+    if ((js->symbol_name && name == NULL) || (js->source_file && file == NULL)) {
+        free(name);
+        free(file);
+        return false;
+    }
+    free(native->symbol_name);
+    free(native->source_file);
+    free(native->object_path);
+    native->symbol_name = name;
+    native->source_file = file;
+    native->source_line = js->source_line;
+    native->object_path = NULL;
+    native->object_addr = native->object_offset = 0;
+    native->symbol_addr = 0;
+    native->language = HW_LANG_JAVASCRIPT;
+    return true;
+}
+
+int hw_js_merge(const hw_runtime_names *names, hw_backtrace *bt)
+{
+    if (names == NULL || bt == NULL || names->count == 0)
+        return 0;
+    size_t next = 0; /* native frames are matched in order, innermost first */
+    unsigned unplaced = 0;
+    for (unsigned i = 0; i < names->count; i++) {
+        const hw_frame *js = &names->frames[i];
+        size_t k = next;
+        while (k < bt->count && bt->frames[k].instruction_addr != js->instruction_addr)
+            k++;
+        if (k == bt->count) {
+            unplaced = names->count - i;
+            break;
+        }
+        if (!rename_frame(js, &bt->frames[k]))
+            return -ENOMEM;
+        next = k + 1;
+    }
+    if (unplaced > 0) {
+        /* The native walk stopped before these: they go last, in order. */
+        hw_frame *grown = realloc(bt->frames, (bt->count + unplaced) * sizeof *grown);
+        if (grown == NULL)
+            return -ENOMEM;
+        bt->frames = grown;
+        for (unsigned i = names->count - unplaced; i < names->count; i++) {
+            hw_frame *f = &bt->frames[bt->count];
+            memset(f, 0, sizeof *f);
+            f->instruction_addr = names->frames[i].instruction_addr;
+            if (!rename_frame(&names->frames[i], f))
+                return -ENOMEM;
+            bt->count++;
+        }
+    }
+    if (names->problem != NULL && bt->runtime_error == NULL)
+        bt->runtime_error = strdup(names->problem);
+    return 0;
+}
