@@ -14,6 +14,8 @@ python3 or 3.11+); when one is missing, that corpus is left as committed.
 python_memory's seeds are what the agent's Python readers read of each of
 those interpreters, recorded by `--recorder BUILD/bin/record-python-memory`
 (tools/record_python_memory.c); without it that corpus is left alone.
+js_memory's are what the V8 readers read of the node on PATH, recorded by
+`--js-recorder BUILD/bin/record-js-memory` (tools/record_js_memory.c).
 """
 import json
 import os
@@ -433,12 +435,47 @@ def python_memory_seeds(recorder):
     return seeds
 
 
+# --- js_memory: what the V8 readers read of a real node ----------------------
+
+def js_memory_seeds(recorder):
+    """node (the one on PATH) running tests/programs/node_names.js with a
+    worker, both spinning in JavaScript, as tools/record_js_memory.c records
+    the agent's reads of it.  None without the recorder or node: the
+    committed corpus then stays."""
+    node = shutil.which("node")
+    if recorder is None or node is None:
+        print("js_memory: no --js-recorder (BUILD/bin/record-js-memory) or no node; corpus left alone")
+        return None
+    program = os.path.join(os.path.dirname(HERE), "tests", "programs", "node_names.js")
+    seeds = {}
+    kept = os.path.join(HERE, "corpus", "js_memory")
+    for name in sorted(os.listdir(kept)) if os.path.isdir(kept) else ():
+        if name.startswith("regression-"):
+            with open(os.path.join(kept, name), "rb") as f:
+                seeds[name] = f.read()
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    major = version.lstrip("v").split(".")[0]
+    for args, label in ((["worker"], "worker"), ([], "main")):
+        out = os.path.join(HERE, "corpus", ".js-memory")
+        subprocess.run([recorder, node, program, out] + args, check=True, stdout=subprocess.DEVNULL)
+        with open(out, "rb") as f:
+            seeds["node%s-%s" % (major, label)] = f.read()
+        os.unlink(out)
+    return seeds
+
+
 def main():
-    recorder = None
-    if len(sys.argv) == 3 and sys.argv[1] == "--recorder":
-        recorder = os.path.abspath(sys.argv[2])
-    elif len(sys.argv) != 1:
-        print("usage: make_corpus.py [--recorder BUILD/bin/record-python-memory]", file=sys.stderr)
+    recorder = js_recorder = None
+    args = sys.argv[1:]
+    while len(args) >= 2 and args[0] in ("--recorder", "--js-recorder"):
+        if args[0] == "--recorder":
+            recorder = os.path.abspath(args[1])
+        else:
+            js_recorder = os.path.abspath(args[1])
+        args = args[2:]
+    if args:
+        print("usage: make_corpus.py [--recorder BUILD/bin/record-python-memory] "
+              "[--js-recorder BUILD/bin/record-js-memory]", file=sys.stderr)
         return 2
     write_corpus("registration", registration_seeds())
     write_corpus("page", page_seeds())
@@ -453,6 +490,9 @@ def main():
     memory = python_memory_seeds(recorder)
     if memory is not None:
         write_corpus("python_memory", memory)
+    js = js_memory_seeds(js_recorder)
+    if js is not None:
+        write_corpus("js_memory", js)
     return 0
 
 

@@ -10,17 +10,15 @@
  * interpreter, captures every thread with the frame reader, names the
  * frames and the threads.  Every read goes through hw_py_peek, which this
  * program defines (the agent's is python_peek.c, left out of the link) to
- * read the child and keep a copy of what it read.  The copies, with the
- * interpreter's addresses and the threads, are written to OUT.  Exit 0, or
- * 1 with the reason on stderr.
+ * read the child and keep a copy of what it read (record_memory.h).  The
+ * copies, with the interpreter's addresses and the threads, are written to
+ * OUT.  Exit 0, or 1 with the reason on stderr.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,52 +26,13 @@
 #include "agent/capture/proc_task.h"
 #include "agent/symbols/python_internal.h"
 #include "agent/symbols/python_layouts.h"
+#include "record_memory.h"
 
 #define MAX_THREADS 8u
-#define MAX_RECORDED (64u << 20) /* bytes kept at most */
-
-typedef struct recorded {
-    uint64_t addr;
-    uint32_t len;
-    unsigned char *bytes;
-} recorded;
-
-static recorded *reads;
-static size_t read_count, read_cap, read_bytes;
 
 bool hw_py_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-    if (addr == 0 || addr + len < addr)
-        return false;
-    struct iovec local = {.iov_base = buf, .iov_len = len};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-    if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
-        return false;
-    for (size_t i = 0; i < read_count; i++)
-        if (reads[i].addr == addr && reads[i].len == len)
-            return true; /* the first copy is what the stop saw */
-    if (read_bytes + len > MAX_RECORDED)
-        return true;
-    if (read_count == read_cap) {
-        size_t cap = read_cap ? 2 * read_cap : 256;
-        recorded *more = realloc(reads, cap * sizeof *more);
-        if (more == NULL)
-            return true;
-        reads = more;
-        read_cap = cap;
-    }
-    unsigned char *copy = malloc(len);
-    if (copy == NULL)
-        return true;
-    memcpy(copy, buf, len);
-    reads[read_count++] = (recorded){addr, (uint32_t)len, copy};
-    read_bytes += len;
-    return true;
-}
-
-static void put(FILE *f, const void *p, size_t len)
-{
-    fwrite(p, 1, len, f);
+    return record_memory_read(pid, addr, buf, len);
 }
 
 static int write_input(const char *path, const hw_python_target *py, const hw_process_snapshot *snap)
@@ -111,54 +70,13 @@ static int write_input(const char *path, const hw_python_target *py, const hw_pr
         fprintf(stderr, "record-python-memory: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    put(f, header, sizeof header);
-    for (size_t i = 0; i < read_count; i++) {
-        put(f, &reads[i].addr, 8);
-        put(f, &reads[i].len, 4);
-        put(f, reads[i].bytes, reads[i].len);
-    }
+    fwrite(header, 1, sizeof header, f);
+    record_memory_write_segments(f);
     if (fclose(f) != 0) {
         fprintf(stderr, "record-python-memory: %s: %s\n", path, strerror(errno));
         return 1;
     }
     return 0;
-}
-
-/* Start PYTHON SCRIPT ARG... with a pipe for stdin (kept open in `*in`),
- * and wait for "ready". */
-static pid_t start(char **argv, int argc, int *in)
-{
-    int out[2], to[2];
-    if (pipe(out) != 0 || pipe(to) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(out[1], 1);
-        dup2(to[0], 0);
-        close(out[0]);
-        close(out[1]);
-        close(to[0]);
-        close(to[1]);
-        char *args[32] = {argv[1], argv[2]};
-        for (int i = 4; i < argc && i - 2 < 31; i++)
-            args[i - 2] = argv[i];
-        execv(argv[1], args);
-        _exit(127);
-    }
-    close(out[1]);
-    close(to[0]);
-    *in = to[1];
-    FILE *f = fdopen(out[0], "r");
-    char line[256];
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
-        if (strcmp(line, "ready\n") == 0) {
-            /* stdout stays open (unread) so the child never gets SIGPIPE */
-            return pid;
-        }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
 }
 
 int main(int argc, char **argv)
@@ -172,7 +90,10 @@ int main(int argc, char **argv)
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, NULL); /* capture.h's rules */
     int in = -1;
-    pid_t pid = start(argv, argc, &in);
+    char *args[32] = {argv[1], argv[2]};
+    for (int i = 4; i < argc && i - 2 < 31; i++)
+        args[i - 2] = argv[i];
+    pid_t pid = record_memory_start(args, &in);
     if (pid < 0) {
         fprintf(stderr, "record-python-memory: %s %s did not print \"ready\"\n", argv[1], argv[2]);
         return 1;
@@ -209,8 +130,6 @@ int main(int argc, char **argv)
     close(in);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    for (size_t i = 0; i < read_count; i++)
-        free(reads[i].bytes);
-    free(reads);
+    record_memory_free();
     return rc;
 }

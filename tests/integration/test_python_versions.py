@@ -122,7 +122,7 @@ def case_spin(python):
         check_culprit(rep, frames, find(frames, "spin_handler"), r)
         hangs = [p for p in r.reports if p["hangwatch"]["hang_type"] == "hang"]
         check(len(hangs) == 1, f"{len(hangs)} reports of one spin:\n" + r.stderr)
-        check(r.stderr.count("early samples of Python processes stop the thread") == 1,
+        check(r.stderr.count("early samples of Python and node processes stop the thread") == 1,
               "the ptrace samples of a Python process are said once:\n" + r.stderr)
         point = rep["hangwatch"]["collection"]["main_thread"]
         check(point.get("state") == "collected", f"early sampling: {point.get('state')} {point.get('reason')}")

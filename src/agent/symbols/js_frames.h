@@ -117,6 +117,10 @@ void hw_js_namer_free(hw_js_namer *namer);
  * the frame runs at), or NULL. */
 hw_runtime_names *hw_js_name_threads(hw_js_namer *namer, const hw_process_snapshot *snap, bool target_only);
 
+/* A JavaScript frame named again from its sample key (hw_frame.runtime_key,
+ * which hw_js_name_threads sets), for a Point Stack: 0, or -1. */
+int hw_js_frame_from_key(hw_js_namer *namer, uint64_t key, hw_frame *out);
+
 /* Name each native frame of `bt` that a JavaScript frame runs at, in place;
  * JavaScript frames the native walk did not reach go last.  Problems go to
  * bt->runtime_error.  0, or -ENOMEM. */

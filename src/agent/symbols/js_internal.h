@@ -2,7 +2,8 @@
  * js_internal.h - what the files that read V8 share among themselves
  * (js_frames.h is their interface to the rest):
  *
- *   js_find.c   the module with V8's postmortem metadata and what it says;
+ *   js_find.c   the module with V8's postmortem metadata, and its values;
+ *   js_layout.c those values checked into the layout the readers use;
  *   js_walk.c   the frame-pointer chains, read while the threads are
  *               stopped;
  *   js_names.c  functions, scripts and lines named after the resume, and
@@ -35,6 +36,11 @@
  * be read (or addr is 0).  Every read of the program's memory goes through
  * here (js_peek.c; the fuzz target puts a forged memory behind it). */
 bool hw_js_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/* The names (without "v8dbg_") of every metadata value hw_js_layout_from
+ * asks for, in a fixed order: up to `room` into names; returns how many
+ * there are. */
+size_t hw_js_metadata_names(const char **names, size_t room);
 
 /* Fill `out` from the metadata's values, each looked up by name through
  * `value` (false when the symbol is missing).  NULL when everything the

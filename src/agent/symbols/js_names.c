@@ -42,6 +42,7 @@
 #define MAX_INLINED_LOCALS 75 /* V8 keeps this many context local names in the ScopeInfo itself */
 #define SCOPE_SCAN_SLOTS 8    /* slots after the locals searched for the name and positions */
 #define CHUNK 8192
+#define RECENT_RECEIVERS 256
 
 typedef struct function_info {
     uint64_t shared;                /* 0: empty slot */
@@ -71,6 +72,11 @@ struct hw_js_namer {
     size_t function_cap, function_count;
     script_info scripts[MAX_SCRIPTS];
     size_t script_count;
+    /* The receiver type a sample key's frame was last named with (a key
+     * holds only the function and the offset). */
+    struct {
+        uint64_t key, receiver_class;
+    } receivers[RECENT_RECEIVERS];
 };
 
 /* ---- strings ------------------------------------------------------------ */
@@ -644,11 +650,58 @@ static char *method_name(const char *type, const char *name)
     return s;
 }
 
+/* A frame's identity in a sample (frame.h's runtime keys): the
+ * SharedFunctionInfo (untagged, 8-byte aligned, below 2^47) and the
+ * bytecode offset, all ones when there is none. */
+#define KEY_UNIT_BITS HW_RUNTIME_KEY_POSITION_BITS
+#define KEY_NO_OFFSET ((1ull << KEY_UNIT_BITS) - 1)
+
+static uint64_t make_key(const hw_js_layout *L, const hw_interp_frame *in)
+{
+    uint64_t shared = in->code_addr - L->heap_object_tag;
+    if ((shared & 7) != 0 || shared >= (1ull << 47))
+        return 0;
+    uint64_t unit = in->instr_addr < KEY_NO_OFFSET ? in->instr_addr : KEY_NO_OFFSET;
+    return HW_RUNTIME_KEY_TAG | (shared >> 3) << KEY_UNIT_BITS | unit;
+}
+
+static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out);
+
+int hw_js_frame_from_key(hw_js_namer *n, uint64_t key, hw_frame *out)
+{
+    if (n == NULL || (key & HW_RUNTIME_KEY_TAG) == 0)
+        return -1;
+    const hw_js_layout *L = &n->js.layout;
+    hw_interp_frame in = {.code_addr = ((key & ~HW_RUNTIME_KEY_TAG) >> KEY_UNIT_BITS) << 3 | L->heap_object_tag,
+                          .instr_addr = (key & KEY_NO_OFFSET) == KEY_NO_OFFSET ? UINT64_MAX : key & KEY_NO_OFFSET};
+    size_t slot = (size_t)(key * 0x9e3779b97f4a7c15ull >> 56) % RECENT_RECEIVERS;
+    if (n->receivers[slot].key == key)
+        in.receiver_class = n->receivers[slot].receiver_class;
+    /* The bytecode is the function's own, if it still has it. */
+    uint64_t data = 0;
+    if (in.instr_addr != UINT64_MAX &&
+        hw_js_peek(n->pid, hw_js_field(L, in.code_addr, L->shared_function_data), &data, sizeof data))
+        in.aux = data;
+    if (!name_frame(n, &in, out) || out->symbol_name == NULL) {
+        hw_frame_clear(out);
+        return -1;
+    }
+    out->instruction_addr = 0;
+    out->runtime_key = key;
+    return 0;
+}
+
 static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
 {
     memset(out, 0, sizeof *out);
     out->instruction_addr = in->pc;
     out->language = HW_LANG_JAVASCRIPT;
+    out->runtime_key = make_key(&n->js.layout, in);
+    if (out->runtime_key != 0 && in->receiver_class != 0) {
+        size_t slot = (size_t)(out->runtime_key * 0x9e3779b97f4a7c15ull >> 56) % RECENT_RECEIVERS;
+        n->receivers[slot].key = out->runtime_key;
+        n->receivers[slot].receiver_class = in->receiver_class;
+    }
     script_info *script = NULL;
     char *type = NULL;
     if (in->receiver_class != 0) {
@@ -660,6 +713,12 @@ static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
         free(type);
         out->symbol_name = strdup("?");
         return out->symbol_name != NULL;
+    }
+    if (f->name == NULL && (script == NULL || script->name == NULL)) {
+        /* V8's own machinery (an await's resumption, say): its native
+         * frame keeps its name, as V8's stack traces leave it out. */
+        free(type);
+        return true;
     }
     out->symbol_name = method_name(type, f->name);
     free(type);
@@ -726,6 +785,7 @@ static bool rename_frame(const hw_frame *js, hw_frame *native)
     native->object_addr = native->object_offset = 0;
     native->symbol_addr = 0;
     native->language = HW_LANG_JAVASCRIPT;
+    native->runtime_key = js->runtime_key;
     return true;
 }
 
@@ -737,6 +797,8 @@ int hw_js_merge(const hw_runtime_names *names, hw_backtrace *bt)
     unsigned unplaced = 0;
     for (unsigned i = 0; i < names->count; i++) {
         const hw_frame *js = &names->frames[i];
+        if (js->symbol_name == NULL)
+            continue; /* nothing to say about it */
         size_t k = next;
         while (k < bt->count && bt->frames[k].instruction_addr != js->instruction_addr)
             k++;
@@ -755,6 +817,8 @@ int hw_js_merge(const hw_runtime_names *names, hw_backtrace *bt)
             return -ENOMEM;
         bt->frames = grown;
         for (unsigned i = names->count - unplaced; i < names->count; i++) {
+            if (names->frames[i].symbol_name == NULL)
+                continue;
             hw_frame *f = &bt->frames[bt->count];
             memset(f, 0, sizeof *f);
             f->instruction_addr = names->frames[i].instruction_addr;

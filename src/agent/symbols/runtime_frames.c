@@ -22,15 +22,20 @@ bool hw_is_node_executable(const char *executable)
            rest[0] == '.';
 }
 
+int hw_runtime_merge(const hw_runtime_names *names, hw_backtrace *bt)
+{
+    if (names == NULL)
+        return 0;
+    return names->runtime == HW_LANG_JAVASCRIPT ? hw_js_merge(names, bt) : hw_python_merge(names, bt);
+}
+
 void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, size_t max_frames,
                             const hw_runtime_names *names, const hw_python_target *py, const hw_js_target *js,
                             const char *executable, hw_backtrace *bt)
 {
     hw_unwind_thread(sym, t, max_frames, bt);
-    if (names != NULL && names->runtime == HW_LANG_JAVASCRIPT)
-        hw_js_merge(names, bt);
-    else if (names != NULL)
-        hw_python_merge(names, bt);
+    if (names != NULL)
+        hw_runtime_merge(names, bt);
     else if (py != NULL && py->found && py->why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)
         bt->runtime_error = strdup(py->why_not);
     else if (js != NULL && js->found && js->why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)

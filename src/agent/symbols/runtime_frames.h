@@ -25,6 +25,10 @@ void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, siz
                             const hw_runtime_names *names, const hw_python_target *py, const hw_js_target *js,
                             const char *executable, hw_backtrace *bt);
 
+/* Put a thread's named runtime frames into its native backtrace, the way
+ * their runtime's are put (hw_python_merge, hw_js_merge). */
+int hw_runtime_merge(const hw_runtime_names *names, hw_backtrace *bt);
+
 /* node, nodejs, node20, node-v20...: the names node's binary goes by. */
 bool hw_is_node_executable(const char *executable);
 

@@ -81,6 +81,13 @@ static hw_js_namer *js_namer(watched_process *w)
     return w->js_namer;
 }
 
+int name_runtime_key(watched_process *w, uint64_t key, hw_frame *out)
+{
+    if (w->python.readable)
+        return hw_python_frame_from_key(python_namer(w), key, out);
+    return hw_js_frame_from_key(js_namer(w), key, out);
+}
+
 hw_runtime_names *name_runtime_frames(watched_process *w, const hw_process_snapshot *snap, bool target_only)
 {
     if (w->python.readable)

@@ -93,8 +93,7 @@ static void add_sample(early_sampler *s, const hw_thread_snapshot *t, const hw_r
 {
     hw_backtrace bt = {0};
     hw_unwind_thread(s->sym, t, HW_SAMPLE_MAX_FRAMES, &bt);
-    if (names)
-        hw_python_merge(names, &bt);
+    hw_runtime_merge(names, &bt);
     uint64_t pcs[HW_SAMPLE_MAX_FRAMES];
     size_t n = 0;
     for (; n < bt.count && n < HW_SAMPLE_MAX_FRAMES; n++)
@@ -190,7 +189,7 @@ static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uin
     for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
         if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
             continue;
-        hw_runtime_names *names = hw_python_name_threads(python_namer(w), &snap, true);
+        hw_runtime_names *names = name_runtime_frames(w, &snap, true);
         add_sample(s, &snap.threads[i], names ? &names[i] : NULL, now, HW_SAMPLE_STOPPED, park);
         hw_runtime_names_free(names, snap.thread_count);
     }
@@ -207,12 +206,12 @@ static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
     if (s->perf_refused || a->opts->samples_by_ptrace)
         return false;
     look_for_runtimes(a, w);
-    if (w->python.readable) {
+    if (w->python.readable || w->js.target.readable) {
         s->perf_refused = true; /* its frames are read stopped */
-        if (!a->said_python_stops && !a->opts->quiet) {
-            a->said_python_stops = true;
-            fprintf(stderr, "hangwatch: early samples of Python processes stop the thread (ptrace), so that its "
-                            "Python frames are read with its stack\n");
+        if (!a->said_runtime_stops && !a->opts->quiet) {
+            a->said_runtime_stops = true;
+            fprintf(stderr, "hangwatch: early samples of Python and node processes stop the thread (ptrace), so "
+                            "that their Python or JavaScript frames are read with its stack\n");
         }
         return false;
     }
@@ -378,21 +377,21 @@ void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t s
     /* Every sample, for a flame graph (none when out of memory). */
     if (hw_ring_stacks_of(&s->ring, idx, HW_REPORT_MAX_SAMPLE_STACKS, &req->ring) != 0)
         memset(&req->ring, 0, sizeof req->ring);
-    /* Their Python frames are named now, while the process most likely lives. */
-    hw_python_namer *namer = python_namer(w);
-    for (size_t i = 0; namer && i < req->ps_depth; i++) {
+    /* Their Python or JavaScript frames are named now, while the process
+     * most likely lives. */
+    for (size_t i = 0; i < req->ps_depth; i++) {
         if (!hw_python_key_is_python(req->ps_pcs[i]))
             continue;
         if (!req->ps_named && !(req->ps_named = calloc(req->ps_depth, sizeof *req->ps_named)))
             break;
-        hw_python_frame_from_key(namer, req->ps_pcs[i], &req->ps_named[i]);
+        name_runtime_key(w, req->ps_pcs[i], &req->ps_named[i]);
     }
-    for (size_t i = 0; namer && i < req->ring.addr_count; i++) {
+    for (size_t i = 0; i < req->ring.addr_count; i++) {
         if (!hw_python_key_is_python(req->ring.addrs[i].pc))
             continue;
         if (!req->ring_named && !(req->ring_named = calloc(req->ring.addr_count, sizeof *req->ring_named)))
             break;
-        hw_python_frame_from_key(namer, req->ring.addrs[i].pc, &req->ring_named[i]);
+        name_runtime_key(w, req->ring.addrs[i].pc, &req->ring_named[i]);
     }
     req->main_thread_state = "collected";
     req->main_thread_reason = "early_sampling";

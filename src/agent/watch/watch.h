@@ -198,7 +198,7 @@ typedef struct agent {
     /* follow-up reports of hangs' tails, not written (hang_lifecycle.c) */
     unsigned long tail_dropped;
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
-    bool said_python_stops;     /* early samples of a Python process stop it: said once */
+    bool said_runtime_stops;    /* early samples of a Python or node process stop it: said once */
     bool said_no_cpu_samples;   /* CPU-high reports without samples: said once */
 } agent;
 
@@ -309,6 +309,8 @@ hw_python_namer *python_namer(watched_process *w);
 /* Its Python or JavaScript frames of `snap` named (runtime names, one per
  * thread), or NULL when it runs neither or they were not read. */
 hw_runtime_names *name_runtime_frames(watched_process *w, const hw_process_snapshot *snap, bool target_only);
+/* A sample's runtime frame (its key) named again: 0, or -1. */
+int name_runtime_key(watched_process *w, uint64_t key, hw_frame *out);
 /* Stop only thread `tid` of `w` (a sample). */
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
 /* Capture every thread of `w` into `req`, thread `tid` the report's

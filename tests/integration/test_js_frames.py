@@ -1,0 +1,324 @@
+#!/usr/bin/python3
+"""test_js_frames.py - JavaScript frames read from V8's own records with
+the postmortem metadata node carries: no flag, no perf map, in a node
+hangwatch did not start (js_frames.h, docs/runtime-frames.md).
+
+  express_watch   an express server started plainly; `watch -p`; a request
+                  hangs in renderHugeTable(): named with server file and a
+                  line, above express's handle (layer.js); the stderr line
+                  names it
+  express_run     the same under `hangwatch run`: the same names, the
+                  child's NODE_OPTIONS exactly the user's, no perf map
+  stack_names     `hangwatch stack` of a running node: an async function, a
+                  class method, an object's method, an arrow function, as
+                  V8 names them, each at a line of its own body
+  worker_loops    a worker_threads worker spinning in crunch() while the
+                  main thread spins in TableRenderer.render, --threads
+                  loops: both named, each in its own thread's report
+  point_stack     early sampling of a node: the Point Stack's frames are
+                  JavaScript functions, named
+  metadata_off    `stack --js-frames off`: no JavaScript frame, and the
+                  hung thread says why
+
+express comes from the npm registry once (scripts/fetch-express.sh, kept
+in the build tree; HW_EXPRESS_CACHE says where).
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.request
+
+import hwtest
+from hwtest import check
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+
+
+def node():
+    path = shutil.which("node")
+    if path is None:
+        print("SKIP: node is not installed (scripts/ensure-deps.sh test installs it)")
+        sys.exit(SKIP)
+    return path
+
+
+def program(name):
+    return os.path.join(SOURCE, "tests", "programs", name)
+
+
+def express_modules():
+    cache = os.environ.get("HW_EXPRESS_CACHE") or os.path.join(tempfile.gettempdir(), "hw-express-cache")
+    p = subprocess.run([os.path.join(SOURCE, "scripts", "fetch-express.sh"), cache], capture_output=True, text=True,
+                       timeout=600)
+    check(p.returncode == 0, "express could not be installed:\n" + p.stderr)
+    return p.stdout.strip()
+
+
+def find(frames, name):
+    for i, f in enumerate(frames):
+        if f.get("language") == "javascript" and f.get("symbol_name") == name:
+            return i
+    return -1
+
+
+def lines_of(out):
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^line (\S+) (\d+)$", out, re.M)}
+
+
+class Server:
+    """express_server.js, started plainly or under `hangwatch run`."""
+
+    def __init__(self, under=None, env=None):
+        self.port = hwtest.free_port()
+        full_env = dict(os.environ, NODE_PATH=express_modules())
+        full_env.pop("NODE_OPTIONS", None)
+        full_env.update(env or {})
+        cmd = [node(), program("express_server.js"), str(self.port)]
+        if under is not None:
+            cmd = [hwtest.binary("hangwatch"), "run", "--report-dir", under, "--"] + cmd
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+        self.out = ""
+        while "listening" not in self.out:
+            line = self.proc.stdout.readline()
+            check(line != "", f"the server did not start: {self.out!r}")
+            self.out += line
+        self.pid = int(re.search(r"^pid (\d+)$", self.out, re.M).group(1))
+        self.lines = lines_of(self.out)
+
+    def get(self, path, timeout=30):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=timeout) as r:
+            return r.read().decode()
+
+    def request_table(self):
+        """GET /table in the background (it takes 3 s): the thread."""
+        result = {}
+
+        def ask():
+            result["body"] = self.get("/table")
+        t = threading.Thread(target=ask)
+        t.start()
+        return t, result
+
+    def stop(self):
+        try:
+            self.get("/quit", timeout=10)
+        except OSError:
+            pass
+        try:
+            out, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        return self.out + out, err
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def check_express_stack(frames, lines):
+    """renderHugeTable at a line of its body, with the server's file, above
+    express's handle (layer.js), in the hung stack."""
+    i = find(frames, "renderHugeTable")
+    check(i >= 0, "renderHugeTable is not in the hung stack:\n" + hwtest.describe_frames(frames))
+    f = frames[i]
+    at = lines["renderHugeTable"]
+    check(f["source_file"].endswith("express_server.js") and at <= f["source_line"] <= at + 7,
+          f"renderHugeTable is at {f.get('source_file')}:{f.get('source_line')}, its body at {at}..{at + 7}")
+    check(f["in_app"] and f["origin"] == "app", f"renderHugeTable is not the program's own: {f}")
+    handle = [k for k, g in enumerate(frames) if g.get("language") == "javascript" and
+              g.get("symbol_name", "").endswith("handle") and g.get("source_file", "").endswith("layer.js")]
+    check(handle and handle[0] > i, "express's handle (layer.js) is not below it:\n" + hwtest.describe_frames(frames))
+    check(frames[handle[0]]["origin"] == "package", f"express's frame is not a package's: {frames[handle[0]]}")
+
+
+def case_express_watch():
+    """A plain `node server.js`; `hangwatch watch -p`; a request hangs it."""
+    if os.geteuid() != 0:
+        print("SKIP: hangwatch watch needs root here (the kernel observer)")
+        return SKIP
+    server = Server()
+    report_dir = tempfile.mkdtemp(prefix="hw-it-")
+    watch = subprocess.Popen([hwtest.binary("hangwatch"), "watch", "--report-dir", report_dir, "-p", str(server.pid)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = watch.stderr.readline()
+        check(f"watching pid {server.pid}" in first, f"watch did not start: {first!r}")
+        t, result = server.request_table()
+        t.join(60)
+        check("rendered some cells" in result.get("body", ""), f"the request failed: {result}")
+        hwtest.wait_for(lambda: any(n.endswith(".json") for n in os.listdir(report_dir)), "the hang's report", 30)
+        server.stop()
+        _, err = watch.communicate(timeout=30)
+        err = first + err
+        r = hwtest.Run(watch.returncode, "", err, report_dir, 0)
+        check(r.returncode == 0, "watch did not exit 0 after the server ended\n" + r.describe())
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        report = r.reports[0]
+        check_express_stack(hwtest.frames(report), server.lines)
+        check(report["hangwatch"]["capture"].get("js_frames") == "metadata", f"{report['hangwatch']['capture']}")
+        check(re.search(r"renderHugeTable \(express_server\.js:\d+\)", err), "the stderr line does not name it:\n" + err)
+    finally:
+        server.kill()
+        if watch.poll() is None:
+            watch.kill()
+            watch.wait()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def case_express_run():
+    """`hangwatch run -- node server.js`: the same names; NODE_OPTIONS as the user set it; no perf map."""
+    report_dir = tempfile.mkdtemp(prefix="hw-it-")
+    server = Server(under=report_dir, env={"NODE_OPTIONS": "--max-old-space-size=300"})
+    try:
+        with open(f"/proc/{server.pid}/environ", "rb") as f:
+            env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        check(env.get(b"NODE_OPTIONS") == b"--max-old-space-size=300", f"NODE_OPTIONS is {env.get(b'NODE_OPTIONS')}")
+        t, result = server.request_table()
+        t.join(60)
+        check("rendered some cells" in result.get("body", ""), f"the request failed: {result}")
+        check(not os.path.exists(f"/tmp/perf-{server.pid}.map"), "node wrote a perf map")
+        out, err = server.stop()
+        r = hwtest.Run(server.proc.returncode, out, err, report_dir, 0)
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        check_express_stack(hwtest.frames(r.reports[0]), server.lines)
+        check(re.search(r"renderHugeTable \(express_server\.js:\d+\)", err), "the stderr line does not name it:\n" + err)
+    finally:
+        server.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+class Spinner:
+    """node_names.js, started plainly; ready once its main thread spins."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([node(), program("node_names.js"), *args], stdout=subprocess.PIPE, text=True)
+        self.out = ""
+        while "ready" not in self.out:
+            line = self.proc.stdout.readline()
+            check(line != "", f"node_names.js did not start: {self.out!r}")
+            self.out += line
+        self.lines = lines_of(self.out)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def in_body(frame, lines, name):
+    return frame.get("source_file", "").endswith("node_names.js") and \
+        lines[name] <= frame.get("source_line", 0) <= lines[name] + 6
+
+
+def stack_of(pid, *options):
+    """`hangwatch stack PID --json`: the report, once the main thread's
+    innermost JavaScript frame is TableRenderer.render (the spin starts
+    just after "ready")."""
+    d = tempfile.mkdtemp(prefix="hw-it-")
+    try:
+        path = os.path.join(d, "stack.json")
+        report = {}
+
+        def taken():
+            p = hwtest.hw("stack", str(pid), "--json", path, *options)
+            check(p.returncode == 0, f"stack failed: {p.stderr}")
+            report["r"] = hwtest.load_report(path)
+            report["text"] = p.stdout
+            js = [f for f in hwtest.frames(report["r"]) if f.get("language") == "javascript"]
+            return options or (js and js[0].get("symbol_name") == "TableRenderer.render")
+        hwtest.wait_for(taken, "the main thread to spin in TableRenderer.render", 30)
+        return report["r"], report["text"]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def case_stack_names():
+    """An async function, a class method, an object's method, an arrow function: named as V8 names them."""
+    spinner = Spinner()
+    try:
+        report, text = stack_of(spinner.proc.pid)
+        frames = hwtest.frames(report)
+        names = [(f.get("symbol_name"), f) for f in frames if f.get("language") == "javascript"]
+        order = [n for n, _ in names]
+        want = ["TableRenderer.render", "Object.draw", "drawArrow", "renderPage"]
+        check(order[:4] == want, f"the JavaScript frames are {order}, not {want} first:\n" +
+              hwtest.describe_frames(frames))
+        for (name, f), key in zip(names, ["render", "draw", "drawArrow", "renderPage"]):
+            check(in_body(f, spinner.lines, key), f"{name} is at {f.get('source_line')}, its body at "
+                  f"{spinner.lines[key]}")
+        check(report["hangwatch"]["capture"].get("js_frames") == "metadata", f"{report['hangwatch']['capture']}")
+        check("TableRenderer.render  at " in text, "the text does not name it:\n" + text)
+    finally:
+        spinner.kill()
+
+
+def case_worker_loops():
+    """A worker spinning in crunch(), the main thread in TableRenderer.render: each named in its thread."""
+    r = hwtest.run(["--threads", "loops", "--", node(), program("node_names.js"), "worker", "3"], timeout=90)
+    try:
+        check(r.returncode == 0, r.describe())
+        lines = lines_of(r.stdout)
+        seen = {}
+        for report in r.reports:
+            frames = hwtest.frames(report)
+            tid = report["hangwatch"]["hung_thread"]["thread_identifier"]
+            for name in ("crunch", "TableRenderer.render"):
+                i = find(frames, name)
+                if i >= 0:
+                    check(in_body(frames[i], lines, "crunch" if name == "crunch" else "render"),
+                          f"{name} at the wrong line: {frames[i]}")
+                    seen.setdefault(name, set()).add(tid)
+        check(set(seen) == {"crunch", "TableRenderer.render"}, f"named: {seen}\n" + r.describe())
+        check(not (seen["crunch"] & seen["TableRenderer.render"]), f"both in one thread: {seen}")
+        check(r.reports[0]["report"]["pid"] not in seen["crunch"], "crunch was in the main thread")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_point_stack():
+    """Early sampling of a node: the Point Stack's JavaScript frames are named."""
+    r = hwtest.run(["--early-sampling", "--", node(), program("node_names.js"), "main", "3"], timeout=90)
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) >= 1, r.describe())
+        ps = r.reports[0]["hangwatch"]["collection"]["main_thread"]
+        check(ps.get("state") == "collected", f"main thread: {ps}")
+        names = [f.get("symbol_name") for f in ps["backtrace"]["contents"] if f.get("language") == "javascript"]
+        check("TableRenderer.render" in names and "renderPage" in names, f"Point Stack's JavaScript: {names}")
+        check("early samples of Python and node processes stop the thread" in r.stderr, r.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_metadata_off():
+    """`stack --js-frames off`: no JavaScript frame, and the report says how to get them."""
+    spinner = Spinner()
+    try:
+        report, _ = stack_of(spinner.proc.pid, "--js-frames", "off")
+        frames = hwtest.frames(report)
+        check(not [f for f in frames if f.get("language") == "javascript"], hwtest.describe_frames(frames))
+        hung = report["crash"]["threads"][report["hangwatch"]["hung_thread"]["report_array_index"]]
+        check("--js-frames auto" in hung.get("runtime_frames_error", ""), f"{hung.get('runtime_frames_error')}")
+        p = hwtest.hw("stack", str(spinner.proc.pid), "--js-frames", "sometimes")
+        check(p.returncode == 2 and "invalid --js-frames 'sometimes'" in p.stderr, p.stderr)
+    finally:
+        spinner.kill()
+
+
+if __name__ == "__main__":
+    hwtest.main({
+        "express_watch": case_express_watch,
+        "express_run": case_express_run,
+        "stack_names": case_stack_names,
+        "worker_loops": case_worker_loops,
+        "point_stack": case_point_stack,
+        "metadata_off": case_metadata_off,
+    })
