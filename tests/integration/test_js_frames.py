@@ -221,7 +221,8 @@ def in_body(frame, lines, name):
 def stack_of(pid, *options):
     """`hangwatch stack PID --json`: the report, once the main thread's
     innermost JavaScript frame is TableRenderer.render (the spin starts
-    just after "ready")."""
+    just after "ready"); with options (--js-frames off), once it runs
+    JavaScript at all (V8's builtins that run it are on its stack)."""
     d = tempfile.mkdtemp(prefix="hw-it-")
     try:
         path = os.path.join(d, "stack.json")
@@ -232,8 +233,11 @@ def stack_of(pid, *options):
             check(p.returncode == 0, f"stack failed: {p.stderr}")
             report["r"] = hwtest.load_report(path)
             report["text"] = p.stdout
-            js = [f for f in hwtest.frames(report["r"]) if f.get("language") == "javascript"]
-            return options or (js and js[0].get("symbol_name") == "TableRenderer.render")
+            frames = hwtest.frames(report["r"])
+            if options:
+                return any(f.get("symbol_name", "").startswith("Builtins_Interpreter") for f in frames)
+            js = [f for f in frames if f.get("language") == "javascript"]
+            return js and js[0].get("symbol_name") == "TableRenderer.render"
         hwtest.wait_for(taken, "the main thread to spin in TableRenderer.render", 30)
         return report["r"], report["text"]
     finally:

@@ -42,18 +42,23 @@ void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, siz
         bt->runtime_error = strdup(js->why_not);
     if (js != NULL && js->readable)
         return; /* V8's frames are read from its metadata: no perf map to miss */
-    /* A node whose JIT frames have no names: say how to get them. */
-    int js_errno = hw_symbolizer_js_map_errno(sym);
-    if (!t->is_target || bt->runtime_error != NULL || js_errno == 0 || executable == NULL ||
-        !hw_is_node_executable(executable))
+    /* A node that was running JavaScript (JIT code, or V8's builtins that
+     * run it) whose functions have no names: say how to get them. */
+    if (!t->is_target || bt->runtime_error != NULL || executable == NULL || !hw_is_node_executable(executable) ||
+        hw_backtrace_has_runtime_frames(bt))
         return;
-    bool unnamed_jit = false;
-    for (size_t k = 0; k < bt->count; k++)
-        unnamed_jit |= bt->frames[k].object_path == NULL && bt->frames[k].symbol_name == NULL;
-    if (unnamed_jit &&
+    bool ran_javascript = false;
+    for (size_t k = 0; k < bt->count; k++) {
+        const hw_frame *f = &bt->frames[k];
+        ran_javascript |= (f->object_path == NULL && f->symbol_name == NULL) ||
+                          (f->symbol_name != NULL && strncmp(f->symbol_name, "Builtins_", 9) == 0);
+    }
+    int js_errno = hw_symbolizer_js_map_errno(sym);
+    if (ran_javascript &&
         asprintf(&bt->runtime_error,
                  "JavaScript frames are not named: V8's metadata was not read (--js-frames perf-map or off, or a "
                  "node built without it) and %s; use --js-frames auto, or start node with NODE_OPTIONS=\"%s\"",
-                 js_errno == ENOENT ? "node wrote no perf map" : strerror(js_errno), HW_JIT_MAP_NODE_FLAGS) < 0)
+                 js_errno == 0 || js_errno == ENOENT ? "node wrote no perf map" : strerror(js_errno),
+                 HW_JIT_MAP_NODE_FLAGS) < 0)
         bt->runtime_error = NULL;
 }
