@@ -11,6 +11,7 @@ trampoline, so that a native stack walk sees which function an interpreter
 frame runs.  Both costs fall on compiling, not on running compiled code.
 
     /usr/bin/python3 bench/node_flags.py [--node node] [--startup-runs 20] [--workload-runs 10]
+                                         [--hangwatch BUILD/bin/hangwatch]
 
 Two measurements, each as runs with and without the flags alternating in
 ABBA order (so that a drift of the machine falls on both sides):
@@ -19,6 +20,18 @@ ABBA order (so that a drift of the machine falls on both sides):
      distinct functions compiled and called (each `new Function` is a new
      script: interpreted, then baseline-compiled), JSON and 2,000 distinct
      regular expressions, and a steady hot loop that is optimised once.
+With a hangwatch binary (--hangwatch, as bench/run.py gives it), two more,
+for what a node costs under hangwatch now that JavaScript frames are read
+from V8's own records (js_frames.h) and no flag is added:
+  c. node under `hangwatch run` (its default, --js-frames auto) against
+     plain node, alternating: an app that defines 5,000 functions, its
+     start-up as node itself times it (performance.now() when the app has
+     loaded: from node's time origin, so hangwatch's own start is not
+     counted) and spawn to exit; and the workload of b, phase by phase;
+  d. the JavaScript frames read in the stop: `hangwatch stack` of a node
+     whose main thread and a worker spin 30 JavaScript calls deep, with
+     --js-frames auto and off alternating; per pair (stop with - stop
+     without) / threads stopped, the median.
 Prints a markdown table (medians, spread, ratio) on stdout, progress on
 stderr.  bench/run.py runs the same as its part 6 ("node").  Every perf map
 the runs make is deleted (the child is node itself, not a shell, so its pid
@@ -32,12 +45,17 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 FLAGS = "--perf-basic-prof-only-functions --interpreted-frames-native-stack"
 STARTUP_RUNS = 20   # per variant
 WORKLOAD_RUNS = 10  # per variant
 FUNCTIONS = 10000   # FUNCS in the workload
+APP_FUNCTIONS = 5000  # functions the start-up app defines
+STOP_PAIRS = 30     # `hangwatch stack` with and without JavaScript frames
+RATIO_BUDGET = 1.05  # node under hangwatch run against plain node
+STOP_BUDGET_US = 200  # JavaScript frames read in the stop, per thread stopped
 
 # The workload: fixed work, timed in phases from inside node.
 WORKLOAD = r"""
@@ -67,6 +85,27 @@ for (let r = 0; r < HOT_ROUNDS; r++) acc = (acc + hot(HOT_N)) % 1000003;
 const t3 = now();
 console.log(JSON.stringify({compile: ms(t0, t1), json_regexp: ms(t1, t2), hot: ms(t2, t3), total: ms(t0, t3), acc}));
 """.replace("%d", str(FUNCTIONS), 1)
+# c: an app that defines APP_FUNCTIONS functions (as a server's modules
+# do), then says how long node took to get there.
+APP = "'use strict';\n" + "".join(
+    f"function f{i}(x) {{ return (x * {i % 89 + 2} + {i}) % 1000003; }}\n" for i in range(APP_FUNCTIONS)) + \
+    "let acc = 0;\n" + "".join(f"acc = f{i}(acc);\n" for i in range(0, APP_FUNCTIONS, 50)) + \
+    "console.log(JSON.stringify({loaded: performance.now(), acc}));\n"
+
+# d: a main thread and a worker spinning 30 JavaScript calls deep.
+SPINNER = r"""
+'use strict';
+const { Worker, isMainThread } = require('worker_threads');
+function spin(ms) { let s = 0; const end = Date.now() + ms; while (Date.now() < end) s += Math.sqrt(s + 1); return s; }
+function deep(n, ms) { return n === 0 ? spin(ms) : deep(n - 1, ms) + 1; }
+if (isMainThread) {
+  new Worker(__filename);
+  setTimeout(() => { console.log('ready'); deep(30, 600000); }, 200);
+} else {
+  deep(30, 600000);
+}
+"""
+
 PHASES = (("total", "whole workload"), ("compile", "10,000 new functions, 40 calls each"),
           ("json_regexp", "JSON and 2,000 regexps"), ("hot", "hot loop, optimised once"))
 
@@ -203,6 +242,109 @@ def measure(node="node", startup_runs=STARTUP_RUNS, workload_runs=WORKLOAD_RUNS)
             "startup_runs": startup_runs, "workload_runs": workload_runs}
 
 
+def measure_hangwatch(node, hangwatch, startup_runs=STARTUP_RUNS, workload_runs=WORKLOAD_RUNS):
+    """c and d: node under `hangwatch run` against plain node, and the
+    JavaScript frames read in the stop."""
+    r = Runner(node)
+    scratch = tempfile.mkdtemp(prefix="hw-bench-node-")
+    try:
+        app = os.path.join(scratch, "app.js")
+        with open(app, "w") as f:
+            f.write(APP)
+
+        def run(args, under):
+            cmd = [node, *args]
+            if under:
+                cmd = [hangwatch, "run", "-q", "--report-dir", os.path.join(scratch, "reports"), "--"] + cmd
+            started = time.perf_counter()
+            p = subprocess.run(cmd, env=r.env, capture_output=True, timeout=300)
+            wall = (time.perf_counter() - started) * 1e3
+            if p.returncode != 0:
+                sys.exit(f"bench: {' '.join(cmd[:6])} failed ({p.returncode}): {p.stderr.decode()[-500:]}")
+            return json.loads(p.stdout.decode().strip().splitlines()[-1]), wall
+
+        log(f"6c. node under `hangwatch run` and plain, alternating: an app of {APP_FUNCTIONS} functions, "
+            f"{startup_runs} runs each, and the workload, {workload_runs} runs each")
+        run([app], False)
+        run([app], True)
+        loaded = {True: [], False: []}
+        app_wall = {True: [], False: []}
+        for order in abba(startup_runs):
+            for under in order:
+                res, wall = run([app], under)
+                loaded[under].append(res["loaded"])
+                app_wall[under].append(wall)
+        phases = {True: {k: [] for k, _ in PHASES}, False: {k: [] for k, _ in PHASES}}
+        for order in abba(workload_runs):
+            for under in order:
+                res, _ = run(["-e", WORKLOAD], under)
+                for k, _ in PHASES:
+                    phases[under][k].append(res[k])
+
+        log(f"6d. `hangwatch stack` of a node spinning 30 calls deep in two threads, {STOP_PAIRS} pairs with "
+            "--js-frames auto and off")
+        spinner = os.path.join(scratch, "spinner.js")
+        with open(spinner, "w") as f:
+            f.write(SPINNER)
+        proc = subprocess.Popen([node, spinner], env=r.env, stdout=subprocess.PIPE, text=True)
+        per_thread, threads, frames = [], [], []
+        try:
+            if proc.stdout.readline().strip() != "ready":
+                sys.exit("bench: the spinner did not start")
+            time.sleep(0.5)  # let both threads reach the spin (measurement warm-up, not a test)
+            out = os.path.join(scratch, "stack.json")
+
+            def stop_us(mode):
+                p = subprocess.run([hangwatch, "stack", str(proc.pid), "--js-frames", mode, "--json", out],
+                                   capture_output=True, timeout=60)
+                if p.returncode != 0:
+                    sys.exit(f"bench: hangwatch stack failed: {p.stderr.decode()[-300:]}")
+                with open(out) as f:
+                    rep = json.load(f)
+                js = sum(1 for t in rep["crash"]["threads"] for fr in t["backtrace"]["contents"]
+                         if fr.get("language") == "javascript")
+                return rep["hangwatch"]["capture"]["stopped_us"], len(rep["crash"]["threads"]), js
+
+            for order in abba(STOP_PAIRS):
+                got = {}
+                for with_js in order:
+                    got[with_js] = stop_us("auto" if with_js else "off")
+                per_thread.append((got[True][0] - got[False][0]) / got[True][1])
+                threads.append(got[True][1])
+                frames.append(got[True][2])
+        finally:
+            proc.kill()
+            proc.wait()
+        return {"loaded": loaded, "app_wall": app_wall, "phases": phases, "per_thread": per_thread,
+                "threads": threads, "frames": frames, "startup_runs": startup_runs}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def hangwatch_rows(h, row):
+    """Part 6c and 6d's rows."""
+    def ratio_row(measure, a, b, extra=""):
+        x = median(b) / median(a)
+        row(measure, f"{len(a)} + {len(b)} runs", f"{fmt(median(a))} -> {fmt(median(b))}",
+            f"{fmt(pct(a, 99))} -> {fmt(pct(b, 99))}", f"x{x:.3f}" + extra, f"x <= {RATIO_BUDGET}",
+            "pass" if x <= RATIO_BUDGET else "FAIL")
+    ratio_row(f"6c node start-up, an app of {APP_FUNCTIONS:,} functions loaded (node's own clock), "
+              "plain -> under `hangwatch run`, ms", h["loaded"][False], h["loaded"][True])
+    w = h["app_wall"]
+    row("  the same, spawn to exit (hangwatch's own start included), ms", f"{len(w[False])} + {len(w[True])} runs",
+        f"{fmt(median(w[False]))} -> {fmt(median(w[True]))}", f"{fmt(pct(w[False], 99))} -> {fmt(pct(w[True], 99))}",
+        f"x{median(w[True]) / median(w[False]):.3f}")
+    for key, what in PHASES:
+        a, b = h["phases"][False][key], h["phases"][True][key]
+        ratio_row(f"6c node workload under `hangwatch run`: {what}, ms", a, b)
+    pt = h["per_thread"]
+    med = median(pt)
+    row(f"6d JavaScript frames read in the stop, per thread stopped ({median(h['threads']):.0f} threads, "
+        f"{median(h['frames']):.0f} JavaScript frames), us", f"{len(pt)} pairs", fmt(med), fmt(pct(pt, 99)),
+        f"(stop with - stop without) / threads; range {fmt(min(pt))}..{fmt(max(pt))}",
+        f"<= {STOP_BUDGET_US} us", "pass" if med <= STOP_BUDGET_US else "FAIL")
+
+
 def rows(r, row):
     """The table rows, through row(measure, n, median, p99, comparison[, budget, result]) as in bench/run.py."""
     s, c = r["start"], r["start_cpu"]
@@ -231,6 +373,8 @@ def rows(r, row):
     row("  whole process (spawn to exit), without -> with, ms", f"{len(w[False])} + {len(w[True])} runs",
         f"{fmt(median(w[False]))} -> {fmt(median(w[True]))}", f"{fmt(pct(w[False], 99))} -> {fmt(pct(w[True], 99))}",
         f"x{median(w[True]) / median(w[False]):.3f}")
+    if r.get("hangwatch"):
+        hangwatch_rows(r["hangwatch"], row)
 
 
 def table(r):
@@ -251,12 +395,16 @@ def main():
     ap.add_argument("--node", default="node")
     ap.add_argument("--startup-runs", type=int, default=STARTUP_RUNS, help="per variant")
     ap.add_argument("--workload-runs", type=int, default=WORKLOAD_RUNS, help="per variant")
+    ap.add_argument("--hangwatch", help="the hangwatch binary, for parts c and d")
     args = ap.parse_args()
     node = shutil.which(args.node)
     if node is None:
         sys.exit(f"bench: {args.node} not found")
     started = time.monotonic()
     r = measure(node, args.startup_runs, args.workload_runs)
+    if args.hangwatch:
+        r["hangwatch"] = measure_hangwatch(node, os.path.abspath(args.hangwatch), args.startup_runs,
+                                           args.workload_runs)
     log(f"took {time.monotonic() - started:.0f} s")
     print(table(r))
 

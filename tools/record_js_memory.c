@@ -25,7 +25,6 @@
 #include "agent/capture/capture.h"
 #include "agent/capture/proc_task.h"
 #include "agent/symbols/js_internal.h"
-#include "agent/symbols/symbolizer.h"
 #include "record_memory.h"
 
 #define MAX_THREADS 4u
@@ -37,30 +36,19 @@ bool hw_js_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
     return record_memory_read(pid, addr, buf, len);
 }
 
-static bool node_module(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return strncmp(slash ? slash + 1 : path, "node", 4) == 0 || strstr(path, "libnode") != NULL;
-}
-
 /* The metadata's values, in hw_js_metadata_names' order (0 when absent). */
 static size_t metadata_values(pid_t pid, const char *maps, size_t maps_len, int32_t *values)
 {
-    const char *bare[MAX_VALUES];
-    size_t count = hw_js_metadata_names(bare, MAX_VALUES);
-    char full[MAX_VALUES][112];
+    char path[600];
+    bool seen[MAX_VALUES];
+    if (!hw_js_module_path(pid, maps, maps_len, path, sizeof path))
+        return 0;
     const char *names[MAX_VALUES];
-    uint64_t addrs[MAX_VALUES];
-    for (size_t i = 0; i < count; i++) {
-        snprintf(full[i], sizeof full[i], "v8dbg_%s", bare[i]);
-        names[i] = full[i];
-    }
-    hw_symbolizer *sym = hw_symbolizer_new(pid, maps, maps_len, NULL);
-    if (sym == NULL || hw_symbolizer_find_symbols(sym, node_module, names, addrs, count, NULL) == 0)
-        count = 0;
-    hw_symbolizer_free(sym);
+    size_t count = hw_js_metadata_names(names, MAX_VALUES);
+    if (hw_js_read_metadata(path, values, seen, count) == 0)
+        return 0;
     for (size_t i = 0; i < count; i++)
-        if (addrs[i] == 0 || !hw_js_peek(pid, addrs[i], &values[i], sizeof values[i]))
+        if (!seen[i])
             values[i] = 0;
     return count;
 }

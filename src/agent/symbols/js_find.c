@@ -8,9 +8,13 @@
  * frame's slots, frame-type markers, the offset of every field a debugger
  * reads (v8dbg_class_<Class>__<field>__<type>), instance type numbers
  * (v8dbg_type_<Class>__<TYPE>) and the tagging scheme.  They are read from
- * the process's memory at the symbols' addresses (the module as mapped:
- * node, or libnode.so for a node linked against it), so what is used is
- * what that V8 was built with, whatever its version.  Every value is then
+ * the file of the module the process has mapped (node, or libnode.so for a
+ * node linked against it: through /proc/PID/root, so a process in another
+ * mount namespace gets its own), one pass over its dynamic symbols (where
+ * node exports them; the full table only when they are not there) with
+ * libelf: a few milliseconds, where a symbolizer of the whole process took
+ * long enough to slow node's start-up beside it.  What is used is what that
+ * V8 was built with, whatever its version.  Every value is then
  * checked for range before a reader may use it (js_layout.c): a value a
  * reader cannot use safely refuses the process, never misreads it.
  */
@@ -23,9 +27,8 @@
 
 #include "js_internal.h"
 #include "runtime_frames.h"
-#include "symbolizer.h"
 
-/* ---- the module, and its values from the process ------------------------ */
+/* ---- the module's file, and its values ---------------------------------- */
 
 /* node, nodejs, node20, libnode.so.108: where node's V8 lives. */
 static bool v8_module(const char *path)
@@ -37,51 +40,131 @@ static bool v8_module(const char *path)
 
 #define MAX_NAMES 64 /* > the names hw_js_metadata_names gives (60) */
 
-typedef struct found_values {
-    pid_t pid;
-    const char *names[MAX_NAMES];
-    uint64_t addrs[MAX_NAMES];
-    size_t count;
-} found_values;
-
-static bool value_from_process(void *ctx, const char *name, int32_t *v)
+/* One symbol table's v8dbg_* values among `names`: values[i] and seen[i]
+ * for each found (a value in .bss is 0).  How many were found. */
+static size_t scan_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *const *names, size_t count,
+                         int32_t *values, bool *seen)
 {
-    const found_values *f = ctx;
+    Elf_Data *data = elf_getdata(scn, NULL);
+    size_t symbols = data && sh->sh_entsize ? data->d_size / sh->sh_entsize : 0, found = 0;
+    for (size_t i = 0; i < symbols; i++) {
+        GElf_Sym sym;
+        const char *name = gelf_getsym(data, (int)i, &sym) ? elf_strptr(elf, sh->sh_link, sym.st_name) : NULL;
+        if (name == NULL || strncmp(name, "v8dbg_", 6) != 0 || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
+            continue;
+        for (size_t k = 0; k < count; k++) {
+            if (seen[k] || strcmp(name + 6, names[k]) != 0)
+                continue;
+            Elf_Scn *in = elf_getscn(elf, sym.st_shndx);
+            GElf_Shdr ish;
+            Elf_Data *d = in ? elf_getdata(in, NULL) : NULL;
+            if (in == NULL || gelf_getshdr(in, &ish) == NULL)
+                break;
+            if (ish.sh_type == SHT_NOBITS) {
+                values[k] = 0;
+            } else if (d != NULL && d->d_buf != NULL && sym.st_value >= ish.sh_addr &&
+                       sym.st_value - ish.sh_addr <= d->d_size && d->d_size - (sym.st_value - ish.sh_addr) >= 4) {
+                memcpy(&values[k], (const char *)d->d_buf + (sym.st_value - ish.sh_addr), 4);
+            } else {
+                break;
+            }
+            seen[k] = true;
+            found++;
+            break;
+        }
+    }
+    return found;
+}
+
+size_t hw_js_read_metadata(const char *path, int32_t *values, bool *seen, size_t count)
+{
+    const char *names[MAX_NAMES];
+    size_t n = hw_js_metadata_names(names, MAX_NAMES);
+    if (count > n)
+        count = n;
+    memset(seen, 0, count * sizeof *seen);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t found = 0;
+    elf_version(EV_CURRENT);
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    /* The dynamic symbols first (node exports the metadata), then all. */
+    for (int pass = 0; elf != NULL && pass < 2 && found == 0; pass++) {
+        Elf_Scn *scn = NULL;
+        while ((scn = elf_nextscn(elf, scn)) != NULL) {
+            GElf_Shdr sh;
+            if (gelf_getshdr(scn, &sh) != NULL && sh.sh_type == (pass == 0 ? SHT_DYNSYM : SHT_SYMTAB))
+                found += scan_table(elf, scn, &sh, names, count, values, seen);
+        }
+    }
+    if (elf != NULL)
+        elf_end(elf);
+    close(fd);
+    return found;
+}
+
+bool hw_js_module_path(pid_t pid, const char *maps, size_t maps_len, char *path, size_t path_len)
+{
+    const char *end = maps + maps_len;
+    for (const char *line = maps; maps != NULL && line < end;) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        const char *stop = nl ? nl : end;
+        const char *file = memchr(line, '/', (size_t)(stop - line));
+        size_t n = file ? (size_t)(stop - file) : 0;
+        char name[512];
+        if (n > 0 && n < sizeof name) {
+            memcpy(name, file, n);
+            name[n] = '\0';
+            if (v8_module(name)) {
+                /* The process's own view of the path (its mount namespace). */
+                if (snprintf(path, path_len, "/proc/%d/root%s", (int)pid, name) < (int)path_len &&
+                    access(path, R_OK) == 0)
+                    return true;
+                if (snprintf(path, path_len, "%s", name) < (int)path_len)
+                    return true;
+            }
+        }
+        line = stop + 1;
+    }
+    return false;
+}
+
+typedef struct file_values {
+    const char *names[MAX_NAMES];
+    int32_t values[MAX_NAMES];
+    bool seen[MAX_NAMES];
+    size_t count;
+} file_values;
+
+static bool value_from_file(void *ctx, const char *name, int32_t *v)
+{
+    const file_values *f = ctx;
     for (size_t i = 0; i < f->count; i++)
-        if (strcmp(f->names[i] + 6, name) == 0)
-            return f->addrs[i] != 0 && hw_js_peek(f->pid, f->addrs[i], v, sizeof *v);
+        if (f->seen[i] && strcmp(f->names[i], name) == 0) {
+            *v = f->values[i];
+            return true;
+        }
     return false;
 }
 
 void hw_js_find(pid_t pid, const char *maps, size_t maps_len, hw_js_target *out)
 {
     memset(out, 0, sizeof *out);
-    if (maps == NULL)
+    char path[600];
+    if (maps == NULL || !hw_js_module_path(pid, maps, maps_len, path, sizeof path))
         return;
-    char full_names[MAX_NAMES][112];
-    found_values f = {.pid = pid};
-    /* names[0] must be in the module for it to be taken: the first field. */
-    const char *bare[MAX_NAMES];
-    f.count = hw_js_metadata_names(bare, MAX_NAMES);
+    const char *slash = strrchr(path, '/');
+    snprintf(out->module, sizeof out->module, "%.127s", slash ? slash + 1 : path);
+    file_values f;
+    f.count = hw_js_metadata_names(f.names, MAX_NAMES);
     if (f.count > MAX_NAMES)
         f.count = MAX_NAMES;
-    for (size_t i = 0; i < f.count; i++) {
-        snprintf(full_names[i], sizeof full_names[0], "v8dbg_%s", bare[i]);
-        f.names[i] = full_names[i];
-    }
-    hw_symbolizer *sym = hw_symbolizer_new(pid, maps, maps_len, NULL);
-    char *module = NULL;
-    size_t found = sym ? hw_symbolizer_find_symbols(sym, v8_module, f.names, f.addrs, f.count, &module) : 0;
-    hw_symbolizer_free(sym);
-    if (module != NULL) {
-        const char *slash = strrchr(module, '/');
-        snprintf(out->module, sizeof out->module, "%s", slash ? slash + 1 : module);
-        free(module);
-    }
-    if (found == 0)
+    /* The first name must be there for the module to count as having it. */
+    if (hw_js_read_metadata(path, f.values, f.seen, f.count) == 0 || !f.seen[0])
         return; /* no V8 with metadata; a node without it is the caller's to say */
     out->found = true;
-    const char *missing = hw_js_layout_from(&out->layout, value_from_process, &f);
+    const char *missing = hw_js_layout_from(&out->layout, value_from_file, &f);
     if (missing != NULL) {
         int n = snprintf(out->why_not, sizeof out->why_not,
                          "JavaScript frames not read: %.50s's V8 metadata lacks or has an unusable v8dbg_%.60s",
@@ -96,31 +179,7 @@ void hw_js_find(pid_t pid, const char *maps, size_t maps_len, hw_js_target *out)
 
 bool hw_js_file_has_metadata(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    bool found = false;
-    elf_version(EV_CURRENT);
-    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    /* The dynamic symbols first (node exports the metadata), then all. */
-    for (int pass = 0; elf != NULL && pass < 2 && !found; pass++) {
-        Elf_Scn *scn = NULL;
-        while (!found && (scn = elf_nextscn(elf, scn)) != NULL) {
-            GElf_Shdr sh;
-            if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != (pass == 0 ? SHT_DYNSYM : SHT_SYMTAB) ||
-                sh.sh_entsize == 0)
-                continue;
-            Elf_Data *data = elf_getdata(scn, NULL);
-            size_t count = data ? data->d_size / sh.sh_entsize : 0;
-            for (size_t i = 0; i < count && !found; i++) {
-                GElf_Sym s;
-                const char *name = gelf_getsym(data, (int)i, &s) ? elf_strptr(elf, sh.sh_link, s.st_name) : NULL;
-                found = name != NULL && strcmp(name, "v8dbg_off_fp_function") == 0;
-            }
-        }
-    }
-    if (elf != NULL)
-        elf_end(elf);
-    close(fd);
-    return found;
+    int32_t values[MAX_NAMES];
+    bool seen[MAX_NAMES];
+    return hw_js_read_metadata(path, values, seen, MAX_NAMES) > 0 && seen[0];
 }

@@ -42,6 +42,15 @@ bool hw_js_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
  * there are. */
 size_t hw_js_metadata_names(const char **names, size_t room);
 
+/* The metadata's values in the ELF file at `path`, in hw_js_metadata_names'
+ * order: values[i] with seen[i] for each found, for the first `count`
+ * names.  Returns how many were found (0: none, or not a readable ELF). */
+size_t hw_js_read_metadata(const char *path, int32_t *values, bool *seen, size_t count);
+
+/* The file of process `pid`'s module that may carry V8 (node, libnode),
+ * from its maps text, as the agent can open it: false when there is none. */
+bool hw_js_module_path(pid_t pid, const char *maps, size_t maps_len, char *path, size_t path_len);
+
 /* Fill `out` from the metadata's values, each looked up by name through
  * `value` (false when the symbol is missing).  NULL when everything the
  * readers need is there and sane, else the name of what is missing or out
