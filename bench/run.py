@@ -21,7 +21,10 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      capture, while the report worker works, at the normal policy vs at
      SCHED_IDLE, as the program itself sees it;
   6. what the node flags that name JavaScript frames cost node: start-up
-     and a compile-heavy workload, with and without them (node_flags.py,
+     and a compile-heavy workload, with and without them; what node costs
+     under `hangwatch run`, which reads V8's own records and adds no flag
+     (start-up and the workload, against plain node); and what reading
+     JavaScript frames adds to a capture's stop, per thread (node_flags.py,
      which also runs alone; skipped when there is no node);
   7. what reading Python's frame chains adds to a capture's stop, per
      thread stopped, for each CPython from 3.8 to 3.13 and Debian's
@@ -919,7 +922,7 @@ def main():
     started = time.monotonic()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     host = machine()
-    b = Bench(args.build) if parts - {"node"} else None
+    b = Bench(args.build)
     o = bench_observer(b) if "observer" in parts else None
     c = bench_capture(b) if "capture" in parts else None
     rng = random.Random()
@@ -933,6 +936,7 @@ def main():
         node = shutil.which("node")
         if node:
             nf = node_flags.measure(node)
+            nf["hangwatch"] = node_flags.measure_hangwatch(node, b.hangwatch)
         else:
             log("6. no node on the PATH: part 6 skipped (apt-get install nodejs)")
     py = bench_python(b) if "python" in parts else None

@@ -1,4 +1,4 @@
-"""Python frames on every CPython the machine has (docs/python.md).
+"""Python frames on every CPython the machine has (docs/runtime-frames.md).
 
 Each case is SCENARIO_VERSION: the scenario of tests/programs/python_versions.py
 run by that interpreter under hangwatch, as a Python developer would, and

@@ -1,4 +1,4 @@
-"""Python and JavaScript frames in reports (docs/python.md, docs/report-format.md).
+"""Python and JavaScript frames in reports (docs/runtime-frames.md, docs/report-format.md).
 
 Each case runs a real interpreter under `hangwatch run` and checks that the
 hung thread's stack names the user's function with its file and line, in

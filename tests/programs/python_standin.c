@@ -9,7 +9,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-/* What hangwatch looks for in a Python interpreter (docs/python.md). */
+/* What hangwatch looks for in a Python interpreter (docs/runtime-frames.md). */
 __attribute__((used, visibility("default"))) const unsigned long Py_Version = 0x030E00F0ul;
 __attribute__((used, visibility("default"))) char _PyRuntime[4096];
 __attribute__((used, visibility("default"))) char PyCode_Type[512];

@@ -47,7 +47,7 @@ static size_t scan_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char
 {
     Elf_Data *data = elf_getdata(scn, NULL);
     size_t symbols = data && sh->sh_entsize ? data->d_size / sh->sh_entsize : 0, found = 0;
-    for (size_t i = 0; i < symbols; i++) {
+    for (size_t i = 0; i < symbols && found < count; i++) {
         GElf_Sym sym;
         const char *name = gelf_getsym(data, (int)i, &sym) ? elf_strptr(elf, sh->sh_link, sym.st_name) : NULL;
         if (name == NULL || strncmp(name, "v8dbg_", 6) != 0 || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)

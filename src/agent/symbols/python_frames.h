@@ -25,7 +25,7 @@
  * are checked against the interpreter's own type objects, lengths and depths
  * are bounded, and a chain that loops or breaks gives a partial stack with
  * the reason in the backtrace's runtime_error.  Read: CPython 3.8 to 3.13
- * (docs/python.md says what each version shows and what others say).
+ * (docs/runtime-frames.md says what each version shows and what others say).
  */
 #ifndef HANGWATCH_PYTHON_FRAMES_H
 #define HANGWATCH_PYTHON_FRAMES_H

@@ -5,10 +5,10 @@
  *
  * A node with V8's postmortem metadata (js_frames.h) needs none of this:
  * under --js-frames auto (the default) the flags are added only when the
- * node `run` will start lacks it: PROG itself when it is node, else the
- * node first on PATH (PROG may be a script or npm that starts it).  The
- * flags cost node's start-up and every function it compiles
- * (docs/benchmarks.md part 6).
+ * node `run` will start lacks it: PROG itself when it is node, else, when
+ * PROG is a script (npm, a shell script that starts node), the node first
+ * on PATH.  Another program is not looked into.  The flags cost node's
+ * start-up and every function it compiles (docs/benchmarks.md part 6).
  *
  * V8 writes /tmp/perf-PID.map (start, size, name of each function it
  * compiles) when started with --perf-basic-prof-only-functions, and with
@@ -37,6 +37,18 @@
 #include "agent/symbols/symbols.h"
 #define MAX_NODE_PROCESSES 4096
 
+/* Does the file begin with "#!" (npm, a shell script)? */
+static bool is_script(const char *path)
+{
+    char head[2] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool script = read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+    close(fd);
+    return script;
+}
+
 bool js_wants_perf_map(const agent *a)
 {
     switch (a->opts->js_frames) {
@@ -49,8 +61,12 @@ bool js_wants_perf_map(const agent *a)
         break;
     }
     char *program = resolve_program(a->opts->argv[0]);
-    char *node = program != NULL && hw_is_node_executable(program) ? program : resolve_program("node");
-    /* No node to be found: nothing to name, nothing to slow down. */
+    char *node = NULL;
+    if (program != NULL && hw_is_node_executable(program))
+        node = program;
+    else if (program != NULL && is_script(program))
+        node = resolve_program("node");
+    /* No node to be started: nothing to name, nothing to slow down. */
     bool wants = node != NULL && !hw_js_file_has_metadata(node);
     if (node != program)
         free(node);
