@@ -140,11 +140,14 @@ static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
     for (size_t i = 0; i < 4; i++)
         if (slots[i] < lowest)
             lowest = slots[i];
-    const uint64_t lo = t->stack_start, hi = t->stack_start + t->stack_len;
+    /* A frame is read from fp - below to fp + above + 8: all of it in the
+     * copy (offsets from its start, so nothing wraps). */
+    const uint64_t lo = t->stack_start, len = t->stack_len;
+    const uint64_t below = (uint64_t)(-(int64_t)lowest);
     const uint64_t above = (uint64_t)L->fp_args; /* the receiver's slot, above the frame pointer */
     uint64_t fp = t->regs.rbp, pc = t->regs.rip;
     for (unsigned steps = 0; steps < WALK_LIMIT; steps++) {
-        if ((fp & 7) != 0 || fp < lo + (uint64_t)(-(int64_t)lowest) || fp > hi - 8 - above)
+        if ((fp & 7) != 0 || fp < lo || fp - lo < below || fp - lo > len || len - (fp - lo) < above + 8)
             break;
         uint64_t caller_fp = stack_word(t, fp), return_addr = stack_word(t, fp + 8);
         uint64_t context = stack_word(t, fp + (uint64_t)(int64_t)L->fp_context);
