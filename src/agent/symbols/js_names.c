@@ -755,11 +755,17 @@ hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *
             out->is_entry = NULL;
             continue;
         }
-        for (unsigned i = 0; i < st->count; i++)
-            if (name_frame(n, &st->frames[i], &out->frames[out->count]))
-                out->count++;
-            else
-                hw_frame_clear(&out->frames[out->count]);
+        for (unsigned i = 0; i < st->count; i++) {
+            hw_frame *f = &out->frames[out->count];
+            if (!name_frame(n, &st->frames[i], f)) {
+                hw_frame_clear(f);
+                continue;
+            }
+            if (f->symbol_name != NULL && strcmp(f->symbol_name, "?") == 0 && out->problem == NULL)
+                out->problem = "a JavaScript frame's function could not be read after the stop (moved by the "
+                               "garbage collector, or not V8's): it is shown as \"?\"";
+            out->count++;
+        }
     }
     return all;
 }
