@@ -160,8 +160,43 @@ def case_full_disk():
         shutil.rmtree(base, ignore_errors=True)
 
 
+def case_other_users_path():
+    """Every component of the path is checked: another user's symlink or
+    directory on the way, or a directory anyone may write to, is refused
+    naming it; nothing is made beyond it.  A link of our own is followed."""
+    if os.geteuid() != 0:
+        skip("needs root to give files to another user")
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)
+        target = os.path.join(d, "victim")
+        os.mkdir(target, 0o700)
+        link = os.path.join(d, "their_link")
+        os.symlink(target, link)
+        os.lchown(link, NOBODY_UID, NOBODY_UID)
+        expect_refused_before_start(link + "/x", [f"{link} is a symbolic link of uid {NOBODY_UID}"])
+        check(not os.path.exists(os.path.join(target, "x")), "hangwatch made a directory through their link")
+        theirs = os.path.join(d, "theirs")
+        os.mkdir(theirs, 0o755)
+        os.chown(theirs, NOBODY_UID, NOBODY_UID)
+        expect_refused_before_start(theirs + "/reports", [f"{theirs} is owned by uid {NOBODY_UID}"])
+        check(not os.path.exists(os.path.join(theirs, "reports")), "hangwatch made a directory in theirs")
+        open_dir = os.path.join(d, "open")
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o777)
+        expect_refused_before_start(open_dir + "/a/reports", [f"{open_dir} is writable by other users"])
+        # Sticky and world-writable (as /tmp) is fine below it when the next
+        # component is ours; a link of ours is followed.
+        os.chmod(open_dir, 0o1777)
+        ours = os.path.join(d, "our_link")
+        os.symlink(open_dir, ours)
+        p = hwtest.hw("run", "--report-dir", ours + "/a/reports", "--", "true")
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+        check(os.path.isdir(os.path.join(open_dir, "a", "reports")), "the directory was not made")
+
+
 if __name__ == "__main__":
     hwtest.main({
+        "other_users_path": case_other_users_path,
         "regular_file": case_regular_file,
         "dangling_symlink": case_dangling_symlink,
         "open_directory": case_open_directory,

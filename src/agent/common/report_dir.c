@@ -14,11 +14,19 @@
  *     a reason when unfit: not a directory, a symlink as its last component,
  *     owned by a user other than the agent's (or root), writable by its
  *     group or by others, or not writable by the agent.
- *   - Symlinks in the parent components are followed: they are ordinary
- *     (/tmp, a home directory on another disk) and whoever can change them
- *     can change the path anyway.  What counts is the directory finally
- *     opened, and the descriptor keeps pointing at it whatever happens to
- *     the path afterwards.
+ *   - The whole path is walked from / (a relative one from the working
+ *     directory's absolute path), one component at a time with openat and
+ *     O_NOFOLLOW, and a missing directory is made with mkdirat in its
+ *     parent, mode 0700: no component is looked up by path twice.  Each
+ *     directory on the way must be the agent user's or root's, and not
+ *     writable by other users unless it is sticky (/tmp), where only the
+ *     owner of the next component can replace it, and that owner must be
+ *     the agent's user or root too.  A symbolic link on the way is followed
+ *     only when it is the agent user's or root's (its parent is then one
+ *     nobody else can change it in); another user's link, or a directory
+ *     another user owns or may write to, is refused, naming it.  The
+ *     descriptor keeps pointing at the directory finally opened whatever
+ *     happens to the path afterwards.
  *   - Every file is made, read, renamed and listed relative to that
  *     descriptor, with O_NOFOLLOW, never by path.
  *   - Temporary files have random names and are created with O_EXCL, mode
@@ -71,26 +79,6 @@ static char *without_trailing_slashes(const char *path)
     while (len > 1 && copy[len - 1] == '/')
         copy[--len] = '\0';
     return copy;
-}
-
-/* mkdir -p with mode 0700 for every directory it creates.  0 or -errno, and
- * in *failed_at the prefix that could not be made. */
-static int make_missing_dirs(char *path, const char **failed_at)
-{
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-            int err = errno;
-            *failed_at = path; /* stays cut at the failing component */
-            return -err;
-        }
-        *p = saved;
-        if (saved == '\0')
-            return 0;
-    }
 }
 
 static void random_hex(char *out, size_t digits)
@@ -146,6 +134,172 @@ static int explain_open_failure(const char *path, int err, char *why, size_t why
     }
     say_why(why, why_len, "cannot open it: %s", strerror(err));
     return err;
+}
+
+#define MAX_LINKS 40 /* symbolic links followed on the way, as the kernel's limit */
+
+/* Walk `path` from / to its last component, making missing directories
+ * (mode 0700) and checking every directory and link on the way (the rules
+ * above; the last directory is check_fit's).  The last directory's
+ * descriptor, or -errno with the reason. */
+static int walk_path(const char *path, uid_t me, char *why, size_t why_len)
+{
+    char *rest = NULL;
+    if (path[0] == '/') {
+        rest = strdup(path);
+    } else {
+        char cwd[4096];
+        if (getcwd(cwd, sizeof cwd) == NULL) {
+            int err = errno;
+            say_why(why, why_len, "cannot find the working directory: %s", strerror(err));
+            return -err;
+        }
+        if (asprintf(&rest, "%s/%s", cwd, path) < 0)
+            rest = NULL;
+    }
+    char walked[8192] = ""; /* the path as walked, for messages */
+    int dir = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = 0, links = 0;
+    if (rest == NULL || dir < 0) {
+        rc = dir < 0 ? -errno : -ENOMEM;
+        say_why(why, why_len, dir < 0 ? "cannot open /: %s" : "%s", strerror(-rc));
+        goto out;
+    }
+    char *at = rest;
+    for (;;) {
+        while (*at == '/')
+            at++;
+        if (*at == '\0')
+            break; /* `dir` is the last directory */
+        char *end = strchr(at, '/');
+        size_t n = end ? (size_t)(end - at) : strlen(at);
+        char name[256];
+        if (n >= sizeof name) {
+            rc = -ENAMETOOLONG;
+            say_why(why, why_len, "a component of the path is too long");
+            goto out;
+        }
+        memcpy(name, at, n);
+        name[n] = '\0';
+        at += n;
+        if (strcmp(name, ".") == 0)
+            continue;
+        struct stat parent;
+        if (fstat(dir, &parent) != 0) {
+            rc = -errno;
+            say_why(why, why_len, "cannot stat %s: %s", walked[0] ? walked : "/", strerror(-rc));
+            goto out;
+        }
+        if (strcmp(name, "..") != 0 && (parent.st_mode & (S_IWGRP | S_IWOTH)) && !(parent.st_mode & S_ISVTX)) {
+            rc = -EPERM;
+            say_why(why, why_len,
+                    "%s is writable by %s (mode %04o), who could replace %s in it; choose a directory elsewhere",
+                    walked[0] ? walked : "/", (parent.st_mode & S_IWOTH) ? "other users" : "its group",
+                    (unsigned)(parent.st_mode & 07777), name);
+            goto out;
+        }
+        size_t wl = strlen(walked);
+        if (strcmp(name, "..") == 0) {
+            char *slash = strrchr(walked, '/');
+            if (slash != NULL)
+                *slash = '\0';
+        } else if (wl + 1 + n < sizeof walked) {
+            walked[wl] = '/';
+            memcpy(walked + wl + 1, name, n + 1);
+        }
+        struct stat st;
+        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno != ENOENT) {
+                rc = -errno;
+                say_why(why, why_len, "cannot look at %s: %s", walked, strerror(-rc));
+                goto out;
+            }
+            if (mkdirat(dir, name, 0700) != 0 && errno != EEXIST) {
+                rc = -errno;
+                say_why(why, why_len, "cannot create %s: %s", walked, strerror(-rc));
+                goto out;
+            }
+            if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                rc = -errno;
+                say_why(why, why_len, "cannot look at %s: %s", walked, strerror(-rc));
+                goto out;
+            }
+        }
+        bool last = *at == '\0' || at[strspn(at, "/")] == '\0';
+        if (S_ISLNK(st.st_mode) && last) {
+            rc = -ELOOP;
+            say_why(why, why_len,
+                    "it is a symbolic link, which hangwatch does not follow there; give the directory itself");
+            goto out;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            if (st.st_uid != me && st.st_uid != 0) {
+                rc = -EPERM;
+                say_why(why, why_len,
+                        "%s is a symbolic link of uid %u, another user, who could point it anywhere; give a path "
+                        "without it",
+                        walked, (unsigned)st.st_uid);
+                goto out;
+            }
+            char target[4096];
+            ssize_t tl = readlinkat(dir, name, target, sizeof target - 1);
+            if (tl < 0 || ++links > MAX_LINKS) {
+                rc = tl < 0 ? -errno : -ELOOP;
+                say_why(why, why_len, "cannot follow %s: %s", walked, strerror(-rc));
+                goto out;
+            }
+            target[tl] = '\0';
+            char *next = NULL;
+            if (asprintf(&next, "%s%s", target, at) < 0) {
+                rc = -ENOMEM;
+                say_why(why, why_len, "out of memory");
+                goto out;
+            }
+            /* The link's own place stays in the walked path's message. */
+            char *slash = strrchr(walked, '/');
+            if (slash != NULL)
+                *slash = '\0';
+            if (target[0] == '/') {
+                int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (root < 0) {
+                    rc = -errno;
+                    free(next);
+                    say_why(why, why_len, "cannot open /: %s", strerror(-rc));
+                    goto out;
+                }
+                close(dir);
+                dir = root;
+                walked[0] = '\0';
+            }
+            free(rest);
+            rest = next;
+            at = rest;
+            continue;
+        }
+        int child = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (child < 0) {
+            rc = -explain_open_failure(walked, errno, why, why_len);
+            goto out;
+        }
+        close(dir);
+        dir = child;
+        if (!last && fstat(dir, &st) == 0 && st.st_uid != me && st.st_uid != 0) {
+            rc = -EPERM;
+            say_why(why, why_len,
+                    "%s is owned by uid %u, another user, who could replace what is in it; choose a directory of "
+                    "your own",
+                    walked, (unsigned)st.st_uid);
+            goto out;
+        }
+    }
+out:
+    free(rest);
+    if (rc != 0) {
+        if (dir >= 0)
+            close(dir);
+        return rc;
+    }
+    return dir;
 }
 
 /* The checks on the opened directory.  0, or -errno with the reason. */
@@ -210,35 +364,21 @@ int hw_report_dir_open(const char *path, hw_report_dir **out, char *why, size_t 
         return -EINVAL;
     }
     char *clean = without_trailing_slashes(path);
-    char *scratch = clean ? strdup(clean) : NULL;
     hw_report_dir *d = calloc(1, sizeof *d);
     char *kept = strdup(path);
     int rc = 0;
     int fd = -1;
-    if (!clean || !scratch || !d || !kept) {
+    if (!clean || !d || !kept) {
         say_why(why, why_len, "out of memory");
         rc = -ENOMEM;
         goto fail;
     }
-    const char *failed_at = NULL;
-    rc = make_missing_dirs(scratch, &failed_at);
-    if (rc == -ENOTDIR) {
-        say_why(why, why_len, "a part of the path is not a directory");
-        goto fail;
-    }
-    if (rc != 0) {
-        if (strcmp(failed_at, clean) == 0)
-            say_why(why, why_len, "cannot create it: %s", strerror(-rc));
-        else
-            say_why(why, why_len, "cannot create %s: %s", failed_at, strerror(-rc));
-        goto fail;
-    }
-    fd = open(clean, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        rc = -explain_open_failure(clean, errno, why, why_len);
-        goto fail;
-    }
     uid_t me = geteuid();
+    fd = walk_path(clean, me, why, why_len);
+    if (fd < 0) {
+        rc = fd;
+        goto fail;
+    }
     rc = check_fit(fd, path, me, why, why_len);
     if (rc != 0)
         goto fail;
@@ -246,14 +386,12 @@ int hw_report_dir_open(const char *path, hw_report_dir **out, char *why, size_t 
     d->path = kept;
     d->owner = me;
     free(clean);
-    free(scratch);
     *out = d;
     return 0;
 fail:
     if (fd >= 0)
         close(fd);
     free(clean);
-    free(scratch);
     free(d);
     free(kept);
     return rc;
