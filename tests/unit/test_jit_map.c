@@ -789,6 +789,17 @@ static void test_symbolizer_names_frames_of_an_exited_process(void **state)
     hw_symbolizer *sym = hw_symbolizer_new(s->pid, maps, strlen(maps), NULL);
     assert_non_null(sym);
     hw_frame f = {0};
+    /* Not a node named by its map: the map is not even looked at. */
+    hw_symbolizer_set_owner(sym, getuid());
+    hw_symbolize_frame(sym, pc, true, &f);
+    assert_null(f.symbol_name);
+    assert_int_equal(hw_symbolizer_js_map_errno(sym), 0);
+    hw_frame_clear(&f);
+    hw_symbolizer_free(sym);
+
+    sym = hw_symbolizer_new(s->pid, maps, strlen(maps), NULL);
+    assert_non_null(sym);
+    hw_symbolizer_allow_js_map(sym, true);
     hw_symbolize_frame(sym, pc, true, &f);
     assert_null(f.symbol_name); /* /proc/PID is gone: whose file is it? */
     assert_int_equal(hw_symbolizer_js_map_errno(sym), ENOENT);
@@ -797,6 +808,7 @@ static void test_symbolizer_names_frames_of_an_exited_process(void **state)
 
     sym = hw_symbolizer_new(s->pid, maps, strlen(maps), NULL);
     assert_non_null(sym);
+    hw_symbolizer_allow_js_map(sym, true);
     hw_symbolizer_set_owner(sym, getuid());
     hw_symbolize_frame(sym, pc, true, &f);
     assert_non_null(f.symbol_name);

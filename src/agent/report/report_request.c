@@ -85,6 +85,8 @@ void hw_name_capture(const report_request *req, bool target_only, hw_named_captu
         nc->sym = hw_symbolizer_new(req->pid, snap->maps, snap->maps_len, &nc->sym_error);
     if (nc->sym && snap->owner_known)
         hw_symbolizer_set_owner(nc->sym, snap->owner_uid); /* the process may be gone by now */
+    /* Node's perf map, only for a node not read through V8's metadata. */
+    hw_symbolizer_allow_js_map(nc->sym, !req->js.readable && hw_is_node_executable(req->executable));
     nc->bts = calloc(snap->thread_count ? snap->thread_count : 1, sizeof *nc->bts);
     for (size_t i = 0; i < snap->thread_count; i++)
         if (snap->threads[i].is_target)

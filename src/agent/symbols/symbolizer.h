@@ -56,6 +56,12 @@ int hw_symbolize_frame(hw_symbolizer *sym, uint64_t pc, bool is_activation, hw_f
 size_t hw_symbolizer_find_symbols(hw_symbolizer *sym, bool (*wanted)(const char *path), const char *const *names,
                                   uint64_t *addrs, size_t count, char **module);
 
+/* May JIT code be named from the process's perf map (/tmp/perf-PID.map)?
+ * Off by default: it is asked for only for a node whose frames are not
+ * read from V8's own records (js_frames.h), since the map is the process's
+ * own file and any process could make reading it expensive. */
+void hw_symbolizer_allow_js_map(hw_symbolizer *sym, bool allowed);
+
 /* Why node's perf map could not be read when an address in anonymous
  * memory (JIT code) was looked up: ENOENT when there is none (node was
  * started without the flags), another errno, or 0 (read, or never needed). */

@@ -60,6 +60,7 @@ struct hw_symbolizer {
     size_t backed_count;
     /* node's perf map, read at the first address in anonymous memory */
     bool js_map_tried;
+    bool js_map_allowed; /* hw_symbolizer_allow_js_map: off unless the process is a node named by its map */
     bool owner_known; /* owner_uid set by hw_symbolizer_set_owner */
     uid_t owner_uid;
     hw_jit_map *js_map;

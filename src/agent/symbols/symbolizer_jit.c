@@ -4,8 +4,10 @@
  * nothing to say.
  *
  * node writes its JIT functions to a perf map when started with
- * HW_JIT_MAP_NODE_FLAGS (js_maps.c adds them under `hangwatch run`); the
- * map is read once per symbolizer, at the first such address, and only if
+ * HW_JIT_MAP_NODE_FLAGS (js_maps.c adds them under `hangwatch run` for a
+ * node without V8's metadata); only for such a node is the map looked at
+ * (hw_symbolizer_allow_js_map: any process could write one); it is read
+ * once per symbolizer, at the first such address, and only if
  * it belongs to the process's user (jit_map_file.h): the owner the capture
  * saw (hw_symbolizer_set_owner), else /proc's while the process lives.
  * When it cannot be read, hw_symbolizer_js_map_errno keeps why, for the
@@ -19,8 +21,16 @@
 
 /* Anonymous memory is JIT code: named from node's perf map when it has
  * one (jit_map_file.h), else left without a name. */
+void hw_symbolizer_allow_js_map(hw_symbolizer *sym, bool allowed)
+{
+    if (sym != NULL)
+        sym->js_map_allowed = allowed;
+}
+
 void hw_symbolizer_lookup_jit(hw_symbolizer *sym, uint64_t addr, resolved *e)
 {
+    if (!sym->js_map_allowed)
+        return; /* not a node named by its map: anonymous code stays unnamed */
     if (!sym->js_map_tried) {
         sym->js_map_tried = true;
         if (!sym->owner_known) {

@@ -178,6 +178,15 @@ static void add_raw_sample(early_sampler *s, hw_thread_snapshot *t, uint64_t tim
     }
 }
 
+/* The sampler's symbolizer for `w`: node's perf map only for a node not
+ * read through V8's metadata (symbolizer.h). */
+static hw_symbolizer *new_symbolizer(const watched_process *w, const char *maps, size_t len)
+{
+    hw_symbolizer *sym = hw_symbolizer_new(w->pid, maps, len, NULL);
+    hw_symbolizer_allow_js_map(sym, !w->js.target.readable && hw_is_node_executable(w->executable));
+    return sym;
+}
+
 /* Stop the loop thread and take one sample into the ring. */
 static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uint64_t now, bool park)
 {
@@ -185,7 +194,7 @@ static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uin
     hw_process_snapshot snap;
     capture_thread(a, w, l->tid, &snap);
     if (!s->sym && snap.maps)
-        s->sym = hw_symbolizer_new(w->pid, snap.maps, snap.maps_len, NULL);
+        s->sym = new_symbolizer(w, snap.maps, snap.maps_len);
     for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
         if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
             continue;
@@ -264,7 +273,7 @@ static unsigned take_kernel_samples(agent *a, watched_process *w, loop_watch *l,
         snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
         char *maps = hw_proc_read_whole(path, &len);
         if (maps)
-            s->sym = hw_symbolizer_new(w->pid, maps, len, NULL);
+            s->sym = new_symbolizer(w, maps, len);
         free(maps);
         if (!s->sym)
             return 0;
