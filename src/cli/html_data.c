@@ -317,6 +317,10 @@ static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html
     set(d, "stack", frames_json(rep->frames, rep->frame_count, SHOWN_FRAMES, false));
     set(d, "stack_more", hw_json_u64((rep->frame_count > SHOWN_FRAMES ? rep->frame_count - SHOWN_FRAMES : 0) +
                                      rep->frames_more));
+    if (rep->frames_omitted > 0 && rep->frames_omitted_at < SHOWN_FRAMES) {
+        set(d, "stack_omitted", hw_json_u64(rep->frames_omitted));
+        set(d, "stack_omitted_at", hw_json_u64(rep->frames_omitted_at));
+    }
     set(d, "culprit", jint(rep->culprit == HW_NO_FRAME ? -1 : (int64_t)rep->culprit));
     if (rep->runtime_note != NULL)
         set(d, "runtime_note", hw_json_text(rep->runtime_note));

@@ -328,6 +328,12 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
         frames_in(json_object_get(json_object_get(thread, "backtrace"), "contents"), HW_SUMMARY_MAX_FRAMES,
                   &out->frames, &out->frame_count, &out->frames_more) != 0)
         oom = true;
+    json_t *hung_bt = json_object_get(thread, "backtrace");
+    json_int_t omitted = hw_int_at(hung_bt, "frames_omitted", 0), omitted_at = hw_int_at(hung_bt, "frames_omitted_at", -1);
+    if (omitted > 0 && omitted_at >= 0 && (uint64_t)omitted_at <= out->frame_count) {
+        out->frames_omitted = (uint64_t)omitted;
+        out->frames_omitted_at = (size_t)omitted_at;
+    }
     json_int_t chosen = hw_int_at(hung, "culprit_frame", -1);
     if (!oom && chosen >= 0 && (uint64_t)chosen < out->frame_count)
         out->culprit = (size_t)chosen; /* the agent's choice */

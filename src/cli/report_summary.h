@@ -57,6 +57,8 @@ typedef struct hw_hang_summary {
     hw_sframe *frames;  /* the hung thread's stack, innermost first */
     size_t frame_count;
     size_t frames_more; /* frames of it beyond HW_SUMMARY_MAX_FRAMES, not kept */
+    uint64_t frames_omitted;    /* the agent left this many out of a stack cut short ... */
+    size_t frames_omitted_at;   /* ... before frames[frames_omitted_at] (0 when none) */
     size_t culprit;     /* index into frames, or HW_NO_FRAME */
     hw_sframe *point;   /* the Point Stack (early sampling), innermost first */
     size_t point_count;

@@ -166,9 +166,20 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
         fputc('\n', out);
         return;
     }
-    fprintf(out, "), %zu frames:\n", json_array_size(contents));
-    for (size_t i = 0; i < json_array_size(contents); i++)
+    /* A stack cut short: its innermost frames, the gap, its outermost. */
+    json_t *backtrace = json_object_get(thread, "backtrace");
+    json_int_t omitted = hw_int_at(backtrace, "frames_omitted", 0);
+    json_int_t omitted_at = hw_int_at(backtrace, "frames_omitted_at", -1);
+    if (omitted > 0 && omitted_at >= 0)
+        fprintf(out, "), %zu of %" JSON_INTEGER_FORMAT " frames:\n", json_array_size(contents),
+                (json_int_t)json_array_size(contents) + omitted);
+    else
+        fprintf(out, "), %zu frames:\n", json_array_size(contents));
+    for (size_t i = 0; i < json_array_size(contents); i++) {
+        if (omitted > 0 && (json_int_t)i == omitted_at)
+            fprintf(out, "  ... %" JSON_INTEGER_FORMAT " frames omitted ...\n", omitted);
         print_frame(out, i, json_array_get(contents, i), culprit >= 0 && (uint64_t)culprit == i);
+    }
     if (json_is_string(json_object_get(thread, "unwind_error"))) {
         fputs("  (unwinding stopped early: ", out);
         put_string_at(out, thread, "unwind_error", "?");

@@ -310,8 +310,35 @@ def case_cpu_high():
         hwtest.cleanup(r)
 
 
+def case_deep_stack():
+    """A hang 100,000 calls deep: the report keeps the innermost frames, says
+    how many it left out, and keeps the outermost (the loop, main), so the
+    stack still says where it was called from; show prints the gap."""
+    r = hwtest.run(["--", *scenario("deep", 3)], timeout=90)
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) >= 1, r.describe())
+        rep = r.reports[0]
+        bt = rep["crash"]["threads"][rep["hangwatch"]["hung_thread"]["report_array_index"]]["backtrace"]
+        names = symbols(bt["contents"])
+        check(bt.get("frames_omitted", 0) > 90000 and bt["skipped"] == bt["frames_omitted"],
+              f"frames_omitted {bt.get('frames_omitted')}, skipped {bt.get('skipped')}")
+        at = bt["frames_omitted_at"]
+        check(names[at - 1] == "descend_into_tree" and names[at] == "descend_into_tree",
+              f"the gap is not inside the recursion: {names[at - 2:at + 2]}")
+        check("run_from_timer" in names[at:] and "main" in names[at:],
+              "the outermost frames are missing:\n" + "\n".join(names[at:]))
+        check(len(names) <= 256, f"{len(names)} frames kept")
+        text = show(r.report_paths[0])
+        check(re.search(r"\d+ of \d+ frames:", text) and re.search(r"\.\.\. \d+ frames omitted \.\.\.", text),
+              text[:2000])
+    finally:
+        hwtest.cleanup(r)
+
+
 if __name__ == "__main__":
     hwtest.main({
+        "deep_stack": case_deep_stack,
         "fatal_hang_killed": case_fatal_hang_killed,
         "fatal_hang_exited": case_fatal_hang_exited,
         "pause_expected_operation": case_pause_expected_operation,

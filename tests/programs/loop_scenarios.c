@@ -42,6 +42,9 @@
  *   breakpoint SECS  a loop ticking every 0.1 s for SECS seconds whose
  *                  ticks call debugger_breaks_here() (where a debugger's
  *                  breakpoint holds the loop) and then work 0.4 s
+ *   deep SECS      a timer callback recurses 100,000 calls deep in
+ *                  descend_into_tree() and spins SECS seconds at the bottom:
+ *                  a stack far deeper than a report keeps
  *   cpuhot SECS    the main thread idles in its loop while a worker thread,
  *                  "hot-worker", spins in spin_in_worker() for SECS seconds
  *   request SECS   a callback spins SECS seconds in handle_request(), in
@@ -300,6 +303,26 @@ static int run_threehangs(double unit)
 
 /* Run `callback(seconds)` from a timer 0.2 s after start, then wait once
  * more (a real wait) so the busy stretch ends at the loop's wait point. */
+/* 100,000 calls deep (about 5 MB of an 8 MB stack), then a spin. */
+#define DEEP_CALLS 100000
+static volatile unsigned long deep_sink;
+
+__attribute__((noinline)) static unsigned long descend_into_tree(unsigned long depth, double seconds)
+{
+    if (depth == 0) {
+        double end = now_seconds() + seconds;
+        while (now_seconds() < end)
+            deep_sink++;
+        return deep_sink;
+    }
+    return descend_into_tree(depth - 1, seconds) + depth % 3;
+}
+
+static void hang_deep(double seconds)
+{
+    deep_sink += descend_into_tree(DEEP_CALLS, seconds);
+}
+
 static int run_from_timer(void (*callback)(double), double seconds)
 {
     int timer = make_timer(0.2);
@@ -942,6 +965,8 @@ int main(int argc, char **argv)
         rc = run_exithang(seconds);
     else if (strcmp(argv[1], "breakpoint") == 0)
         rc = run_ticks(on_breakpoint_tick, seconds, 0.1);
+    else if (strcmp(argv[1], "deep") == 0)
+        rc = run_from_timer(hang_deep, seconds);
     else if (strcmp(argv[1], "cpuhot") == 0)
         rc = run_cpuhot(seconds);
     else if (strcmp(argv[1], "qsort") == 0)

@@ -82,7 +82,13 @@ static json_t *thread_json(const hw_thread_snapshot *t, const hw_backtrace *bt, 
     if (t->status == HW_THREAD_CAPTURED && bt)
         for (size_t i = 0; i < bt->count; i++)
             json_array_append_new(contents, frame_json(&bt->frames[i]));
-    json_t *backtrace = json_pack("{s:o, s:i}", "contents", contents, "skipped", 0);
+    bool cut = t->status == HW_THREAD_CAPTURED && bt && bt->skipped > 0;
+    json_t *backtrace = json_pack("{s:o, s:I}", "contents", contents, "skipped", (json_int_t)(cut ? bt->skipped : 0));
+    if (backtrace && cut) {
+        /* Innermost frames, then this many left out, then the outermost. */
+        json_object_set_new(backtrace, "frames_omitted", json_integer((json_int_t)bt->skipped));
+        json_object_set_new(backtrace, "frames_omitted_at", json_integer((json_int_t)bt->skipped_at));
+    }
     json_t *o = json_pack("{s:o, s:I, s:o, s:I, s:b, s:b}", "backtrace", backtrace, "index", (json_int_t)index,
                           "name", foreign_text(t->name, sizeof t->name), "thread_identifier", (json_int_t)t->tid, "crashed", t->is_target,
                           "current_thread", 0);

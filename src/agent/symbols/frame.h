@@ -48,7 +48,8 @@ typedef struct hw_frame {
 typedef struct hw_backtrace {
     hw_frame *frames;
     size_t count;
-    size_t skipped; /* frames walked beyond max_frames and dropped (counted up to a limit) */
+    size_t skipped;    /* frames omitted from a stack cut short (counted up to a limit) ... */
+    size_t skipped_at; /* ... between frames[skipped_at - 1] and frames[skipped_at] (innermost and outermost) */
     char *error;    /* why the unwind stopped early, NULL if it ended normally */
     char *runtime_error; /* why an interpreter's frames are missing or partial, else NULL */
     char *runtime_thread_name; /* the thread's name in its runtime (Python threading's), else NULL */

@@ -266,6 +266,7 @@ void hw_symbolizer_free(hw_symbolizer *sym)
     free(sym->attach_error);
     free(sym->backed);
     hw_jit_map_free(sym->js_map);
+    free(sym->window);
     free(sym);
 }
 

@@ -43,6 +43,12 @@ struct hw_symbolizer {
     const hw_thread_snapshot *current; /* the thread hw_unwind_thread is walking */
     bool read_failed;                  /* a memory_read failed since the last frame */
     uint64_t read_fail_addr;
+    /* The live stack beyond the copy, read a window at a time (a deep
+     * recursion's outer frames; unwind.c) */
+    unsigned char *window;
+    uint64_t window_start;
+    size_t window_len;
+    pid_t window_tid;
     resolved *cache;
     size_t cache_cap, cache_used;
     hw_image *images;

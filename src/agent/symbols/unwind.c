@@ -9,15 +9,23 @@
  * calls dwfl_getthread_frames; next_thread/get_thread report only that tid,
  * set_initial_registers hands over its registers in DWARF order and
  * memory_read serves its stack copy, falling back to process_vm_readv of the
- * live process (which may fail, or see memory that has changed since).
+ * live process (which may fail, or see memory that has changed since), a
+ * WINDOW_BYTES window at a time: a recursion deeper than the copy has its
+ * outer frames read in few system calls.
  *
  * libdwfl 0.188 ends a walk "normally" when the return address cannot be
  * read; a memory_read failure in that last step is reported as an error.
  *
  * A walk ends normally when the CFI marks the return address undefined
  * (_start, clone3); anything else that stops it is reported in out->error
- * with the frames found so far.  A repeated (pc, sp) pair or WALK_LIMIT
- * frames end a runaway walk.
+ * with the frames found so far.  A repeated (pc, sp) pair among the first
+ * SEEN_SLOTS / 2 frames, a stack pointer that does not grow after them,
+ * WALK_LIMIT frames or WALK_BUDGET_NS end a runaway walk.
+ *
+ * A stack deeper than max_frames keeps its innermost frames and its
+ * OUTERMOST_KEPT outermost ones (main and the loop that called into the
+ * deep recursion), and says how many lie between (out->skipped, at
+ * out->skipped_at).
  */
 #include "symbolizer_internal.h"
 
@@ -26,14 +34,18 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #if !defined(__x86_64__)
 #error "unwind.c supports x86_64 only (initial register set in DWARF numbering)"
 #endif
 
 #define DEFAULT_MAX_FRAMES 256
-#define WALK_LIMIT 1024       /* frames walked at most, kept or skipped */
-#define SEEN_SLOTS 2048       /* > WALK_LIMIT: the (pc, sp) set never fills */
+#define WALK_LIMIT 1000000    /* frames walked at most, kept or skipped */
+#define WALK_BUDGET_NS 1000000000ull /* and time spent walking past the frames kept */
+#define SEEN_SLOTS 2048       /* (pc, sp) pairs remembered: the first SEEN_SLOTS / 2 frames */
+#define OUTERMOST_KEPT 32     /* of a stack cut short, its outermost frames kept */
+#define WINDOW_BYTES (64u * 1024) /* the live stack beyond the copy, read this much at a time */
 #define DWARF_REG_RSP 7
 #define X86_64_DWARF_REGS 17  /* rax..r15 (0-15) and the return address column 16 = rip */
 
@@ -71,6 +83,27 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
     }
     /* Through the thread's own tid: the leader may be a zombie without an mm. */
     pid_t from = t != NULL ? t->tid : sym->pid;
+    if (sym->window != NULL && sym->window_tid == from && addr >= sym->window_start &&
+        addr - sym->window_start <= sym->window_len - sizeof *result && sym->window_len >= sizeof *result) {
+        memcpy(result, sym->window + (addr - sym->window_start), sizeof *result);
+        return true;
+    }
+    if (from > 0 && t != NULL && addr >= t->stack_start) {
+        /* Above the copy (the stack's older part): a window from here up. */
+        if (sym->window == NULL)
+            sym->window = malloc(WINDOW_BYTES);
+        uint64_t start = addr & ~(uint64_t)7;
+        struct iovec local = {.iov_base = sym->window, .iov_len = WINDOW_BYTES};
+        struct iovec remote = {.iov_base = (void *)(uintptr_t)start, .iov_len = WINDOW_BYTES};
+        ssize_t got = sym->window ? process_vm_readv(from, &local, 1, &remote, 1, 0) : -1;
+        if (got >= (ssize_t)(addr - start + sizeof *result)) {
+            sym->window_start = start;
+            sym->window_len = (size_t)got;
+            sym->window_tid = from;
+            memcpy(result, sym->window + (addr - start), sizeof *result);
+            return true;
+        }
+    }
     if (from > 0) {
         struct iovec local = {.iov_base = result, .iov_len = sizeof *result};
         struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof *result};
@@ -123,11 +156,27 @@ typedef struct walk {
     hw_symbolizer *sym;
     hw_backtrace *out;
     size_t max, cap;
+    size_t inner;    /* frames kept from the innermost on, when the stack is cut */
     seen_pair *seen; /* SEEN_SLOTS entries */
     size_t walked;
+    uint64_t last_sp;
+    uint64_t started_ns;
+    /* the last OUTERMOST_KEPT frames walked past `inner`, a ring */
+    struct {
+        uint64_t pc;
+        bool activation;
+    } tail[OUTERMOST_KEPT];
+    size_t tail_count;
     bool nomem;
     char *error; /* set by the callback when it stops the walk */
 } walk;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Record (pc, sp); true if it was there already. */
 static bool seen_before(walk *w, uint64_t pc, uint64_t sp)
@@ -158,14 +207,31 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
         return DWARF_CB_ABORT;
     }
     Dwarf_Word sp;
-    if (dwfl_frame_reg(state, DWARF_REG_RSP, &sp) == 0 && seen_before(w, pc, sp)) {
-        if (asprintf(&w->error, "unwind loop at pc 0x%" PRIx64 " sp 0x%" PRIx64, (uint64_t)pc, (uint64_t)sp) < 0)
+    if (dwfl_frame_reg(state, DWARF_REG_RSP, &sp) == 0) {
+        /* A loop: a pair seen before among the first frames, later a stack
+         * pointer that does not grow (callers lie above their callees). */
+        bool looped = w->walked < SEEN_SLOTS / 2 ? seen_before(w, pc, sp) : sp <= w->last_sp;
+        if (looped) {
+            if (asprintf(&w->error, "unwind loop at pc 0x%" PRIx64 " sp 0x%" PRIx64, (uint64_t)pc, (uint64_t)sp) < 0)
+                w->error = NULL;
+            return DWARF_CB_ABORT;
+        }
+        w->last_sp = sp;
+    }
+    w->walked++;
+    if (w->tail_count > 0 && (w->walked & 1023) == 0 && now_ns() - w->started_ns > WALK_BUDGET_NS) {
+        if (asprintf(&w->error, "the walk took longer than %llu ms: stopped after %zu frames",
+                     WALK_BUDGET_NS / 1000000, w->walked) < 0)
             w->error = NULL;
         return DWARF_CB_ABORT;
     }
-    w->walked++;
-    if (out->count >= w->max) {
-        out->skipped++;
+    if (out->count >= w->inner) {
+        /* Past the innermost part: only the outermost frames are kept. */
+        if (w->tail_count == 0)
+            w->started_ns = now_ns(); /* the budget is for the frames not kept */
+        w->tail[w->tail_count % OUTERMOST_KEPT].pc = pc;
+        w->tail[w->tail_count % OUTERMOST_KEPT].activation = activation;
+        w->tail_count++;
         return w->walked >= WALK_LIMIT ? DWARF_CB_ABORT : DWARF_CB_OK;
     }
     if (out->count == w->cap) {
@@ -231,7 +297,9 @@ int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_
         return 0;
     }
 
-    walk w = {.sym = sym, .out = out, .max = max_frames};
+    walk w = {.sym = sym, .out = out, .max = max_frames, .started_ns = now_ns()};
+    /* All of it when it fits; else the innermost and OUTERMOST_KEPT. */
+    w.inner = max_frames > 2 * OUTERMOST_KEPT ? max_frames - OUTERMOST_KEPT : max_frames;
     w.seen = calloc(SEEN_SLOTS, sizeof *w.seen);
     if (w.seen == NULL)
         return -ENOMEM;
@@ -250,7 +318,32 @@ int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_
     }
     (void)dwfl_errno();
     sym->current = NULL;
+    sym->window_len = 0; /* the next thread's window is its own */
     free(w.seen);
+    /* The frames walked past the innermost part: all of them when they fit
+     * in max_frames, else the outermost OUTERMOST_KEPT after a gap. */
+    if (!w.nomem && w.tail_count > 0) {
+        size_t room = max_frames - out->count;
+        size_t keep = w.tail_count <= room ? w.tail_count : (room < OUTERMOST_KEPT ? room : OUTERMOST_KEPT);
+        size_t first = w.tail_count - keep; /* index among the tail frames walked */
+        hw_frame *frames = realloc(out->frames, (out->count + keep) * sizeof *frames);
+        if (frames == NULL) {
+            w.nomem = true;
+        } else {
+            out->frames = frames;
+            if (first > 0) {
+                out->skipped = first;
+                out->skipped_at = out->count;
+            }
+            for (size_t i = first; i < w.tail_count && !w.nomem; i++) {
+                size_t at = w.tail_count > OUTERMOST_KEPT ? i % OUTERMOST_KEPT : i;
+                if (!hw_symbolizer_fill_frame(sym, &out->frames[out->count], w.tail[at].pc, w.tail[at].activation))
+                    w.nomem = true;
+                else
+                    out->count++;
+            }
+        }
+    }
     if (w.nomem) {
         free(error);
         hw_backtrace_free(out);

@@ -281,7 +281,7 @@
 
   /* ---- a group ---- */
 
-  function stackList(frames, culprit, more, repeat) {
+  function stackList(frames, culprit, more, repeat, omitted, omittedAt) {
     var items = frames.map(function (f, k) {
       var where = place(f);
       var li = h('li', {}, h('span', {class: 'idx'}, String(k)), langBadge(f), f.name,
@@ -292,6 +292,10 @@
       }
       return li;
     });
+    if (omitted > 0 && omittedAt <= items.length) {
+      /* A stack cut short: its innermost frames, the gap, its outermost. */
+      items.splice(omittedAt, 0, h('li', {class: 'muted'}, '\u2026 ' + plural(omitted, 'frame') + ' omitted \u2026'));
+    }
     if (more > 0) {
       items.push(h('li', {class: 'muted'}, '\u2026 ' + plural(more, 'more frame')));
     }
@@ -340,7 +344,8 @@
         (d.final_us !== undefined ? ', ' + duration(d.final_us) + ' in all' : '') +
         (d.hang_end ? ' (' + d.hang_end.replace(/_/g, ' ') + ')' : '')));
     var section = h('section', {class: 'group', id: 'g-' + (i + 1)}, heading, facts,
-      h('h3', {}, 'The hung thread\'s stack'), stackList(d.stack, d.culprit, d.stack_more, false));
+      h('h3', {}, 'The hung thread\'s stack'), stackList(d.stack, d.culprit, d.stack_more, false, d.stack_omitted || 0,
+        d.stack_omitted_at || 0));
     if (d.runtime_note) {
       /* The interpreter's frames were not read (an unsupported version):
        * the stack is the interpreter's own, the culprit its innermost
