@@ -33,7 +33,7 @@ void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, siz
                             const hw_runtime_names *names, const hw_python_target *py, const hw_js_target *js,
                             const char *executable, hw_backtrace *bt)
 {
-    hw_unwind_thread(sym, t, max_frames, bt);
+    hw_unwind_thread_whole(sym, t, max_frames, bt);
     if (names != NULL)
         hw_runtime_merge(names, bt);
     else if (py != NULL && py->found && py->why_not[0] != '\0' && t->is_target && bt->runtime_error == NULL)

@@ -41,7 +41,8 @@
 #endif
 
 #define DEFAULT_MAX_FRAMES 256
-#define WALK_LIMIT 1000000    /* frames walked at most, kept or skipped */
+#define WALK_LIMIT 1000000    /* frames walked at most, kept or skipped, for a report */
+#define SAMPLE_WALK_LIMIT 1024 /* ... for a sample (hw_unwind_thread) */
 #define WALK_BUDGET_NS 1000000000ull /* and time spent walking past the frames kept */
 #define SEEN_SLOTS 2048       /* (pc, sp) pairs remembered: the first SEEN_SLOTS / 2 frames */
 #define OUTERMOST_KEPT 32     /* of a stack cut short, its outermost frames kept */
@@ -167,6 +168,7 @@ typedef struct walk {
         bool activation;
     } tail[OUTERMOST_KEPT];
     size_t tail_count;
+    bool whole; /* hw_unwind_thread_whole: walk it all, keep the outermost */
     bool nomem;
     char *error; /* set by the callback when it stops the walk */
 } walk;
@@ -196,6 +198,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 {
     walk *w = arg;
     hw_backtrace *out = w->out;
+    if (!w->whole && w->walked >= SAMPLE_WALK_LIMIT)
+        return DWARF_CB_ABORT;
     /* Reset before dwfl_frame_pc, which may already unwind the next frame
      * (to tell whether this one is an activation). */
     w->sym->read_failed = false;
@@ -224,6 +228,10 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
                      WALK_BUDGET_NS / 1000000, w->walked) < 0)
             w->error = NULL;
         return DWARF_CB_ABORT;
+    }
+    if (out->count >= w->inner && !w->whole) {
+        out->skipped++; /* a sample's innermost frames are all it keeps */
+        return DWARF_CB_OK;
     }
     if (out->count >= w->inner) {
         /* Past the innermost part: only the outermost frames are kept. */
@@ -268,7 +276,8 @@ static char *walk_error(hw_symbolizer *sym)
     return r < 0 ? NULL : msg;
 }
 
-int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_t max_frames, hw_backtrace *out)
+static int unwind(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_t max_frames, bool whole,
+                  hw_backtrace *out)
 {
     if (out == NULL)
         return -EINVAL;
@@ -297,9 +306,9 @@ int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_
         return 0;
     }
 
-    walk w = {.sym = sym, .out = out, .max = max_frames, .started_ns = now_ns()};
+    walk w = {.sym = sym, .out = out, .max = max_frames, .started_ns = now_ns(), .whole = whole};
     /* All of it when it fits; else the innermost and OUTERMOST_KEPT. */
-    w.inner = max_frames > 2 * OUTERMOST_KEPT ? max_frames - OUTERMOST_KEPT : max_frames;
+    w.inner = whole && max_frames > 2 * OUTERMOST_KEPT ? max_frames - OUTERMOST_KEPT : max_frames;
     w.seen = calloc(SEEN_SLOTS, sizeof *w.seen);
     if (w.seen == NULL)
         return -ENOMEM;
@@ -351,4 +360,15 @@ int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_
     }
     out->error = error;
     return 0;
+}
+
+int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_t max_frames, hw_backtrace *out)
+{
+    return unwind(sym, thread, max_frames, false, out);
+}
+
+int hw_unwind_thread_whole(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_t max_frames,
+                           hw_backtrace *out)
+{
+    return unwind(sym, thread, max_frames, true, out);
 }
