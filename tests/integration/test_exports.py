@@ -426,6 +426,60 @@ def case_hostile_clients():
     check(code == 0, f"exit {code}\n{err}")
 
 
+def case_slowloris():
+    """200 connections from one address, each trickling a header line at a
+    time and reconnecting when closed, for 8 s: a scrape during the attack
+    is answered within 1 s every time."""
+    port = free_port()
+    w = Watched(["--metrics-listen", f"127.0.0.1:{port}"])
+    stop = threading.Event()
+    opened = [0]
+
+    def attack():
+        conns = []
+        while not stop.is_set():
+            while len(conns) < 200 and not stop.is_set():
+                try:
+                    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                    conns.append(s)
+                    opened[0] += 1
+                except OSError:
+                    break
+            alive = []
+            for s in conns:
+                try:
+                    s.sendall(b"X-Slow: a\r\n")  # one more line: never the end of the headers
+                    alive.append(s)
+                except OSError:
+                    s.close()
+            conns = alive
+            stop.wait(0.5)
+        for s in conns:
+            s.close()
+
+    attacker = threading.Thread(target=attack)
+    attacker.start()
+    times = []
+    try:
+        hwtest.wait_for(lambda: opened[0] >= 200, "200 slow connections", 20)
+        for _ in range(8):
+            started = time.monotonic()
+            text = scrape(port, timeout=5)
+            times.append(time.monotonic() - started)
+            check("hangwatch_hangs_total" in text, "the scrape did not get the metrics")
+            stop.wait(0.8)
+        check(max(times) < 1.0, f"scrapes during the attack took {['%.3f' % t for t in times]} s")
+        check(opened[0] > 200, f"the slow connections were never closed by the server ({opened[0]} opened)")
+    finally:
+        stop.set()
+        attacker.join(30)
+        code = w.finish()
+        err = w.stderr()
+        w.close()
+    check(code == 0, f"exit {code}\n{err}")
+
+
 def case_library_metrics():
     """The C library's agent exports through its config: the textfile counts the hang; a
     port in use makes hangwatch_start fail (-ECHILD) with the agent's reason on stderr."""
@@ -761,6 +815,7 @@ CASES = {
     "bad_options": case_bad_options,
     "watch_metrics": case_watch_metrics,
     "hostile_clients": case_hostile_clients,
+    "slowloris": case_slowloris,
     "library_metrics": case_library_metrics,
     "sentry_events": case_sentry_events,
     "sentry_launch_hang": case_sentry_launch_hang,

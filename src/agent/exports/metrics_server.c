@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/common/random_id.h"
+#include "http_gate.h"
 #include "agent/common/write_all.h"
 #include "core/parse/listen_address.h"
 #include "core/text_escape.h"
@@ -28,8 +29,9 @@
 
 struct hw_metrics_exporter {
     hw_metrics *m;
-    /* the server */
+    /* the server, behind its gate (http_gate.h) */
     struct MHD_Daemon *daemon;
+    hw_http_gate *gate;
     unsigned port;
     /* the textfile */
     int dir_fd;
@@ -125,7 +127,7 @@ static int open_listener(const char *text, char *why, size_t why_len)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (ai->ai_family == AF_INET6 && addr.host[0] == '\0')
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, HW_METRICS_MAX_CONNECTIONS) != 0) {
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
             err = errno;
             close(fd);
             fd = -1;
@@ -157,6 +159,14 @@ static unsigned bound_port(int fd)
     return 0;
 }
 
+/* A connection whose request has arrived whole: the server's from now on
+ * (it closes the socket when it cannot take it). */
+static void let_in(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len)
+{
+    hw_metrics_exporter *e = ctx;
+    (void)MHD_add_connection(e->daemon, fd, addr, addr_len);
+}
+
 static int start_server(hw_metrics_exporter *e, const char *listen_text, char *why, size_t why_len)
 {
     int fd = open_listener(listen_text, why, why_len);
@@ -164,9 +174,10 @@ static int start_server(hw_metrics_exporter *e, const char *listen_text, char *w
         return fd;
     e->port = bound_port(fd);
     /* libmicrohttpd's own thread and poll loop; its options bound what a
-     * client can take (metrics_server.h). */
+     * client can take (metrics_server.h).  It gets only connections whose
+     * request has arrived whole: the gate accepts them (http_gate.h). */
     e->daemon = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, e, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, e,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)HW_METRICS_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)HW_METRICS_MAX_CONNECTIONS_PER_CLIENT, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)HW_METRICS_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
@@ -175,6 +186,14 @@ static int start_server(hw_metrics_exporter *e, const char *listen_text, char *w
         close(fd);
         snprintf(why, why_len, "cannot serve metrics on %s: libmicrohttpd did not start", listen_text);
         return -EIO;
+    }
+    int rc = hw_http_gate_start(fd, HW_METRICS_REQUEST_MEMORY, let_in, e, &e->gate);
+    if (rc != 0) {
+        close(fd);
+        MHD_stop_daemon(e->daemon);
+        e->daemon = NULL;
+        snprintf(why, why_len, "cannot serve metrics on %s: %s", listen_text, strerror(-rc));
+        return rc;
     }
     return 0;
 }
@@ -332,8 +351,9 @@ void hw_metrics_exporter_stop(hw_metrics_exporter *e)
 {
     if (!e)
         return;
+    hw_http_gate_stop(e->gate); /* closes the listening socket and the waiting connections */
     if (e->daemon)
-        MHD_stop_daemon(e->daemon); /* closes the listening socket too */
+        MHD_stop_daemon(e->daemon);
     if (e->writer_running) {
         pthread_mutex_lock(&e->lock);
         e->stopping = true;

@@ -9,7 +9,10 @@
  * formatted and sent there, so a slow, stalled or hostile client can hold
  * at most a connection slot, never the watch thread or the report worker.
  * Connections are bounded (16, 8 per client address), requests too (16 KiB
- * of headers), and idle connections are closed after 10 s.
+ * of headers), and idle connections are closed after 10 s.  A connection
+ * reaches the server only once its request has arrived whole, within 2 s of
+ * its accept (http_gate.h): clients that trickle their request hold no
+ * server slot, and a scrape is served while they try.
  *
  * The file is rewritten atomically (a temporary file in the same directory,
  * then rename) when the counts changed, at most once a second, and a last
