@@ -302,7 +302,7 @@ def case_program_killed_during_capture():
     """The program dies while it is being sampled and captured: every file
     left in the report directory is a whole report, no temporary files."""
     proc, report_dir = start(["--early-sampling", "--sample-interval", "1ms", "--",
-                              hwtest.binary("loop-scenarios"), "churn", "5"])
+                              hwtest.binary("loop-scenarios"), "churn", "30"])
     try:
         program = hwtest.program_of(proc.pid)
         hwtest.wait_for(lambda: os.path.isdir(report_dir) and os.listdir(report_dir), "the first report", 30)

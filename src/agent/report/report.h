@@ -89,7 +89,9 @@ typedef struct report_request {
     const hw_in_app_rule *in_app_rules; /* the user's (the options'), which outlive every request */
     size_t in_app_rule_count;
     int64_t detected_unix_ns;
-    uint64_t captured_ns;         /* monotonic time of the capture */
+    uint64_t captured_ns;         /* monotonic time of the capture (taken right before it) */
+    uint64_t resumed_ns;          /* ... and once its threads ran again: a follow-up's tail
+                                     window counts from here, however long the stop took */
     /* early sampling: the Point Stack chosen from the ring, as addresses */
     const char *main_thread_state, *main_thread_reason;
     size_t ps_depth;

@@ -140,6 +140,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->detected_unix_ns = hw_realtime_ns();
     req->captured_ns = now;
     int rc = hw_capture_process(w->pid, &copt, &req->snap);
+    req->resumed_ns = hw_monotonic_ns();
     /* Names of the Python or JavaScript code now, while the process most
      * likely lives. */
     req->runtime_names = name_runtime_frames(w, &req->snap, false);

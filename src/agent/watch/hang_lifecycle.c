@@ -23,8 +23,9 @@
  * loop's bookkeeping), not a new place of the hang.  So a re-check whose
  * stretch is over by the end of its stop is dropped, and one that finds it
  * still going is held (loop_watch.followup) until the hang has gone on
- * HANG_TAIL_NS past the capture; a hang that returns to its wait sooner
- * drops it, counted (decisions.md §39).
+ * HANG_TAIL_NS past the end of its stop (however long the stop took); a
+ * hang that returns to its wait sooner drops it, counted (decisions.md
+ * §39).
  *
  * The exports hear of each hang here: the metrics count it and its hung
  * time, and the C library's callbacks get its start and its end.
@@ -206,14 +207,14 @@ void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_
         }
     }
     hw_exports_hang_still_on(a->exports, &l->metrics, now);
-    if (l->followup != NULL && now >= l->followup->captured_ns + HANG_TAIL_NS)
+    if (l->followup != NULL && now >= l->followup->resumed_ns + HANG_TAIL_NS)
         send_followup(a, l); /* still hung past its tail window */
     if (now >= l->next_capture_ns)
         recheck(a, w, l, r, now);
     uint64_t end_poll = now + HANG_END_POLL_NS;
     l->next_wake_ns = end_poll < l->next_capture_ns ? end_poll : l->next_capture_ns;
-    if (l->followup != NULL && l->followup->captured_ns + HANG_TAIL_NS < l->next_wake_ns)
-        l->next_wake_ns = l->followup->captured_ns + HANG_TAIL_NS;
+    if (l->followup != NULL && l->followup->resumed_ns + HANG_TAIL_NS < l->next_wake_ns)
+        l->next_wake_ns = l->followup->resumed_ns + HANG_TAIL_NS;
 }
 
 /* The stretch reported as hung is over at `now` (see hang_finish);
@@ -230,7 +231,7 @@ static void end_hang(agent *a, loop_watch *l, uint64_t now, const char *end, boo
      * ended otherwise (the process died, a stop) keeps it. */
     bool returned = strcmp(end, "returned_to_wait") == 0 || strcmp(end, "paused") == 0 ||
                     strcmp(end, "ping_answered") == 0;
-    if (l->followup != NULL && returned && l->last_seen_hung_ns < l->followup->captured_ns + HANG_TAIL_NS)
+    if (l->followup != NULL && returned && l->last_seen_hung_ns < l->followup->resumed_ns + HANG_TAIL_NS)
         drop_followup(a, l);
     else
         send_followup(a, l);
