@@ -222,6 +222,27 @@ def case_twenty_simultaneous_hangs():
         hwtest.cleanup(r)
 
 
+def case_full_queue_hangs_announced():
+    """30 children hang at once while the report queue holds only 2
+    captures (HANGWATCH_REPORT_QUEUE, a knob for this test): every hang is
+    still on stderr, with its report or saying it has none and why, and all
+    30 count in the exit line."""
+    r = hwtest.run(["--", hwtest.binary("many-hangs"), "30", "4"], timeout=120,
+                   env={"HANGWATCH_REPORT_QUEUE": "2"})
+    try:
+        check(r.returncode == 0, r.describe())
+        starts = {int(p) for p, _ in re.findall(r"^hang (\d+) (\d+)$", r.stdout, re.M)}
+        check(len(starts) == 30, f"{len(starts)} children hung\n" + r.describe())
+        announced = {int(p) for p in re.findall(r"^hangwatch: (?:launch )?hang in many-hangs \(pid (\d+)\)", r.stderr, re.M)}
+        check(announced == starts, f"not announced: {sorted(starts - announced)}\n" + r.stderr[-3000:])
+        dropped = re.findall(r"no report: the report writer was behind and its queue was full", r.stderr)
+        check(dropped, "no hang went without a report: the queue was never full\n" + r.stderr[-2000:])
+        check(re.search(r"^hangwatch: 30 hangs$", r.stderr, re.M), "the exit line does not count 30\n" + r.stderr[-2000:])
+        check(re.search(r"captures? (was|were) dropped because the report writer was behind", r.stderr), r.stderr[-2000:])
+    finally:
+        hwtest.cleanup(r)
+
+
 # ---- launch hangs ----
 
 def case_commands_are_not_launch_hangs():
@@ -389,6 +410,7 @@ if __name__ == "__main__":
         "dead_sender": case_dead_sender,
         "full_registration_queue": case_full_registration_queue,
         "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
+        "full_queue_hangs_announced": case_full_queue_hangs_announced,
         "commands_are_not_launch_hangs": case_commands_are_not_launch_hangs,
         "shim_then_loop": case_shim_then_loop,
         "agent_killed": case_agent_killed,

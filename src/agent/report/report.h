@@ -165,6 +165,12 @@ hang_record *worker_new_hang(bool launch);
  * afterwards.  False when the queue is full (the capture is dropped and
  * counted). */
 bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck);
+/* A hang's first report that found the queue full: it is still announced on
+ * stderr (in order with the other lines, saying that its report was
+ * dropped and why) and counted as a hang at its end.  The request's
+ * snapshot is released, but for its small thread table, kept for the line.
+ * Never refused. */
+void worker_submit_dropped(report_worker *wk, hang_record *hang, report_request *req);
 /* The hang is over: final durations; a launch's held reports are written
  * (`keep_launch`) or dropped.  `wait_status`: the process's, when its death
  * ended the hang (end "killed" or "exited"), else -1.  The record is the

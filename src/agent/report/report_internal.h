@@ -47,6 +47,7 @@ typedef struct job job;
 
 struct report_worker {
     const hw_agent_options *opts;
+    size_t max_jobs; /* MAX_JOBS, or fewer by HANGWATCH_REPORT_QUEUE (for tests of a full queue) */
     hw_exports *exports;
     pthread_t thread;
     pthread_mutex_t lock;

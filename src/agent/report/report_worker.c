@@ -13,7 +13,8 @@
  *
  * Nothing is lost silently: a capture that finds the queue full (it holds
  * at most MAX_JOBS captures and MAX_QUEUED_BYTES of stack copies) is counted
- * by the watch thread; a report the limits refuse or the disk cannot take is
+ * by the watch thread, and when it was a hang's first, the hang is still
+ * announced and counted (worker_submit_dropped); a report the limits refuse or the disk cannot take is
  * counted by report_write.c; each kind is said once when it first happens
  * and totalled at the end.
  *
@@ -33,18 +34,19 @@
 #include <sys/wait.h>
 
 #include "agent/common/report_dir.h"
+#include "core/parse/duration.h"
 #include "core/text_escape.h"
 #include "report_internal.h"
 
-#define MAX_JOBS 256
+#define MAX_JOBS 2048 /* as many hangs at once as processes can be watched (1024), twice */
 #define MAX_QUEUED_BYTES (512ull << 20)
 
-typedef enum job_kind { JOB_REPORT, JOB_RECHECK, JOB_FINISH } job_kind;
+typedef enum job_kind { JOB_REPORT, JOB_RECHECK, JOB_FINISH, JOB_DROPPED } job_kind;
 
 struct job {
     job_kind kind;
     hang_record *hang;
-    report_request *req; /* JOB_REPORT, JOB_RECHECK */
+    report_request *req; /* JOB_REPORT, JOB_RECHECK, JOB_DROPPED (its thread table only) */
     size_t bytes;
     /* JOB_FINISH */
     uint64_t final_ns, precision_ns;
@@ -69,7 +71,7 @@ static size_t snapshot_bytes(const hw_process_snapshot *s)
 static bool enqueue(report_worker *wk, job *j, bool bounded)
 {
     pthread_mutex_lock(&wk->lock);
-    bool room = !bounded || (wk->jobs < MAX_JOBS && wk->bytes + j->bytes <= MAX_QUEUED_BYTES);
+    bool room = !bounded || (wk->jobs < wk->max_jobs && wk->bytes + j->bytes <= MAX_QUEUED_BYTES);
     if (room) {
         j->next = NULL;
         if (wk->tail)
@@ -140,6 +142,34 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
     req->ring_named = NULL;
     memset(&req->ring, 0, sizeof req->ring);
     return true;
+}
+
+void worker_submit_dropped(report_worker *wk, hang_record *hang, report_request *req)
+{
+    job *j = calloc(1, sizeof *j);
+    report_request *copy = malloc(sizeof *copy);
+    if (!j || !copy) {
+        free(j);
+        free(copy);
+        return;
+    }
+    /* Only what the line needs: the thread table, without stacks. */
+    *copy = *req;
+    for (size_t i = 0; i < copy->snap.thread_count; i++) {
+        free(copy->snap.threads[i].stack);
+        copy->snap.threads[i].stack = NULL;
+        copy->snap.threads[i].stack_len = 0;
+    }
+    j->kind = JOB_DROPPED;
+    j->hang = hang;
+    j->req = copy;
+    memset(&req->snap, 0, sizeof req->snap);
+    req->runtime_names = NULL;
+    req->cpu = NULL;
+    req->ps_named = NULL;
+    req->ring_named = NULL;
+    memset(&req->ring, 0, sizeof req->ring);
+    (void)enqueue(wk, j, false); /* small, and never refused */
 }
 
 void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
@@ -363,6 +393,33 @@ static void do_report(report_worker *wk, job *j)
     hw_named_capture_free(&nc, j->req->snap.thread_count);
 }
 
+/* A hang whose first report was dropped: its line, and it counts. */
+static void do_dropped(report_worker *wk, job *j)
+{
+    const report_request *req = j->req;
+    if (j->hang != NULL) {
+        j->hang->seen = true;
+        j->hang->pid = req->pid;
+        hw_escape_text(req->snap.process_name, j->hang->process, sizeof j->hang->process);
+    }
+    if (wk->opts->quiet)
+        return;
+    char busy[32], thr[32], process[64], who[96] = "main thread", name[64];
+    hw_format_duration(req->check.busy_ns / 1000000 * 1000000, busy, sizeof busy);
+    hw_format_duration(wk->opts->detector.threshold_ns, thr, sizeof thr);
+    if (req->tid != req->pid)
+        snprintf(who, sizeof who, "thread %d", (int)req->tid);
+    for (size_t i = 0; i < req->snap.thread_count; i++)
+        if (req->snap.threads[i].is_target && !req->snap.threads[i].is_main)
+            snprintf(who, sizeof who, "thread %d (%s)", (int)req->snap.threads[i].tid,
+                     hw_escape_text(req->snap.threads[i].name, name, sizeof name));
+    fprintf(stderr,
+            "hangwatch: %s in %s (pid %d): %s busy %s (threshold %s); no report: the report writer was behind "
+            "and its queue was full (counted in hangwatch_reports_dropped_total)\n",
+            req->check.stutter ? "stutter" : req->check.launch ? "launch hang" : "hang",
+            hw_escape_text(req->snap.process_name, process, sizeof process), (int)req->pid, who, busy, thr);
+}
+
 /* ---- a hang's end ---- */
 
 static void free_hang(hang_record *h)
@@ -446,6 +503,10 @@ static void *worker_main(void *arg)
             break; /* stopping, and nothing left */
         if (j->kind == JOB_FINISH) {
             do_finish(wk, j);
+        } else if (j->kind == JOB_DROPPED) {
+            do_dropped(wk, j);
+            report_request_release(j->req);
+            free(j->req);
         } else {
             do_report(wk, j);
             report_request_release(j->req);
@@ -463,6 +524,10 @@ report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex)
         return NULL;
     wk->opts = opts;
     wk->exports = ex;
+    /* A smaller queue, only to test what a full one does (never larger). */
+    const char *queue = getenv("HANGWATCH_REPORT_QUEUE");
+    long n = queue != NULL ? strtol(queue, NULL, 10) : 0;
+    wk->max_jobs = n > 0 && n < MAX_JOBS ? (size_t)n : MAX_JOBS;
     pthread_mutex_init(&wk->lock, NULL);
     pthread_cond_init(&wk->wake, NULL);
     if (pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {

@@ -154,6 +154,8 @@ void submit_request(agent *a, hang_record *hang, report_request *req, bool reche
     if (worker_submit_report(a->worker, hang, req, recheck))
         return;
     hw_metrics_report_dropped(hw_exports_metrics(a->exports), req->snap.process_name, HW_METRICS_DROP_QUEUE_FULL);
+    if (!recheck)
+        worker_submit_dropped(a->worker, hang, req); /* a hang's first: still announced and counted */
     report_request_release(req);
     a->queue_dropped++;
     if (!a->said_queue_dropped && !a->opts->quiet) {
