@@ -243,6 +243,50 @@ def case_full_queue_hangs_announced():
         hwtest.cleanup(r)
 
 
+def case_perf_map_flood():
+    """A watched process whose short busy stretches run in anonymous code,
+    with a 64 MiB perf map of tiny lines, beside an honest process that
+    hangs 3 s, under early sampling: the honest hang is caught on time and
+    the agent's memory stays small (the map is not looked at: the flooder is
+    no node, decisions.md §41)."""
+    r_holder = {}
+    proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--early-sampling", "--report-dir",
+                             report_dir_for_flood(r_holder), "--", hwtest.binary("perf-map-flood"), "8",
+                             hwtest.binary("loop-scenarios"), "cpuspin", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        check("ready" in line, f"the flooder did not start: {line!r}")
+
+        def honest_reported():
+            return any(hwtest.load_report(os.path.join(r_holder["dir"], n))["report"]["process_name"] == "loop-scenarios"
+                       for n in os.listdir(r_holder["dir"]) if n.endswith(".json"))
+        hwtest.wait_for(honest_reported, "the honest hang's report", 30)
+        # The agent's peak memory so far: the flood has run for seconds.
+        with open(f"/proc/{proc.pid}/status") as f:
+            peak_kb = [int(l.split()[1]) for l in f if l.startswith("VmHWM:")][0]
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
+        reports = [hwtest.load_report(os.path.join(r_holder["dir"], n)) for n in sorted(os.listdir(r_holder["dir"]))
+                   if n.endswith(".json")]
+        honest = [rep for rep in reports if rep["report"]["process_name"] == "loop-scenarios"]
+        check(len(honest) >= 1, f"the honest hang was not reported\n{err}")
+        busy = honest[0]["hangwatch"]["block_duration_us"] / 1e6
+        check(2.0 <= busy <= 2.05, f"the honest hang was caught {busy:.3f} s into it")
+        check(peak_kb < 100 * 1024, f"the agent grew to {peak_kb / 1024:.0f} MiB")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(r_holder.get("dir", "/nonexistent"), ignore_errors=True)
+
+
+def report_dir_for_flood(holder):
+    d = tempfile.mkdtemp(prefix="hw-it-")
+    holder["dir"] = d
+    return d
+
+
 # ---- launch hangs ----
 
 def case_commands_are_not_launch_hangs():
@@ -411,6 +455,7 @@ if __name__ == "__main__":
         "full_registration_queue": case_full_registration_queue,
         "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
         "full_queue_hangs_announced": case_full_queue_hangs_announced,
+        "perf_map_flood": case_perf_map_flood,
         "commands_are_not_launch_hangs": case_commands_are_not_launch_hangs,
         "shim_then_loop": case_shim_then_loop,
         "agent_killed": case_agent_killed,
