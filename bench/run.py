@@ -6,7 +6,7 @@ same table, with the machine it ran on, into docs/benchmarks.md between the
 hand).  Progress goes to stderr.
 
     /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
-                                  [--parts observer,capture,detection,lost,node,python,kernel,redis,sampling]
+                                  [--parts observer,capture,detection,lost,node,python,kernel,redis,sampling,many]
 
 What is measured, and why this way, is in docs/benchmarks.md.  In short:
   1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
@@ -39,8 +39,11 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
  10. what early sampling costs a spinning loop thread per sample (the
      kernel's samples and ptrace stops, at 50 ms and 5 ms), and what a
      hang's report costs it, measured from inside the program
-     (sampling_cost.py, also runs alone).
-Every figure is a median / p99 over many samples, never one run.  Standard
+     (sampling_cost.py, also runs alone);
+ 11. 1,000 simultaneous hangs: each announced and counted, how many
+     reported, the agent's peak memory (many_hangs.py, also runs alone).
+Every figure is a median / p99 over many samples, never one run, but for
+part 11, one run whose figures are counts.  Standard
 library only, Debian's /usr/bin/python3.
 """
 
@@ -63,6 +66,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel_observer  # noqa: E402 (part 8, next to this file)
+import many_hangs  # noqa: E402 (part 11, next to this file)
 import node_flags  # noqa: E402 (part 6, next to this file)
 import redis_side_by_side  # noqa: E402 (part 9, next to this file)
 import sampling_cost  # noqa: E402 (part 10, next to this file)
@@ -714,7 +718,7 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None):
+def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None):
     rows = []
     o = o or {}
     c = c or {}
@@ -742,6 +746,8 @@ def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None):
         redis_side_by_side.rows(rs, row)
     if sc:
         sampling_cost.rows(sc, row)
+    if mh:
+        many_hangs.rows(mh, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -907,13 +913,15 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
-    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel,redis,sampling",
+    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel,redis,sampling,many",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    all_parts = {"observer", "capture", "detection", "lost", "node", "python", "kernel", "redis", "sampling"}
+    all_parts = {"observer", "capture", "detection", "lost", "node", "python", "kernel", "redis", "sampling",
+                 "many"}
     if not parts <= all_parts:
-        sys.exit("bench: --parts takes observer, capture, detection, lost, node, python, kernel, redis, sampling")
+        sys.exit("bench: --parts takes observer, capture, detection, lost, node, python, kernel, redis, sampling, "
+                 "many")
     if "observer" in parts and shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
     if "redis" in parts:
@@ -949,6 +957,10 @@ def main():
     if "sampling" in parts:
         log("10. a spinning thread's time lost to early samples (kernel, ptrace) and to a hang's report")
         sc = sampling_cost.measure(b.bin, b.env)
+    mh = None
+    if "many" in parts:
+        log(f"11. {many_hangs.COUNT} processes hanging {many_hangs.SECONDS} s at the same moment")
+        mh = many_hangs.measure(b.bin, b.env)
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
@@ -958,7 +970,7 @@ def main():
     if lt:
         text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
                  f"window {LOST_WINDOW_MS} ms.")
-    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs, sc)
+    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs, sc, mh)
     print(text)
     if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)
