@@ -138,6 +138,54 @@ static int explain_open_failure(const char *path, int err, char *why, size_t why
 
 #define MAX_LINKS 40 /* symbolic links followed on the way, as the kernel's limit */
 
+/* Follow symbolic link `name` in `*dir` (walk_path): only the agent
+ * user's or root's; the rest of the path is then its target followed by
+ * what was left (`*at`), walked from / or from `*dir`.  0, or -errno with
+ * the reason. */
+static int follow_link(int *dir, char **rest, char **at, char *walked, int *links, const char *name,
+                       const struct stat *st, uid_t me, char *why, size_t why_len)
+{
+    if (st->st_uid != me && st->st_uid != 0) {
+        say_why(why, why_len,
+                "%s is a symbolic link of uid %u, another user, who could point it anywhere; give a path without it",
+                walked, (unsigned)st->st_uid);
+        return -EPERM;
+    }
+    char target[4096];
+    ssize_t tl = readlinkat(*dir, name, target, sizeof target - 1);
+    if (tl < 0 || ++*links > MAX_LINKS) {
+        int rc = tl < 0 ? -errno : -ELOOP;
+        say_why(why, why_len, "cannot follow %s: %s", walked, strerror(-rc));
+        return rc;
+    }
+    target[tl] = '\0';
+    char *next = NULL;
+    if (asprintf(&next, "%s%s", target, *at) < 0) {
+        say_why(why, why_len, "out of memory");
+        return -ENOMEM;
+    }
+    /* The link's own place stays out of the walked path's message. */
+    char *slash = strrchr(walked, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (target[0] == '/') {
+        int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0) {
+            int rc = -errno;
+            free(next);
+            say_why(why, why_len, "cannot open /: %s", strerror(-rc));
+            return rc;
+        }
+        close(*dir);
+        *dir = root;
+        walked[0] = '\0';
+    }
+    free(*rest);
+    *rest = next;
+    *at = next;
+    return 0;
+}
+
 /* Walk `path` from / to its last component, making missing directories
  * (mode 0700) and checking every directory and link on the way (the rules
  * above; the last directory is check_fit's).  The last directory's
@@ -233,47 +281,9 @@ static int walk_path(const char *path, uid_t me, char *why, size_t why_len)
             goto out;
         }
         if (S_ISLNK(st.st_mode)) {
-            if (st.st_uid != me && st.st_uid != 0) {
-                rc = -EPERM;
-                say_why(why, why_len,
-                        "%s is a symbolic link of uid %u, another user, who could point it anywhere; give a path "
-                        "without it",
-                        walked, (unsigned)st.st_uid);
+            rc = follow_link(&dir, &rest, &at, walked, &links, name, &st, me, why, why_len);
+            if (rc != 0)
                 goto out;
-            }
-            char target[4096];
-            ssize_t tl = readlinkat(dir, name, target, sizeof target - 1);
-            if (tl < 0 || ++links > MAX_LINKS) {
-                rc = tl < 0 ? -errno : -ELOOP;
-                say_why(why, why_len, "cannot follow %s: %s", walked, strerror(-rc));
-                goto out;
-            }
-            target[tl] = '\0';
-            char *next = NULL;
-            if (asprintf(&next, "%s%s", target, at) < 0) {
-                rc = -ENOMEM;
-                say_why(why, why_len, "out of memory");
-                goto out;
-            }
-            /* The link's own place stays in the walked path's message. */
-            char *slash = strrchr(walked, '/');
-            if (slash != NULL)
-                *slash = '\0';
-            if (target[0] == '/') {
-                int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (root < 0) {
-                    rc = -errno;
-                    free(next);
-                    say_why(why, why_len, "cannot open /: %s", strerror(-rc));
-                    goto out;
-                }
-                close(dir);
-                dir = root;
-                walked[0] = '\0';
-            }
-            free(rest);
-            rest = next;
-            at = rest;
             continue;
         }
         int child = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
