@@ -178,12 +178,14 @@ static void add_raw_sample(early_sampler *s, hw_thread_snapshot *t, uint64_t tim
     }
 }
 
-/* The sampler's symbolizer for `w`: node's perf map only for a node not
- * read through V8's metadata (symbolizer.h). */
+/* The sampler's symbolizer for `w`.  It never reads a perf map: that is a
+ * file the process writes, as large as it likes, and this is the watch
+ * thread; a sample's JIT frames keep their addresses, which the report
+ * worker names from the map (symbolizer.h). */
 static hw_symbolizer *new_symbolizer(const watched_process *w, const char *maps, size_t len)
 {
     hw_symbolizer *sym = hw_symbolizer_new(w->pid, maps, len, NULL);
-    hw_symbolizer_allow_js_map(sym, !w->js.target.readable && hw_is_node_executable(w->executable));
+    hw_symbolizer_allow_js_map(sym, false);
     return sym;
 }
 
