@@ -62,8 +62,9 @@ static const char stack_help[] =
     "                or a glob, the last matching rule winning (repeatable)\n"
     "  --js-frames HOW  node's JavaScript functions: auto or metadata\n"
     "                (default) reads them from V8's own records with the\n"
-    "                metadata node carries; perf-map or off does not (a perf\n"
-    "                map node was started to write is read either way)\n"
+    "                metadata node carries; perf-map or off does not, and\n"
+    "                names them from the perf map node was started to write,\n"
+    "                if any (so does auto for a node without the metadata)\n"
     "\n"
     "It needs the right to ptrace PID: the same user (and, with Yama's\n"
     "ptrace_scope 1, a parent of it) or root / CAP_SYS_PTRACE.\n";
