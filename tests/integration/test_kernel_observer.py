@@ -296,7 +296,7 @@ def case_watch_errors():
         p = run(["watch", "-p", str(pid), "--report-dir", tempfile.mkdtemp(prefix="hw-it-") + "/r"])
         check(p.returncode == 2 and "no such process" in p.stderr, p.stderr)
         with tempfile.TemporaryDirectory() as d:
-            os.chmod(d, 0o777)
+            os.chown(d, 65534, 65534)  # the unprivileged user's own directory for its reports
             p = run(["watch", "-p", "1", "--report-dir", os.path.join(d, "r")], user=65534)
             lines = p.stderr.strip().splitlines()
             check(p.returncode == 2, f"exit {p.returncode}\n{p.stderr}")

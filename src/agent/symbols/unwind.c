@@ -43,7 +43,7 @@
 #define DEFAULT_MAX_FRAMES 256
 #define WALK_LIMIT 1000000    /* frames walked at most, kept or skipped, for a report */
 #define SAMPLE_WALK_LIMIT 1024 /* ... for a sample (hw_unwind_thread) */
-#define WALK_BUDGET_NS 1000000000ull /* and time spent walking past the frames kept */
+#define WALK_BUDGET_NS 3000000000ull /* and time spent walking past the frames kept */
 #define SEEN_SLOTS 2048       /* (pc, sp) pairs remembered: the first SEEN_SLOTS / 2 frames */
 #define OUTERMOST_KEPT 32     /* of a stack cut short, its outermost frames kept */
 #define WINDOW_BYTES (64u * 1024) /* the live stack beyond the copy, read this much at a time */

@@ -25,7 +25,7 @@ int hw_unwind_thread(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_
                      hw_backtrace *out);
 
 /* The same for a report: the whole stack is walked (up to a million frames
- * or a second past the kept ones), and one deeper than `max_frames` keeps
+ * or three seconds past the kept ones), and one deeper than `max_frames` keeps
  * its innermost frames and its 32 outermost, the number left out between
  * them in out->skipped, before out->frames[out->skipped_at]. */
 int hw_unwind_thread_whole(hw_symbolizer *sym, const hw_thread_snapshot *thread, size_t max_frames,

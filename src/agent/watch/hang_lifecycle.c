@@ -49,21 +49,23 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq)
 
 /* ---- capturing for a report ---- */
 
-/* Fill a report request for check `c` of loop `l`: the Point Stack chosen so
- * far, and the capture of every thread, taken now.  The busy time is
+/* Fill a report request for check `c` of loop `l`: the capture of every
+ * thread, taken now, and then the Point Stack chosen from the samples so
+ * far (unwinding the kernel's raw samples takes tens of milliseconds: the
+ * stop comes first, at the moment detection asked for).  The busy time is
  * measured right before the stop, so the report's block duration is the
  * moment its stacks show (the frame gap's gap is over by then and stays). */
 static void capture_for_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
                                report_request *req)
 {
-    look_for_runtimes(a, w); /* before the samples are named */
+    look_for_runtimes(a, w); /* before the frames are read and the samples named */
     req->check = *c;
     req->stutter = l->last_stutter;
-    early_sampler_fill_request(l->sampler, w, c->seq, req);
     uint64_t now = hw_monotonic_ns();
     if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && c->busy_start_ns != 0 && now > c->busy_start_ns)
         req->check.busy_ns = now - c->busy_start_ns;
     capture_for_request(a, w, l->tid, now, req);
+    early_sampler_fill_request(l->sampler, w, c->seq, req);
 }
 
 /* A report of something that is not a hang with a lifecycle (a semaphore
@@ -227,10 +229,11 @@ static void end_hang(agent *a, loop_watch *l, uint64_t now, const char *end, boo
     uint64_t precision_ns = now > l->last_seen_hung_ns ? now - l->last_seen_hung_ns : 0;
     hw_exports_hang_end(a->exports, &l->metrics, now, final_ns, keep_launch);
     /* A follow-up not yet sent: the tail of a hang that returned to its
-     * wait unless a look saw it still hung past its window; a hang that
-     * ended otherwise (the process died, a stop) keeps it. */
+     * wait, or whose process exited on its own, unless a look saw it still
+     * hung past its window; a hang that ended otherwise (the process was
+     * killed, a stop) keeps it: where it was when that came. */
     bool returned = strcmp(end, "returned_to_wait") == 0 || strcmp(end, "paused") == 0 ||
-                    strcmp(end, "ping_answered") == 0;
+                    strcmp(end, "ping_answered") == 0 || strcmp(end, "exited") == 0;
     if (l->followup != NULL && returned && l->last_seen_hung_ns < l->followup->resumed_ns + HANG_TAIL_NS)
         drop_followup(a, l);
     else
