@@ -9,6 +9,7 @@ import glob
 import os
 import re
 import shutil
+import tempfile
 import subprocess
 import sys
 
@@ -366,6 +367,22 @@ def case_node_without_flags():
             hwtest.cleanup(r)
 
 
+def case_node_without_metadata():
+    """A "node" without V8's metadata (another program under that name),
+    with --js-frames metadata (no perf map asked for): said once on stderr,
+    however many captures follow."""
+    with tempfile.TemporaryDirectory() as d:
+        fake = os.path.join(d, "node")
+        shutil.copy(hwtest.binary("loop-scenarios"), fake)
+        r = hwtest.run(["--js-frames", "metadata", "--early-sampling", "--", fake, "cpuspin", "3"])
+        try:
+            check(r.returncode == 0 and len(r.reports) >= 1, r.describe())
+            said = r.stderr.count("JavaScript frames will not be named: it has no V8 postmortem metadata")
+            check(said == 1, f"said {said} times:\n{r.stderr}")
+        finally:
+            hwtest.cleanup(r)
+
+
 def case_node_keeps_user_options():
     """The user's NODE_OPTIONS are kept as they are; under perf-map the flags are added to them; a
     map the user asked for is the user's and stays."""
@@ -407,6 +424,7 @@ if __name__ == "__main__":
         "py_unsupported_version": case_py_unsupported_version,
         "node_named": case_node_named,
         "node_perf_map": case_node_perf_map,
+        "node_without_metadata": case_node_without_metadata,
         "node_without_flags": case_node_without_flags,
         "node_keeps_user_options": case_node_keeps_user_options,
     })

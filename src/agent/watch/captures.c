@@ -32,10 +32,11 @@ static void note_child_exit(agent *a, watched_process *w, const hw_process_snaps
     }
 }
 
-/* Python's frames are read in the same stop as the registers
- * (python_frames.h), so the interpreter is looked for when the process
- * registers (its interpreter binary or libpython is mapped by then), not in
- * a hang's path: that costs up to about 10 ms with a cold file cache.
+/* Python's and V8's frames are read in the same stop as the registers
+ * (python_frames.h, js_frames.h), so the interpreter is looked for when
+ * the process registers (its interpreter binary, libpython or node is
+ * mapped by then), not in a hang's path: that costs up to about 10 ms with
+ * a cold file cache.
  * While there is none, again before a capture every PYTHON_LOOK_AGAIN_NS (a
  * program may load libpython late).  Only processes with a module named
  * *python* cost more than reading their maps. */
@@ -53,9 +54,10 @@ void look_for_runtimes(agent *a, watched_process *w)
     hw_python_find(w->pid, maps, len, &w->python);
     /* V8 comes with the executable (or libnode, mapped before main): one
      * look is enough. */
+    bool js_just_looked = false;
     if (!w->python.found && !w->js_looked && a->opts->js_frames != HW_JS_FRAMES_OFF &&
         a->opts->js_frames != HW_JS_FRAMES_PERF_MAP) {
-        w->js_looked = true;
+        w->js_looked = js_just_looked = true;
         hw_js_find(w->pid, maps, len, &w->js.target);
     }
     free(maps);
@@ -65,7 +67,7 @@ void look_for_runtimes(agent *a, watched_process *w)
         fprintf(stderr, "hangwatch: pid %d runs %s\n", (int)w->pid, w->python.why_not);
     /* A node whose functions will have no names at all (no metadata to
      * read, and no perf map asked for): said once. */
-    if (w->js_looked && !w->js.target.readable && !a->js_maps_ours && !a->opts->quiet &&
+    if (js_just_looked && !w->js.target.readable && !a->js_maps_ours && !a->opts->quiet &&
         hw_is_node_executable(w->executable))
         fprintf(stderr,
                 "hangwatch: pid %d (node): JavaScript frames will not be named: %s; start node with "
