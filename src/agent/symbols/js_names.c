@@ -557,9 +557,16 @@ static void read_positions(const hw_js_namer *n, function_info *f, uint64_t byte
         ok = read_vlq(bytes, (size_t)len, &at, &code_delta) && read_vlq(bytes, (size_t)len, &at, &position_delta);
         if (!ok)
             break;
-        offset += code_delta >= 0 ? code_delta : -(code_delta + 1);
+        /* Deltas beyond any real table's end the decoding (and keep the
+         * sums far from overflow). */
+        int64_t code_step = code_delta >= 0 ? code_delta : -(code_delta + 1);
+        ok = code_step <= UINT32_MAX && position_delta > -(INT64_C(1) << 40) && position_delta < (INT64_C(1) << 40);
+        if (!ok)
+            break;
+        offset += code_step;
         position += position_delta;
-        ok = offset >= 0 && offset <= UINT32_MAX && (count == 0 || (uint32_t)offset >= offsets[count - 1]);
+        ok = offset <= UINT32_MAX && position > -(INT64_C(1) << 41) && position < (INT64_C(1) << 41) &&
+             (count == 0 || (uint32_t)offset >= offsets[count - 1]);
         if (ok) {
             offsets[count] = (uint32_t)offset;
             positions[count++] = position;
