@@ -286,7 +286,8 @@ static int walk_path(const char *path, uid_t me, char *why, size_t why_len)
                 goto out;
             continue;
         }
-        int child = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* O_PATH: a directory on the way need only be searchable. */
+        int child = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (child < 0) {
             rc = -explain_open_failure(walked, errno, why, why_len);
             goto out;
@@ -304,6 +305,16 @@ static int walk_path(const char *path, uid_t me, char *why, size_t why_len)
     }
 out:
     free(rest);
+    if (rc == 0) {
+        /* The last directory, opened for reading its entries. */
+        int readable = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (readable < 0) {
+            rc = -errno;
+            say_why(why, why_len, "cannot open it: %s", strerror(-rc));
+        }
+        close(dir);
+        dir = readable;
+    }
     if (rc != 0) {
         if (dir >= 0)
             close(dir);
