@@ -2,7 +2,8 @@
  * many_hangs.c - many processes whose loops hang at the same moment, for the
  * test that hangwatch captures every one of them promptly.
  *
- *   many-hangs N SECS   fork N children; each runs a poll() loop until a
+ *   many-hangs N SECS   fork N children (1 to 1024, as many as hangwatch
+ *                       watches); each runs a poll() loop until a
  *                       common moment one second from now, then a callback
  *                       blocks SECS seconds in nanosleep; the parent idles
  *                       in its own loop until all have exited
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
     }
     int count = atoi(argv[1]);
     double secs = atof(argv[2]);
-    if (count < 1 || count > 500 || secs <= 0) {
+    if (count < 1 || count > 1024 || secs <= 0) {
         fprintf(stderr, "many-hangs: bad arguments\n");
         return 2;
     }
