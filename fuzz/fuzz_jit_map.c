@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text_bits.h"
 #include "core/parse/jit_map.h"
 
 #define CHECK(cond)                                                                                                    \
@@ -32,23 +33,12 @@
 #define EDGE_ENTRIES 32 /* entries at each end whose edges are looked up */
 #define INPUT_PCS 64    /* addresses made from the input */
 
-static int hexval(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The hex number at in[*i] (leading zeros allowed), moving *i past it. */
 static uint64_t read_hex(const uint8_t *in, size_t end, size_t *i)
 {
     uint64_t v = 0;
-    for (; *i < end && hexval(in[*i]) >= 0; (*i)++)
-        v = v << 4 | (uint64_t)hexval(in[*i]);
+    for (; *i < end && hw_hex_digit_value((char)(in[*i])) >= 0; (*i)++)
+        v = v << 4 | (uint64_t)hw_hex_digit_value((char)(in[*i]));
     return v;
 }
 

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forged_memory.h"
 #include "agent/symbols/js_internal.h"
 
 #define CHECK(cond)                                                                                                    \
@@ -39,34 +40,16 @@
 
 #define MAX_VALUES 64u
 #define MAX_THREADS 4u
-#define MAX_SEGMENTS 4096u
 #define FRAMES_PER_THREAD 32u /* room per thread, smaller than the agent's so it fills */
 #define WALK_LIMIT 4096u      /* js_walk.c's */
 
-typedef struct segment {
-    uint64_t addr;
-    uint32_t len;
-    const uint8_t *bytes;
-} segment;
-
-static segment segments[MAX_SEGMENTS];
-static size_t segment_count;
 static unsigned long peeks; /* reads asked for by one input */
 
 bool hw_js_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
     (void)pid;
     peeks++;
-    if (addr == 0 || addr + len < addr)
-        return false;
-    for (size_t i = 0; i < segment_count; i++) {
-        const segment *s = &segments[i];
-        if (addr >= s->addr && addr - s->addr <= s->len && s->len - (addr - s->addr) >= len) {
-            memcpy(buf, s->bytes + (addr - s->addr), len);
-            return true;
-        }
-    }
-    return false;
+    return forged_memory_read(addr, buf, len);
 }
 
 typedef struct value_table {
@@ -139,18 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         th->interp.frames = calloc(FRAMES_PER_THREAD, sizeof *th->interp.frames);
         CHECK(th->interp.frames != NULL);
     }
-    segment_count = 0;
-    while (at + 12 <= size && segment_count < MAX_SEGMENTS) {
-        uint64_t addr;
-        uint32_t len;
-        memcpy(&addr, data + at, 8);
-        memcpy(&len, data + at + 8, 4);
-        at += 12;
-        if (len > size - at)
-            len = (uint32_t)(size - at);
-        segments[segment_count++] = (segment){addr, len, data + at};
-        at += len;
-    }
+    forged_memory_parse(data, size, at);
     peeks = 0;
 
     hw_js_read_stacks(&reader, &snap);

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forged_memory.h"
 #include "agent/symbols/python_internal.h"
 #include "agent/symbols/python_layouts.h"
 
@@ -40,33 +41,15 @@
 
 #define HEADER_BYTES 176u
 #define MAX_THREADS 8u
-#define MAX_SEGMENTS 4096u
 #define FRAMES_PER_THREAD 32u /* room per thread, smaller than the agent's so it fills */
 
-typedef struct segment {
-    uint64_t addr;
-    uint32_t len;
-    const uint8_t *bytes;
-} segment;
-
-static segment segments[MAX_SEGMENTS];
-static size_t segment_count;
 static unsigned long peeks; /* reads asked for by one input */
 
 bool hw_py_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
     (void)pid;
     peeks++;
-    if (addr == 0 || addr + len < addr)
-        return false;
-    for (size_t i = 0; i < segment_count; i++) {
-        const segment *s = &segments[i];
-        if (addr >= s->addr && addr - s->addr <= s->len && s->len - (addr - s->addr) >= len) {
-            memcpy(buf, s->bytes + (addr - s->addr), len);
-            return true;
-        }
-    }
-    return false;
+    return forged_memory_read(addr, buf, len);
 }
 
 static uint64_t u64_at(const uint8_t *p)
@@ -81,21 +64,6 @@ static uint32_t u32_at(const uint8_t *p)
     uint32_t v;
     memcpy(&v, p, sizeof v);
     return v;
-}
-
-static void parse_segments(const uint8_t *data, size_t size)
-{
-    segment_count = 0;
-    size_t at = HEADER_BYTES;
-    while (at + 12 <= size && segment_count < MAX_SEGMENTS) {
-        uint64_t addr = u64_at(data + at);
-        uint32_t len = u32_at(data + at + 8);
-        at += 12;
-        if (len > size - at)
-            len = (uint32_t)(size - at);
-        segments[segment_count++] = (segment){addr, len, data + at};
-        at += len;
-    }
 }
 
 /* A native backtrace as the unwinder gives one: a wait, three evaluation
@@ -120,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < HEADER_BYTES)
         return 0;
-    parse_segments(data, size);
+    forged_memory_parse(data, size, HEADER_BYTES);
     peeks = 0;
 
     hw_python_target py;
