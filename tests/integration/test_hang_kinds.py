@@ -314,7 +314,7 @@ def case_deep_stack():
     """A hang 100,000 calls deep: the report keeps the innermost frames, says
     how many it left out, and keeps the outermost (the loop, main), so the
     stack still says where it was called from; show prints the gap."""
-    r = hwtest.run(["--", *scenario("deep", 6)], timeout=90)  # long enough for the walk under sanitizers
+    r = hwtest.run(["--", *scenario("deep", 12)], timeout=120)  # the hang outlasts the walk under sanitizers
     try:
         check(r.returncode == 0, r.describe())
         check(len(r.reports) >= 1, r.describe())
