@@ -412,6 +412,52 @@ static void test_many_entries_against_a_scan(void **state)
     free(text);
 }
 
+/* A map made in two parts (the file read, then what V8 appended) answers as
+ * the whole text parsed at once: later lines still win, numbering goes on. */
+static void test_append_is_parsing_the_whole(void **state)
+{
+    (void)state;
+    enum { N = 4000, LOOKUPS = 3000 };
+    uint64_t rng = 0x2545f4914f6cdd1du;
+    size_t cap = (size_t)N * 64;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    size_t len = 0, half = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (i == N / 2)
+            half = len;
+        uint64_t start = 0x7f0000000000u + next_random(&rng) % (1u << 20);
+        len += (size_t)snprintf(text + len, cap - len, "%" PRIx64 " %" PRIx64 " JS:*f%zu /a.js:%zu:1\n", start,
+                                1 + next_random(&rng) % 2048, i, i + 1);
+    }
+    hw_jit_map *whole = hw_jit_map_parse(text, len, NULL);
+    hw_jit_map *parts = hw_jit_map_parse(text, half, NULL);
+    assert_non_null(whole);
+    assert_non_null(parts);
+    assert_int_equal(hw_jit_map_count(parts), N / 2);
+    size_t skipped = 99;
+    assert_true(hw_jit_map_append(parts, text + half, len - half, &skipped));
+    assert_int_equal(skipped, 0);
+    assert_int_equal(hw_jit_map_count(parts), N);
+    for (size_t k = 0; k < LOOKUPS; k++) {
+        uint64_t pc = 0x7f0000000000u - 4096 + next_random(&rng) % ((1u << 20) + 8192);
+        hw_js_symbol a, b;
+        bool in_whole = hw_jit_map_lookup(whole, pc, &a), in_parts = hw_jit_map_lookup(parts, pc, &b);
+        assert_int_equal(in_whole, in_parts);
+        if (in_whole) {
+            assert_int_equal(a.map_line, b.map_line);
+            assert_string_equal(a.function, b.function);
+        }
+    }
+    /* Nothing appended: nothing changes. */
+    assert_true(hw_jit_map_append(parts, "", 0, NULL));
+    assert_int_equal(hw_jit_map_count(parts), N);
+    assert_false(hw_jit_map_append(NULL, "1 1 a\n", 6, NULL));
+    hw_jit_map_free(whole);
+    hw_jit_map_free(parts);
+    free(text);
+}
+
 /* ---- what is skipped -------------------------------------------------- */
 
 static void test_malformed_lines_are_skipped_and_counted(void **state)
@@ -768,6 +814,118 @@ static void test_loader_caps_the_size(void **state)
     hw_jit_map_free(m);
 }
 
+/* Append `text` to `path` (the file V8 keeps writing). */
+static void append_to(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    assert_int_equal(close(fd), 0);
+}
+
+/* Kept per process: read once, then only what was appended; a new file is
+ * read whole; a held map is neither read again nor forgotten. */
+static void test_cache_reads_each_byte_once(void **state)
+{
+    scratch *s = *state;
+    write_new(s->path, node_map, strlen(node_map));
+    hw_jit_map_cache *c = hw_jit_map_cache_new(0);
+    assert_non_null(c);
+    hw_jit_map_cache_stats st;
+    bool cut = true;
+    const hw_jit_map *m = hw_jit_map_cache_get(c, s->pid, getuid(), &cut, NULL);
+    assert_non_null(m);
+    assert_false(cut);
+    assert_int_equal(hw_jit_map_count(m), 2);
+    hw_jit_map_cache_put(c, m);
+    /* Unchanged: kept. */
+    const hw_jit_map *again = hw_jit_map_cache_get(c, s->pid, getuid(), NULL, NULL);
+    assert_ptr_equal(again, m);
+    hw_jit_map_cache_put(c, again);
+    hw_jit_map_cache_get_stats(c, &st);
+    assert_int_equal(st.full_reads, 1);
+    assert_int_equal(st.reuses, 1);
+    assert_int_equal(st.bytes_read, strlen(node_map));
+    /* Appended, with a line still being written: only the new whole line is read. */
+    const char *more = "7f108afe6000 80 JS:*appended /tmp/t.js:9:1\n7f108afe7000 80 JS:*half";
+    append_to(s->path, more);
+    m = hw_jit_map_cache_get(c, s->pid, getuid(), NULL, NULL);
+    assert_non_null(m);
+    assert_int_equal(hw_jit_map_count(m), 3);
+    hw_js_symbol sym = at(m, 0x7f108afe6000 + 1);
+    expect(&sym, "JS", '*', "appended", "/tmp/t.js", 9, 1);
+    assert_int_equal(sym.map_line, 3);
+    assert_miss(m, 0x7f108afe7000);
+    hw_jit_map_cache_get_stats(c, &st);
+    assert_int_equal(st.tail_reads, 1);
+    assert_int_equal(st.bytes_read, strlen(node_map) + strlen("7f108afe6000 80 JS:*appended /tmp/t.js:9:1\n"));
+    /* Held: the line finished meanwhile is not read until it is given back. */
+    append_to(s->path, " /tmp/t.js:12:1\n");
+    assert_ptr_equal(hw_jit_map_cache_get(c, s->pid, getuid(), NULL, NULL), m);
+    assert_int_equal(hw_jit_map_count(m), 3);
+    hw_jit_map_cache_put(c, m);
+    hw_jit_map_cache_put(c, m);
+    m = hw_jit_map_cache_get(c, s->pid, getuid(), NULL, NULL);
+    assert_int_equal(hw_jit_map_count(m), 4);
+    sym = at(m, 0x7f108afe7000);
+    expect(&sym, "JS", '*', "half", "/tmp/t.js", 12, 1);
+    hw_jit_map_cache_put(c, m);
+    /* Another file in its place (a new inode): read whole again. */
+    remove_path(s->path);
+    write_new(s->path, "10 10 JS:*fresh /b.js:1:1\n", strlen("10 10 JS:*fresh /b.js:1:1\n"));
+    m = hw_jit_map_cache_get(c, s->pid, getuid(), NULL, NULL);
+    assert_non_null(m);
+    assert_int_equal(hw_jit_map_count(m), 1);
+    hw_jit_map_cache_put(c, m);
+    hw_jit_map_cache_get_stats(c, &st);
+    assert_int_equal(st.full_reads, 2);
+    /* Refused now (given to another user): nothing kept. */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(s->path, NOBODY_UID, NOBODY_UID), 0);
+        errno = 0;
+        assert_null(hw_jit_map_cache_get(c, s->pid, 1000, NULL, NULL));
+        assert_int_equal(errno, EPERM);
+        assert_non_null(m = hw_jit_map_cache_get(c, s->pid, NOBODY_UID, NULL, NULL));
+        hw_jit_map_cache_put(c, m);
+        hw_jit_map_cache_get_stats(c, &st);
+        assert_int_equal(st.full_reads, 3);
+    }
+    hw_jit_map_cache_free(c);
+}
+
+/* A file over the cap is used up to it, said, and never read further. */
+static void test_cache_cuts_at_its_cap(void **state)
+{
+    scratch *s = *state;
+    enum { LINE = 40, LINES = 1000 };
+    char *text = malloc(LINES * LINE + 1);
+    assert_non_null(text);
+    for (size_t i = 0; i < LINES; i++) {
+        snprintf(text + i * LINE, LINE + 1, "%012zx 10 JS:*f%08zx /a.js:1:1", 0x10000 + i * 0x10, i);
+        text[i * LINE + LINE - 1] = '\n';
+    }
+    write_new(s->path, text, LINES * LINE);
+    free(text);
+    hw_jit_map_cache *c = hw_jit_map_cache_new(LINE * 100 + LINE / 2); /* 100 whole lines and half one */
+    bool cut = false;
+    const hw_jit_map *m = hw_jit_map_cache_get(c, s->pid, getuid(), &cut, NULL);
+    assert_non_null(m);
+    assert_true(cut);
+    assert_int_equal(hw_jit_map_count(m), 100);
+    hw_jit_map_cache_put(c, m);
+    append_to(s->path, "ffff0000 10 JS:*later /a.js:2:1\n");
+    m = hw_jit_map_cache_get(c, s->pid, getuid(), &cut, NULL);
+    assert_true(cut);
+    assert_int_equal(hw_jit_map_count(m), 100);
+    hw_jit_map_cache_put(c, m);
+    hw_jit_map_cache_stats st;
+    hw_jit_map_cache_get_stats(c, &st);
+    assert_int_equal(st.full_reads, 1);
+    assert_int_equal(st.reuses, 1);
+    assert_int_equal(st.bytes_read, 100 * LINE);
+    hw_jit_map_cache_free(c);
+}
+
 /* A report is often written after its process has exited (the worker
  * runs behind the capture): its JavaScript frames are still named, from the
  * map the process left and the owner the capture recorded. */
@@ -835,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_line_length_nul_bytes_and_last_line),
         cmocka_unit_test(test_empty_input),
         cmocka_unit_test(test_entry_cap),
+        cmocka_unit_test(test_append_is_parsing_the_whole),
         cmocka_unit_test_setup_teardown(test_loader_missing_file, make_scratch, remove_scratch),
         cmocka_unit_test_setup_teardown(test_loader_reads_whole_lines, make_scratch, remove_scratch),
         cmocka_unit_test_setup_teardown(test_loader_refuses_symlinks, make_scratch, remove_scratch),
@@ -842,6 +1001,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_loader_refuses_fifos_and_directories, make_scratch, remove_scratch),
         cmocka_unit_test_setup_teardown(test_loader_checks_the_owner, make_scratch, remove_scratch),
         cmocka_unit_test_setup_teardown(test_loader_caps_the_size, make_scratch, remove_scratch),
+        cmocka_unit_test_setup_teardown(test_cache_reads_each_byte_once, make_scratch, remove_scratch),
+        cmocka_unit_test_setup_teardown(test_cache_cuts_at_its_cap, make_scratch, remove_scratch),
         cmocka_unit_test_setup_teardown(test_symbolizer_names_frames_of_an_exited_process, make_scratch,
                                         remove_scratch),
     };

@@ -497,6 +497,9 @@ static void *worker_main(void *arg)
         struct sched_param sp = {0};
         pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
     }
+    /* What every report's symbolizer shares: the processes of one program
+     * look each address up once, a node's perf map is read once. */
+    hw_symbol_caches *caches = hw_symbol_caches_start();
     for (;;) {
         job *j = dequeue(wk);
         if (!j)
@@ -514,6 +517,7 @@ static void *worker_main(void *arg)
         }
         free(j);
     }
+    hw_symbol_caches_stop(caches);
     return NULL;
 }
 

@@ -48,7 +48,7 @@ uint64_t hw_frame_function_key(const hw_frame *f)
 {
     if ((f->runtime_key & HW_RUNTIME_KEY_TAG) != 0)
         return f->runtime_key & ~((1ull << HW_RUNTIME_KEY_POSITION_BITS) - 1);
-    return f->symbol_name ? f->symbol_addr : f->instruction_addr;
+    return f->symbol_addr != 0 ? f->symbol_addr : f->instruction_addr; /* named, or hw_symbolizer_functions_only */
 }
 
 void hw_frame_classify(hw_frame *f, const hw_in_app_context *ctx)

@@ -48,6 +48,43 @@
  */
 hw_jit_map *hw_jit_map_load(pid_t pid, uid_t owner_uid, char **error);
 
+/*
+ * Perf maps kept per process, so that reports of one node read its map
+ * once and then only what V8 appended.  A map is kept while its file's
+ * device, inode, size and modification time are those last read; a file
+ * that grew is read from where the last read stopped (whole lines) and
+ * added (hw_jit_map_append); any other change reads it again.  At most
+ * HW_JIT_MAP_CACHE_MAPS processes are kept (the least recently used one
+ * goes first) and at most the cap of each file is ever read: a map over it
+ * is used up to the cap (*cut is then true) and not read further.  One
+ * thread's: hw_jit_map_cache_bind gives the calling thread's symbolizers
+ * one to share; without one, each symbolizer reads the map itself.
+ */
+#define HW_JIT_MAP_CACHE_MAPS 4
+
+typedef struct hw_jit_map_cache hw_jit_map_cache;
+
+typedef struct hw_jit_map_cache_stats {
+    uint64_t full_reads, tail_reads, reuses, evictions, bytes_read;
+} hw_jit_map_cache_stats;
+
+/* `file_cap`: the most read of one file (0 or over the maximum:
+ * HW_JIT_MAP_MAX_FILE_BYTES). */
+hw_jit_map_cache *hw_jit_map_cache_new(size_t file_cap);
+void hw_jit_map_cache_free(hw_jit_map_cache *c);
+
+/* pid's map, read, brought up to date or kept; held until
+ * hw_jit_map_cache_put (a held map is not read again nor forgotten).  NULL
+ * with errno and *error as hw_jit_map_load, or EBUSY when every slot is
+ * held. */
+const hw_jit_map *hw_jit_map_cache_get(hw_jit_map_cache *c, pid_t pid, uid_t owner_uid, bool *cut, char **error);
+void hw_jit_map_cache_put(hw_jit_map_cache *c, const hw_jit_map *map);
+
+void hw_jit_map_cache_get_stats(const hw_jit_map_cache *c, hw_jit_map_cache_stats *out);
+
+void hw_jit_map_cache_bind(hw_jit_map_cache *c);
+hw_jit_map_cache *hw_jit_map_cache_bound(void);
+
 /* Whether /tmp/perf-<pid>.map is there as a regular file (lstat, symlinks
  * not followed; the owner is not checked). */
 bool hw_jit_map_exists(pid_t pid);

@@ -42,6 +42,10 @@ void hw_unwind_with_runtime(hw_symbolizer *sym, const hw_thread_snapshot *t, siz
         bt->runtime_error = strdup(js->why_not);
     if (js != NULL && js->readable)
         return; /* V8's frames are read from its metadata: no perf map to miss */
+    if (t->is_target && bt->runtime_error == NULL && hw_symbolizer_js_map_cut(sym) &&
+        asprintf(&bt->runtime_error, "node's perf map is larger than the %u MiB read of it: functions it names "
+                 "after that point have no names", (unsigned)(HW_JIT_MAP_MAX_FILE_BYTES >> 20)) < 0)
+        bt->runtime_error = NULL;
     /* A node that was running JavaScript (JIT code, or V8's builtins that
      * run it) whose functions have no names: say how to get them. */
     if (!t->is_target || bt->runtime_error != NULL || executable == NULL || !hw_is_node_executable(executable) ||

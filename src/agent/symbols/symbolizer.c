@@ -22,6 +22,9 @@
  */
 #include "symbolizer_internal.h"
 
+#include "code_names.h"
+#include "eh_frame_index.h"
+
 #include <dwarf.h>
 #include <elf.h>
 #include <elfutils/libdw.h>
@@ -48,9 +51,11 @@ static void note_backed_ranges(hw_symbolizer *sym, const char *maps, size_t maps
         memcpy(line, p, len);
         line[len] = '\0';
         p = nl ? nl + 1 : end;
-        unsigned long long lo, hi;
+        unsigned long long lo, hi, inode;
+        unsigned major, minor;
         int path_at = 0;
-        if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || path_at == 0)
+        if (sscanf(line, "%llx-%llx %*s %*s %x:%x %llu %n", &lo, &hi, &major, &minor, &inode, &path_at) < 5 ||
+            path_at == 0)
             continue;
         const char *path = line + path_at;
         bool backed = path[0] == '/' || strncmp(path, VDSO_NAME, strlen(VDSO_NAME)) == 0;
@@ -66,14 +71,15 @@ static void note_backed_ranges(hw_symbolizer *sym, const char *maps, size_t maps
         }
         sym->backed[sym->backed_count].start = lo;
         sym->backed[sym->backed_count].end = hi;
+        sym->backed[sym->backed_count].dev = ((uint64_t)major << 32) | minor;
+        sym->backed[sym->backed_count].inode = inode;
         sym->backed_count++;
     }
 }
 
-static bool address_is_backed(const hw_symbolizer *sym, uint64_t addr)
+/* The backed range holding `addr`, or -1. */
+static long backed_range_of(const hw_symbolizer *sym, uint64_t addr)
 {
-    if (sym->backed == NULL)
-        return true; /* no information: trust libdwfl */
     size_t lo = 0, hi = sym->backed_count; /* maps are in address order */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -82,9 +88,16 @@ static bool address_is_backed(const hw_symbolizer *sym, uint64_t addr)
         else if (addr >= sym->backed[mid].end)
             lo = mid + 1;
         else
-            return true;
+            return (long)mid;
     }
-    return false;
+    return -1;
+}
+
+static bool address_is_backed(const hw_symbolizer *sym, uint64_t addr)
+{
+    if (sym->backed == NULL)
+        return true; /* no information: trust libdwfl */
+    return backed_range_of(sym, addr) >= 0;
 }
 
 /* ---- the libdwfl session ----------------------------------------------- */
@@ -265,7 +278,7 @@ void hw_symbolizer_free(hw_symbolizer *sym)
     free(sym->vdso);
     free(sym->attach_error);
     free(sym->backed);
-    hw_jit_map_free(sym->js_map);
+    hw_symbolizer_release_js_map(sym);
     free(sym->window);
     free(sym);
 }
@@ -324,6 +337,42 @@ static void line_without_aranges(Dwfl_Module *mod, uint64_t addr, resolved *e)
     }
 }
 
+/* The start of the function `addr` is in, by its unwind entry
+ * (eh_frame_index.h); 0 if unknown. */
+static uint64_t function_start(Dwfl_Module *mod, uint64_t addr)
+{
+    Dwarf_Addr bias = 0;
+    Elf *elf = dwfl_module_getelf(mod, &bias);
+    uint64_t start = elf != NULL ? hw_eh_frame_function_start(elf, addr - bias) : 0;
+    return start != 0 ? start + bias : 0;
+}
+
+void hw_symbolizer_functions_only(hw_symbolizer *sym)
+{
+    if (sym != NULL)
+        sym->functions_only = true;
+}
+
+/* The number of `mod`'s file in the thread's shared names (code_names.h),
+ * 0 when it has none: no build-id, or the maps text does not say which
+ * file was mapped there. */
+static uint32_t shared_file_number(const hw_symbolizer *sym, hw_code_names *shared, Dwfl_Module *mod,
+                                   const char *path, uint64_t start)
+{
+    long r = sym->backed != NULL && path != NULL ? backed_range_of(sym, start) : -1;
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr;
+    int len = r >= 0 ? dwfl_module_build_id(mod, &bits, &vaddr) : 0;
+    if (len <= 0 || bits == NULL)
+        return 0;
+    hw_code_file file = {.dev = sym->backed[r].dev,
+                         .inode = sym->backed[r].inode,
+                         .path = path,
+                         .build_id = bits,
+                         .build_id_len = (size_t)len};
+    return hw_code_names_file(shared, &file);
+}
+
 static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
 {
     if (!address_is_backed(sym, addr)) {
@@ -338,10 +387,24 @@ static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
     e->object_path = hw_dup_or_null(name);
     e->object_addr = start;
     Dwarf_Addr bias = 0;
-    if (dwfl_module_getelf(mod, &bias) != NULL)
-        e->object_offset = addr - bias;
-    else
-        e->object_offset = addr - start;
+    bool have_elf = dwfl_module_getelf(mod, &bias) != NULL;
+    e->object_offset = have_elf ? addr - bias : addr - start;
+    if (sym->functions_only) {
+        if (have_elf)
+            e->symbol_addr = function_start(mod, addr);
+        return;
+    }
+    /* Known from another process's lookup in the same file? */
+    hw_code_names *shared = hw_code_names_bound();
+    uint32_t file_no = shared != NULL && have_elf ? shared_file_number(sym, shared, mod, name, start) : 0;
+    hw_code_name known;
+    if (file_no != 0 && hw_code_names_find(shared, file_no, addr - bias, &known)) {
+        e->symbol_name = hw_dup_or_null(known.symbol_name);
+        e->symbol_addr = known.symbol_name != NULL ? addr - known.symbol_offset : 0;
+        e->source_file = hw_dup_or_null(known.source_file);
+        e->source_line = known.source_line;
+        return;
+    }
     GElf_Off offset = 0;
     GElf_Sym elf_sym;
     const char *symbol = dwfl_module_addrinfo(mod, addr, &offset, &elf_sym, NULL, NULL, NULL);
@@ -362,6 +425,13 @@ static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
         }
     } else {
         line_without_aranges(mod, addr, e);
+    }
+    if (file_no != 0 && (e->symbol_name != NULL || symbol == NULL) && (e->source_file != NULL || line == NULL)) {
+        hw_code_name found = {.symbol_name = e->symbol_name,
+                              .symbol_offset = e->symbol_name != NULL ? addr - e->symbol_addr : 0,
+                              .source_file = e->source_file,
+                              .source_line = e->source_line};
+        hw_code_names_add(shared, file_no, addr - bias, &found);
     }
 }
 
@@ -568,4 +638,32 @@ size_t hw_symbolizer_find_symbols(hw_symbolizer *sym, bool (*wanted)(const char 
     else
         free(s.module);
     return s.found;
+}
+
+/* ---- what the symbolizers of a thread share ---------------------------- */
+
+struct hw_symbol_caches {
+    hw_code_names *names;
+    hw_jit_map_cache *js_maps;
+};
+
+hw_symbol_caches *hw_symbol_caches_start(void)
+{
+    hw_symbol_caches *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->names = hw_code_names_new();
+    c->js_maps = hw_jit_map_cache_new(0);
+    hw_code_names_bind(c->names);
+    hw_jit_map_cache_bind(c->js_maps);
+    return c;
+}
+
+void hw_symbol_caches_stop(hw_symbol_caches *c)
+{
+    if (c == NULL)
+        return;
+    hw_code_names_free(c->names); /* each unbinds itself */
+    hw_jit_map_cache_free(c->js_maps);
+    free(c);
 }

@@ -62,13 +62,34 @@ size_t hw_symbolizer_find_symbols(hw_symbolizer *sym, bool (*wanted)(const char 
  * own file and any process could make reading it expensive. */
 void hw_symbolizer_allow_js_map(hw_symbolizer *sym, bool allowed);
 
+/* Name nothing, only tell functions apart: each frame's symbol_addr is
+ * the start of the code its unwind table entry covers (the function, or a
+ * cold part of it), found by a binary search of the module's
+ * .eh_frame_hdr; no symbol table, debug file or source line is read.  For
+ * the watch thread, whose work must not grow with any file a process maps
+ * (early_sampler.c keys its runs by function). */
+void hw_symbolizer_functions_only(hw_symbolizer *sym);
+
 /* Why node's perf map could not be read when an address in anonymous
  * memory (JIT code) was looked up: ENOENT when there is none (node was
  * started without the flags), another errno, or 0 (read, or never needed). */
 int hw_symbolizer_js_map_errno(const hw_symbolizer *sym);
 
+/* Whether node's perf map was over the size read (HW_JIT_MAP_MAX_FILE_BYTES):
+ * functions V8 added after that point have no names. */
+bool hw_symbolizer_js_map_cut(const hw_symbolizer *sym);
+
 /* The ELF images the symbolizer knows (mapped files that are not ELF are
  * left out), in address order (valid until hw_symbolizer_free). */
 size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images);
+
+/* What the symbolizers made on one thread share, by the identity of what
+ * they read: the names of code by file (code_names.h), node's perf maps by
+ * process (jit_map_file.h).  Start binds a new set to the calling thread
+ * (NULL when out of memory: each symbolizer then reads for itself); stop
+ * unbinds and frees it, on the same thread, once its symbolizers are gone. */
+typedef struct hw_symbol_caches hw_symbol_caches;
+hw_symbol_caches *hw_symbol_caches_start(void);
+void hw_symbol_caches_stop(hw_symbol_caches *caches);
 
 #endif

@@ -62,16 +62,24 @@ struct hw_symbolizer {
      * such addresses are reported without an object instead. */
     struct {
         uint64_t start, end;
+        uint64_t dev, inode; /* the file's, as the kernel mapped it (code_names.h) */
     } * backed;
     size_t backed_count;
     /* node's perf map, read at the first address in anonymous memory */
+    bool functions_only; /* hw_symbolizer_functions_only */
     bool js_map_tried;
     bool js_map_allowed; /* hw_symbolizer_allow_js_map: off unless the process is a node named by its map */
     bool owner_known; /* owner_uid set by hw_symbolizer_set_owner */
     uid_t owner_uid;
-    hw_jit_map *js_map;
+    const hw_jit_map *js_map;   /* js_map_owned, or held from js_map_cache */
+    hw_jit_map *js_map_owned;   /* read by this symbolizer (no cache bound) */
+    hw_jit_map_cache *js_map_cache;
+    bool js_map_cut;            /* over the cap: named from its first part only */
     int js_map_errno; /* why it could not be read, 0 if it was */
 };
+
+/* Give back the perf map (symbolizer_jit.c). */
+void hw_symbolizer_release_js_map(hw_symbolizer *sym);
 
 /* A hash of an address, for the lookup cache and the walk's (pc, sp) set. */
 static inline size_t hw_hash_addr(uint64_t a)

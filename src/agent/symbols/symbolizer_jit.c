@@ -44,7 +44,15 @@ void hw_symbolizer_lookup_jit(hw_symbolizer *sym, uint64_t addr, resolved *e)
             sym->owner_uid = st.st_uid;
             sym->owner_known = true;
         }
-        sym->js_map = hw_jit_map_load(sym->pid, sym->owner_uid, NULL);
+        hw_jit_map_cache *cache = hw_jit_map_cache_bound();
+        if (cache != NULL) {
+            /* Kept per process: read once, then only what was appended. */
+            sym->js_map = hw_jit_map_cache_get(cache, sym->pid, sym->owner_uid, &sym->js_map_cut, NULL);
+            sym->js_map_cache = sym->js_map != NULL ? cache : NULL;
+        } else {
+            sym->js_map_owned = hw_jit_map_load(sym->pid, sym->owner_uid, NULL);
+            sym->js_map = sym->js_map_owned;
+        }
         sym->js_map_errno = sym->js_map ? 0 : errno;
     }
     hw_js_symbol js;
@@ -57,6 +65,21 @@ void hw_symbolizer_lookup_jit(hw_symbolizer *sym, uint64_t addr, resolved *e)
         e->source_file = hw_dup_or_null(js.source_file);
         e->source_line = js.source_line;
     }
+}
+
+bool hw_symbolizer_js_map_cut(const hw_symbolizer *sym)
+{
+    return sym != NULL && sym->js_map != NULL && sym->js_map_cut;
+}
+
+void hw_symbolizer_release_js_map(hw_symbolizer *sym)
+{
+    if (sym->js_map_cache != NULL)
+        hw_jit_map_cache_put(sym->js_map_cache, sym->js_map);
+    hw_jit_map_free(sym->js_map_owned);
+    sym->js_map = NULL;
+    sym->js_map_owned = NULL;
+    sym->js_map_cache = NULL;
 }
 
 int hw_symbolizer_js_map_errno(const hw_symbolizer *sym)

@@ -14,7 +14,11 @@
  *   runtime_frames.h  the native and runtime frames of a thread together,
  *                     with why a runtime's frames are missing when they are;
  *   jit_map_file.h    V8's perf map of a node process (the flags that make
- *                     node write one).
+ *                     node write one), kept per process;
+ *   code_names.h      names of code kept by file identity, shared by the
+ *                     symbolizers of one thread (hw_symbol_caches_start);
+ *   eh_frame_index.h  a function's start from .eh_frame_hdr, for the watch
+ *                     thread's symbolizer, which names nothing.
  *
  * Everything read here comes from the watched process (its memory, its
  * files) and is bounded and checked before use.  The other stages include

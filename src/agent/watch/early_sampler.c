@@ -178,14 +178,15 @@ static void add_raw_sample(early_sampler *s, hw_thread_snapshot *t, uint64_t tim
     }
 }
 
-/* The sampler's symbolizer for `w`.  It never reads a perf map: that is a
- * file the process writes, as large as it likes, and this is the watch
- * thread; a sample's JIT frames keep their addresses, which the report
- * worker names from the map (symbolizer.h). */
+/* The sampler's symbolizer for `w`.  This is the watch thread: it tells
+ * functions apart by their unwind entries and reads no symbol table, debug
+ * file or perf map, files a process chooses and may make as large as it
+ * likes; the report worker names the samples' frames (symbolizer.h). */
 static hw_symbolizer *new_symbolizer(const watched_process *w, const char *maps, size_t len)
 {
     hw_symbolizer *sym = hw_symbolizer_new(w->pid, maps, len, NULL);
     hw_symbolizer_allow_js_map(sym, false);
+    hw_symbolizer_functions_only(sym);
     return sym;
 }
 

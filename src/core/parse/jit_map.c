@@ -40,6 +40,7 @@ struct hw_jit_map {
     uint64_t *seg_from;
     uint32_t *seg_entry;
     size_t segments;
+    uint64_t lines; /* lines parsed so far: the next one's number is lines + 1 */
 };
 
 /* ---- parsing a line --------------------------------------------------- */
@@ -425,6 +426,38 @@ static bool build_segments(hw_jit_map *m)
 
 /* ---- the API ---------------------------------------------------------- */
 
+/* Add the lines of `text` to b's map and make its segments again; false
+ * when memory ran out (the map is then unusable). */
+static bool add_text(builder *b, const char *text, size_t len, size_t *skipped)
+{
+    hw_jit_map *m = b->map;
+    const char *p = text, *end = len > 0 ? text + len : text;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *line_end = nl ? nl : end;
+        m->lines++;
+        if (!add_line(b, p, line_end, m->lines))
+            (*skipped)++;
+        if (b->out_of_memory)
+            return false;
+        p = nl ? nl + 1 : end;
+    }
+    free(m->seg_from);
+    free(m->seg_entry);
+    m->seg_from = NULL;
+    m->seg_entry = NULL;
+    m->segments = 0;
+    if (!build_segments(m))
+        return false;
+    /* Give back what growing by doubling left over. */
+    if (m->count > 0 && m->count < b->entries_cap) {
+        entry *e = realloc(m->entries, m->count * sizeof *e);
+        if (e)
+            m->entries = e;
+    }
+    return true;
+}
+
 hw_jit_map *hw_jit_map_parse(const char *text, size_t len, size_t *skipped_lines)
 {
     size_t skipped = 0;
@@ -434,31 +467,27 @@ hw_jit_map *hw_jit_map_parse(const char *text, size_t len, size_t *skipped_lines
     if (!m)
         return NULL;
     builder b = {.map = m};
-    uint64_t line = 0;
-    const char *p = text, *end = len > 0 ? text + len : text;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *line_end = nl ? nl : end;
-        line++;
-        if (!add_line(&b, p, line_end, line))
-            skipped++;
-        if (b.out_of_memory)
-            break;
-        p = nl ? nl + 1 : end;
-    }
-    if (b.out_of_memory || !build_segments(m)) {
+    if (!add_text(&b, text, len, &skipped)) {
         hw_jit_map_free(m);
         return NULL;
-    }
-    /* Give back what growing by doubling left over. */
-    if (m->count > 0 && m->count < b.entries_cap) {
-        entry *e = realloc(m->entries, m->count * sizeof *e);
-        if (e)
-            m->entries = e;
     }
     if (skipped_lines)
         *skipped_lines = skipped;
     return m;
+}
+
+bool hw_jit_map_append(hw_jit_map *map, const char *text, size_t len, size_t *skipped_lines)
+{
+    size_t skipped = 0;
+    if (skipped_lines)
+        *skipped_lines = 0;
+    if (!map)
+        return false;
+    builder b = {.map = map, .entries_cap = map->count};
+    bool ok = add_text(&b, text, len, &skipped);
+    if (skipped_lines)
+        *skipped_lines = skipped;
+    return ok;
 }
 
 static void fill(const hw_jit_map *m, size_t i, hw_js_symbol *out)

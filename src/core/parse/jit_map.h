@@ -87,6 +87,14 @@ typedef struct hw_js_symbol {
 hw_jit_map *hw_jit_map_parse(const char *text, size_t len, size_t *skipped_lines);
 
 /*
+ * Add the lines of `text` (more of the same file: V8 only appends) to
+ * `map`, numbered on from its last line, as if the whole text had been
+ * parsed at once: O(n log n) for the n entries now in the map.  False only
+ * when memory ran out; the map must then be freed, not used.
+ */
+bool hw_jit_map_append(hw_jit_map *map, const char *text, size_t len, size_t *skipped_lines);
+
+/*
  * The code at `pc`: the last line of the map whose range holds it.  Returns
  * false when no line does (or `map` is NULL).  The strings in `*out` stay
  * valid until the map is freed.  O(log n).
