@@ -210,6 +210,54 @@ static void test_symbolizers_share_names(void **state)
     hw_code_names_free(c);
 }
 
+static bool is_this_program(const char *path)
+{
+    static char self[4096];
+    if (self[0] == '\0') {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        assert_true(n > 0);
+        self[n] = '\0';
+    }
+    return strcmp(path, self) == 0;
+}
+
+/* Symbols found by name once per file: the second process's search is
+ * answered from the shared table, at its own load address. */
+static void test_symbol_search_is_shared(void **state)
+{
+    (void)state;
+    hw_code_names *c = hw_code_names_new();
+    hw_code_names_bind(c);
+    static const char *const names[] = {"code_names_probe_one", "code_names_probe_two", "no_such_symbol_here"};
+    uint64_t first[3], second[3];
+    hw_symbolizer *a = self_symbolizer();
+    assert_int_equal(hw_symbolizer_find_symbols(a, is_this_program, names, first, 3, NULL), 2);
+    hw_symbolizer_free(a);
+    hw_symbolizer *b = self_symbolizer();
+    char *module = NULL;
+    assert_int_equal(hw_symbolizer_find_symbols(b, is_this_program, names, second, 3, &module), 2);
+    hw_symbolizer_free(b);
+    assert_non_null(module);
+    assert_true(is_this_program(module));
+    free(module);
+    hw_code_names_stats st;
+    hw_code_names_get_stats(c, &st);
+    assert_int_equal(st.symbol_hits, 1);
+    assert_int_equal(first[0], (uint64_t)(uintptr_t)code_names_probe_one);
+    assert_int_equal(second[0], (uint64_t)(uintptr_t)code_names_probe_one);
+    assert_int_equal(second[1], (uint64_t)(uintptr_t)code_names_probe_two);
+    assert_int_equal(second[2], 0);
+    /* Other names: looked up again. */
+    static const char *const other[] = {"code_names_probe_two"};
+    hw_symbolizer *d = self_symbolizer();
+    assert_int_equal(hw_symbolizer_find_symbols(d, is_this_program, other, second, 1, NULL), 1);
+    hw_symbolizer_free(d);
+    hw_code_names_get_stats(c, &st);
+    assert_int_equal(st.symbol_hits, 1);
+    assert_int_equal(second[0], (uint64_t)(uintptr_t)code_names_probe_two);
+    hw_code_names_free(c);
+}
+
 static void test_functions_only_finds_the_same_starts(void **state)
 {
     (void)state;
@@ -251,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_bounds_forget),
         cmocka_unit_test(test_bound_to_the_thread),
         cmocka_unit_test(test_symbolizers_share_names),
+        cmocka_unit_test(test_symbol_search_is_shared),
         cmocka_unit_test(test_functions_only_finds_the_same_starts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

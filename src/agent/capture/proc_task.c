@@ -54,6 +54,8 @@ char *hw_proc_read_whole(const char *path, size_t *len)
     char *buf = malloc(cap);
     while (buf != NULL) {
         if (cap - got < 4096) {
+            if (cap >= HW_PROC_READ_MAX)
+                break; /* the rest is not read */
             char *bigger = realloc(buf, cap * 2);
             if (bigger == NULL) {
                 free(buf);

@@ -12,7 +12,10 @@
 ssize_t hw_proc_read_small(const char *path, char *buf, size_t size);
 
 /* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated,
- * or NULL when it could not be read or was empty. */
+ * or NULL when it could not be read or was empty.  At most about
+ * HW_PROC_READ_MAX bytes are read (a process's maps at the kernel's default
+ * of 65,530 mappings are under 10 MiB). */
+#define HW_PROC_READ_MAX (32u << 20)
 char *hw_proc_read_whole(const char *path, size_t *len);
 
 /* A comm file's name (at most 15 bytes), "" when unreadable. */

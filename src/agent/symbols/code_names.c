@@ -15,6 +15,7 @@
 
 #define MAX_FILES 4096
 #define MAX_NAMES 65536
+#define MAX_LOOKUPS 1024
 #define MAX_BUILD_ID 64
 
 typedef struct file_entry {
@@ -36,11 +37,19 @@ typedef struct name_entry {
     int source_line;
 } name_entry;
 
+typedef struct lookup_entry {
+    uint64_t key;
+    uint32_t file_no;
+    uint64_t names_key;
+    size_t count;
+    uint64_t file_addrs[HW_CODE_NAMES_MAX_LOOKUP];
+} lookup_entry;
+
 struct hw_code_names {
-    hw_keyed_table files, names;
+    hw_keyed_table files, names, lookups;
     uint32_t next_file_no;
     size_t bytes; /* of the strings names and files hold */
-    uint64_t hits, misses, forgotten;
+    uint64_t hits, misses, forgotten, symbol_hits;
 };
 
 static _Thread_local hw_code_names *bound;
@@ -64,6 +73,7 @@ hw_code_names *hw_code_names_new(void)
         return NULL;
     hw_keyed_table_init(&c->files, sizeof(file_entry), MAX_FILES, clear_file);
     hw_keyed_table_init(&c->names, sizeof(name_entry), MAX_NAMES, clear_name);
+    hw_keyed_table_init(&c->lookups, sizeof(lookup_entry), MAX_LOOKUPS, NULL);
     return c;
 }
 
@@ -74,6 +84,7 @@ void hw_code_names_free(hw_code_names *c)
     if (bound == c)
         bound = NULL;
     hw_keyed_table_free(&c->names);
+    hw_keyed_table_free(&c->lookups);
     hw_keyed_table_free(&c->files);
     free(c);
 }
@@ -82,6 +93,7 @@ void hw_code_names_free(hw_code_names *c)
 static void forget_all(hw_code_names *c)
 {
     hw_keyed_table_forget_all(&c->names);
+    hw_keyed_table_forget_all(&c->lookups);
     hw_keyed_table_forget_all(&c->files);
     c->bytes = 0;
     c->forgotten++;
@@ -224,6 +236,38 @@ void hw_code_names_add(hw_code_names *c, uint32_t file_no, uint64_t file_addr, c
     c->bytes += bytes;
 }
 
+static uint64_t lookup_key(uint32_t file_no, uint64_t names_key)
+{
+    return nonzero(mix(mix(0x6c6f6f6bull, file_no), names_key));
+}
+
+bool hw_code_names_find_symbols(hw_code_names *c, uint32_t file_no, uint64_t names_key, uint64_t *file_addrs,
+                                size_t count)
+{
+    if (c == NULL || file_no == 0 || count > HW_CODE_NAMES_MAX_LOOKUP)
+        return false;
+    const lookup_entry *e = hw_keyed_table_find(&c->lookups, lookup_key(file_no, names_key));
+    if (e == NULL || e->file_no != file_no || e->names_key != names_key || e->count != count)
+        return false;
+    memcpy(file_addrs, e->file_addrs, count * sizeof *file_addrs);
+    c->symbol_hits++;
+    return true;
+}
+
+void hw_code_names_add_symbols(hw_code_names *c, uint32_t file_no, uint64_t names_key, const uint64_t *file_addrs,
+                               size_t count)
+{
+    if (c == NULL || file_no == 0 || count > HW_CODE_NAMES_MAX_LOOKUP)
+        return;
+    lookup_entry *e = hw_keyed_table_claim(&c->lookups, lookup_key(file_no, names_key), NULL);
+    if (e == NULL)
+        return;
+    e->file_no = file_no;
+    e->names_key = names_key;
+    e->count = count;
+    memcpy(e->file_addrs, file_addrs, count * sizeof *file_addrs);
+}
+
 void hw_code_names_get_stats(const hw_code_names *c, hw_code_names_stats *out)
 {
     memset(out, 0, sizeof *out);
@@ -232,6 +276,7 @@ void hw_code_names_get_stats(const hw_code_names *c, hw_code_names_stats *out)
     out->hits = c->hits;
     out->misses = c->misses;
     out->forgotten = c->forgotten;
+    out->symbol_hits = c->symbol_hits;
     out->names = c->names.used;
     out->files = c->files.used;
     out->bytes = c->bytes;

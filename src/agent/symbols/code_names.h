@@ -51,6 +51,7 @@ typedef struct hw_code_name {
 
 typedef struct hw_code_names_stats {
     uint64_t hits, misses, forgotten;
+    uint64_t symbol_hits; /* hw_code_names_find_symbols answered */
     size_t names, files, bytes;
 } hw_code_names_stats;
 
@@ -66,6 +67,15 @@ bool hw_code_names_find(hw_code_names *c, uint32_t file_no, uint64_t file_addr, 
 
 /* Keep `name` for `file_addr` in file `file_no` (copied). */
 void hw_code_names_add(hw_code_names *c, uint32_t file_no, uint64_t file_addr, const hw_code_name *name);
+
+/* Symbols looked up by name in a file (hw_symbolizer_find_symbols): for
+ * the set of names `names_key` stands for, each one's file address (0:
+ * absent), at most HW_CODE_NAMES_MAX_LOOKUP of them. */
+#define HW_CODE_NAMES_MAX_LOOKUP 8
+bool hw_code_names_find_symbols(hw_code_names *c, uint32_t file_no, uint64_t names_key, uint64_t *file_addrs,
+                                size_t count);
+void hw_code_names_add_symbols(hw_code_names *c, uint32_t file_no, uint64_t names_key, const uint64_t *file_addrs,
+                               size_t count);
 
 void hw_code_names_get_stats(const hw_code_names *c, hw_code_names_stats *out);
 

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "js_internal.h"
@@ -39,6 +40,7 @@ static bool v8_module(const char *path)
 }
 
 #define MAX_NAMES 64 /* > the names hw_js_metadata_names gives (60) */
+#define MAX_SYMBOLS_SCANNED (4u << 20) /* node's whole .symtab has a few 100,000 */
 
 /* One symbol table's v8dbg_* values among `names`: values[i] and seen[i]
  * for each found (a value in .bss is 0).  How many were found. */
@@ -47,6 +49,8 @@ static size_t scan_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char
 {
     Elf_Data *data = elf_getdata(scn, NULL);
     size_t symbols = data && sh->sh_entsize ? data->d_size / sh->sh_entsize : 0, found = 0;
+    if (symbols > MAX_SYMBOLS_SCANNED)
+        symbols = MAX_SYMBOLS_SCANNED; /* a bound on the work any file can ask for */
     for (size_t i = 0; i < symbols && found < count; i++) {
         GElf_Sym sym;
         const char *name = gelf_getsym(data, (int)i, &sym) ? elf_strptr(elf, sh->sh_link, sym.st_name) : NULL;
@@ -76,6 +80,47 @@ static size_t scan_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char
     return found;
 }
 
+/* Files read lately, by identity: a tree of node processes (or a process
+ * that makes the agent look at a large file) costs one read per file. */
+#define RECENT_FILES 8
+typedef struct read_file {
+    bool used;
+    dev_t dev;
+    ino_t inode;
+    off_t size;
+    struct timespec mtime;
+    size_t found;
+    int32_t values[MAX_NAMES];
+    bool seen[MAX_NAMES];
+} read_file;
+static _Thread_local read_file recent_files[RECENT_FILES];
+static _Thread_local unsigned recent_next;
+
+static read_file *recent_read(const struct stat *st)
+{
+    for (size_t i = 0; i < RECENT_FILES; i++) {
+        read_file *r = &recent_files[i];
+        if (r->used && r->dev == st->st_dev && r->inode == st->st_ino && r->size == st->st_size &&
+            r->mtime.tv_sec == st->st_mtim.tv_sec && r->mtime.tv_nsec == st->st_mtim.tv_nsec)
+            return r;
+    }
+    return NULL;
+}
+
+static void remember_read(const struct stat *st, size_t found, const int32_t *values, const bool *seen, size_t count)
+{
+    read_file *r = &recent_files[recent_next++ % RECENT_FILES];
+    memset(r, 0, sizeof *r);
+    r->used = true;
+    r->dev = st->st_dev;
+    r->inode = st->st_ino;
+    r->size = st->st_size;
+    r->mtime = st->st_mtim;
+    r->found = found;
+    memcpy(r->values, values, count * sizeof *values);
+    memcpy(r->seen, seen, count * sizeof *seen);
+}
+
 size_t hw_js_read_metadata(const char *path, int32_t *values, bool *seen, size_t count)
 {
     const char *names[MAX_NAMES];
@@ -86,6 +131,15 @@ size_t hw_js_read_metadata(const char *path, int32_t *values, bool *seen, size_t
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
+    struct stat st;
+    bool identified = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    const read_file *known = identified && count == n ? recent_read(&st) : NULL;
+    if (known != NULL) {
+        close(fd);
+        memcpy(values, known->values, count * sizeof *values);
+        memcpy(seen, known->seen, count * sizeof *seen);
+        return known->found;
+    }
     size_t found = 0;
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -101,6 +155,8 @@ size_t hw_js_read_metadata(const char *path, int32_t *values, bool *seen, size_t
     if (elf != NULL)
         elf_end(elf);
     close(fd);
+    if (identified && count == n)
+        remember_read(&st, found, values, seen, count);
     return found;
 }
 

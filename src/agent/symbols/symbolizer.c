@@ -579,26 +579,20 @@ size_t hw_symbolizer_images(hw_symbolizer *sym, const hw_image **images)
 /* ---- symbols by name --------------------------------------------------- */
 
 typedef struct symbol_search {
+    const hw_symbolizer *sym;
     bool (*wanted)(const char *path);
     const char *const *names;
+    uint64_t names_key; /* the names, for the thread's shared cache */
     uint64_t *addrs;
     size_t count, found;
     char *module;
 } symbol_search;
 
-static int search_module_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+/* names[i]'s addresses in `mod`, from its symbol table; how many found. */
+static size_t scan_symbols(Dwfl_Module *mod, const symbol_search *s)
 {
-    (void)userdata;
-    (void)start;
-    symbol_search *s = arg;
-    if (name == NULL || !s->wanted(name))
-        return DWARF_CB_OK;
     int n = dwfl_module_getsymtab(mod);
-    if (n <= 0)
-        return DWARF_CB_OK;
     size_t found = 0;
-    for (size_t i = 0; i < s->count; i++)
-        s->addrs[i] = 0;
     for (int i = 1; i < n && found < s->count; i++) {
         GElf_Sym gsym;
         GElf_Addr addr;
@@ -610,6 +604,40 @@ static int search_module_cb(Dwfl_Module *mod, void **userdata, const char *name,
                 s->addrs[k] = addr;
                 found++;
             }
+    }
+    return found;
+}
+
+static int search_module_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)userdata;
+    symbol_search *s = arg;
+    if (name == NULL || !s->wanted(name))
+        return DWARF_CB_OK;
+    for (size_t i = 0; i < s->count; i++)
+        s->addrs[i] = 0;
+    /* The same file in another process: its symbols' file addresses are
+     * known (code_names.h), only this load's bias differs. */
+    hw_code_names *shared = hw_code_names_bound();
+    Dwarf_Addr bias = 0;
+    uint32_t file_no = 0;
+    if (shared != NULL && s->count <= HW_CODE_NAMES_MAX_LOOKUP && dwfl_module_getelf(mod, &bias) != NULL)
+        file_no = shared_file_number(s->sym, shared, mod, name, start);
+    uint64_t kept[HW_CODE_NAMES_MAX_LOOKUP];
+    size_t found = 0;
+    if (file_no != 0 && hw_code_names_find_symbols(shared, file_no, s->names_key, kept, s->count)) {
+        for (size_t i = 0; i < s->count; i++)
+            if (kept[i] != 0) {
+                s->addrs[i] = kept[i] + bias;
+                found++;
+            }
+    } else {
+        found = scan_symbols(mod, s);
+        if (file_no != 0) {
+            for (size_t i = 0; i < s->count; i++)
+                kept[i] = s->addrs[i] != 0 ? s->addrs[i] - bias : 0;
+            hw_code_names_add_symbols(shared, file_no, s->names_key, kept, s->count);
+        }
     }
     if (s->addrs[0] == 0)
         return DWARF_CB_OK;
@@ -627,7 +655,15 @@ size_t hw_symbolizer_find_symbols(hw_symbolizer *sym, bool (*wanted)(const char 
         addrs[i] = 0;
     if (sym == NULL || wanted == NULL || count == 0)
         return 0;
-    symbol_search s = {.wanted = wanted, .names = names, .addrs = addrs, .count = count};
+    uint64_t names_key = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < count; i++)
+        for (const unsigned char *c = (const unsigned char *)names[i];; c++) {
+            names_key = (names_key ^ *c) * 0x100000001b3ull; /* FNV-1a, the NULs between names included */
+            if (*c == '\0')
+                break;
+        }
+    symbol_search s = {.sym = sym, .wanted = wanted, .names = names, .names_key = names_key, .addrs = addrs,
+                       .count = count};
     (void)dwfl_getmodules(sym->dwfl, search_module_cb, &s, 0);
     (void)dwfl_errno();
     if (s.found == 0)

@@ -445,7 +445,12 @@ int hw_agent_run(const hw_agent_options *opts)
         return 2;
     }
 
+    /* Symbols looked up on this thread (an interpreter's runtime, when a
+     * process registers) are kept by file identity: the processes of one
+     * program cost one look (code_names.h). */
+    hw_symbol_caches *caches = hw_symbol_caches_start();
     watch(a);
+    hw_symbol_caches_stop(caches);
 
     wait_for_child(a);
     int code = opts->attach_pid > 0 || a->watch_mode ? 0 : a->child_done ? launch_exit_code(a->child_status) : 1;
