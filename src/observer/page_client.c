@@ -14,6 +14,7 @@
 #include "page_client.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stddef.h>
@@ -226,8 +227,16 @@ static const char *errno_text(int error)
     }
 }
 
+static void write_line(const char *text, size_t length)
+{
+    ssize_t written;
+    do
+        written = write(STDERR_FILENO, text, length);
+    while (written < 0 && errno == EINTR);
+}
+
 hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock, bool busy_from_now,
-                                        uint64_t now_ns)
+                                        uint64_t now_ns, hw_publish_warning *later)
 {
     int saved_errno = errno;
     publish_failure failure;
@@ -249,11 +258,23 @@ hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock,
             }
         }
         append_text(&line, "): it is not watched\n");
-        ssize_t written;
-        do
-            written = write(STDERR_FILENO, line.text, line.used);
-        while (written < 0 && errno == EINTR);
+        if (later != NULL) {
+            memcpy(later->text, line.text, line.used);
+            atomic_store_explicit(&later->length, line.used, memory_order_release);
+        } else {
+            write_line(line.text, line.used);
+        }
     }
     errno = saved_errno;
     return page;
+}
+
+void hw_page_say_warning(hw_publish_warning *w)
+{
+    size_t length = atomic_exchange_explicit(&w->length, 0, memory_order_acquire);
+    if (length == 0 || length > sizeof w->text)
+        return;
+    int saved_errno = errno;
+    write_line(w->text, length);
+    errno = saved_errno;
 }

@@ -9,6 +9,7 @@
 #define HANGWATCH_PAGE_CLIENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/abi/shared_page.h"
@@ -25,9 +26,23 @@
  */
 hw_shared_page *hw_page_publish(const char *socket_name, uint32_t clock, bool busy_from_now, uint64_t now_ns);
 
+/* The line that says a process is not watched and why, built without
+ * stdio; `length` 0: nothing to say (or said already). */
+typedef struct hw_publish_warning {
+    char text[320];
+    _Atomic size_t length;
+} hw_publish_warning;
+
 /* The same, and when it fails, one line on stderr (a single write) says that
- * this process is not watched and why. */
+ * this process is not watched and why: now when `later` is NULL, else the
+ * line is left in *later for hw_page_say_warning.  A forked child whose
+ * registration fails says it later: if it executes a program, that program's
+ * own registration says it (one line per process, not one per image). */
 hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock, bool busy_from_now,
-                                        uint64_t now_ns);
+                                        uint64_t now_ns, hw_publish_warning *later);
+
+/* Write a line left by hw_page_publish_or_warn, once, whichever thread
+ * comes first (async-signal-safe). */
+void hw_page_say_warning(hw_publish_warning *w);
 
 #endif

@@ -105,6 +105,7 @@ static struct hot {
 _Static_assert(sizeof(struct hot) <= 128, "the hot block fits in 128 bytes, so never straddles a page");
 
 static hw_shared_page *g_page;
+static hw_publish_warning g_unsaid; /* a forked child's failure to register, said at its first loop wait */
 
 /* The slot this thread publishes to; NULL on threads we do not watch.  Read
  * only off the fast path. */
@@ -215,6 +216,8 @@ __attribute__((noinline)) static hw_loop_slot *before_waiting_slow(uintptr_t sit
 {
     hw_loop_slot *slot = tls_slot;
     if (slot == NULL) {
+        if (g_page == NULL && atomic_load_explicit(&g_unsaid.length, memory_order_relaxed) != 0)
+            hw_page_say_warning(&g_unsaid); /* a forked child that did not register, now in a loop */
         if (!g_watch_all_loops || tls_claim_tried)
             return NULL;
         slot = tls_slot = claim_slot();
@@ -446,10 +449,10 @@ static bool g_follow_children;
  * Returns the main thread's slot, or NULL: the process then runs unwatched,
  * and one line on stderr says so (page_client.h).
  */
-static hw_loop_slot *start_watching(void)
+static hw_loop_slot *start_watching(bool forked)
 {
     hw_shared_page *page = hw_page_publish_or_warn(g_socket_name, hot.tsc ? HW_PAGE_CLOCK_TSC : HW_PAGE_CLOCK_COARSE,
-                                                   true, stamp_now());
+                                                   true, stamp_now(), forked ? &g_unsaid : NULL);
     if (page == NULL)
         return NULL;
     g_page = page;
@@ -473,8 +476,9 @@ static void on_fork_child(void)
         munmap(g_page, HW_PAGE_SIZE);
         g_page = NULL;
     }
+    atomic_store_explicit(&g_unsaid.length, 0, memory_order_relaxed); /* the parent's, if it had one */
     if (g_follow_children)
-        tls_slot = start_watching();
+        tls_slot = start_watching(true);
 }
 
 __attribute__((constructor)) static void hangwatch_observer_init(void)
@@ -500,7 +504,7 @@ __attribute__((constructor)) static void hangwatch_observer_init(void)
     g_watch_all_loops = threads != NULL && strcmp(threads, "loops") == 0 &&
                         pthread_key_create(&g_slot_key, release_slot) == 0;
 
-    tls_slot = start_watching();
+    tls_slot = start_watching(false);
     if (tls_slot != NULL)
         pthread_atfork(NULL, NULL, on_fork_child);
 

@@ -222,6 +222,13 @@ def case_registration_never_blocks():
         p = subprocess.run(["sh", "-c", "echo $$; /bin/true; exit 3"], capture_output=True, text=True, env=env,
                            timeout=60)
         took = time.monotonic() - start
+        # bash registers (the queue has room for one), then its queue is
+        # full: bash forks (dash uses vfork) and the child executes true:
+        # one pid, two images, one line; so for the subshell that executes
+        # sleep.
+        agent.recv(64)
+        forked = subprocess.run(["bash", "-c", "echo $$; /bin/true; (echo $BASHPID; sleep 0.1); exit 4"],
+                                capture_output=True, text=True, env=env, timeout=60)
     finally:
         flood.close()
         agent.close()
@@ -235,6 +242,13 @@ def case_registration_never_blocks():
     sh_pid = int(p.stdout.split()[0])
     check(sum(f"(pid {sh_pid})" in l for l in lines) == 1, f"the shell (pid {sh_pid}) did not say it once:\n{p.stderr}")
     check("queue stayed full" in lines[0], p.stderr)
+    check(forked.returncode == 4, f"exit {forked.returncode}: {forked.stderr}")
+    said = [int(l.split("(pid ")[1].split(")")[0]) for l in forked.stderr.splitlines() if "could not register" in l]
+    check(len(said) == len(set(said)), f"a pid said it twice:\n{forked.stderr}")
+    bash_pid, subshell_pid = (int(x) for x in forked.stdout.split()[:2])
+    check(bash_pid not in said, f"bash (pid {bash_pid}) had room to register:\n{forked.stderr}")
+    check(subshell_pid in said, f"the subshell (pid {subshell_pid}) did not say it:\n{forked.stderr}")
+    check(len(said) == 2, f"not one line each for true's and sleep's processes:\n{forked.stderr}")
 
 
 def case_unwritable_report_dir():

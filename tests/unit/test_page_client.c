@@ -209,8 +209,9 @@ static void test_draining_agent_gets_the_page(void **state)
     close(agent);
 }
 
-/* Call hw_page_publish_or_warn with stderr caught; what it printed. */
-static hw_shared_page *publish_catching_stderr(char *out, size_t size)
+/* Call hw_page_publish_or_warn with stderr caught (the line left in
+ * `later`, if not NULL, then said twice); what was printed. */
+static hw_shared_page *publish_catching_stderr_later(char *out, size_t size, hw_publish_warning *later)
 {
     int pipe_fds[2];
     assert_int_equal(pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK), 0);
@@ -220,8 +221,14 @@ static hw_shared_page *publish_catching_stderr(char *out, size_t size)
     assert_int_equal(dup2(pipe_fds[1], STDERR_FILENO), STDERR_FILENO);
     alarm(WATCHDOG_SECONDS);
     errno = ERANGE;
-    hw_shared_page *page = hw_page_publish_or_warn(agent_name, HW_PAGE_CLOCK_COARSE, true, 1);
+    hw_shared_page *page = hw_page_publish_or_warn(agent_name, HW_PAGE_CLOCK_COARSE, true, 1, later);
     int errno_after = errno;
+    if (later != NULL) {
+        char none[8];
+        assert_true(read(pipe_fds[0], none, sizeof none) < 0); /* nothing yet */
+        hw_page_say_warning(later);
+        hw_page_say_warning(later);
+    }
     alarm(0);
     assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
     close(saved);
@@ -231,6 +238,11 @@ static hw_shared_page *publish_catching_stderr(char *out, size_t size)
     out[n > 0 ? n : 0] = '\0';
     assert_int_equal(errno_after, ERANGE);
     return page;
+}
+
+static hw_shared_page *publish_catching_stderr(char *out, size_t size)
+{
+    return publish_catching_stderr_later(out, size, NULL);
 }
 
 static size_t count_char(const char *s, char c)
@@ -256,6 +268,16 @@ static void test_failure_is_said_once(void **state)
     assert_non_null(strstr(said, "it is not watched"));
     assert_int_equal(count_char(said, '\n'), 1);
     assert_int_equal(said[strlen(said) - 1], '\n');
+    close(filler);
+    close(agent);
+
+    /* Left for later (a forked child): said once when asked, however often. */
+    agent = bind_agent("later");
+    filler = fill_queue();
+    static hw_publish_warning later;
+    assert_null(publish_catching_stderr_later(said, sizeof said, &later));
+    assert_non_null(strstr(said, pid_part));
+    assert_int_equal(count_char(said, '\n'), 1);
     close(filler);
     close(agent);
 
