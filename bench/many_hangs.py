@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 COUNT = 1000
@@ -31,6 +32,13 @@ def measure(bin_dir, env=None, count=COUNT, seconds=SECONDS):
     proc = subprocess.Popen([os.path.join(bin_dir, "hangwatch"), "run", "--daily-limit", "0", "--max-dir-size", "0",
                              "--report-dir", report_dir, "--", os.path.join(bin_dir, "many-hangs"), str(count),
                              str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # Read both pipes while it runs: the agent writes a line per hang to
+    # stderr, and a full pipe would hold its report writer up.
+    streams = {"out": [], "err": []}
+    readers = [threading.Thread(target=lambda f=f, k=k: streams[k].extend(f), daemon=True)
+               for k, f in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
     peak_kb = 0
     finished = True
     try:
@@ -45,7 +53,10 @@ def measure(bin_dir, env=None, count=COUNT, seconds=SECONDS):
             except OSError:
                 pass
             time.sleep(0.2)  # pacing the reads of the agent's memory
-        out, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        for r in readers:
+            r.join(timeout=60)
+        out, err = "".join(streams["out"]), "".join(streams["err"])
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -54,20 +65,28 @@ def measure(bin_dir, env=None, count=COUNT, seconds=SECONDS):
     hung = set(int(p) for p in re.findall(r"^hang (\d+) \d+$", out, re.M))
     announced = set(int(p) for p in re.findall(r"^hangwatch: (?:launch )?hang in many-hangs \(pid (\d+)\)", err, re.M))
     no_report = len(re.findall(r"no report: the report writer was behind", err))
+    unregistered = len(re.findall(r"could not register with the agent", err))
     m = re.search(r"^hangwatch: (\d+) hangs?", err, re.M)
     counted = int(m.group(1)) if m else 0
     reports = len([n for n in os.listdir(report_dir) if n.endswith(".json")]) if os.path.isdir(report_dir) else 0
     shutil.rmtree(report_dir, ignore_errors=True)
+    # The parent, forking a thousand children, may hang too (its own launch
+    # hang): it is announced and counted like any other.
     return {"count": count, "seconds": seconds, "hung": len(hung), "announced": len(announced & hung),
+            "others": len(announced - hung), "unregistered": unregistered,
             "no_report": no_report, "counted": counted, "reports": reports, "exit": proc.returncode,
             "took": took, "peak_mib": peak_kb / 1024, "finished": finished}
 
 
 def rows(m, row):
-    ok = m["finished"] and m["exit"] == 0 and m["announced"] == m["hung"] == m["count"] and m["counted"] == m["count"]
+    ok = m["finished"] and m["exit"] == 0 and m["announced"] == m["hung"] == m["count"] and \
+        m["counted"] == m["count"] + m["others"]
     row(f"11 {m['count']:,} simultaneous hangs of {m['seconds']} s: announced on stderr and counted at exit",
         "1 run", f"{m['announced']:,} / {m['counted']:,}",
-        "-", f"{m['hung']:,} children hung; {m['reports']:,} reports written, {m['no_report']:,} announced without "
+        "-", f"{m['hung']:,} children hung"
+        + (f" (and the parent: {m['others']} hang while forking them)" if m["others"] else "")
+        + (f"; {m['unregistered']} could not register (said so, unwatched)" if m["unregistered"] else "")
+        + f"; {m['reports']:,} reports written, {m['no_report']:,} announced without "
         f"one (queue full, counted); run took {m['took']:.1f} s"
         + ("" if m["finished"] else f" (stopped: not done within {DEADLINE_S} s)")
         + f"; agent's peak memory {m['peak_mib']:.0f} MiB",
