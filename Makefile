@@ -10,6 +10,13 @@
 #   make bench    benchmarks (bench/), results in docs/benchmarks.md
 #   make compare  every detector on every scenario (compare/), table in
 #                 docs/comparison.md (about 12 minutes)
+#   make soak     hangwatch watching a tree of 20 processes that hang, fork,
+#                 exec, die and restart at random for SOAK_MINUTES (default
+#                 60), with early sampling, metrics and Sentry on: the agent's
+#                 RSS, fds, threads and report directory every 5 s in
+#                 $(BUILD)/soak/soak.csv and soak.svg, every hang accounted
+#                 for; fails on an unaccounted hang or growth after warm-up
+#                 (bench/soak.py says the rule)
 #   make fuzz     build the libFuzzer targets (fuzz/, clang, in build-fuzz)
 #                 and run each for FUZZ_SECONDS (default 60); FUZZ_TARGETS
 #                 picks some ("page registration"); new inputs stay in
@@ -31,8 +38,9 @@ PREFIX     ?= /usr/local
 FUZZ_SECONDS ?= 60
 FUZZ_MERGE   ?= 0
 FUZZ_TARGETS ?=
+SOAK_MINUTES ?= 60
 
-.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench compare install fuzz
+.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench compare install fuzz soak
 
 all: build
 
@@ -81,6 +89,10 @@ bench: build
 compare: build
 	@scripts/ensure-deps.sh compare
 	@/usr/bin/python3 compare/run.py --build $(BUILD)
+
+soak: build
+	@scripts/ensure-deps.sh soak
+	@/usr/bin/python3 bench/soak.py $(BUILD) --minutes $(SOAK_MINUTES) --out $(BUILD)/soak
 
 fuzz:
 	@scripts/ensure-deps.sh fuzz

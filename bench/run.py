@@ -42,6 +42,8 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      (sampling_cost.py, also runs alone);
  11. 1,000 simultaneous hangs: each announced and counted, how many
      reported, the agent's peak memory (many_hangs.py, also runs alone).
+Not run here: `make soak` (soak.py), an hour of hangs and process churn
+under one agent, whose rows (numbered 12) it prints for the same table.
 Every figure is a median / p99 over many samples, never one run, but for
 part 11, one run whose figures are counts.  Standard
 library only, Debian's /usr/bin/python3.

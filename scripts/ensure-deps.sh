@@ -3,7 +3,7 @@
 # with are installed.  As root it installs what is missing (apt-get);
 # otherwise it prints the exact command to run and fails.
 #
-#   scripts/ensure-deps.sh [build|test|fuzz|bench|compare]
+#   scripts/ensure-deps.sh [build|test|fuzz|bench|compare|soak]
 #
 # clang's sanitizer and libFuzzer runtimes (libclang_rt.asan, .fuzzer, ...)
 # are in libclang-rt-14-dev, which clang only recommends: it is listed
@@ -35,7 +35,9 @@ test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools" ;;
 compare) packages="$packages python3" ;;
-*) echo "usage: $0 [build|test|fuzz|bench|compare]" >&2; exit 2 ;;
+# make soak: bench/soak.py, its Sentry receiver parsing envelopes with the SDK.
+soak) packages="$packages python3 python3-sentry-sdk" ;;
+*) echo "usage: $0 [build|test|fuzz|bench|compare|soak]" >&2; exit 2 ;;
 esac
 
 missing=""
