@@ -64,7 +64,7 @@ def measure(bin_dir, env=None, count=COUNT, seconds=SECONDS):
     took = time.monotonic() - started
     hung = set(int(p) for p in re.findall(r"^hang (\d+) \d+$", out, re.M))
     announced = set(int(p) for p in re.findall(r"^hangwatch: (?:launch )?hang in many-hangs \(pid (\d+)\)", err, re.M))
-    no_report = len(re.findall(r"no report: the report writer was behind", err))
+    no_report = len(re.findall(r"no report of this capture: the report writer was behind", err))
     unregistered = len(re.findall(r"could not register with the agent", err))
     m = re.search(r"^hangwatch: (\d+) hangs?", err, re.M)
     counted = int(m.group(1)) if m else 0

@@ -431,7 +431,7 @@ def read_reports(report_dir):
 
 LINE_REPORT = re.compile(r"^hangwatch: (hang|launch hang|stutter) in (.*?) \(pid (\d+)\): .*; report (\S+)$")
 LINE_NO_REPORT = re.compile(r"^hangwatch: (hang|launch hang|stutter) in (.*?) \(pid (\d+)\): .*?; "
-                            r"(no report(?::| \().*|ignored: .*)$")
+                            r"(no report(?::| \(| of this capture:).*|ignored: .*)$")
 LINE_FATAL = re.compile(r"^hangwatch: fatal hang in (.*?) \(pid (\d+)\): the process (was killed by (\S+)|"
                         r"exited with status (\d+),) ([\d.]+) s into this hang(?:; report (\S+))?$")
 LINE_TOTAL = re.compile(r"^hangwatch: (\d+) hangs?(?:, (\d+) fatal \(.*\))?(?:, \d+ ignored .*)?$")

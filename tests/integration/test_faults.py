@@ -235,7 +235,7 @@ def case_full_queue_hangs_announced():
         check(len(starts) == 30, f"{len(starts)} children hung\n" + r.describe())
         announced = {int(p) for p in re.findall(r"^hangwatch: (?:launch )?hang in many-hangs \(pid (\d+)\)", r.stderr, re.M)}
         check(announced == starts, f"not announced: {sorted(starts - announced)}\n" + r.stderr[-3000:])
-        dropped = re.findall(r"no report: the report writer was behind and its queue was full", r.stderr)
+        dropped = re.findall(r"no report of this capture: the report writer was behind and its queue was full", r.stderr)
         check(dropped, "no hang went without a report: the queue was never full\n" + r.stderr[-2000:])
         check(re.search(r"^hangwatch: 30 hangs$", r.stderr, re.M), "the exit line does not count 30\n" + r.stderr[-2000:])
         check(re.search(r"captures? (was|were) dropped because the report writer was behind", r.stderr), r.stderr[-2000:])
@@ -446,6 +446,37 @@ def case_traced_program():
         proc.kill()
         shutil.rmtree(report_dir, ignore_errors=True)
 
+def case_binary_replaced_while_running():
+    """The program's file is deleted while it runs (an upgrade replacing
+    it): its hang's frames are still named, read from the file the process
+    maps (root reads it through /proc/PID/map_files)."""
+    if os.geteuid() != 0:
+        return SKIP
+    d = tempfile.mkdtemp(prefix="hw-it-replaced-")
+    copy = os.path.join(d, "replaced-prog")
+    shutil.copy(hwtest.binary("loop-scenarios"), copy)
+    bg = hwtest.Background([copy, "abca", "1"])
+    try:
+        def running():
+            kids = hwtest.children(bg.proc.pid)
+            return kids and os.path.realpath(f"/proc/{kids[0]}/exe").startswith(copy)
+        hwtest.wait_for(running, "the program to start", 30)
+        os.unlink(copy)  # its hang comes 2 s into a callback, after this
+        r = bg.finish(60)
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) >= 1, "no report\n" + r.describe())
+        frames = r.reports[0]["crash"]["threads"][0]["backtrace"]["contents"]
+        ours = [f for f in frames if (f.get("object_name") or "").startswith("replaced-prog")]
+        check(ours, f"no frame in the program's own file: {frames}")
+        check(all(f.get("object_name") == "replaced-prog (deleted)" for f in ours), str(ours))
+        names = [f.get("symbol_name") for f in ours]
+        check("on_abca_timer" in names and "main" in names, f"the deleted file's frames are not named: {names}")
+        check("(deleted)+0x" not in r.stderr, r.stderr)
+    finally:
+        bg.cleanup()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
     import sys
     cases = {
@@ -462,6 +493,7 @@ if __name__ == "__main__":
         "program_killed_during_capture": case_program_killed_during_capture,
         "escape_sequences": case_escape_sequences,
         "traced_program": case_traced_program,
+        "binary_replaced_while_running": case_binary_replaced_while_running,
     }
     if len(sys.argv) == 4 and sys.argv[3] in cases:
         hwtest.setup(sys.argv[1], sys.argv[2])

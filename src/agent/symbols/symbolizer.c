@@ -32,10 +32,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
 #define VDSO_NAME "[vdso]"
+#define DELETED_SUFFIX " (deleted)"
 
 /* Remember which ranges of the maps text are file-backed (or the vDSO). */
 static void note_backed_ranges(hw_symbolizer *sym, const char *maps, size_t maps_len)
@@ -104,16 +107,66 @@ static bool address_is_backed(const hw_symbolizer *sym, uint64_t addr)
 
 static char *debuginfo_path = NULL; /* default: .debug dirs and /usr/lib/debug */
 
+static bool is_deleted_file(const char *name)
+{
+    size_t n = strlen(name), k = strlen(DELETED_SUFFIX);
+    return name[0] == '/' && n > k && strcmp(name + n - k, DELETED_SUFFIX) == 0;
+}
+
+/* A file mapped and since deleted or replaced (a binary or library
+ * upgraded while it runs): opened through the kernel's handle on the
+ * mapping, /proc/PID/map_files/START-END (root may), checked to be the inode
+ * the maps line names; -1 if it cannot be.  Without it libdwfl rebuilds
+ * the image from the process's memory, which has no symbol table: every
+ * frame of the program would be "prog (deleted)+0x1998". */
+static int open_mapped_file(const hw_symbolizer *sym, uint64_t base, char **file_name)
+{
+    long r = sym->backed != NULL ? backed_range_of(sym, base) : -1;
+    if (r < 0 || sym->backed[r].start != base)
+        return -1;
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)sym->pid, sym->backed[r].start,
+             sym->backed[r].end);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    char *copy = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != sym->backed[r].inode ||
+        (copy = strdup(path)) == NULL) {
+        close(fd);
+        return -1;
+    }
+    *file_name = copy;
+    return fd;
+}
+
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
                     Elf **elfp)
 {
+    hw_symbolizer *sym = *userdata;
     if (strcmp(name, VDSO_NAME) == 0) {
-        hw_symbolizer *sym = *userdata;
         if (sym != NULL && sym->vdso != NULL)
             *elfp = elf_memory((char *)sym->vdso, sym->vdso_len);
         return -1; /* no file descriptor; *elfp is the image (or NULL) */
     }
+    if (sym != NULL && is_deleted_file(name)) {
+        int fd = open_mapped_file(sym, base, file_name);
+        if (fd >= 0)
+            return fd;
+    }
     return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+}
+
+/* Deleted files' modules get the symbolizer as their userdata, for
+ * find_elf (the vDSO's gets it in report_vdso). */
+static int mark_deleted_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+{
+    (void)mod;
+    (void)start;
+    if (name != NULL && is_deleted_file(name))
+        *userdata = arg;
+    return DWARF_CB_OK;
 }
 
 static const Dwfl_Callbacks session_callbacks = {
@@ -239,6 +292,7 @@ hw_symbolizer *hw_symbolizer_new(pid_t pid, const char *maps, size_t maps_len, c
         hw_symbolizer_free(sym);
         return NULL;
     }
+    (void)dwfl_getmodules(sym->dwfl, mark_deleted_cb, sym, 0);
     /* Without an attached state we can still symbolize the pc: keep going. */
     hw_unwind_attach(sym, pid);
     (void)dwfl_errno(); /* start the walks with no stale error */

@@ -18,6 +18,7 @@
  * when a report or an annealing check needs them; the sampler's symbolizer
  * is the watch thread's own, kept for one busy stretch.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,8 @@ static bool perf_ready(agent *a, watched_process *w, loop_watch *l)
                                    sizeof why);
     if (s->perf)
         return true;
+    if (errno == ESRCH)
+        return false; /* the thread is gone, not the kernel's sampling: nothing to say or remember */
     s->perf_refused = true;
     if (!a->said_no_perf_sampling && !a->opts->quiet) {
         a->said_no_perf_sampling = true;
