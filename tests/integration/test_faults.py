@@ -246,8 +246,8 @@ def case_full_queue_hangs_announced():
 def case_perf_map_flood():
     """A watched process whose short busy stretches run in anonymous code,
     with a 64 MiB perf map of tiny lines, beside an honest process that
-    hangs 3 s, under early sampling: the honest hang is caught on time and
-    the agent's memory stays small (the map is not looked at: the flooder is
+    hangs 3 s, under early sampling: the honest hang is caught within 10 ms
+    of the threshold and the agent's memory stays small (the map is not looked at: the flooder is
     no node, decisions.md §41)."""
     r_holder = {}
     proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--early-sampling", "--report-dir",
@@ -272,7 +272,7 @@ def case_perf_map_flood():
         honest = [rep for rep in reports if rep["report"]["process_name"] == "loop-scenarios"]
         check(len(honest) >= 1, f"the honest hang was not reported\n{err}")
         busy = honest[0]["hangwatch"]["block_duration_us"] / 1e6
-        check(2.0 <= busy <= 2.05, f"the honest hang was caught {busy:.3f} s into it")
+        check(2.0 <= busy <= 2.01, f"the honest hang was caught {busy:.3f} s into it")
         check(peak_kb < 100 * 1024, f"the agent grew to {peak_kb / 1024:.0f} MiB")
     finally:
         if proc.poll() is None:
