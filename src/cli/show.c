@@ -338,7 +338,12 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
                 : cpu_high                       ? "CPU high"
                                                  : "hang");
     put_string_at(out, report, "process_name", "?");
-    fprintf(out, " (pid %" JSON_INTEGER_FORMAT ")\n", hw_int_at(report, "pid", 0));
+    json_int_t namespace_pid = hw_int_at(report, "namespace_pid", 0);
+    if (namespace_pid > 0)
+        fprintf(out, " (pid %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT " in its pid namespace)\n",
+                hw_int_at(report, "pid", 0), namespace_pid);
+    else
+        fprintf(out, " (pid %" JSON_INTEGER_FORMAT ")\n", hw_int_at(report, "pid", 0));
 
     json_t *cpu = json_object_get(apm, "cpu_high");
     if (cpu_high) {

@@ -271,6 +271,67 @@ def case_io_uring_program():
         target.kill()
 
 
+def container_root(program):
+    """A root file system holding `program` as /app/prog and the libraries
+    it links (a path the agent's own file system does not have)."""
+    root = tempfile.mkdtemp(prefix="hw-it-container-")
+    os.makedirs(os.path.join(root, "app"))
+    os.makedirs(os.path.join(root, "proc"))
+    shutil.copy(program, os.path.join(root, "app", "prog"))
+    libs = subprocess.run(["ldd", program], capture_output=True, text=True, check=True).stdout
+    for lib in re.findall(r"(/\S+) \(0x", libs):
+        dest = os.path.join(root, lib.lstrip("/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy(lib, dest)
+    return root
+
+
+def case_watch_container():
+    """A loop in its own pid and mount namespace, on its own root (as a
+    container runs it), watched from outside: its 3 s hang is reported with
+    the culprit named from its own file, and both pids."""
+    need_kernel_observer()
+    if shutil.which("unshare") is None:
+        print("SKIP: no unshare (util-linux)")
+        sys.exit(SKIP)
+    root = container_root(hwtest.binary("loop-scenarios"))
+    outer = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", f"--mount-proc={root}/proc",
+                              "chroot", root, "/app/prog", "abca", "3"], stdout=subprocess.PIPE, text=True)
+    try:
+        def inner():
+            for kid in hwtest.children(outer.pid):
+                try:
+                    if os.readlink(f"/proc/{kid}/exe").endswith("/app/prog"):
+                        return kid
+                except OSError:
+                    pass
+            return None
+        hwtest.wait_for(inner, "the program in its namespace", 30)
+        pid = inner()
+        check(not os.path.exists("/app/prog"), "this machine has an /app/prog of its own: the test proves nothing")
+        stack = subprocess.run([hwtest.binary("hangwatch"), "stack", str(pid)], capture_output=True, text=True,
+                               timeout=60)
+        check(stack.returncode == 0 and "main" in stack.stdout, stack.stdout + stack.stderr)
+        report_dir, proc = watch([pid])
+        outer.communicate(timeout=60)
+        r = finish_watch(report_dir, proc, timeout=30)
+        check(r.returncode == 0, r.describe())
+        check(r.reports, "no report\n" + r.describe())
+        first = r.reports[0]
+        check(first["report"]["pid"] == pid, f"pid {first['report']['pid']}, not {pid}")
+        check(first["report"].get("namespace_pid") == 1, f"namespace_pid {first['report'].get('namespace_pid')}")
+        names = hung_symbols(first)
+        check(any(n.startswith("block_in_") for n in names) and "on_abca_timer" in names,
+              f"the culprit is not named: {names}\n" + r.describe())
+        shown = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
+        check(f"(pid {pid}, 1 in its pid namespace)" in shown.stdout, shown.stdout)
+    finally:
+        if outer.poll() is None:
+            outer.kill()
+            outer.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def case_watch_errors():
     """Bad input and missing rights: exit 2 and one sentence."""
     hw = hwtest.binary("hangwatch")
@@ -314,4 +375,5 @@ if __name__ == "__main__":
         "run_raw_syscall_program": case_run_raw_syscall_program,
         "io_uring_program": case_io_uring_program,
         "watch_errors": case_watch_errors,
+        "watch_container": case_watch_container,
     })

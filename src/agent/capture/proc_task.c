@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,4 +298,29 @@ bool hw_is_wait_syscall(long nr)
     default:
         return false;
     }
+}
+
+pid_t hw_proc_namespace_pid(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    size_t len = 0;
+    char *text = hw_proc_read_whole(path, &len);
+    if (text == NULL)
+        return 0;
+    long inner = 0;
+    const char *line = strstr(text, "\nNSpid:");
+    if (line != NULL) {
+        const char *p = line + strlen("\nNSpid:");
+        while (*p != '\0' && *p != '\n') {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            inner = v;
+            p = end;
+        }
+    }
+    free(text);
+    return inner > 0 && inner <= INT32_MAX && inner != (long)pid ? (pid_t)inner : 0;
 }

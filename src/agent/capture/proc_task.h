@@ -50,6 +50,11 @@ ssize_t hw_task_syscall_line(pid_t pid, pid_t tid, char *buf, size_t len);
  * select, io_uring_enter and their variants)? */
 bool hw_is_wait_syscall(long nr);
 
+/* The process's pid in its own pid namespace (a container's "1"): the
+ * last field of NSpid in /proc/PID/status; 0 when it is the same as `pid`
+ * or cannot be read. */
+pid_t hw_proc_namespace_pid(pid_t pid);
+
 /* The thread's state letter ('R', 'S', 'D', 'T' stopped, 't' traced,
  * 'Z' ...), '?' when it is gone. */
 char hw_task_state(pid_t pid, pid_t tid);

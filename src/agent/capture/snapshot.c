@@ -672,6 +672,7 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
     hw_proc_read_comm(path, out->process_name);
+    out->namespace_pid = hw_proc_namespace_pid(pid);
     struct stat owner;
     snprintf(path, sizeof path, "/proc/%d", (int)pid);
     if (stat(path, &owner) == 0) {

@@ -97,6 +97,7 @@ typedef struct hw_process_snapshot hw_process_snapshot;
 
 struct hw_process_snapshot {
     pid_t pid;
+    pid_t namespace_pid;    /* its pid in its own pid namespace (a container's), 0 if the same */
     char process_name[16];  /* comm of the main thread */
     hw_thread_snapshot *threads;
     size_t thread_count;

@@ -340,6 +340,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         json_pack("{s:s, s:I, s:s, s:o, s:I, s:s}", "id", id, "timestamp", (json_int_t)(info->detected_unix_ns / 1000000000),
                   "type", "standard", "process_name", foreign_text(snap->process_name, sizeof snap->process_name), "pid", (json_int_t)snap->pid, "version",
                   "hangwatch " HW_VERSION_STRING);
+    if (report && snap->namespace_pid > 0)
+        json_object_set_new(report, "namespace_pid", json_integer(snap->namespace_pid));
     json_t *capture = json_pack("{s:s, s:I, s:I, s:b}", "method", "ptrace", "stopped_us", as_int(snap->stop_wall_ns / 1000),
                                 "max_thread_stopped_us", as_int(stopped_max / 1000), "process_exited",
                                 snap->process_exited);
