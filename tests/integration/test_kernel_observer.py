@@ -332,6 +332,78 @@ def case_watch_container():
         shutil.rmtree(root, ignore_errors=True)
 
 
+CONTAINER_PYTHON = """
+import asyncio, os, time
+
+def crunch_numbers():
+    started = time.monotonic()
+    while time.monotonic() - started < 3:
+        pass
+
+async def main():
+    while not os.path.exists("/tmp/go"):
+        await asyncio.sleep(0.05)
+    crunch_numbers()
+
+asyncio.run(main())
+"""
+
+
+def case_watch_container_python():
+    """Python in a container (its own pid and mount namespace, its
+    interpreter at a path this machine does not have): its hang's Python
+    frames are read, though the thread ids Python keeps are the container's."""
+    need_kernel_observer()
+    if shutil.which("unshare") is None:
+        print("SKIP: no unshare (util-linux)")
+        sys.exit(SKIP)
+    python = os.path.realpath("/usr/bin/python3")
+    check(python.startswith("/usr/bin/"), python)
+    root = tempfile.mkdtemp(prefix="hw-it-container-")
+    for d in ("opt/usr", "lib", "lib64", "proc", "tmp"):
+        os.makedirs(os.path.join(root, d))
+    with open(os.path.join(root, "tmp", "crunch.py"), "w") as f:
+        f.write(CONTAINER_PYTHON)
+    inside = "/opt" + python  # /opt/usr/bin/python3.11: the container's path
+    # The container's /opt/usr is this machine's /usr, bound in its own
+    # mount namespace (private: nothing shows outside it).
+    script = (f"mount --bind /usr {root}/opt/usr && mount --bind /lib {root}/lib && "
+              f"mount --bind /lib64 {root}/lib64 && exec chroot {root} {inside} /tmp/crunch.py")
+    outer = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", f"--mount-proc={root}/proc", "sh", "-c",
+                              script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = None
+    try:
+        def inner():
+            for kid in hwtest.children(outer.pid):
+                try:
+                    if os.readlink(f"/proc/{kid}/exe").endswith(inside):
+                        return kid
+                except OSError:
+                    pass
+            return None
+        hwtest.wait_for(inner, "python in its namespace", 30)
+        pid = inner()
+        check(not os.path.exists(inside), f"this machine has {inside} of its own: the test proves nothing")
+        report_dir, proc = watch([pid])
+        line = proc.stderr.readline()
+        check("watching pid" in line, line)
+        open(os.path.join(root, "tmp", "go"), "w").close()
+        out, err = outer.communicate(timeout=60)
+        check(outer.returncode == 0, f"the container's python failed: {err}")
+        r = finish_watch(report_dir, proc, timeout=30)
+        check(r.returncode == 0, r.describe())
+        check(r.reports, "no report\n" + r.describe())
+        check(r.reports[0]["report"].get("namespace_pid") == 1, str(r.reports[0]["report"]))
+        names = hung_symbols(r.reports[0])
+        check("crunch_numbers" in names and "main" in names, f"no Python frames: {names}\n" + r.describe())
+    finally:
+        for p in (outer, proc):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def case_watch_errors():
     """Bad input and missing rights: exit 2 and one sentence."""
     hw = hwtest.binary("hangwatch")
@@ -376,4 +448,5 @@ if __name__ == "__main__":
         "io_uring_program": case_io_uring_program,
         "watch_errors": case_watch_errors,
         "watch_container": case_watch_container,
+        "watch_container_python": case_watch_container_python,
     })

@@ -19,14 +19,15 @@
  *             and 3.13 put a shim frame owned by the C stack below it,
  *             which is not shown.
  *
- * A thread state is matched to its thread by the kernel's tid (3.11+), or
- * by pthread_self(), which on x86-64 glibc is the thread's fs base: a
- * register the capture copied.  The limits of python_internal.h hold.
+ * A thread state is matched to its thread by the kernel's tid (3.11+;
+ * only outside a pid namespace: inside a container it is the container's),
+ * or by pthread_self(), which on x86-64 glibc and musl is the thread's fs
+ * base: a register the capture copied.  The limits of python_internal.h hold.
  */
 #include "python_internal.h"
 
 /* The captured thread a thread state belongs to: by the kernel's tid, or
- * (before 3.11) by pthread_self(), the thread's fs base. */
+ * by pthread_self(), the thread's fs base. */
 static hw_thread_snapshot *thread_of_state(hw_process_snapshot *snap, const hw_python_layout *L,
                                            const unsigned char *tstate)
 {
@@ -36,8 +37,9 @@ static hw_thread_snapshot *thread_of_state(hw_process_snapshot *snap, const hw_p
         hw_thread_snapshot *t = &snap->threads[i];
         if (t->status != HW_THREAD_CAPTURED)
             continue;
-        if (hw_py_has(L->tstate_native_thread_id) ? (uint64_t)t->tid == native
-                                                  : pthread != 0 && t->regs.fs_base == pthread)
+        /* The tid Python recorded is the one of its own pid namespace (a
+         * container's): it matches only outside one; the fs base always. */
+        if ((native != 0 && (uint64_t)t->tid == native) || (pthread != 0 && t->regs.fs_base == pthread))
             return t;
     }
     return NULL;

@@ -33,6 +33,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <fcntl.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -114,9 +115,10 @@ static bool is_deleted_file(const char *name)
 }
 
 /* A file mapped and since deleted or replaced (a binary or library
- * upgraded while it runs): opened through the kernel's handle on the
- * mapping, /proc/PID/map_files/START-END (root may), checked to be the inode
- * the maps line names; -1 if it cannot be.  Without it libdwfl rebuilds
+ * upgraded while it runs), or at a path of another mount namespace (a
+ * container's): opened through the kernel's handle on the mapping,
+ * /proc/PID/map_files/START-END (root may), checked to be the inode the
+ * maps line names; -1 if it cannot be.  Without it libdwfl rebuilds
  * the image from the process's memory, which has no symbol table: every
  * frame of the program would be "prog (deleted)+0x1998". */
 static int open_mapped_file(const hw_symbolizer *sym, uint64_t base, char **file_name)
@@ -141,6 +143,20 @@ static int open_mapped_file(const hw_symbolizer *sym, uint64_t base, char **file
     return fd;
 }
 
+/* Whether `path`, as the agent sees it, is the file the maps line at
+ * `base` names (same device and inode).  Not for a process in another mount
+ * namespace (a container: the path is its, or another file here), nor for a
+ * file replaced since it was mapped. */
+static bool path_is_mapped_file(const hw_symbolizer *sym, const char *path, uint64_t base)
+{
+    long r = sym->backed != NULL ? backed_range_of(sym, base) : -1;
+    struct stat st;
+    if (r < 0 || stat(path, &st) != 0)
+        return false;
+    uint64_t dev = ((uint64_t)major(st.st_dev) << 32) | minor(st.st_dev);
+    return dev == sym->backed[r].dev && st.st_ino == sym->backed[r].inode;
+}
+
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
                     Elf **elfp)
 {
@@ -150,7 +166,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
             *elfp = elf_memory((char *)sym->vdso, sym->vdso_len);
         return -1; /* no file descriptor; *elfp is the image (or NULL) */
     }
-    if (sym != NULL && is_deleted_file(name)) {
+    if (sym != NULL && name[0] == '/' && (is_deleted_file(name) || !path_is_mapped_file(sym, name, base))) {
         int fd = open_mapped_file(sym, base, file_name);
         if (fd >= 0)
             return fd;
@@ -158,13 +174,13 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
     return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 }
 
-/* Deleted files' modules get the symbolizer as their userdata, for
- * find_elf (the vDSO's gets it in report_vdso). */
-static int mark_deleted_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
+/* Files' modules get the symbolizer as their userdata, for find_elf (the
+ * vDSO's gets it in report_vdso). */
+static int mark_files_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start, void *arg)
 {
     (void)mod;
     (void)start;
-    if (name != NULL && is_deleted_file(name))
+    if (name != NULL && name[0] == '/')
         *userdata = arg;
     return DWARF_CB_OK;
 }
@@ -292,7 +308,7 @@ hw_symbolizer *hw_symbolizer_new(pid_t pid, const char *maps, size_t maps_len, c
         hw_symbolizer_free(sym);
         return NULL;
     }
-    (void)dwfl_getmodules(sym->dwfl, mark_deleted_cb, sym, 0);
+    (void)dwfl_getmodules(sym->dwfl, mark_files_cb, sym, 0);
     /* Without an attached state we can still symbolize the pc: keep going. */
     hw_unwind_attach(sym, pid);
     (void)dwfl_errno(); /* start the walks with no stale error */
