@@ -22,7 +22,7 @@
 set -eu
 
 purpose=${1:-build}
-packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev libbpf-dev bpftool liburing-dev"
+packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjansson-dev libcmocka-dev libiberty-dev libglib2.0-dev libbpf-dev bpftool liburing-dev libcapstone-dev"
 # Exports beyond the machine (docs/metrics.md): libmicrohttpd serves /metrics,
 # libcurl sends Sentry events; the tests run Prometheus and parse envelopes
 # with the Sentry SDK.

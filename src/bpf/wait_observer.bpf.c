@@ -8,7 +8,10 @@
  * Attach points: the per-system-call tracepoints of the wait calls
  * (syscalls:sys_enter_epoll_wait, ...), so a process that is not watched
  * pays only on its own wait calls, and there one hash lookup of its thread
- * id; nothing runs on other system calls.
+ * id; nothing runs on other system calls.  (Enabling any system-call
+ * tracepoint makes every system call of the machine take the kernel's slow
+ * path, docs/benchmarks.md part 8.)  Or, with --attach uprobe, probes in
+ * the watched process's own wait functions: nothing for anyone else.
  *
  * State: `pages` holds one 4 KiB page per watched process in the layout of
  * hw_shared_page, memory-mapped by the agent, which reads it exactly as it
@@ -44,6 +47,7 @@
 /* The user registers at system call entry (CO-RE: offsets from the
  * running kernel's BTF). */
 struct pt_regs {
+    unsigned long ax;
     unsigned long sp;
     unsigned long ip;
 } __attribute__((preserve_access_index));
@@ -157,7 +161,11 @@ static __always_inline struct hw_kobs_thread *adopt_thread(__u32 tid)
     return bpf_map_lookup_elem(&threads, &tid);
 }
 
-static __always_inline int wait_begins(int waits)
+/* A wait call begins at (site, sp): `site` tells the call apart (the
+ * system call's return address for the tracepoints, the wait function's
+ * caller for the uprobes) and `sp` its depth.  `regs` NULL: read them from
+ * the task (the tracepoints). */
+static __always_inline int wait_begins(int waits, struct pt_regs *probe_regs)
 {
     if (!waits)
         return 0;
@@ -168,9 +176,17 @@ static __always_inline int wait_begins(int waits)
     if (!t)
         return 0;
     if (t->in_loop_wait)
-        return 0; /* a restarted wait: still the same wait */
-    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-    __u64 sp = BPF_CORE_READ(regs, sp), site = BPF_CORE_READ(regs, ip);
+        return 0; /* a restarted wait, or the same wait through a second wrapper */
+    __u64 sp, site;
+    if (probe_regs) {
+        sp = BPF_CORE_READ(probe_regs, sp);
+        if (bpf_probe_read_user(&site, sizeof site, (const void *)sp) != 0)
+            return 0;
+    } else {
+        struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+        sp = BPF_CORE_READ(regs, sp);
+        site = BPF_CORE_READ(regs, ip);
+    }
     if (!is_loop_wait(t, site, sp))
         return 0;
     t->in_loop_wait = 1;
@@ -210,7 +226,7 @@ static __always_inline int wait_ends(long ret)
     int enter_##name(struct sys_enter_record *ctx)                                                                     \
     {                                                                                                                  \
         (void)ctx;                                                                                                     \
-        return wait_begins(1);                                                                                         \
+        return wait_begins(1, 0);                                                                                      \
     }                                                                                                                  \
     SEC("tracepoint/syscalls/sys_exit_" #name)                                                                         \
     int exit_##name(struct sys_exit_record *ctx)                                                                       \
@@ -231,7 +247,7 @@ WAIT_CALL(pselect6)
 SEC("tracepoint/syscalls/sys_enter_io_uring_enter")
 int enter_io_uring_enter(struct sys_enter_record *ctx)
 {
-    return wait_begins((ctx->args[3] & IORING_ENTER_GETEVENTS) && (unsigned int)ctx->args[2] > 0);
+    return wait_begins((ctx->args[3] & IORING_ENTER_GETEVENTS) && (unsigned int)ctx->args[2] > 0, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_io_uring_enter")
@@ -245,6 +261,24 @@ SEC("tracepoint/syscalls/sys_exit_restart_syscall")
 int exit_restart_syscall(struct sys_exit_record *ctx)
 {
     return wait_ends(ctx->ret);
+}
+
+/* --attach uprobe: the same two moments, from probes in the watched
+ * process alone (kernel_observer.c puts them there): the entry of a wait
+ * function (glibc's epoll_wait, poll, ...), and the instruction right after
+ * each of its system call instructions, where the result is in rax.  A
+ * system call restarted in the kernel does not come back to that
+ * instruction until it is done. */
+SEC("uprobe")
+int wait_function_entry(struct pt_regs *ctx)
+{
+    return wait_begins(1, ctx);
+}
+
+SEC("uprobe")
+int wait_function_syscall_done(struct pt_regs *ctx)
+{
+    return wait_ends((long)BPF_CORE_READ(ctx, ax));
 }
 
 /* A watched process with --follow forked: tell the agent the child's id

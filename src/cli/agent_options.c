@@ -35,6 +35,7 @@ enum {
     OPT_NOT_IN_APP,
     OPT_CPU_HIGH,
     OPT_JS_FRAMES,
+    OPT_ATTACH,
 };
 #define MAX_IGNORE_FRAME_LEN 255
 
@@ -52,6 +53,7 @@ static const struct option longopts[] = {
     {"frame-interval", required_argument, NULL, 'G'}, {"pings-by-post", no_argument, NULL, 'Q'},
     {"frames-from-loop", no_argument, NULL, 'X'}, {"no-js-frames", no_argument, NULL, 'J'},
     {"js-frames", required_argument, NULL, OPT_JS_FRAMES},
+    {"attach", required_argument, NULL, OPT_ATTACH},
     {"duration", required_argument, NULL, 'Z'}, {"observer", required_argument, NULL, 'B'},
     {"follow", no_argument, NULL, 'W'}, {"sampler", required_argument, NULL, 'H'},
     HW_METRICS_SENTRY_LONG_OPTIONS,
@@ -159,6 +161,16 @@ static int take_detection_option(int c, const char *value, hw_agent_options *opt
     case OPT_JS_FRAMES:
         if (hw_js_frames_mode_parse(value, &opts->js_frames) != 0)
             return hw_cli_usage_error("invalid --js-frames '%s' (auto, metadata, perf-map or off)", value);
+        return OPTION_TAKEN;
+    case OPT_ATTACH:
+        if (strcmp(value, "auto") == 0)
+            opts->attach = HW_ATTACH_AUTO;
+        else if (strcmp(value, "tracepoint") == 0)
+            opts->attach = HW_ATTACH_TRACEPOINT;
+        else if (strcmp(value, "uprobe") == 0)
+            opts->attach = HW_ATTACH_UPROBE;
+        else
+            return hw_cli_usage_error("invalid --attach '%s' (auto, tracepoint or uprobe)", value);
         return OPTION_TAKEN;
     case OPT_CPU_HIGH: {
         const char *why = NULL;

@@ -106,10 +106,93 @@ def case_watch_running_program():
         check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
         check("render_report_synchronously" in hung_symbols(r.reports[0]), "the culprit is not named\n" + r.describe())
         check("render_report_synchronously" in r.stderr, "the stderr line does not name the culprit\n" + r.stderr)
+        check("every process of this machine pays" in r.stderr and "--attach uprobe" in r.stderr,
+              "the tracepoints' cost to every process is not said\n" + r.stderr)
+        check(r.reports[0]["hangwatch"].get("observer") == "kernel_tracepoint", str(r.reports[0]["hangwatch"]))
         took = slept(out)
         check(2.99 <= took <= 3.05, f"the program's sleep(3) took {took:.3f} s while watched")
     finally:
         target.kill()
+
+
+def uprobe_offsets(agent_pid):
+    """The uprobes the agent holds (bpftool perf list): [(file, offset)]; and whether it holds anything else."""
+    out = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True, timeout=30)
+    check(out.returncode == 0, f"bpftool perf list: {out.stderr}")
+    import json
+    mine = [e for e in json.loads(out.stdout or "[]") if e.get("pid") == agent_pid]
+    probes = [(e["filename"], int(e["offset"])) for e in mine if e.get("fd_type") == "uprobe"]
+    return probes, [e for e in mine if e.get("fd_type") != "uprobe"]
+
+
+def code_byte(pid, path, offset):
+    """The byte of file `path` at file `offset` as mapped in `pid` now (None if it does not map it there)."""
+    real = os.stat(path)
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 6 or "x" not in parts[1] or int(parts[4]) != real.st_ino:
+                continue
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            file_off = int(parts[2], 16)
+            if file_off <= offset < file_off + (hi - lo):
+                with open(f"/proc/{pid}/mem", "rb") as mem:
+                    mem.seek(lo + offset - file_off)
+                    return mem.read(1)[0]
+    return None
+
+
+def case_watch_uprobe():
+    """--attach uprobe: probes only in the watched process's wait functions
+    (its memory holds the breakpoints, another process running the same
+    libc has none), no tracepoint; its 3 s hang is caught with the culprit
+    and the report says how it was observed."""
+    need_kernel_observer()
+    target = Target("hang", "2.5")
+    other = Target("idle", "30")
+    try:
+        report_dir, proc = watch([target.pid], "--attach", "uprobe")
+        line = proc.stderr.readline()
+        check(f"watching pid {target.pid} through the kernel observer (uprobe)" in line, line)
+        probes, others = uprobe_offsets(proc.pid)
+        check(probes, "the agent holds no uprobe")
+        check(not others, f"the agent holds other perf events: {others}")
+        path, offset = probes[0]
+        check(path.startswith(f"/proc/{target.pid}/root/"), path)
+        host_path = path[len(f"/proc/{target.pid}/root"):]
+        with open(host_path, "rb") as f:
+            f.seek(offset)
+            original = f.read(1)[0]
+        check(code_byte(target.pid, host_path, offset) == 0xCC, "no breakpoint in the watched process")
+        check(code_byte(other.pid, host_path, offset) == original,
+              "the process that is not watched has a breakpoint too")
+        out = target.finish()
+        r = finish_watch(report_dir, proc, timeout=30)
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+        check(r.reports[0]["hangwatch"].get("observer") == "kernel_uprobe", str(r.reports[0]["hangwatch"].get("observer")))
+        check("every process of this machine pays" not in r.stderr, r.stderr)
+        took = slept(out)
+        check(2.99 <= took <= 3.05, f"the program's sleep(3) took {took:.3f} s while watched")
+        check(code_byte(other.pid, host_path, offset) == original, "a breakpoint was left in the other process")
+    finally:
+        target.kill()
+        other.kill()
+    # A loop waiting through raw system calls: uprobes cannot see it, and it is said.
+    raw = Target("raw", "30")
+    try:
+        def blocked():
+            with open(f"/proc/{raw.pid}/syscall") as f:
+                return f.read().split()[0] in ("232", "281", "7", "271")
+        wait_for(blocked, "the raw loop to wait", 30)
+        report_dir, proc = watch([raw.pid], "--attach", "uprobe")
+        r = finish_watch(report_dir, proc, timeout=30)
+        check(r.returncode == 2 and "outside the wait functions --attach uprobe probes" in r.stderr
+              and "--attach tracepoint" in r.stderr, r.describe())
+        check_untouched(raw.pid)
+    finally:
+        raw.kill()
 
 
 def case_watch_leaves_no_trace():
@@ -182,12 +265,13 @@ def case_watch_loop_threads():
 
 
 def case_watch_follow():
-    """--follow: a process the watched one forks is watched from its start; without it, not."""
+    """--follow: a process the watched one forks is watched from its start; without it, not; under
+    either attachment."""
     need_kernel_observer()
-    for follow in (True, False):
+    for attach, follow in (("tracepoint", True), ("tracepoint", False), ("uprobe", True), ("uprobe", False)):
         target = Target("fork", "1")
         try:
-            report_dir, proc = watch([target.pid], *(["--follow"] if follow else []))
+            report_dir, proc = watch([target.pid], "--attach", attach, *(["--follow"] if follow else []))
             announced = proc.stderr.readline()  # blocks until attached, or '' if watch ended
             check(f"watching pid {target.pid}" in announced, f"watch did not start: {announced!r}")
             os.kill(target.pid, signal.SIGUSR1)  # fork now that the observer is attached
@@ -204,26 +288,31 @@ def case_watch_follow():
         finally:
             target.kill()
     # run --observer kernel follows the program's children by default
-    r = hwtest.run(["--observer", "kernel", "--", hwtest.binary("kernel-loop"), "fork", "1"])
-    try:
-        child = int(re.search(r"^child (\d+)$", r.stdout, re.M).group(1))
-        check(r.returncode == 0 and len(r.reports) == 1 and r.reports[0]["report"]["pid"] == child, r.describe())
-    finally:
-        hwtest.cleanup(r)
+    for attach in ("tracepoint", "uprobe"):
+        r = hwtest.run(["--observer", "kernel", "--attach", attach, "--", hwtest.binary("kernel-loop"), "fork", "1"])
+        try:
+            child = int(re.search(r"^child (\d+)$", r.stdout, re.M).group(1))
+            check(r.returncode == 0 and len(r.reports) == 1 and r.reports[0]["report"]["pid"] == child,
+                  f"--attach {attach}\n" + r.describe())
+        finally:
+            hwtest.cleanup(r)
 
 
 def case_run_static_program():
-    """A statically linked epoll loop under run: its hang is reported with the culprit's name."""
+    """A statically linked epoll loop under run: its hang is reported with the culprit's name, under
+    either attachment (uprobes go in the program's own file before it runs)."""
     need_kernel_observer()
-    r = hwtest.run(["--", hwtest.binary("kernel-loop-static"), "hang", "1"])
-    try:
-        check(r.returncode == 0, r.describe())
-        check("statically linked" not in r.stderr, "still warned\n" + r.stderr)
-        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
-        check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
-        check(2.99 <= slept(r.stdout) <= 3.05, r.stdout)
-    finally:
-        hwtest.cleanup(r)
+    for attach in ("tracepoint", "uprobe"):
+        r = hwtest.run(["--attach", attach, "--", hwtest.binary("kernel-loop-static"), "hang", "1"])
+        try:
+            check(r.returncode == 0, r.describe())
+            check("statically linked" not in r.stderr, "still warned\n" + r.stderr)
+            check(len(r.reports) == 1, f"--attach {attach}: {len(r.reports)} reports\n" + r.describe())
+            check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+            check(r.reports[0]["hangwatch"].get("observer") == f"kernel_{attach}", str(r.reports[0]["hangwatch"]))
+            check(2.99 <= slept(r.stdout) <= 3.05, r.stdout)
+        finally:
+            hwtest.cleanup(r)
 
 
 def case_run_raw_syscall_program():
@@ -384,7 +473,7 @@ def case_watch_container_python():
         hwtest.wait_for(inner, "python in its namespace", 30)
         pid = inner()
         check(not os.path.exists(inside), f"this machine has {inside} of its own: the test proves nothing")
-        report_dir, proc = watch([pid])
+        report_dir, proc = watch([pid], "--attach", "tracepoint")
         line = proc.stderr.readline()
         check("watching pid" in line, line)
         open(os.path.join(root, "tmp", "go"), "w").close()
@@ -419,7 +508,8 @@ def case_watch_errors():
                          (["watch", "-p", "1", "--", "ls"], "takes no program"),
                          (["watch", "-p", "1", "--no-follow"], "belongs to hangwatch run"),
                          (["run", "--follow", "--", "true"], "--follow belongs to hangwatch watch"),
-                         (["run", "--observer", "magic", "--", "true"], "--observer")):
+                         (["run", "--observer", "magic", "--", "true"], "--observer"),
+                         (["watch", "-p", "1", "--attach", "fentry"], "invalid --attach 'fentry' (auto, tracepoint or uprobe)")):
         p = run(args)
         check(p.returncode == 2 and needle in p.stderr, f"{args}: exit {p.returncode}\n{p.stderr}")
     if os.geteuid() == 0:
@@ -448,5 +538,6 @@ if __name__ == "__main__":
         "io_uring_program": case_io_uring_program,
         "watch_errors": case_watch_errors,
         "watch_container": case_watch_container,
+        "watch_uprobe": case_watch_uprobe,
         "watch_container_python": case_watch_container_python,
     })

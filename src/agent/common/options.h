@@ -28,6 +28,13 @@ typedef enum hw_detector_kind {
 /* The name reports use: "runloop", "semaphore", "ping", "frame_gap". */
 const char *hw_detector_kind_name(hw_detector_kind kind);
 
+/* Where the kernel observer attaches (--attach). */
+typedef enum hw_attach_kind {
+    HW_ATTACH_AUTO = 0,     /* the system calls' tracepoints (fentry, where the kernel has it, is to come) */
+    HW_ATTACH_TRACEPOINT,   /* the system calls' tracepoints: every process of the machine pays */
+    HW_ATTACH_UPROBE,       /* uprobes in the watched processes' wait functions alone */
+} hw_attach_kind;
+
 /* Which observer `hangwatch run` uses (--observer). */
 typedef enum hw_observer_kind {
     HW_OBSERVER_AUTO = 0, /* the preload; the kernel observer for static programs and raw-syscall waits */
@@ -64,6 +71,7 @@ typedef struct hw_agent_options {
     bool no_follow;           /* watch only the started process, not its children */
     hw_js_frames_mode js_frames; /* --js-frames (js_frames.h, watch/js_maps.c) */
     hw_observer_kind observer; /* --observer */
+    hw_attach_kind attach;     /* --attach: how the kernel observer attaches */
     bool all_loop_threads;    /* --threads=loops: every thread that waits in a loop */
     bool stutter;             /* --stutter: report stutter (stutter.h) */
     hw_detector_kind detector_kind; /* --detector */

@@ -85,6 +85,8 @@ typedef struct report_request {
                                      right after the capture (snap.thread_count entries), or NULL */
     hw_check check;
     pid_t pid, tid;
+    const char *observer;         /* what kept the loop state: "preload", "library", "kernel_tracepoint",
+                                     "kernel_uprobe" */
     char executable[256];
     const hw_in_app_rule *in_app_rules; /* the user's (the options'), which outlive every request */
     size_t in_app_rule_count;

@@ -387,6 +387,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                             (json_int_t)info->hung_tid, "report_array_index", hung_index, "detected_at_unix_ms",
                             (json_int_t)(info->detected_unix_ns / 1000000), "capture", capture, "collection",
                             collection);
+    if (apm && info->observer != NULL)
+        json_object_set_new(apm, "observer", json_string(info->observer));
     if (apm && hung_culprit != SIZE_MAX)
         json_object_set_new(json_object_get(apm, "hung_thread"), "culprit_frame",
                             json_integer((json_int_t)hung_culprit));

@@ -71,6 +71,7 @@ typedef struct hw_cpu_high_info {
 typedef struct hw_hang_info {
     const char *detector;          /* "runloop" ...; "none" for a snapshot (hangwatch stack) */
     const char *check_mode;        /* "exact" | "periodic" ...; "on_demand" for a snapshot */
+    const char *observer;          /* what kept the loop state (report_request.observer); NULL: not said */
     const char *hang_type;         /* "hang" | "launch_hang" | "stutter" | "snapshot" | "cpu_high" */
     pid_t hung_tid;
     uint64_t block_duration_ns;    /* busy time when the hang was detected */

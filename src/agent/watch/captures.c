@@ -136,6 +136,10 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->js = w->js.target;
     req->pid = w->pid;
     req->tid = tid;
+    req->observer = a->opts->attach_pid > 0                           ? "library"
+                    : !hw_kobs_owns(a->kobs, w->page)                     ? "preload"
+                    : strcmp(hw_kobs_attach_name(a->kobs), "uprobe") == 0 ? "kernel_uprobe"
+                                                                          : "kernel_tracepoint";
     snprintf(req->executable, sizeof req->executable, "%s", w->executable);
     req->in_app_rules = a->opts->in_app_rules;
     req->in_app_rule_count = a->opts->in_app_rule_count;

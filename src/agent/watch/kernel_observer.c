@@ -13,6 +13,7 @@
 #include "kernel_observer.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/capture/capture.h"
+#include "wait_probes.h"
 #include "bpf/wait_observer.h"
 #include "wait_observer.skel.h"
 
@@ -47,8 +49,17 @@ _Static_assert(HW_KOBS_AFTER_WAITING == HW_ACTIVITY_AFTER_WAITING, "activity val
 
 #define MAX_PENDING_CHILDREN 1024
 
+/* The uprobes of one watched process (--attach uprobe). */
+typedef struct process_probes {
+    struct bpf_link *links[HW_WAIT_PROBE_MAX];
+    size_t count;
+} process_probes;
+
 struct hw_kernel_observer {
     struct hw_wait_observer *skel;
+    hw_kobs_attach attach;
+    process_probes *probes[HW_KOBS_MAX_PAGES]; /* uprobe: per page */
+    struct bpf_link *fork_link;                /* uprobe with --follow: the fork tracepoint alone */
     hw_shared_page *pages; /* HW_KOBS_MAX_PAGES pages, mapped from the BPF map */
     bool used[HW_KOBS_MAX_PAGES];
     struct ring_buffer *children; /* new processes of watched ones (--follow) */
@@ -117,7 +128,18 @@ static bool may_load_bpf(void)
     "('setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep hangwatch'), or start the container with --cap-add BPF "           \
     "--cap-add PERFMON --cap-add SYS_PTRACE"
 
-int hw_kobs_open(hw_kernel_observer **out, char *why, size_t len)
+/* tracefs, mounted if it is not (what systemd does); 0 or -errno with why. */
+static int need_tracefs(char *why, size_t len, const char *for_what)
+{
+    if (tracefs_ready() || mount("nodev", TRACEFS, "tracefs", 0, NULL) == 0 || tracefs_ready())
+        return 0;
+    int e = errno;
+    return say(why, len, e == EPERM ? -EPERM : -ENOTSUP,
+               "%s needs tracefs and it could not be mounted (%s): run 'mount -t tracefs nodev " TRACEFS "' as root",
+               for_what, strerror(e));
+}
+
+int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, size_t len)
 {
     *out = NULL;
     if (!may_load_bpf())
@@ -127,20 +149,23 @@ int hw_kobs_open(hw_kernel_observer **out, char *why, size_t len)
         return say(why, len, -ENOTSUP,
                    "this kernel has no BTF (/sys/kernel/btf/vmlinux), which the kernel observer needs "
                    "(CONFIG_DEBUG_INFO_BTF)");
-    if (!tracefs_ready() && mount("nodev", TRACEFS, "tracefs", 0, NULL) != 0 && !tracefs_ready())
-        return say(why, len, errno == EPERM ? -EPERM : -ENOTSUP,
-                   "the kernel observer needs tracefs and it could not be mounted (%s): run "
-                   "'mount -t tracefs nodev " TRACEFS "' as root",
-                   strerror(errno));
+    if (attach == HW_KOBS_ATTACH_UPROBE && stat("/sys/bus/event_source/devices/uprobe/type", &st) != 0)
+        return say(why, len, -ENOTSUP, "--attach uprobe: this kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)");
+    int rc = attach == HW_KOBS_ATTACH_TRACEPOINT ? need_tracefs(why, len, "the kernel observer") : 0;
+    if (rc != 0)
+        return rc;
     libbpf_set_print(keep_libbpf_message);
     hw_kernel_observer *k = calloc(1, sizeof *k);
     if (k == NULL)
         return say(why, len, -ENOMEM, "out of memory");
+    k->attach = attach;
     k->skel = hw_wait_observer__open();
     int e = k->skel ? 0 : errno;
     if (e == 0 && hw_wait_observer__load(k->skel) != 0)
         e = errno ? errno : EINVAL;
-    if (e == 0 && hw_wait_observer__attach(k->skel) != 0)
+    /* The tracepoints, all at once; uprobes go in each process as it is
+     * watched (hw_kobs_watch). */
+    if (e == 0 && attach == HW_KOBS_ATTACH_TRACEPOINT && hw_wait_observer__attach(k->skel) != 0)
         e = errno ? errno : EINVAL;
     if (e == 0) {
         void *m = mmap(NULL, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -177,6 +202,17 @@ static bool is_waiting_now(pid_t pid)
     return hw_is_wait_syscall(hw_task_syscall(pid, pid));
 }
 
+/* The user pc of `pid`'s main thread blocked in a system call: the last
+ * field of /proc/PID/syscall (0 if unknown). */
+static uint64_t waiting_pc(pid_t pid)
+{
+    char line[256];
+    if (hw_task_syscall_line(pid, pid, line, sizeof line) <= 0)
+        return 0;
+    const char *last = strrchr(line, ' ');
+    return last != NULL ? strtoull(last + 1, NULL, 16) : 0;
+}
+
 static uint64_t monotonic_ns(void)
 {
     struct timespec ts;
@@ -184,8 +220,103 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+const char *hw_kobs_attach_name(const hw_kernel_observer *k)
+{
+    return k != NULL && k->attach == HW_KOBS_ATTACH_UPROBE ? "uprobe" : "tracepoint";
+}
+
+static void remove_probes(hw_kernel_observer *k, size_t index)
+{
+    process_probes *p = k->probes[index];
+    if (p == NULL)
+        return;
+    for (size_t i = 0; i < p->count; i++)
+        bpf_link__destroy(p->links[i]);
+    free(p);
+    k->probes[index] = NULL;
+}
+
+/* --attach uprobe: probes in `pid`'s wait functions, for page `index`. */
+static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const char *program, bool follow, char *why,
+                       size_t len)
+{
+    if (follow && k->fork_link == NULL) {
+        if (need_tracefs(why, len, "--follow") != 0)
+            return false;
+        k->fork_link = bpf_program__attach(k->skel->progs.on_fork);
+        if (k->fork_link == NULL) {
+            say(why, len, 0, "--follow: the fork tracepoint could not be attached: %s", strerror(errno));
+            return false;
+        }
+    }
+    hw_wait_probe found[HW_WAIT_PROBE_MAX];
+    int n = hw_wait_probes_find(pid, found, HW_WAIT_PROBE_MAX, why, len);
+    if (program != NULL) {
+        /* Before its exec: what it maps now is ours (the same system
+         * libc a dynamic program maps); its own file comes too. */
+        size_t count = n > 0 ? (size_t)n : 0;
+        hw_wait_probes_in_file(program, found, HW_WAIT_PROBE_MAX, &count);
+        n = (int)count;
+        if (n == 0)
+            snprintf(why, len, "no wait function with a system call of its own in %s or the C library", program);
+    }
+    if (n <= 0)
+        return false;
+    if (program == NULL && is_waiting_now(pid)) {
+        /* Its wait's end is seen only if it waits in a probed function. */
+        uint64_t pc = waiting_pc(pid);
+        bool probed = false;
+        for (int i = 0; i < n; i++)
+            probed |= !found[i].entry && found[i].address == pc;
+        if (!probed) {
+            say(why, len, 0,
+                "it is blocked in a wait system call outside the wait functions --attach uprobe probes (a raw "
+                "syscall() or io_uring loop, at 0x%" PRIx64 "): its loop cannot be seen that way; use --attach "
+                "tracepoint",
+                pc);
+            return false;
+        }
+    }
+    process_probes *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        say(why, len, 0, "out of memory");
+        return false;
+    }
+    k->probes[index] = p;
+    for (int i = 0; i < n; i++) {
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = false);
+        struct bpf_program *prog =
+            found[i].entry ? k->skel->progs.wait_function_entry : k->skel->progs.wait_function_syscall_done;
+        struct bpf_link *link = bpf_program__attach_uprobe_opts(prog, pid, found[i].path, (size_t)found[i].offset, &opts);
+        if (link == NULL) {
+            int e = errno;
+            say(why, len, 0, "a uprobe in %s (%s, offset 0x%" PRIx64 ") could not be attached: %s", found[i].path,
+                found[i].function, found[i].offset, strerror(e));
+            remove_probes(k, index);
+            return false;
+        }
+        p->links[p->count++] = link;
+    }
+    return true;
+}
+
+static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, const char *program, bool every_wait,
+                                           bool loop_threads, bool follow, hw_kobs_start start, char *why, size_t len);
+
 const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, bool loop_threads,
                                     bool follow, hw_kobs_start start, char *why, size_t len)
+{
+    return watch_process(k, pid, NULL, every_wait, loop_threads, follow, start, why, len);
+}
+
+const hw_shared_page *hw_kobs_watch_launch(hw_kernel_observer *k, pid_t pid, const char *program, bool every_wait,
+                                           bool loop_threads, bool follow, char *why, size_t len)
+{
+    return watch_process(k, pid, program, every_wait, loop_threads, follow, HW_KOBS_START_LAUNCHING, why, len);
+}
+
+static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, const char *program, bool every_wait,
+                                           bool loop_threads, bool follow, hw_kobs_start start, char *why, size_t len)
 {
     unsigned index = 0;
     while (index < HW_KOBS_MAX_PAGES && k->used[index])
@@ -231,6 +362,12 @@ const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every
         memset(page, 0, sizeof *page);
         return NULL;
     }
+    if (k->attach == HW_KOBS_ATTACH_UPROBE && !put_probes(k, index, pid, program, follow, why, len)) {
+        bpf_map__delete_elem(k->skel->maps.processes, &tid, sizeof tid, BPF_ANY);
+        bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
+        memset(page, 0, sizeof *page);
+        return NULL;
+    }
     k->used[index] = true;
     return page;
 }
@@ -253,6 +390,7 @@ void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page)
         if (tid != 0)
             bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
     }
+    remove_probes(k, index);
     memset((void *)page, 0, HW_PAGE_SIZE);
     k->used[index] = false;
 }
@@ -279,6 +417,9 @@ void hw_kobs_close(hw_kernel_observer *k)
     if (k == NULL)
         return;
     ring_buffer__free(k->children);
+    for (size_t i = 0; i < HW_KOBS_MAX_PAGES; i++)
+        remove_probes(k, i);
+    bpf_link__destroy(k->fork_link);
     if (k->pages)
         munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);
     hw_wait_observer__destroy(k->skel);

@@ -11,8 +11,10 @@
  * cannot write it), but its contents still describe the program's behaviour
  * and are read like any page.
  *
- * Needs CAP_BPF and CAP_PERFMON (or root), a kernel with BPF, BTF and the
- * system-call tracepoints, and tracefs (mounted here when it is not).
+ * Needs CAP_BPF and CAP_PERFMON (or root), a kernel with BPF and BTF; the
+ * tracepoint attachment also the system-call tracepoints and tracefs
+ * (mounted here when it is not), the uprobe one the kernel's uprobe PMU
+ * (and tracefs only for --follow, whose fork tracepoint it uses).
  */
 #ifndef HANGWATCH_KERNEL_OBSERVER_H
 #define HANGWATCH_KERNEL_OBSERVER_H
@@ -25,9 +27,24 @@
 
 typedef struct hw_kernel_observer hw_kernel_observer;
 
-/* Load and attach the kernel observer.  0, or -errno with one sentence in
- * `why` saying what is missing and how to get it. */
-int hw_kobs_open(hw_kernel_observer **out, char *why, size_t len);
+/* Where the kernel observer's programs run (--attach). */
+typedef enum hw_kobs_attach {
+    /* the wait system calls' tracepoints: every process of the machine
+     * takes the slow system call path while they are attached */
+    HW_KOBS_ATTACH_TRACEPOINT,
+    /* uprobes in each watched process's wait functions (wait_probes.h):
+     * nothing for other processes, a trap per wait call for the watched
+     * one; io_uring waits are not seen */
+    HW_KOBS_ATTACH_UPROBE,
+} hw_kobs_attach;
+
+/* Load the kernel observer and attach it the way `attach` says.  0, or
+ * -errno with one sentence in `why` saying what is missing and how to get
+ * it. */
+int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, size_t len);
+
+/* "tracepoint" or "uprobe". */
+const char *hw_kobs_attach_name(const hw_kernel_observer *k);
 
 /* How a process's main thread starts out when it begins to be watched. */
 typedef enum hw_kobs_start {
@@ -42,6 +59,12 @@ typedef enum hw_kobs_start {
  * NULL with a sentence in `why` (all pages in use, no memory). */
 const hw_shared_page *hw_kobs_watch(hw_kernel_observer *k, pid_t pid, bool every_wait, bool loop_threads,
                                     bool follow, hw_kobs_start start, char *why, size_t len);
+
+/* The same for a process about to execute `program` (a launch): under the
+ * uprobe attachment its probes also go in that file, which it does not map
+ * yet (a static program's own wait functions). */
+const hw_shared_page *hw_kobs_watch_launch(hw_kernel_observer *k, pid_t pid, const char *program, bool every_wait,
+                                           bool loop_threads, bool follow, char *why, size_t len);
 
 /* With `follow`, the kernel tells of the processes a watched process
  * forks: a descriptor that becomes readable when it has (-1 if it cannot

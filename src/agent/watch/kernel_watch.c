@@ -22,11 +22,14 @@
  * NULL when the kernel observer would not or the table is full, with the
  * reason in `why` (nothing is kept then; the caller closes `pidfd`). */
 static watched_process *watch_through_kernel(agent *a, pid_t pid, int pidfd, bool follow, hw_kobs_start start,
-                                             char *why, size_t why_len)
+                                             const char *program, char *why, size_t why_len)
 {
     const hw_agent_options *o = a->opts;
-    const hw_shared_page *page = hw_kobs_watch(a->kobs, pid, o->every_wait_is_the_loop, o->all_loop_threads,
-                                               follow, start, why, why_len);
+    const hw_shared_page *page =
+        program != NULL ? hw_kobs_watch_launch(a->kobs, pid, program, o->every_wait_is_the_loop, o->all_loop_threads,
+                                               follow, why, why_len)
+                        : hw_kobs_watch(a->kobs, pid, o->every_wait_is_the_loop, o->all_loop_threads, follow, start,
+                                        why, why_len);
     if (page == NULL)
         return NULL;
     watched_process *w = table_add(a, pid, pidfd, page);
@@ -37,11 +40,33 @@ static watched_process *watch_through_kernel(agent *a, pid_t pid, int pidfd, boo
     return w;
 }
 
+int kernel_observer_open(agent *a, char *why, size_t len)
+{
+    if (a->kobs != NULL)
+        return 0;
+    hw_attach_kind kind = a->opts->attach;
+    return hw_kobs_open(&a->kobs, kind == HW_ATTACH_UPROBE ? HW_KOBS_ATTACH_UPROBE : HW_KOBS_ATTACH_TRACEPOINT, why,
+                        len);
+}
+
+/* Once a process is watched through the tracepoints the default chose:
+ * what that costs every other process, and the alternative. */
+static void say_tracepoint_cost(agent *a)
+{
+    if (a->opts->attach == HW_ATTACH_AUTO && !a->said_tracepoint_cost && !a->opts->quiet) {
+        a->said_tracepoint_cost = true;
+        fprintf(stderr, "hangwatch: the kernel observer is attached to the system calls' tracepoints: while it is, "
+                        "every process of this machine pays on each of its system calls (+35 to 50 ns measured, "
+                        "docs/benchmarks.md part 8); --attach uprobe costs only the watched processes (a trap per "
+                        "wait call, about 10 us on this kind of virtual machine)\n");
+    }
+}
+
 int kernel_watch_pids(agent *a)
 {
     const hw_agent_options *opts = a->opts;
     char why[512];
-    int rc = hw_kobs_open(&a->kobs, why, sizeof why);
+    int rc = kernel_observer_open(a, why, sizeof why);
     if (rc != 0) {
         fprintf(stderr, "hangwatch: %s\n", why);
         return rc;
@@ -55,8 +80,8 @@ int kernel_watch_pids(agent *a)
                     e == ESRCH ? "no such process" : strerror(e));
             return -e;
         }
-        if (watch_through_kernel(a, pid, pidfd, opts->follow_children, HW_KOBS_START_AS_FOUND, why, sizeof why) ==
-            NULL) {
+        if (watch_through_kernel(a, pid, pidfd, opts->follow_children, HW_KOBS_START_AS_FOUND, NULL, why,
+                                 sizeof why) == NULL) {
             fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid, why);
             close(pidfd);
             return -ENOSPC;
@@ -64,20 +89,23 @@ int kernel_watch_pids(agent *a)
         /* The operator's sign that it holds (and the tests' sign that the
          * kernel observer is attached). */
         if (!opts->quiet)
-            fprintf(stderr, "hangwatch: watching pid %d through the kernel observer%s\n", (int)pid,
-                    opts->follow_children ? ", and the processes it forks" : "");
+            fprintf(stderr, "hangwatch: watching pid %d through the kernel observer (%s)%s\n", (int)pid,
+                    hw_kobs_attach_name(a->kobs), opts->follow_children ? ", and the processes it forks" : "");
     }
+    say_tracepoint_cost(a);
     return 0;
 }
 
-void kernel_watch_launched(agent *a, pid_t pid)
+void kernel_watch_launched(agent *a, pid_t pid, const char *program)
 {
     char why[512];
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         snprintf(why, sizeof why, "%s", strerror(errno));
-    } else if (watch_through_kernel(a, pid, pidfd, !a->opts->no_follow, HW_KOBS_START_LAUNCHING, why, sizeof why)) {
+    } else if (watch_through_kernel(a, pid, pidfd, !a->opts->no_follow, HW_KOBS_START_LAUNCHING, program, why,
+                                    sizeof why)) {
         a->warned_unregistered = true; /* it never registers: nothing to warn about */
+        say_tracepoint_cost(a);
         return;
     } else {
         close(pidfd);
@@ -104,7 +132,7 @@ void kernel_watch_new_children(agent *a)
             int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
             if (pidfd < 0)
                 continue; /* gone already */
-            if (watch_through_kernel(a, pid, pidfd, true, HW_KOBS_START_LAUNCHING, why, sizeof why))
+            if (watch_through_kernel(a, pid, pidfd, true, HW_KOBS_START_LAUNCHING, NULL, why, sizeof why))
                 continue;
             close(pidfd);
             if (!a->opts->quiet)
@@ -119,7 +147,9 @@ void kernel_watch_switch(agent *a, watched_process *w)
     w->wants_kernel = false;
     char why[512] = "";
     const hw_shared_page *page = NULL;
-    if (a->kobs != NULL || hw_kobs_open(&a->kobs, why, sizeof why) == 0)
+    if (a->opts->attach == HW_ATTACH_UPROBE)
+        snprintf(why, sizeof why, "--attach uprobe sees only waits through the wait functions");
+    else if (kernel_observer_open(a, why, sizeof why) == 0)
         page = hw_kobs_watch(a->kobs, w->pid, a->opts->every_wait_is_the_loop, a->opts->all_loop_threads,
                              false /* its children register through the preload */, HW_KOBS_START_AS_FOUND, why,
                              sizeof why);
@@ -140,4 +170,5 @@ void kernel_watch_switch(agent *a, watched_process *w)
                 "hangwatch: pid %d waits without going through glibc's wrappers (a raw syscall() or io_uring "
                 "loop): it is watched through the kernel observer from now on\n",
                 (int)w->pid);
+    say_tracepoint_cost(a);
 }

@@ -118,7 +118,7 @@ static int choose_kernel_observer(agent *a, bool *use_kernel)
     *use_kernel = o->observer == HW_OBSERVER_KERNEL || (o->observer == HW_OBSERVER_AUTO && is_static);
     char why[512] = "";
     int rc = 0;
-    if (*use_kernel && a->kobs == NULL && (rc = hw_kobs_open(&a->kobs, why, sizeof why)) != 0) {
+    if (*use_kernel && a->kobs == NULL && (rc = kernel_observer_open(a, why, sizeof why)) != 0) {
         *use_kernel = false;
         if (o->observer == HW_OBSERVER_KERNEL) {
             fprintf(stderr, "hangwatch: %s\n", why);
@@ -206,7 +206,9 @@ int launch_program(agent *a)
     close(errpipe[1]);
     if (use_kernel) {
         close(gopipe[0]);
-        kernel_watch_launched(a, pid); /* from its first instruction: a launch */
+        char *program = resolve_program(a->opts->argv[0]);
+        kernel_watch_launched(a, pid, program); /* from its first instruction: a launch */
+        free(program);
         close(gopipe[1]); /* go: the child execs now */
     }
     int child_errno = 0;

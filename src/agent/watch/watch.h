@@ -198,6 +198,7 @@ typedef struct agent {
     /* follow-up reports of hangs' tails, not written (hang_lifecycle.c) */
     unsigned long tail_dropped;
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
+    bool said_tracepoint_cost; /* the kernel observer's tracepoints tax every process: said once */
     bool said_runtime_stops;    /* early samples of a Python or node process stop it: said once */
     bool said_no_cpu_samples;   /* CPU-high reports without samples: said once */
 } agent;
@@ -247,9 +248,15 @@ void table_switch_page(agent *a, watched_process *w, const hw_shared_page *page)
 
 /* kernel_watch.c: processes watched through the kernel observer. */
 /* `hangwatch watch -p PID...`: 0, or -errno after saying why. */
+/* Load the kernel observer the way --attach says (a->kobs); 0, or -errno
+ * with the reason in `why`.  Under the tracepoints chosen by default, it
+ * says once on stderr what every other process pays and what to use
+ * instead. */
+int kernel_observer_open(agent *a, char *why, size_t len);
+
 int kernel_watch_pids(agent *a);
 /* The program, about to exec, from its first instruction (a launch). */
-void kernel_watch_launched(agent *a, pid_t pid);
+void kernel_watch_launched(agent *a, pid_t pid, const char *program);
 /* The kernel observer told of new processes of followed ones: watch them
  * (from their start, as launches). */
 void kernel_watch_new_children(agent *a);
