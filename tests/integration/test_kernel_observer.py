@@ -195,6 +195,51 @@ def case_watch_uprobe():
         raw.kill()
 
 
+NOBODY = 65534
+
+
+def as_nobody(caps, args):
+    """`args` run as user nobody holding exactly the capabilities `caps` (setpriv)."""
+    spec = ",".join("+" + c for c in caps)
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", f"--inh-caps={spec}",
+            f"--ambient-caps={spec}"] + args
+
+
+def case_watch_least_privilege():
+    """Not root: `watch -p --attach uprobe` as a user with only the capabilities it needs catches the
+    hang; with one of them dropped it exits 2 naming it."""
+    need_kernel_observer()
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        print("SKIP: needs root and setpriv to become another user with capabilities")
+        sys.exit(SKIP)
+    # This kernel's uprobe events ask for CAP_SYS_ADMIN (docs/security.md).
+    needed = ["bpf", "perfmon", "sys_ptrace", "sys_admin"]
+    parent = tempfile.mkdtemp(prefix="hw-it-nobody-")
+    os.chmod(parent, 0o755)
+    os.chown(parent, NOBODY, NOBODY)
+    target = Target("hang", "2.5")
+    try:
+        for drop, named in ((("bpf", "sys_admin"), "CAP_BPF"), (("sys_ptrace",), "CAP_SYS_PTRACE"),
+                            (("sys_admin",), "CAP_SYS_ADMIN")):
+            p = subprocess.run(as_nobody([c for c in needed if c not in drop],
+                                         [hwtest.binary("hangwatch"), "watch", "--attach", "uprobe", "--report-dir",
+                                          os.path.join(parent, "r-" + drop[0]), "-p", str(target.pid)]),
+                               capture_output=True, text=True, timeout=60)
+            check(p.returncode == 2 and named in p.stderr, f"without {drop}: exit {p.returncode}\n{p.stderr}")
+        report_dir = os.path.join(parent, "reports")
+        proc = subprocess.Popen(as_nobody(needed, [hwtest.binary("hangwatch"), "watch", "--attach", "uprobe",
+                                                   "--report-dir", report_dir, "-p", str(target.pid)]),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        target.finish()
+        r = finish_watch(report_dir, proc, timeout=30)
+        check(r.returncode == 0 and len(r.reports) == 1, r.describe())
+        check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+        check(os.stat(r.report_paths[0]).st_uid == NOBODY, "the report is not the user's")
+    finally:
+        target.kill()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
 def case_watch_leaves_no_trace():
     """watch ends (duration, SIGKILL mid-hang): the program is not stopped, not traced, no signal pending."""
     need_kernel_observer()
@@ -539,5 +584,6 @@ if __name__ == "__main__":
         "watch_errors": case_watch_errors,
         "watch_container": case_watch_container,
         "watch_uprobe": case_watch_uprobe,
+        "watch_least_privilege": case_watch_least_privilege,
         "watch_container_python": case_watch_container_python,
     })

@@ -108,19 +108,22 @@ static int say(char *why, size_t len, int rc, const char *fmt, ...)
 #define CAP_BPF_BIT 39
 #define CAP_SYS_ADMIN_BIT 21
 
+/* Does this process hold capability `bit` (CapEff of /proc/self/status;
+ * true when that cannot be read: the kernel will say)? */
+static bool has_capability(int bit)
+{
+    char buf[4096];
+    if (hw_proc_read_small("/proc/self/status", buf, sizeof buf) <= 0)
+        return true;
+    const char *line = strstr(buf, "\nCapEff:");
+    return line == NULL || (strtoull(line + 8, NULL, 16) >> bit & 1);
+}
+
 /* Does this process hold CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN, which
  * older kernels asked for instead)?  From /proc/self/status's CapEff. */
 static bool may_load_bpf(void)
 {
-    char buf[4096];
-    if (hw_proc_read_small("/proc/self/status", buf, sizeof buf) <= 0)
-        return true; /* cannot tell: let the kernel say */
-    const char *line = strstr(buf, "\nCapEff:");
-    if (line == NULL)
-        return true;
-    unsigned long long caps = strtoull(line + 8, NULL, 16);
-    bool bpf_perfmon = (caps >> CAP_BPF_BIT & 1) && (caps >> CAP_PERFMON_BIT & 1);
-    return bpf_perfmon || (caps >> CAP_SYS_ADMIN_BIT & 1);
+    return (has_capability(CAP_BPF_BIT) && has_capability(CAP_PERFMON_BIT)) || has_capability(CAP_SYS_ADMIN_BIT);
 }
 
 #define NEEDS_CAPABILITIES                                                                                             \
@@ -290,8 +293,11 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
         struct bpf_link *link = bpf_program__attach_uprobe_opts(prog, pid, found[i].path, (size_t)found[i].offset, &opts);
         if (link == NULL) {
             int e = errno;
-            say(why, len, 0, "a uprobe in %s (%s, offset 0x%" PRIx64 ") could not be attached: %s", found[i].path,
-                found[i].function, found[i].offset, strerror(e));
+            say(why, len, 0, "a uprobe in %s (%s, offset 0x%" PRIx64 ") could not be attached: %s%s", found[i].path,
+                found[i].function, found[i].offset, strerror(e),
+                (e == EACCES || e == EPERM) && !has_capability(CAP_SYS_ADMIN_BIT)
+                    ? " (this kernel's uprobe events ask for CAP_SYS_ADMIN: CAP_PERFMON is not enough)"
+                    : "");
             remove_probes(k, index);
             return false;
         }

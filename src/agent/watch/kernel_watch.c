@@ -11,6 +11,7 @@
  * Each goes into the table of watched processes like any other.
  */
 #include <errno.h>
+#include <sys/uio.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -79,6 +80,17 @@ int kernel_watch_pids(agent *a)
             fprintf(stderr, "hangwatch: cannot watch pid %d: %s\n", (int)pid,
                     e == ESRCH ? "no such process" : strerror(e));
             return -e;
+        }
+        /* Its hangs are captured with ptrace: the right to read its memory
+         * is the same (ptrace's attach mode), asked now rather than at its
+         * first hang.  Address 0 is never mapped: EFAULT means allowed. */
+        char byte;
+        struct iovec local = {&byte, 1}, remote = {NULL, 1};
+        if (process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == EPERM) {
+            fprintf(stderr, "hangwatch: cannot watch pid %d: its stacks could not be captured (ptrace is not allowed): "
+                            "run as its user or root, or with CAP_SYS_PTRACE\n", (int)pid);
+            close(pidfd);
+            return -EPERM;
         }
         if (watch_through_kernel(a, pid, pidfd, opts->follow_children, HW_KOBS_START_AS_FOUND, NULL, why,
                                  sizeof why) == NULL) {
