@@ -483,28 +483,40 @@ asyncio.run(main())
 """
 
 
-def case_watch_container_python():
-    """Python in a container (its own pid and mount namespace, its
-    interpreter at a path this machine does not have): its hang's Python
-    frames are read, though the thread ids Python keeps are the container's."""
-    need_kernel_observer()
-    if shutil.which("unshare") is None:
-        print("SKIP: no unshare (util-linux)")
-        sys.exit(SKIP)
-    python = os.path.realpath("/usr/bin/python3")
-    check(python.startswith("/usr/bin/"), python)
+CONTAINER_NODE = """
+const fs = require("fs");
+function crunchNumbers() {
+    const started = Date.now();
+    let x = 0;
+    while (Date.now() - started < 3000) x++;
+    return x;
+}
+const timer = setInterval(() => {
+    if (fs.existsSync("/tmp/go")) {
+        clearInterval(timer);
+        crunchNumbers();
+    }
+}, 50);
+"""
+
+
+def watch_in_container(interpreter, script_name, script, attach, expected):
+    """`interpreter` (a path of this machine's /usr) runs `script` in its own
+    pid and mount namespace, where /usr is bound at /opt/usr (a path this
+    machine does not have) in a mount namespace of its own; `watch -p
+    --attach ATTACH` from outside: the hang's frames include `expected`."""
+    real = os.path.realpath(interpreter)
+    check(real.startswith("/usr/"), real)
     root = tempfile.mkdtemp(prefix="hw-it-container-")
     for d in ("opt/usr", "lib", "lib64", "proc", "tmp"):
         os.makedirs(os.path.join(root, d))
-    with open(os.path.join(root, "tmp", "crunch.py"), "w") as f:
-        f.write(CONTAINER_PYTHON)
-    inside = "/opt" + python  # /opt/usr/bin/python3.11: the container's path
-    # The container's /opt/usr is this machine's /usr, bound in its own
-    # mount namespace (private: nothing shows outside it).
-    script = (f"mount --bind /usr {root}/opt/usr && mount --bind /lib {root}/lib && "
-              f"mount --bind /lib64 {root}/lib64 && exec chroot {root} {inside} /tmp/crunch.py")
+    with open(os.path.join(root, "tmp", script_name), "w") as f:
+        f.write(script)
+    inside = "/opt" + real
+    script_cmd = (f"mount --bind /usr {root}/opt/usr && mount --bind /lib {root}/lib && "
+                  f"mount --bind /lib64 {root}/lib64 && exec chroot {root} {inside} /tmp/{script_name}")
     outer = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", f"--mount-proc={root}/proc", "sh", "-c",
-                              script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              script_cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc = None
     try:
         def inner():
@@ -515,27 +527,49 @@ def case_watch_container_python():
                 except OSError:
                     pass
             return None
-        hwtest.wait_for(inner, "python in its namespace", 30)
+        hwtest.wait_for(inner, f"{script_name} in its namespace", 30)
         pid = inner()
         check(not os.path.exists(inside), f"this machine has {inside} of its own: the test proves nothing")
-        report_dir, proc = watch([pid], "--attach", "tracepoint")
+        report_dir, proc = watch([pid], "--attach", attach)
         line = proc.stderr.readline()
+        while line and "watching pid" not in line:
+            line = proc.stderr.readline()
         check("watching pid" in line, line)
         open(os.path.join(root, "tmp", "go"), "w").close()
         out, err = outer.communicate(timeout=60)
-        check(outer.returncode == 0, f"the container's python failed: {err}")
+        check(outer.returncode == 0, f"the container's program failed: {err}")
         r = finish_watch(report_dir, proc, timeout=30)
         check(r.returncode == 0, r.describe())
         check(r.reports, "no report\n" + r.describe())
         check(r.reports[0]["report"].get("namespace_pid") == 1, str(r.reports[0]["report"]))
         names = hung_symbols(r.reports[0])
-        check("crunch_numbers" in names and "main" in names, f"no Python frames: {names}\n" + r.describe())
+        check(all(n in names for n in expected), f"no {expected} in {names}\n" + r.describe())
     finally:
         for p in (outer, proc):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def case_watch_container_python():
+    """Python in a container, its interpreter at a path this machine does not have: its hang's Python
+    frames are read, though the thread ids Python keeps are the container's."""
+    need_kernel_observer()
+    if shutil.which("unshare") is None:
+        print("SKIP: no unshare (util-linux)")
+        sys.exit(SKIP)
+    watch_in_container("/usr/bin/python3", "crunch.py", CONTAINER_PYTHON, "tracepoint", ["crunch_numbers", "main"])
+
+
+def case_watch_container_node():
+    """node in a container, watched through uprobes: the uprobes go in the C library by the path the
+    kernel resolves for the agent, and V8's metadata is read from a node this machine has at no path."""
+    need_kernel_observer()
+    if shutil.which("unshare") is None or shutil.which("node") is None:
+        print("SKIP: no unshare (util-linux) or no node")
+        sys.exit(SKIP)
+    watch_in_container(shutil.which("node"), "crunch.js", CONTAINER_NODE, "uprobe", ["crunchNumbers"])
 
 
 def case_watch_errors():
@@ -586,4 +620,5 @@ if __name__ == "__main__":
         "watch_uprobe": case_watch_uprobe,
         "watch_least_privilege": case_watch_least_privilege,
         "watch_container_python": case_watch_container_python,
+        "watch_container_node": case_watch_container_node,
     })

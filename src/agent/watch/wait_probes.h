@@ -26,7 +26,7 @@
 #define HW_WAIT_PROBE_MAX_CODE 4096
 
 typedef struct hw_wait_probe {
-    char path[320];   /* the file, as the kernel can open it now: /proc/PID/root/... */
+    char path[320];   /* the file, by a path the kernel resolves to it now (ours, /proc/PID/root/..., map_files) */
     uint64_t offset;  /* in the file */
     bool entry;       /* a wait function's entry, else the instruction after a syscall */
     uint64_t address; /* where it is in the process now (0: not mapped yet, a launch's program) */
