@@ -447,7 +447,9 @@ static bool g_follow_children;
  * launch, or a forked child that has not reached its loop yet), and hand the
  * page to the agent.  Only system calls: safe in a child right after fork().
  * Returns the main thread's slot, or NULL: the process then runs unwatched,
- * and one line on stderr says so (page_client.h).
+ * and one line on stderr says so (page_client.h): at once, or for a
+ * forked child (`forked`) at its first loop wait, so that a child that
+ * executes a program, which says it itself, says it once.
  */
 static hw_loop_slot *start_watching(bool forked)
 {
