@@ -26,16 +26,27 @@ typedef enum post_result { POST_OK, POST_RETRY, POST_REJECTED } post_result;
 typedef struct transfer {
     const atomic_bool *abort;
     long retry_after_s;
+    struct timespec abort_seen; /* when stop's flag was first seen with the body sent; 0 before */
 } transfer;
 
+/* Stop's flag ends a request at once, unless its body is out: the server
+ * may have taken the event, and ending now would send it again in the last
+ * attempt (a duplicate at the receiver).  Its answer is then awaited a
+ * little, LAST_ATTEMPT_TIMEOUT_S at most. */
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
     (void)dltotal;
     (void)dlnow;
-    (void)ultotal;
-    (void)ulnow;
-    const transfer *t = arg;
-    return t->abort && atomic_load(t->abort) ? 1 : 0;
+    transfer *t = arg;
+    if (t->abort == NULL || !atomic_load(t->abort))
+        return 0;
+    if (ultotal <= 0 || ulnow < ultotal)
+        return 1;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (t->abort_seen.tv_sec == 0 && t->abort_seen.tv_nsec == 0)
+        t->abort_seen = now;
+    return now.tv_sec - t->abort_seen.tv_sec > LAST_ATTEMPT_TIMEOUT_S ? 1 : 0;
 }
 
 static size_t discard_body(char *data, size_t size, size_t n, void *arg)
