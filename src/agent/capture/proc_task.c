@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <inttypes.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -323,4 +325,19 @@ pid_t hw_proc_namespace_pid(pid_t pid)
     }
     free(text);
     return inner > 0 && inner <= INT32_MAX && inner != (long)pid ? (pid_t)inner : 0;
+}
+
+/* Whether `out` (just written, not cut) is the file with `inode`. */
+static bool is_inode(int written, size_t len, const char *out, uint64_t inode)
+{
+    struct stat st;
+    return written > 0 && (size_t)written < len && stat(out, &st) == 0 && st.st_ino == inode;
+}
+
+bool hw_proc_mapped_file_path(pid_t pid, const char *path, uint64_t lo, uint64_t hi, uint64_t inode, char *out,
+                              size_t len)
+{
+    return is_inode(snprintf(out, len, "%s", path), len, out, inode) ||
+           is_inode(snprintf(out, len, "/proc/%d/root%s", (int)pid, path), len, out, inode) ||
+           is_inode(snprintf(out, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, lo, hi), len, out, inode);
 }

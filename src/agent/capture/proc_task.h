@@ -5,6 +5,7 @@
 #define HANGWATCH_PROC_TASK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -49,6 +50,16 @@ ssize_t hw_task_syscall_line(pid_t pid, pid_t tid, char *buf, size_t len);
 /* Is system call `nr` one an event loop waits in (epoll_wait, poll,
  * select, io_uring_enter and their variants)? */
 bool hw_is_wait_syscall(long nr);
+
+/* A path that the kernel resolves, for the agent, to the file `pid` maps
+ * at [lo, hi) with `inode` (`path` is the maps line's): that path as the
+ * agent sees it, the same path through the process's root (its mount
+ * namespace, a container's), or the mapping itself
+ * (/proc/PID/map_files/LO-HI, which root may open); each checked to be that
+ * inode, since a file replaced or deleted since is not the code that runs.
+ * False when none is. */
+bool hw_proc_mapped_file_path(pid_t pid, const char *path, uint64_t lo, uint64_t hi, uint64_t inode, char *out,
+                              size_t len);
 
 /* The process's pid in its own pid namespace (a container's "1"): the
  * last field of NSpid in /proc/PID/status; 0 when it is the same as `pid`

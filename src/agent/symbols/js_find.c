@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/capture/capture.h"
 #include "js_internal.h"
 #include "runtime_frames.h"
 
@@ -173,22 +174,11 @@ bool hw_js_module_path(pid_t pid, const char *maps, size_t maps_len, char *path,
             memcpy(name, file, n);
             name[n] = '\0';
             if (v8_module(name)) {
-                /* The file mapped: at its path as we see it, through the
-                 * process's root (its mount namespace), or through the
-                 * mapping itself (a path neither view has: a bind mount
-                 * private to a container); each must be the inode mapped. */
+                /* The file mapped, by a path that reaches it from here
+                 * (hw_proc_mapped_file_path: a container's too). */
                 unsigned long long lo = 0, hi = 0, inode = 0;
-                if (sscanf(line, "%llx-%llx %*s %*s %*s %llu", &lo, &hi, &inode) != 3)
-                    inode = 0;
-                struct stat st;
-                if (snprintf(path, path_len, "%s", name) < (int)path_len && stat(path, &st) == 0 &&
-                    st.st_ino == inode)
-                    return true;
-                if (snprintf(path, path_len, "/proc/%d/root%s", (int)pid, name) < (int)path_len &&
-                    stat(path, &st) == 0 && st.st_ino == inode)
-                    return true;
-                if (snprintf(path, path_len, "/proc/%d/map_files/%llx-%llx", (int)pid, lo, hi) < (int)path_len &&
-                    stat(path, &st) == 0 && st.st_ino == inode)
+                if (sscanf(line, "%llx-%llx %*s %*s %*s %llu", &lo, &hi, &inode) == 3 &&
+                    hw_proc_mapped_file_path(pid, name, lo, hi, inode, path, path_len))
                     return true;
                 if (snprintf(path, path_len, "%s", name) < (int)path_len)
                     return true; /* none: its name, for the message */

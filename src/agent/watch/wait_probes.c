@@ -191,24 +191,9 @@ int hw_wait_probes_find(pid_t pid, hw_wait_probe *out, size_t max, char *why, si
         if (known || seen == sizeof seen_inodes / sizeof seen_inodes[0])
             continue;
         seen_inodes[seen++] = inode;
-        /* The file the process has, by a path the kernel resolves for us:
-         * the maps path as we see it, else through its root (a
-         * container's), else the mapping itself (root may); each checked to
-         * be the inode mapped (a file replaced since is not the code that
-         * runs). */
+        /* The file the process has, by a path the kernel resolves for us. */
         char file[320];
-        const char *path = line + path_at;
-        struct stat st;
-        bool found = snprintf(file, sizeof file, "%s", path) < (int)sizeof file && stat(file, &st) == 0 &&
-                     st.st_ino == inode;
-        if (!found)
-            found = snprintf(file, sizeof file, "/proc/%d/root%s", (int)pid, path) < (int)sizeof file &&
-                    stat(file, &st) == 0 && st.st_ino == inode;
-        if (!found)
-            found = snprintf(file, sizeof file, "/proc/%d/map_files/%llx-%llx", (int)pid, lo, hi) <
-                        (int)sizeof file &&
-                    stat(file, &st) == 0 && st.st_ino == inode;
-        if (!found)
+        if (!hw_proc_mapped_file_path(pid, line + path_at, lo, hi, inode, file, sizeof file))
             continue;
         size_t before = count;
         hw_wait_probes_in_file(file, out, max, &count);
