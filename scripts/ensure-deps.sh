@@ -15,6 +15,11 @@
 # with the machine's npm: Debian's npm package is added only where no npm
 # is installed (a Node.js that ships its own npm must not be replaced).
 #
+# The kernel observer's fentry attachment is tested on Debian's stock kernel
+# booted under QEMU (tests/vm/): qemu-system-x86, with busybox-static and
+# cpio for its initramfs; the kernel package itself is fetched by the test
+# (apt-get download), never installed.
+#
 # The build needs no Python headers (CPython's offsets are committed,
 # src/agent/symbols/python_layouts.h); libpython3.11-dev is for the test
 # that checks the 3.11 table against Debian's own headers
@@ -30,7 +35,7 @@ packages="$packages libmicrohttpd-dev libcurl4-openssl-dev"
 export_test_packages="prometheus python3-sentry-sdk"
 case "$purpose" in
 build) ;;
-test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 libpython3.11-dev python3-jsonschema python3-aiohttp redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace gdb chromium"
+test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 libpython3.11-dev python3-jsonschema python3-aiohttp redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace gdb chromium qemu-system-x86 busybox-static cpio"
     command -v npm >/dev/null 2>&1 || packages="$packages npm" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools" ;;

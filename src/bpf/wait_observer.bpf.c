@@ -5,13 +5,18 @@
  * cannot see into (already running, statically linked, waiting through raw
  * system calls or io_uring).  Loaded by src/agent/watch/kernel_observer.c.
  *
- * Attach points: the per-system-call tracepoints of the wait calls
- * (syscalls:sys_enter_epoll_wait, ...), so a process that is not watched
- * pays only on its own wait calls, and there one hash lookup of its thread
- * id; nothing runs on other system calls.  (Enabling any system-call
- * tracepoint makes every system call of the machine take the kernel's slow
- * path, docs/benchmarks.md part 8.)  Or, with --attach uprobe, probes in
- * the watched process's own wait functions: nothing for anyone else.
+ * Attach points, one set loaded (kernel_observer.c turns the others'
+ * autoload off, so a kernel without BPF tracing programs still loads this
+ * object):
+ *  - fentry/fexit on the wait system calls' kernel functions
+ *    (__x64_sys_epoll_wait, ...): only callers of those functions run the
+ *    trampoline and one hash lookup of their thread id;
+ *  - the per-system-call tracepoints of the same calls
+ *    (syscalls:sys_enter_epoll_wait, ...): the same lookup, but enabling
+ *    any system-call tracepoint makes every system call of the machine take
+ *    the kernel's slow path (docs/benchmarks.md part 8);
+ *  - with --attach uprobe, probes in the watched process's own wait
+ *    functions: nothing for anyone else.
  *
  * State: `pages` holds one 4 KiB page per watched process in the layout of
  * hw_shared_page, memory-mapped by the agent, which reads it exactly as it
@@ -48,6 +53,8 @@
  * running kernel's BTF). */
 struct pt_regs {
     unsigned long ax;
+    unsigned long dx;
+    unsigned long r10;
     unsigned long sp;
     unsigned long ip;
 } __attribute__((preserve_access_index));
@@ -261,6 +268,54 @@ SEC("tracepoint/syscalls/sys_exit_restart_syscall")
 int exit_restart_syscall(struct sys_exit_record *ctx)
 {
     return wait_ends(ctx->ret);
+}
+
+/* fentry/fexit: the same two moments at the kernel functions behind the
+ * system calls.  Their arguments come as an array: the first is the
+ * caller's user registers (x86-64's system call wrappers take them), and
+ * fexit's second the return value, restart codes included, as the exit
+ * tracepoint sees it. */
+#define WAIT_FUNCTION(name)                                                                                            \
+    SEC("fentry/__x64_sys_" #name)                                                                                     \
+    int fentry_##name(unsigned long long *args)                                                                        \
+    {                                                                                                                  \
+        (void)args;                                                                                                    \
+        return wait_begins(1, 0);                                                                                      \
+    }                                                                                                                  \
+    SEC("fexit/__x64_sys_" #name)                                                                                      \
+    int fexit_##name(unsigned long long *args)                                                                         \
+    {                                                                                                                  \
+        return wait_ends((long)args[1]);                                                                               \
+    }
+
+WAIT_FUNCTION(epoll_wait)
+WAIT_FUNCTION(epoll_pwait)
+WAIT_FUNCTION(epoll_pwait2)
+WAIT_FUNCTION(poll)
+WAIT_FUNCTION(ppoll)
+WAIT_FUNCTION(select)
+WAIT_FUNCTION(pselect6)
+
+/* io_uring_enter's min_complete is its third argument (rdx), its flags the
+ * fourth (r10 in the system call convention). */
+SEC("fentry/__x64_sys_io_uring_enter")
+int fentry_io_uring_enter(unsigned long long *args)
+{
+    struct pt_regs *regs = (struct pt_regs *)args[0];
+    unsigned long min_complete = BPF_CORE_READ(regs, dx), flags = BPF_CORE_READ(regs, r10);
+    return wait_begins((flags & IORING_ENTER_GETEVENTS) && (unsigned int)min_complete > 0, 0);
+}
+
+SEC("fexit/__x64_sys_io_uring_enter")
+int fexit_io_uring_enter(unsigned long long *args)
+{
+    return wait_ends((long)args[1]);
+}
+
+SEC("fexit/__x64_sys_restart_syscall")
+int fexit_restart_syscall(unsigned long long *args)
+{
+    return wait_ends((long)args[1]);
 }
 
 /* --attach uprobe: the same two moments, from probes in the watched

@@ -165,12 +165,14 @@ static int take_detection_option(int c, const char *value, hw_agent_options *opt
     case OPT_ATTACH:
         if (strcmp(value, "auto") == 0)
             opts->attach = HW_ATTACH_AUTO;
+        else if (strcmp(value, "fentry") == 0)
+            opts->attach = HW_ATTACH_FENTRY;
         else if (strcmp(value, "tracepoint") == 0)
             opts->attach = HW_ATTACH_TRACEPOINT;
         else if (strcmp(value, "uprobe") == 0)
             opts->attach = HW_ATTACH_UPROBE;
         else
-            return hw_cli_usage_error("invalid --attach '%s' (auto, tracepoint or uprobe)", value);
+            return hw_cli_usage_error("invalid --attach '%s' (auto, fentry, tracepoint or uprobe)", value);
         return OPTION_TAKEN;
     case OPT_CPU_HIGH: {
         const char *why = NULL;

@@ -2,8 +2,9 @@
  * kernel_loop.c - event loops for the kernel observer's tests (hangwatch
  * watch, run --observer kernel): built dynamically and statically.
  *
- *   kernel_loop hang DELAY   turn every 100 ms; after DELAY seconds a
- *                            callback sleeps 3 s (a hang), then 0.5 s more
+ *   kernel_loop hang DELAY   turn every 100 ms; after DELAY seconds (or at
+ *                            SIGUSR1, if sooner) a callback sleeps 3 s (a
+ *                            hang), then 0.5 s more
  *   kernel_loop raw DELAY    the same, waiting through syscall(SYS_epoll_wait)
  *   kernel_loop idle SECS    turn every 100 ms for SECS seconds
  *   kernel_loop spin SECS    epoll_wait(..., 0) in a tight loop for SECS seconds
@@ -52,6 +53,21 @@ __attribute__((noinline)) static int wait_for_events(int ep, int timeout_ms, int
     return epoll_wait(ep, &ev, 1, timeout_ms);
 }
 
+/* SIGUSR1: hang now (hang and raw), or fork now (fork). */
+static volatile sig_atomic_t signalled;
+
+static void on_sigusr1(int sig)
+{
+    (void)sig;
+    signalled = 1;
+}
+
+static void take_sigusr1(void)
+{
+    struct sigaction sa = {.sa_handler = on_sigusr1};
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
 static int run_loop(double seconds, double hang_at, int raw, int timeout_ms)
 {
     int ep = epoll_create1(0);
@@ -61,7 +77,7 @@ static int run_loop(double seconds, double hang_at, int raw, int timeout_ms)
     while (now_seconds() - start < seconds) {
         wait_for_events(ep, timeout_ms, raw);
         turns++;
-        if (!hung && hang_at >= 0 && now_seconds() - start >= hang_at) {
+        if (!hung && hang_at >= 0 && (signalled || now_seconds() - start >= hang_at)) {
             hung = 1;
             render_report_synchronously();
             seconds = now_seconds() - start + 0.5;
@@ -93,26 +109,18 @@ static int main_waits_for_loop_thread(double hang_at)
     return 0;
 }
 
-static volatile sig_atomic_t fork_now;
-
-static void on_sigusr1(int sig)
-{
-    (void)sig;
-    fork_now = 1;
-}
-
 static int parent_forks_a_loop(double hang_at)
 {
     int ep = epoll_create1(0);
     struct epoll_event ev;
-    struct sigaction sa = {.sa_handler = on_sigusr1};
-    sigaction(SIGUSR1, &sa, NULL);
+    take_sigusr1();
     double start = now_seconds();
-    while (!fork_now && now_seconds() - start < 5.0)
+    while (!signalled && now_seconds() - start < 5.0)
         epoll_wait(ep, &ev, 1, 100);
     fflush(stdout);
     pid_t child = fork();
     if (child == 0) {
+        signalled = 0; /* its hang comes after its delay */
         printf("child %d\n", (int)getpid());
         fflush(stdout);
         _exit(run_loop(hang_at + 100, hang_at, 0, 100));
@@ -132,10 +140,10 @@ int main(int argc, char **argv)
     double secs = atof(argv[2]);
     printf("ready %d\n", (int)getpid());
     fflush(stdout);
-    if (strcmp(argv[1], "hang") == 0)
-        return run_loop(secs + 100, secs, 0, 100);
-    if (strcmp(argv[1], "raw") == 0)
-        return run_loop(secs + 100, secs, 1, 100);
+    if (strcmp(argv[1], "hang") == 0 || strcmp(argv[1], "raw") == 0) {
+        take_sigusr1();
+        return run_loop(secs + 100, secs, strcmp(argv[1], "raw") == 0, 100);
+    }
     if (strcmp(argv[1], "idle") == 0)
         return run_loop(secs, -1, 0, 100);
     if (strcmp(argv[1], "spin") == 0)

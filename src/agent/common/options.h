@@ -30,7 +30,8 @@ const char *hw_detector_kind_name(hw_detector_kind kind);
 
 /* Where the kernel observer attaches (--attach). */
 typedef enum hw_attach_kind {
-    HW_ATTACH_AUTO = 0,     /* the system calls' tracepoints (fentry, where the kernel has it, is to come) */
+    HW_ATTACH_AUTO = 0,     /* fentry where the kernel has it, else the system calls' tracepoints */
+    HW_ATTACH_FENTRY,       /* fentry/fexit on the wait system calls' kernel functions */
     HW_ATTACH_TRACEPOINT,   /* the system calls' tracepoints: every process of the machine pays */
     HW_ATTACH_UPROBE,       /* uprobes in the watched processes' wait functions alone */
 } hw_attach_kind;

@@ -128,6 +128,19 @@ void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot
     note_child_exit(a, w, snap);
 }
 
+/* What kept `w`'s loop state, as the report's hangwatch.observer says it. */
+static const char *observer_name(const agent *a, const watched_process *w)
+{
+    if (a->opts->attach_pid > 0)
+        return "library";
+    if (!hw_kobs_owns(a->kobs, w->page))
+        return "preload";
+    const char *attach = hw_kobs_attach_name(a->kobs);
+    return strcmp(attach, "fentry") == 0 ? "kernel_fentry"
+           : strcmp(attach, "uprobe") == 0 ? "kernel_uprobe"
+                                            : "kernel_tracepoint";
+}
+
 void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req)
 {
     hw_capture_options copt;
@@ -136,10 +149,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->js = w->js.target;
     req->pid = w->pid;
     req->tid = tid;
-    req->observer = a->opts->attach_pid > 0                           ? "library"
-                    : !hw_kobs_owns(a->kobs, w->page)                     ? "preload"
-                    : strcmp(hw_kobs_attach_name(a->kobs), "uprobe") == 0 ? "kernel_uprobe"
-                                                                          : "kernel_tracepoint";
+    req->observer = observer_name(a, w);
     snprintf(req->executable, sizeof req->executable, "%s", w->executable);
     req->in_app_rules = a->opts->in_app_rules;
     req->in_app_rule_count = a->opts->in_app_rule_count;

@@ -3,7 +3,11 @@
  * through its libbpf skeleton) and handing out its pages
  * (kernel_observer.h).
  *
- * The BPF programs are attached to tracepoints, which libbpf finds through
+ * One object holds the programs of every attachment; only those of the
+ * attachment in use are loaded (the others' autoload is turned off), so a
+ * kernel without BPF tracing programs still loads the tracepoints' or the
+ * uprobes'.  `auto` tries fentry/fexit first and falls back to the
+ * tracepoints, keeping the reason.  The tracepoints are found through
  * tracefs; a machine that has not mounted it gets it mounted at
  * /sys/kernel/tracing (what systemd does on most distributions).  The
  * attachments are file descriptors of the agent: if the agent dies, even by
@@ -25,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "agent/capture/capture.h"
@@ -48,6 +53,7 @@ _Static_assert(HW_KOBS_AFTER_WAITING == HW_ACTIVITY_AFTER_WAITING, "activity val
 #define TRACEFS "/sys/kernel/tracing"
 
 #define MAX_PENDING_CHILDREN 1024
+#define MAX_SHARED_LINKS 32 /* fentry/fexit or tracepoint programs */
 
 /* The uprobes of one watched process (--attach uprobe). */
 typedef struct process_probes {
@@ -57,9 +63,12 @@ typedef struct process_probes {
 
 struct hw_kernel_observer {
     struct hw_wait_observer *skel;
-    hw_kobs_attach attach;
+    hw_kobs_attach attach; /* fentry, tracepoint or uprobe: never auto */
+    char fentry_refusal[256]; /* auto fell back to the tracepoints: why */
+    struct bpf_link *links[MAX_SHARED_LINKS]; /* fentry or tracepoint: the wait calls' programs */
+    size_t link_count;
     process_probes *probes[HW_KOBS_MAX_PAGES]; /* uprobe: per page */
-    struct bpf_link *fork_link;                /* uprobe with --follow: the fork tracepoint alone */
+    struct bpf_link *fork_link;                /* fentry or uprobe with --follow: the fork tracepoint */
     hw_shared_page *pages; /* HW_KOBS_MAX_PAGES pages, mapped from the BPF map */
     bool used[HW_KOBS_MAX_PAGES];
     struct ring_buffer *children; /* new processes of watched ones (--follow) */
@@ -142,6 +151,129 @@ static int need_tracefs(char *why, size_t len, const char *for_what)
                for_what, strerror(e));
 }
 
+/* Which attachment a program of the object belongs to, by its section. */
+static hw_kobs_attach program_attachment(const struct bpf_program *prog, bool *is_fork)
+{
+    const char *sec = bpf_program__section_name(prog);
+    *is_fork = strcmp(sec, "tracepoint/sched/sched_process_fork") == 0;
+    if (strncmp(sec, "fentry/", 7) == 0 || strncmp(sec, "fexit/", 6) == 0)
+        return HW_KOBS_ATTACH_FENTRY;
+    if (strncmp(sec, "uprobe", 6) == 0)
+        return HW_KOBS_ATTACH_UPROBE;
+    return HW_KOBS_ATTACH_TRACEPOINT;
+}
+
+/* The kernel function a fentry/fexit program attaches to. */
+static const char *fentry_target(const struct bpf_program *prog)
+{
+    const char *slash = strchr(bpf_program__section_name(prog), '/');
+    return slash != NULL ? slash + 1 : "";
+}
+
+/* Can fentry/fexit be had here?  0, or -errno with the reason: the kernel
+ * loads no BPF tracing programs, or its BTF does not name the wait system
+ * calls' functions.  Functions it lacks beyond epoll_wait's (an older
+ * kernel without epoll_pwait2) are left out of `skipped`, a bit per
+ * program in the object's order. */
+static int fentry_available(struct hw_wait_observer *skel, uint64_t *skipped, char *why, size_t len)
+{
+    *skipped = 0;
+    if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, NULL) != 1)
+        return say(why, len, -ENOTSUP, "this kernel does not load BPF tracing programs (fentry/fexit)");
+    struct btf *vmlinux = btf__load_vmlinux_btf();
+    if (vmlinux == NULL)
+        return say(why, len, -ENOTSUP, "this kernel's BTF could not be read: %s", strerror(errno));
+    int rc = 0, index = 0;
+    struct bpf_program *prog;
+    bpf_object__for_each_program(prog, skel->obj)
+    {
+        bool is_fork;
+        if (program_attachment(prog, &is_fork) == HW_KOBS_ATTACH_FENTRY && index < 64 &&
+            btf__find_by_name_kind(vmlinux, fentry_target(prog), BTF_KIND_FUNC) < 0) {
+            if (strstr(fentry_target(prog), "sys_epoll_wait") != NULL) {
+                rc = say(why, len, -ENOTSUP, "this kernel's BTF does not name %s", fentry_target(prog));
+                break;
+            }
+            *skipped |= 1ull << index;
+        }
+        index++;
+    }
+    btf__free(vmlinux);
+    return rc;
+}
+
+/* Open the object with only `attach`'s programs (and the fork
+ * tracepoint's) to be loaded, load it, and attach the wait calls'
+ * programs (the uprobes go in each process as it is watched).  0 or an
+ * errno value, with the reason in `why`. */
+static int load_as(hw_kernel_observer *k, hw_kobs_attach attach, char *why, size_t len)
+{
+    k->attach = attach;
+    k->skel = hw_wait_observer__open();
+    if (k->skel == NULL)
+        return say(why, len, errno ? errno : EINVAL, "the kernel observer could not be opened: %s", strerror(errno));
+    uint64_t skipped = 0;
+    if (attach == HW_KOBS_ATTACH_FENTRY) {
+        int rc = fentry_available(k->skel, &skipped, why, len);
+        if (rc != 0)
+            return -rc;
+    } else if (attach == HW_KOBS_ATTACH_TRACEPOINT) {
+        int rc = need_tracefs(why, len, "the kernel observer");
+        if (rc != 0)
+            return -rc;
+    }
+    int index = 0;
+    struct bpf_program *prog;
+    bpf_object__for_each_program(prog, k->skel->obj)
+    {
+        bool is_fork;
+        hw_kobs_attach belongs = program_attachment(prog, &is_fork);
+        bool wanted = is_fork || (belongs == attach && !(index < 64 && (skipped >> index & 1)));
+        bpf_program__set_autoload(prog, wanted);
+        index++;
+    }
+    last_libbpf_message[0] = '\0';
+    if (hw_wait_observer__load(k->skel) != 0) {
+        int e = errno ? errno : EINVAL;
+        return say(why, len, e, "it could not be loaded: %s%s%s", strerror(e),
+                   last_libbpf_message[0] ? "; libbpf: " : "", last_libbpf_message);
+    }
+    if (attach == HW_KOBS_ATTACH_UPROBE)
+        return 0;
+    bpf_object__for_each_program(prog, k->skel->obj)
+    {
+        bool is_fork;
+        if (!bpf_program__autoload(prog) || program_attachment(prog, &is_fork) != attach ||
+            (is_fork && attach == HW_KOBS_ATTACH_FENTRY))
+            continue;
+        struct bpf_link *link = k->link_count < MAX_SHARED_LINKS ? bpf_program__attach(prog) : NULL;
+        if (link == NULL) {
+            int e = errno ? errno : ENOSPC;
+            return say(why, len, e, "%s could not be attached: %s%s%s", bpf_program__section_name(prog), strerror(e),
+                       last_libbpf_message[0] ? "; libbpf: " : "", last_libbpf_message);
+        }
+        k->links[k->link_count++] = link;
+    }
+    return 0;
+}
+
+static void unload(hw_kernel_observer *k)
+{
+    for (size_t i = 0; i < k->link_count; i++)
+        bpf_link__destroy(k->links[i]);
+    k->link_count = 0;
+    hw_wait_observer__destroy(k->skel);
+    k->skel = NULL;
+}
+
+/* libbpf's messages end with a newline. */
+static void trim_end(char *text)
+{
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+        text[--n] = '\0';
+}
+
 int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, size_t len)
 {
     *out = NULL;
@@ -154,45 +286,46 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
                    "(CONFIG_DEBUG_INFO_BTF)");
     if (attach == HW_KOBS_ATTACH_UPROBE && stat("/sys/bus/event_source/devices/uprobe/type", &st) != 0)
         return say(why, len, -ENOTSUP, "--attach uprobe: this kernel has no uprobe PMU (CONFIG_UPROBE_EVENTS)");
-    int rc = attach == HW_KOBS_ATTACH_TRACEPOINT ? need_tracefs(why, len, "the kernel observer") : 0;
-    if (rc != 0)
-        return rc;
     libbpf_set_print(keep_libbpf_message);
     hw_kernel_observer *k = calloc(1, sizeof *k);
     if (k == NULL)
         return say(why, len, -ENOMEM, "out of memory");
-    k->attach = attach;
-    k->skel = hw_wait_observer__open();
-    int e = k->skel ? 0 : errno;
-    if (e == 0 && hw_wait_observer__load(k->skel) != 0)
-        e = errno ? errno : EINVAL;
-    /* The tracepoints, all at once; uprobes go in each process as it is
-     * watched (hw_kobs_watch). */
-    if (e == 0 && attach == HW_KOBS_ATTACH_TRACEPOINT && hw_wait_observer__attach(k->skel) != 0)
-        e = errno ? errno : EINVAL;
+    char reason[512] = "";
+    int e = load_as(k, attach == HW_KOBS_ATTACH_AUTO ? HW_KOBS_ATTACH_FENTRY : attach, reason, sizeof reason);
+    if (e != 0 && attach == HW_KOBS_ATTACH_AUTO && e != EPERM) {
+        trim_end(reason);
+        snprintf(k->fentry_refusal, sizeof k->fentry_refusal, "%s", reason);
+        unload(k);
+        e = load_as(k, HW_KOBS_ATTACH_TRACEPOINT, reason, sizeof reason);
+    }
     if (e == 0) {
         void *m = mmap(NULL, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
                        bpf_map__fd(k->skel->maps.pages), 0);
-        if (m == MAP_FAILED)
+        if (m == MAP_FAILED) {
             e = errno;
-        else
+            snprintf(reason, sizeof reason, "its pages could not be mapped: %s", strerror(e));
+        } else {
             k->pages = m;
+        }
     }
     if (e == 0) {
         k->children = ring_buffer__new(bpf_map__fd(k->skel->maps.new_children), note_child, k, NULL);
-        if (k->children == NULL)
+        if (k->children == NULL) {
             e = errno ? errno : ENOMEM;
+            snprintf(reason, sizeof reason, "its ring buffer could not be made: %s", strerror(e));
+        }
     }
     if (e != 0) {
         if (e == EPERM)
             say(why, len, 0, NEEDS_CAPABILITIES);
         else
-            say(why, len, 0, "the kernel observer could not be loaded: %s%s%s", strerror(e),
-                last_libbpf_message[0] ? "; libbpf: " : "", last_libbpf_message);
-        /* libbpf's message ends with a newline */
-        size_t n = strlen(why);
-        while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == ' '))
-            why[--n] = '\0';
+            say(why, len, 0, "the kernel observer cannot be attached %s%s: %s",
+                attach == HW_KOBS_ATTACH_UPROBE ? "with " : "to the ",
+                attach == HW_KOBS_ATTACH_FENTRY  ? "wait system calls' functions (--attach fentry)"
+                : attach == HW_KOBS_ATTACH_UPROBE ? "uprobes"
+                                                  : "wait system calls' tracepoints",
+                reason);
+        trim_end(why);
         hw_kobs_close(k);
         return -e;
     }
@@ -223,9 +356,29 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+const char *hw_kobs_attach_kind_name(hw_kobs_attach attach)
+{
+    switch (attach) {
+    case HW_KOBS_ATTACH_FENTRY:
+        return "fentry";
+    case HW_KOBS_ATTACH_UPROBE:
+        return "uprobe";
+    case HW_KOBS_ATTACH_TRACEPOINT:
+        return "tracepoint";
+    case HW_KOBS_ATTACH_AUTO:
+        break;
+    }
+    return "auto";
+}
+
 const char *hw_kobs_attach_name(const hw_kernel_observer *k)
 {
-    return k != NULL && k->attach == HW_KOBS_ATTACH_UPROBE ? "uprobe" : "tracepoint";
+    return hw_kobs_attach_kind_name(k != NULL ? k->attach : HW_KOBS_ATTACH_TRACEPOINT);
+}
+
+const char *hw_kobs_fentry_refusal(const hw_kernel_observer *k)
+{
+    return k != NULL && k->fentry_refusal[0] ? k->fentry_refusal : NULL;
 }
 
 static void remove_probes(hw_kernel_observer *k, size_t index)
@@ -239,19 +392,25 @@ static void remove_probes(hw_kernel_observer *k, size_t index)
     k->probes[index] = NULL;
 }
 
-/* --attach uprobe: probes in `pid`'s wait functions, for page `index`. */
-static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const char *program, bool follow, char *why,
-                       size_t len)
+/* --follow under fentry or uprobes: the fork tracepoint, attached at the
+ * first process that asks (the tracepoint attachment has it already). */
+static bool attach_fork_tracepoint(hw_kernel_observer *k, char *why, size_t len)
 {
-    if (follow && k->fork_link == NULL) {
-        if (need_tracefs(why, len, "--follow") != 0)
-            return false;
-        k->fork_link = bpf_program__attach(k->skel->progs.on_fork);
-        if (k->fork_link == NULL) {
-            say(why, len, 0, "--follow: the fork tracepoint could not be attached: %s", strerror(errno));
-            return false;
-        }
+    if (k->attach == HW_KOBS_ATTACH_TRACEPOINT || k->fork_link != NULL)
+        return true;
+    if (need_tracefs(why, len, "--follow") != 0)
+        return false;
+    k->fork_link = bpf_program__attach(k->skel->progs.on_fork);
+    if (k->fork_link == NULL) {
+        say(why, len, 0, "--follow: the fork tracepoint could not be attached: %s", strerror(errno));
+        return false;
     }
+    return true;
+}
+
+/* --attach uprobe: probes in `pid`'s wait functions, for page `index`. */
+static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const char *program, char *why, size_t len)
+{
     hw_wait_probe found[HW_WAIT_PROBE_MAX];
     int n = hw_wait_probes_find(pid, found, HW_WAIT_PROBE_MAX, why, len);
     if (program != NULL) {
@@ -368,7 +527,8 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
         memset(page, 0, sizeof *page);
         return NULL;
     }
-    if (k->attach == HW_KOBS_ATTACH_UPROBE && !put_probes(k, index, pid, program, follow, why, len)) {
+    if ((follow && !attach_fork_tracepoint(k, why, len)) ||
+        (k->attach == HW_KOBS_ATTACH_UPROBE && !put_probes(k, index, pid, program, why, len))) {
         bpf_map__delete_elem(k->skel->maps.processes, &tid, sizeof tid, BPF_ANY);
         bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
         memset(page, 0, sizeof *page);
@@ -428,6 +588,6 @@ void hw_kobs_close(hw_kernel_observer *k)
     bpf_link__destroy(k->fork_link);
     if (k->pages)
         munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);
-    hw_wait_observer__destroy(k->skel);
+    unload(k);
     free(k);
 }

@@ -12,7 +12,8 @@
  * and are read like any page.
  *
  * Needs CAP_BPF and CAP_PERFMON (or root), a kernel with BPF and BTF; the
- * tracepoint attachment also the system-call tracepoints and tracefs
+ * fentry attachment also BPF tracing programs (with the kernel's function
+ * tracer); the tracepoint attachment the system-call tracepoints and tracefs
  * (mounted here when it is not), the uprobe one the kernel's uprobe PMU
  * (and tracefs only for --follow, whose fork tracepoint it uses).
  */
@@ -29,6 +30,12 @@ typedef struct hw_kernel_observer hw_kernel_observer;
 
 /* Where the kernel observer's programs run (--attach). */
 typedef enum hw_kobs_attach {
+    /* fentry where it can be had, else the tracepoints (the reason kept:
+     * hw_kobs_fentry_refusal) */
+    HW_KOBS_ATTACH_AUTO,
+    /* fentry/fexit on the wait system calls' kernel functions: only their
+     * callers run the trampoline (needs BPF tracing programs and BTF) */
+    HW_KOBS_ATTACH_FENTRY,
     /* the wait system calls' tracepoints: every process of the machine
      * takes the slow system call path while they are attached */
     HW_KOBS_ATTACH_TRACEPOINT,
@@ -43,8 +50,13 @@ typedef enum hw_kobs_attach {
  * it. */
 int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, size_t len);
 
-/* "tracepoint" or "uprobe". */
+/* The attachment in use: "fentry", "tracepoint" or "uprobe"; and the name
+ * of any attachment kind ("auto" too). */
 const char *hw_kobs_attach_name(const hw_kernel_observer *k);
+const char *hw_kobs_attach_kind_name(hw_kobs_attach attach);
+
+/* Why `auto` did not take fentry (NULL if it did, or was not asked). */
+const char *hw_kobs_fentry_refusal(const hw_kernel_observer *k);
 
 /* How a process's main thread starts out when it begins to be watched. */
 typedef enum hw_kobs_start {

@@ -45,21 +45,29 @@ int kernel_observer_open(agent *a, char *why, size_t len)
 {
     if (a->kobs != NULL)
         return 0;
-    hw_attach_kind kind = a->opts->attach;
-    return hw_kobs_open(&a->kobs, kind == HW_ATTACH_UPROBE ? HW_KOBS_ATTACH_UPROBE : HW_KOBS_ATTACH_TRACEPOINT, why,
-                        len);
+    static const hw_kobs_attach kinds[] = {
+        [HW_ATTACH_AUTO] = HW_KOBS_ATTACH_AUTO,
+        [HW_ATTACH_FENTRY] = HW_KOBS_ATTACH_FENTRY,
+        [HW_ATTACH_TRACEPOINT] = HW_KOBS_ATTACH_TRACEPOINT,
+        [HW_ATTACH_UPROBE] = HW_KOBS_ATTACH_UPROBE,
+    };
+    return hw_kobs_open(&a->kobs, kinds[a->opts->attach], why, len);
 }
 
-/* Once a process is watched through the tracepoints the default chose:
- * what that costs every other process, and the alternative. */
+/* Once a process is watched through the tracepoints the default fell back
+ * to: why not fentry, what the tracepoints cost every other process, and
+ * the alternative. */
 static void say_tracepoint_cost(agent *a)
 {
-    if (a->opts->attach == HW_ATTACH_AUTO && !a->said_tracepoint_cost && !a->opts->quiet) {
+    const char *refusal = hw_kobs_fentry_refusal(a->kobs);
+    if (a->opts->attach == HW_ATTACH_AUTO && refusal != NULL && !a->said_tracepoint_cost && !a->opts->quiet) {
         a->said_tracepoint_cost = true;
-        fprintf(stderr, "hangwatch: the kernel observer is attached to the system calls' tracepoints: while it is, "
-                        "every process of this machine pays on each of its system calls (+35 to 60 ns measured, "
-                        "docs/benchmarks.md part 8); --attach uprobe costs only the watched processes (two traps "
-                        "per wait call: 20 to 45 us measured on a virtual machine, under 2 us on bare metal)\n");
+        fprintf(stderr, "hangwatch: the kernel observer is attached to the system calls' tracepoints, since fentry "
+                        "cannot be had (%s): while it is, every process of this machine pays on each of its system "
+                        "calls (+68 ns measured, docs/benchmarks.md part 8); --attach uprobe costs only the watched "
+                        "processes (two traps per wait call: 20 to 45 us measured on a virtual machine, under 2 us "
+                        "on bare metal)\n",
+                refusal);
     }
 }
 

@@ -1,0 +1,162 @@
+#!/bin/sh
+# guest_tests.sh - the /init of the kernel observer's virtual machine
+# (tests/vm/kernel_observer_vm.py builds it into an initramfs with busybox,
+# hangwatch, bpftool and the test loops, and boots Debian's stock kernel on
+# it).  It runs the kernel observer's tests on that kernel, where fentry
+# can be had, and prints one line per test on the console:
+#
+#   VMRESULT NAME pass
+#   VMRESULT NAME fail WHAT WENT WRONG
+#
+# then powers the machine off.  Waiting is polling with a deadline.
+PATH=/bin:/sbin:/usr/bin:/usr/sbin
+export PATH
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+# bpftool prog show then has each program's run count.
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+echo "VMINFO kernel $(uname -r)"
+
+# poll FILE PATTERN SECONDS: until a line of FILE matches PATTERN.
+poll() {
+    tries=$(($3 * 10))
+    while [ "$tries" -gt 0 ]; do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    return 1
+}
+
+# Each test adds what went wrong to $problems.
+problem() { problems="$problems; $*"; }
+# verdict NAME [WHAT WAS SEEN]
+verdict() {
+    name=$1
+    shift
+    if [ -z "$problems" ]; then echo "VMRESULT $name pass $*"; else echo "VMRESULT $name fail${problems#;}"; fi
+}
+
+# start_watch DIR PID [OPTIONS...]: hangwatch watch -p PID, its stderr in
+# DIR/err, its reports in DIR/r; waits for its "watching pid" line.
+start_watch() {
+    dir=$1
+    pid=$2
+    shift 2
+    hangwatch watch -p "$pid" --report-dir "$dir/r" "$@" 2>"$dir/err" &
+    watcher=$!
+    poll "$dir/err" "watching pid $pid" 60 || problem "no 'watching pid' line: $(cat "$dir/err")"
+}
+
+# check_one_report DIR CULPRIT: one hang report, naming CULPRIT, kept by the
+# fentry attachment, and said on stderr.
+check_one_report() {
+    count=$(ls "$1"/r/hang-*.json 2>/dev/null | wc -l)
+    [ "$count" = 1 ] || problem "$count hang reports, not 1"
+    grep -q "\"observer\": *\"kernel_fentry\"" "$1"/r/hang-*.json || problem "the report's observer is not kernel_fentry"
+    grep -q "$2" "$1"/r/hang-*.json || problem "the report does not name $2"
+    grep "hangwatch: hang in" "$1/err" | grep -q "$2" || problem "no stderr hang line naming $2: $(cat "$1/err")"
+}
+
+# A loop watched by default: auto takes fentry, says nothing about a cost
+# to every process, attaches no perf event (no system-call tracepoint),
+# and catches the hang with its culprit.
+test_watch_auto() {
+    problems=""
+    d=/tmp/watch_auto
+    mkdir -p $d
+    kernel-loop hang 300 >$d/out &
+    loop=$!
+    poll $d/out ready 30 || problem "the loop did not start"
+    start_watch $d $loop
+    grep -q "through the kernel observer (fentry)" $d/err || problem "auto did not take fentry: $(cat $d/err)"
+    bpftool perf list >$d/perf 2>&1
+    bpftool link list >$d/links 2>&1
+    [ ! -s $d/perf ] || problem "perf events are attached: $(cat $d/perf)"
+    grep -q "trace_fentry" $d/links || problem "no fentry link: $(cat $d/links)"
+    grep -q "trace_fexit" $d/links || problem "no fexit link"
+    kill -USR1 $loop
+    wait $loop
+    wait $watcher
+    grep -q "pays on each of its system calls" $d/err && problem "auto said the tracepoints' cost: $(cat $d/err)"
+    check_one_report $d render_report_synchronously
+    verdict watch_auto "$(grep 'hangwatch: hang in' $d/err)"
+}
+
+# A process that is not watched: its wait calls run the trampoline (the
+# fentry program's run count grows by them) and nothing else: no thread
+# of it enters the observer's table, no report; a watched loop beside it
+# stays idle.
+test_not_watched() {
+    problems=""
+    d=/tmp/not_watched
+    mkdir -p $d
+    kernel-loop idle 300 >$d/out &
+    loop=$!
+    poll $d/out ready 30 || problem "the loop did not start"
+    start_watch $d $loop --attach fentry
+    before=$(bpftool prog show name fentry_epoll_wait | sed -n 's/.*run_cnt \([0-9]*\).*/\1/p')
+    kernel-loop spin 2 >$d/spin &
+    spinner=$!
+    poll $d/spin ready 30 || problem "the spinner did not start"
+    bpftool map dump name threads >$d/threads 2>&1
+    wait $spinner
+    after=$(bpftool prog show name fentry_epoll_wait | sed -n 's/.*run_cnt \([0-9]*\).*/\1/p')
+    turns=$(sed -n 's/done after \([0-9]*\) turns/\1/p' $d/spin)
+    [ -n "$before" ] && [ -n "$after" ] && [ -n "$turns" ] || problem "no run counts ($before, $after) or turns ($turns)"
+    [ $((after - before)) -ge "${turns:-1}" ] || problem "fentry ran $((after - before)) times for $turns wait calls"
+    grep -q "\"key\": $loop," $d/threads || problem "the watched loop is not in the observer's table: $(cat $d/threads)"
+    grep -q "\"key\": $spinner," $d/threads && problem "the spinner, not watched, is in the observer's table"
+    kill $loop
+    wait $watcher
+    count=$(ls $d/r/hang-*.json 2>/dev/null | wc -l)
+    [ "$count" = 0 ] || problem "$count reports of an idle loop and a process not watched"
+    verdict not_watched "the spinner's $turns wait calls ran the fentry program $((after - before)) times; not in the table"
+}
+
+# --follow: the child a watched loop forks is watched, its hang reported.
+test_follow() {
+    problems=""
+    d=/tmp/follow
+    mkdir -p $d
+    kernel-loop fork 1 >$d/out &
+    loop=$!
+    poll $d/out ready 30 || problem "the loop did not start"
+    start_watch $d $loop --follow
+    kill -USR1 $loop
+    poll $d/out child 30 || problem "no child"
+    wait $loop
+    wait $watcher
+    child=$(sed -n 's/^child \([0-9]*\)/\1/p' $d/out)
+    check_one_report $d render_report_synchronously
+    grep -q "\"pid\": *$child," $d/r/hang-*.json || problem "the report is not of the child $child"
+    verdict follow "child $child: $(grep 'hangwatch: hang in' $d/err)"
+}
+
+# A loop waiting through syscall(SYS_epoll_wait): the kernel functions see
+# it (uprobes in the wait functions cannot).
+test_raw_syscall() {
+    problems=""
+    d=/tmp/raw_syscall
+    mkdir -p $d
+    kernel-loop raw 300 >$d/out &
+    loop=$!
+    poll $d/out ready 30 || problem "the loop did not start"
+    start_watch $d $loop --attach fentry
+    kill -USR1 $loop
+    wait $loop
+    wait $watcher
+    check_one_report $d render_report_synchronously
+    verdict raw_syscall "$(grep 'hangwatch: hang in' $d/err)"
+}
+
+# HW_VM_TESTS (from the kernel's command line): some, comma-separated.
+for t in $(echo "${HW_VM_TESTS:-watch_auto,not_watched,follow,raw_syscall}" | tr , ' '); do
+    "test_$t"
+done
+echo "VMDONE"
+sync
+reboot -f

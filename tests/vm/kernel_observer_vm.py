@@ -1,0 +1,213 @@
+"""kernel_observer_vm - the kernel observer's tests on the kernel users run.
+
+This machine's kernel may lack what the fentry attachment needs (BPF
+tracing programs), so the tests boot Debian's stock kernel
+(linux-image-amd64, fetched with `apt-get download` and unpacked in the
+build tree, never installed) under QEMU, with software emulation when there
+is no /dev/kvm, on an initramfs of busybox, hangwatch, bpftool and the test
+loops with the shared libraries they need.  tests/vm/guest_tests.sh is its
+/init: it runs the tests and prints a line per test on the serial console.
+
+    kernel_observer_vm.py boot BUILD_DIR SOURCE_DIR
+        boots the machine once and writes BUILD_DIR/vm/results: one line per
+        test ("NAME pass WHAT WAS SEEN" or "NAME fail WHY"; HW_VM_TESTS=a,b
+        in the environment runs only those), or "unavailable WHY" when
+        QEMU or the kernel package cannot be had (exit 0 then: the tests
+        report themselves skipped, by name)
+    kernel_observer_vm.py check BUILD_DIR NAME
+        the result of one test: exit 0 (passed), 1 (failed, with why), or
+        77 (skipped, with why)
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+SKIP = 77
+BOOT_DEADLINE_S = 300  # software emulation on a loaded machine
+TESTS = ["watch_auto", "not_watched", "follow", "raw_syscall"]
+# What goes in the initramfs's /bin, from the build tree's bin/.
+BUILT_PROGRAMS = ["hangwatch", "kernel-loop"]
+
+
+def log(message):
+    print(f"kernel_observer_vm: {message}", flush=True)
+
+
+def run(args, **kwargs):
+    return subprocess.run(args, capture_output=True, text=True, **kwargs)
+
+
+def stock_kernel(cache):
+    """Debian's stock kernel image, unpacked under `cache` (downloaded once):
+    its path, or raise RuntimeError with why it cannot be had."""
+    depends = run(["apt-cache", "depends", "linux-image-amd64"])
+    package = None
+    for line in depends.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("Depends:") and line.split()[1].startswith("linux-image-"):
+            package = line.split()[1]
+            break
+    if package is None:
+        raise RuntimeError("apt knows no linux-image-amd64 (run apt-get update)")
+    unpacked = os.path.join(cache, package)
+    images = glob.glob(os.path.join(unpacked, "boot", "vmlinuz-*"))
+    if images:
+        return images[0]
+    os.makedirs(cache, exist_ok=True)
+    for old in glob.glob(os.path.join(cache, "*.deb")):
+        os.unlink(old)
+    got = run(["apt-get", "download", package], cwd=cache)
+    debs = glob.glob(os.path.join(cache, package + "_*.deb"))
+    if not debs:
+        raise RuntimeError(f"apt-get download {package} failed: {got.stderr.strip()[-300:]}")
+    shutil.rmtree(unpacked, ignore_errors=True)
+    x = run(["dpkg-deb", "-x", debs[0], unpacked])
+    images = glob.glob(os.path.join(unpacked, "boot", "vmlinuz-*"))
+    if x.returncode != 0 or not images:
+        raise RuntimeError(f"{debs[0]} could not be unpacked: {x.stderr.strip()}")
+    os.unlink(debs[0])  # the image is kept, not the 70 MB package
+    return images[0]
+
+
+def shared_libraries(program):
+    """The files `program` loads (ldd's paths, the dynamic loader too)."""
+    out = run(["ldd", program]).stdout
+    paths = []
+    for line in out.splitlines():
+        for word in line.split():
+            if word.startswith("/") and os.path.exists(word):
+                paths.append(word)
+    return paths
+
+
+def copy_into(root, path, where=None):
+    target = os.path.join(root, (where or path).lstrip("/"))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copy2(os.path.realpath(path), target)
+
+
+def build_initramfs(vm_dir, build_dir, source_dir):
+    """The initramfs (newc cpio, uncompressed): its path."""
+    root = os.path.join(vm_dir, "root")
+    shutil.rmtree(root, ignore_errors=True)
+    for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "lib64", "etc"):
+        os.makedirs(os.path.join(root, d))
+    busybox = shutil.which("busybox") or "/bin/busybox"
+    copy_into(root, busybox, "/bin/busybox")
+    applets = run([busybox, "--list"]).stdout.split()
+    for applet in applets:
+        link = os.path.join(root, "bin", applet)
+        if not os.path.exists(link):
+            os.symlink("busybox", link)
+    programs = [os.path.join(build_dir, "bin", p) for p in BUILT_PROGRAMS]
+    programs.append(shutil.which("bpftool", path="/usr/sbin:/sbin:/usr/bin") or "/usr/sbin/bpftool")
+    libraries = set()
+    for program in programs:
+        copy_into(root, program, "/bin/" + os.path.basename(program))
+        libraries.update(shared_libraries(program))
+    for library in libraries:
+        copy_into(root, library)
+    init = os.path.join(root, "init")
+    shutil.copy(os.path.join(source_dir, "tests", "vm", "guest_tests.sh"), init)
+    os.chmod(init, 0o755)
+    image = os.path.join(vm_dir, "initramfs.cpio")
+    names = run(["find", "."], cwd=root).stdout
+    with open(image, "wb") as out:
+        cpio = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=names.encode(), stdout=out,
+                              stderr=subprocess.PIPE)
+    if cpio.returncode != 0:
+        raise RuntimeError(f"cpio failed: {cpio.stderr.decode().strip()}")
+    return image
+
+
+def boot(build_dir, source_dir):
+    vm_dir = os.path.join(build_dir, "vm")
+    os.makedirs(vm_dir, exist_ok=True)
+    results = os.path.join(vm_dir, "results")
+    qemu = shutil.which("qemu-system-x86_64")
+    try:
+        if qemu is None:
+            raise RuntimeError("qemu-system-x86_64 is not installed (Debian's qemu-system-x86)")
+        for tool in ("busybox", "cpio", "apt-get", "dpkg-deb"):
+            if shutil.which(tool) is None:
+                raise RuntimeError(f"{tool} is not installed")
+        kernel = stock_kernel(os.path.join(vm_dir, "kernel"))
+        initramfs = build_initramfs(vm_dir, build_dir, source_dir)
+    except RuntimeError as e:
+        with open(results, "w") as f:
+            f.write(f"unavailable {e}\n")
+        log(f"unavailable: {e}")
+        return 0
+    accel = ["-accel", "kvm", "-cpu", "host"] if os.access("/dev/kvm", os.R_OK | os.W_OK) else \
+        ["-accel", "tcg", "-cpu", "max"]
+    wanted = os.environ.get("HW_VM_TESTS", "")
+    tests = [t for t in wanted.split(",") if t] or TESTS
+    args = [qemu, "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
+            "-m", "1024", "-smp", "1", *accel, "-kernel", kernel, "-initrd", initramfs,
+            "-append", "console=ttyS0 quiet panic=-1 rdinit=/init" + (f" HW_VM_TESTS={wanted}" if wanted else "")]
+    log(f"booting {os.path.basename(kernel)} ({' '.join(accel)})")
+    start = time.monotonic()
+    console_path = os.path.join(vm_dir, "console.log")
+    with open(console_path, "w") as console:
+        try:
+            vm = subprocess.run(args, stdout=console, stderr=subprocess.STDOUT, timeout=BOOT_DEADLINE_S)
+            ended = f"exit {vm.returncode}"
+        except subprocess.TimeoutExpired:
+            ended = f"killed after {BOOT_DEADLINE_S} s"
+    elapsed = time.monotonic() - start
+    with open(console_path, errors="replace") as f:
+        console_text = f.read()
+    lines = []
+    for line in console_text.splitlines():
+        line = line.strip()
+        if line.startswith("VMRESULT "):
+            lines.append(line[len("VMRESULT "):])
+        elif line.startswith("VMINFO "):
+            log(line[len("VMINFO "):])
+    seen = {line.split()[0] for line in lines}
+    for name in tests:
+        if name not in seen:
+            lines.append(f"{name} fail no result: the machine ended ({ended}) before it; see {console_path}")
+    with open(results, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    log(f"the machine ran {elapsed:.1f} s ({ended}); results in {results}")
+    for line in lines:
+        log(line)
+    return 0
+
+
+def check(build_dir, name):
+    results = os.path.join(build_dir, "vm", "results")
+    try:
+        with open(results) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        print(f"{name}: no results ({e}): the vm_boot test did not run")
+        return 1
+    for line in lines:
+        word, _, rest = line.partition(" ")
+        if word == "unavailable":
+            print(f"{name}: skipped: {rest}")
+            return SKIP
+        if word == name:
+            verdict, _, why = rest.partition(" ")
+            print(f"{name} in the virtual machine: {verdict} {why}".rstrip())
+            return 0 if verdict == "pass" else 1
+    print(f"{name}: no result in {results}")
+    return 1
+
+
+def main(argv):
+    if len(argv) == 4 and argv[1] == "boot":
+        return boot(argv[2], argv[3])
+    if len(argv) == 4 and argv[1] == "check":
+        return check(argv[2], argv[3])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
