@@ -8,12 +8,15 @@ stamps every chunk of calls with the time it ended.  While it runs,
 one second): watching the spinner itself ("watched"), or an idle loop next
 to it ("another process watched": what everybody else on the machine pays),
 once attached to the system calls' tracepoints and once with uprobes in
-the watched process (--attach uprobe).
+the watched process (--attach uprobe); then fentry beside the tracepoints,
+the same way, on Debian's stock kernel booted under QEMU (measure_in_vm).
 Chunks within SETTLE_S of a switch are left out; the figure is the median
 over on/off phase pairs of (median on - median off), in ns per call, with
 the range over the pairs.  Runs alone too:
 
-    /usr/bin/python3 bench/kernel_observer.py BUILD_DIR
+    /usr/bin/python3 bench/kernel_observer.py BUILD_DIR [vm]
+
+(`vm`: only the virtual machine's figures.)
 """
 import os
 import signal
@@ -72,8 +75,11 @@ def _cost(chunks, windows, phase_s, settle_s):
 
 
 def measure(bin_dir, env=None):
-    """Both attachments: {"tracepoint": figures, "uprobe": figures}."""
-    return {attach: measure_one(bin_dir, env, attach) for attach in ("tracepoint", "uprobe")}
+    """This kernel's attachments, {"tracepoint": figures, "uprobe": figures},
+    and fentry beside the tracepoints on Debian's stock kernel ("in_vm")."""
+    out = {attach: measure_one(bin_dir, env, attach) for attach in ("tracepoint", "uprobe")}
+    out["in_vm"] = measure_in_vm(bin_dir)
+    return out
 
 
 def measure_one(bin_dir, env, attach):
@@ -122,6 +128,55 @@ def measure_one(bin_dir, env, attach):
     return out
 
 
+VM_PHASE_S = 2.0
+VM_SETTLE_S = 0.5
+
+
+def measure_in_vm(bin_dir):
+    """fentry beside the tracepoints, measured the same way on Debian's stock
+    kernel booted under QEMU (tests/vm/kernel_observer_vm.py makes the
+    machine; bench/vm_kernel_observer.sh is its /init): {"fentry": figures,
+    "tracepoint": figures}, or None with the reason logged when the machine
+    cannot be had.  Emulated, a system call costs several times what it
+    does here: compare the two attachments with each other, not with the
+    rows measured on this machine."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "tests", "vm"))
+    import kernel_observer_vm as vm  # noqa: E402 (the tests' machine)
+    build_dir = os.path.dirname(os.path.abspath(bin_dir))
+    vm_dir = os.path.join(build_dir, "vm-bench")
+    os.makedirs(vm_dir, exist_ok=True)
+    try:
+        machine = vm.prepare(vm_dir, build_dir, os.path.join(here, "vm_kernel_observer.sh"),
+                             ["hangwatch", "kernel-loop", "bench-epoll-spin"])
+    except RuntimeError as e:
+        print(f"bench: part 8 in a virtual machine skipped: {e}", file=sys.stderr)
+        return None
+    console, ended, elapsed = vm.run_vm(machine, os.path.join(vm_dir, "console.log"),
+                                        f"HW_PHASES={PHASES} HW_PHASE_S={VM_PHASE_S:g}", cpus=2, deadline_s=900)
+    windows, chunks = {}, {}
+    for line in console:
+        f = line.split()
+        if len(f) == 5 and f[0] == "WINDOW":
+            windows.setdefault((f[1], f[2]), []).append((int(f[3]), int(f[4])))
+        elif len(f) == 5 and f[0] == "CHUNK":
+            chunks.setdefault((f[1], f[2]), []).append((float(f[3]), int(float(f[4]))))
+    out = {}
+    for attach in ("fentry", "tracepoint"):
+        figures = {}
+        for what in ("watched", "other", "other_getppid"):
+            got = chunks.get((attach, what), [])
+            diffs = _cost(got, windows.get((attach, what), []), VM_PHASE_S, VM_SETTLE_S)
+            if not diffs:
+                print(f"bench: part 8 in a virtual machine: no figures for {attach} {what} (the machine: {ended}, "
+                      f"{elapsed:.0f} s; {vm_dir}/console.log)", file=sys.stderr)
+                return None
+            figures[what] = {"n": len(diffs), "med": statistics.median(diffs), "min": min(diffs),
+                             "max": max(diffs), "base": statistics.median(ns for ns, _ in got)}
+        out[attach] = figures
+    return out
+
+
 def _verdict(f):
     """Measurable: a median over 5 ns that every on/off pair shows (its range
     above zero); a median the pairs straddle is the machine's noise."""
@@ -129,6 +184,21 @@ def _verdict(f):
 
 
 def rows(both, row):
+    in_vm = both.pop("in_vm", None)
+    if in_vm:
+        for attach, k in in_vm.items():
+            w, o, g = k["watched"], k["other"], k["other_getppid"]
+            where = f"Debian's stock kernel under QEMU, --attach {attach}"
+            row(f"  {where}: `epoll_wait(ep, ev, 8, 0)` watched through it, ns added per call",
+                f"{w['n']} on/off pairs", f"{w['med']:+.1f}", "",
+                f"range over the pairs {w['min']:+.1f}..{w['max']:+.1f}; the call itself about {w['base']:.0f} ns "
+                "emulated")
+            for what, f, call in (("epoll_wait", o, "epoll_wait"), ("getppid()", g, "getppid()")):
+                row(f"  {where}, another process watched: {what} of a process that is not, ns added per call",
+                    f"{f['n']} on/off pairs", f"{f['med']:+.1f}", "",
+                    f"range over the pairs {f['min']:+.1f}..{f['max']:+.1f}; the {call} itself about "
+                    f"{f['base']:.0f} ns emulated", "nothing measurable" if attach == "fentry" or call == "getppid()"
+                    else "", _verdict(f) if attach == "fentry" or call == "getppid()" else "")
     for attach, k in both.items():
         w, o, g = k["watched"], k["other"], k["other_getppid"]
         head = "8" if attach == "tracepoint" else " "
@@ -150,9 +220,12 @@ def rows(both, row):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "vm"):
         sys.exit(__doc__)
-    k = measure(os.path.join(sys.argv[1], "bin"))
+    if len(sys.argv) == 3:
+        k = {"in_vm": measure_in_vm(os.path.join(sys.argv[1], "bin"))}
+    else:
+        k = measure(os.path.join(sys.argv[1], "bin"))
     lines = []
     rows(k, lambda *r: lines.append(" | ".join(r)))
     print("\n".join(lines))

@@ -225,7 +225,7 @@ def case_watch_least_privilege():
     os.chown(parent, NOBODY, NOBODY)
     target = Target("hang", "2.5")
     try:
-        for drop, named in ((("bpf", "sys_admin"), "CAP_BPF"), (("sys_ptrace",), "CAP_SYS_PTRACE"),
+        for drop, named in ((("bpf", "sys_admin"), "lacks CAP_BPF"), (("sys_ptrace",), "CAP_SYS_PTRACE"),
                             (("sys_admin",), "CAP_SYS_ADMIN")):
             p = subprocess.run(as_nobody([c for c in needed if c not in drop],
                                          [hwtest.binary("hangwatch"), "watch", "--attach", "uprobe", "--report-dir",

@@ -153,8 +153,51 @@ test_raw_syscall() {
     verdict raw_syscall "$(grep 'hangwatch: hang in' $d/err)"
 }
 
+# as_nobody CAPS COMMAND...: COMMAND as user nobody (65534) holding exactly
+# the capabilities CAPS (comma-separated, e.g. bpf,perfmon), util-linux's
+# setpriv (by its path: busybox's shell would run its own applet).
+as_nobody() {
+    caps=$(echo "$1" | sed 's/\([a-z_]*\)/+\1/g')
+    shift
+    /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps="$caps" --ambient-caps="$caps" "$@"
+}
+
+# Not root: with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE alone, watch takes
+# fentry and catches the hang; with one of them dropped it exits 2 naming
+# it.
+test_least_privilege() {
+    problems=""
+    d=/tmp/least_privilege
+    mkdir -p $d
+    chown 65534:65534 $d
+    kernel-loop hang 300 >$d/out &
+    loop=$!
+    poll $d/out ready 30 || problem "the loop did not start"
+    for drop in bpf perfmon sys_ptrace; do
+        caps=$(echo bpf,perfmon,sys_ptrace | sed "s/$drop//; s/,,/,/; s/^,//; s/,\$//")
+        as_nobody "$caps" hangwatch watch --report-dir $d/r-$drop -p $loop 2>$d/err-$drop
+        status=$?
+        named=$(echo "CAP_$drop" | tr a-z A-Z)
+        echo "VMINFO least_privilege without $drop: exit $status: $(cat $d/err-$drop)"
+        [ $drop = sys_ptrace ] || named="lacks $named"
+        [ $status = 2 ] && grep -q "$named" $d/err-$drop ||
+            problem "without $drop: exit $status, not naming $named: $(cat $d/err-$drop)"
+    done
+    as_nobody bpf,perfmon,sys_ptrace hangwatch watch --report-dir $d/r -p $loop 2>$d/err &
+    watcher=$!
+    poll $d/err "watching pid $loop" 60 || problem "no 'watching pid' line: $(cat $d/err)"
+    grep -q "(fentry)" $d/err || problem "not through fentry: $(cat $d/err)"
+    kill -USR1 $loop
+    wait $loop
+    wait $watcher
+    check_one_report $d render_report_synchronously
+    owner=$(stat -c %u $d/r/hang-*.json 2>/dev/null)
+    [ "$owner" = 65534 ] || problem "the report belongs to uid $owner, not nobody"
+    verdict least_privilege "as nobody with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE: $(grep -c 'hangwatch: hang in' $d/err) hang"
+}
+
 # HW_VM_TESTS (from the kernel's command line): some, comma-separated.
-for t in $(echo "${HW_VM_TESTS:-watch_auto,not_watched,follow,raw_syscall}" | tr , ' '); do
+for t in $(echo "${HW_VM_TESTS:-watch_auto,not_watched,follow,raw_syscall,least_privilege}" | tr , ' '); do
     "test_$t"
 done
 echo "VMDONE"

@@ -27,7 +27,7 @@ import time
 
 SKIP = 77
 BOOT_DEADLINE_S = 300  # software emulation on a loaded machine
-TESTS = ["watch_auto", "not_watched", "follow", "raw_syscall"]
+TESTS = ["watch_auto", "not_watched", "follow", "raw_syscall", "least_privilege"]
 # What goes in the initramfs's /bin, from the build tree's bin/.
 BUILT_PROGRAMS = ["hangwatch", "kernel-loop"]
 
@@ -86,11 +86,14 @@ def shared_libraries(program):
 def copy_into(root, path, where=None):
     target = os.path.join(root, (where or path).lstrip("/"))
     os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.lexists(target):
+        os.unlink(target)  # a busybox applet's link: replaced, never written through
     shutil.copy2(os.path.realpath(path), target)
 
 
-def build_initramfs(vm_dir, build_dir, source_dir):
-    """The initramfs (newc cpio, uncompressed): its path."""
+def build_initramfs(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
+    """The initramfs (newc cpio, uncompressed) with `init_script` as its
+    /init and `programs` from the build tree's bin/: its path."""
     root = os.path.join(vm_dir, "root")
     shutil.rmtree(root, ignore_errors=True)
     for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "lib64", "etc"):
@@ -102,16 +105,21 @@ def build_initramfs(vm_dir, build_dir, source_dir):
         link = os.path.join(root, "bin", applet)
         if not os.path.exists(link):
             os.symlink("busybox", link)
-    programs = [os.path.join(build_dir, "bin", p) for p in BUILT_PROGRAMS]
+    programs = [os.path.join(build_dir, "bin", p) for p in programs]
     programs.append(shutil.which("bpftool", path="/usr/sbin:/sbin:/usr/bin") or "/usr/sbin/bpftool")
     libraries = set()
+    # util-linux's setpriv, to become another user with capabilities
+    # (busybox's cannot change users, and its shell runs its own applet for
+    # the bare name: the guest calls it as /usr/bin/setpriv).
+    copy_into(root, "/usr/bin/setpriv")
+    libraries.update(shared_libraries("/usr/bin/setpriv"))
     for program in programs:
         copy_into(root, program, "/bin/" + os.path.basename(program))
         libraries.update(shared_libraries(program))
     for library in libraries:
         copy_into(root, library)
     init = os.path.join(root, "init")
-    shutil.copy(os.path.join(source_dir, "tests", "vm", "guest_tests.sh"), init)
+    shutil.copy(init_script, init)
     os.chmod(init, 0o755)
     image = os.path.join(vm_dir, "initramfs.cpio")
     names = run(["find", "."], cwd=root).stdout
@@ -123,46 +131,57 @@ def build_initramfs(vm_dir, build_dir, source_dir):
     return image
 
 
+def prepare(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
+    """(qemu, kernel, initramfs), or raise RuntimeError saying what is missing."""
+    qemu = shutil.which("qemu-system-x86_64")
+    if qemu is None:
+        raise RuntimeError("qemu-system-x86_64 is not installed (Debian's qemu-system-x86)")
+    for tool in ("busybox", "cpio", "apt-get", "dpkg-deb"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} is not installed")
+    kernel = stock_kernel(os.path.join(vm_dir, "kernel"))
+    return qemu, kernel, build_initramfs(vm_dir, build_dir, init_script, programs)
+
+
+def run_vm(machine, console_path, append="", cpus=1, deadline_s=BOOT_DEADLINE_S):
+    """Boot `machine` (from prepare) until it powers off: the console's
+    lines, how it ended and how long it ran."""
+    qemu, kernel, initramfs = machine
+    accel = ["-accel", "kvm", "-cpu", "host"] if os.access("/dev/kvm", os.R_OK | os.W_OK) else \
+        ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    args = [qemu, "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
+            "-m", "1024", "-smp", str(cpus), *accel, "-kernel", kernel, "-initrd", initramfs,
+            "-append", ("console=ttyS0 quiet panic=-1 rdinit=/init " + append).strip()]
+    log(f"booting {os.path.basename(kernel)} ({' '.join(accel)}, {cpus} cpu)")
+    start = time.monotonic()
+    with open(console_path, "w") as console:
+        try:
+            vm = subprocess.run(args, stdout=console, stderr=subprocess.STDOUT, timeout=deadline_s)
+            ended = f"exit {vm.returncode}"
+        except subprocess.TimeoutExpired:
+            ended = f"killed after {deadline_s} s"
+    elapsed = time.monotonic() - start
+    with open(console_path, errors="replace") as f:
+        return [line.strip() for line in f.read().splitlines()], ended, elapsed
+
+
 def boot(build_dir, source_dir):
     vm_dir = os.path.join(build_dir, "vm")
     os.makedirs(vm_dir, exist_ok=True)
     results = os.path.join(vm_dir, "results")
-    qemu = shutil.which("qemu-system-x86_64")
     try:
-        if qemu is None:
-            raise RuntimeError("qemu-system-x86_64 is not installed (Debian's qemu-system-x86)")
-        for tool in ("busybox", "cpio", "apt-get", "dpkg-deb"):
-            if shutil.which(tool) is None:
-                raise RuntimeError(f"{tool} is not installed")
-        kernel = stock_kernel(os.path.join(vm_dir, "kernel"))
-        initramfs = build_initramfs(vm_dir, build_dir, source_dir)
+        machine = prepare(vm_dir, build_dir, os.path.join(source_dir, "tests", "vm", "guest_tests.sh"))
     except RuntimeError as e:
         with open(results, "w") as f:
             f.write(f"unavailable {e}\n")
         log(f"unavailable: {e}")
         return 0
-    accel = ["-accel", "kvm", "-cpu", "host"] if os.access("/dev/kvm", os.R_OK | os.W_OK) else \
-        ["-accel", "tcg", "-cpu", "max"]
     wanted = os.environ.get("HW_VM_TESTS", "")
     tests = [t for t in wanted.split(",") if t] or TESTS
-    args = [qemu, "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
-            "-m", "1024", "-smp", "1", *accel, "-kernel", kernel, "-initrd", initramfs,
-            "-append", "console=ttyS0 quiet panic=-1 rdinit=/init" + (f" HW_VM_TESTS={wanted}" if wanted else "")]
-    log(f"booting {os.path.basename(kernel)} ({' '.join(accel)})")
-    start = time.monotonic()
     console_path = os.path.join(vm_dir, "console.log")
-    with open(console_path, "w") as console:
-        try:
-            vm = subprocess.run(args, stdout=console, stderr=subprocess.STDOUT, timeout=BOOT_DEADLINE_S)
-            ended = f"exit {vm.returncode}"
-        except subprocess.TimeoutExpired:
-            ended = f"killed after {BOOT_DEADLINE_S} s"
-    elapsed = time.monotonic() - start
-    with open(console_path, errors="replace") as f:
-        console_text = f.read()
+    console, ended, elapsed = run_vm(machine, console_path, f"HW_VM_TESTS={wanted}" if wanted else "")
     lines = []
-    for line in console_text.splitlines():
-        line = line.strip()
+    for line in console:
         if line.startswith("VMRESULT "):
             lines.append(line[len("VMRESULT "):])
         elif line.startswith("VMINFO "):

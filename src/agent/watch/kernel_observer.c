@@ -135,10 +135,19 @@ static bool may_load_bpf(void)
     return (has_capability(CAP_BPF_BIT) && has_capability(CAP_PERFMON_BIT)) || has_capability(CAP_SYS_ADMIN_BIT);
 }
 
-#define NEEDS_CAPABILITIES                                                                                             \
-    "the kernel observer needs CAP_BPF and CAP_PERFMON (or root): run hangwatch with sudo, give it the capabilities " \
-    "('setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep hangwatch'), or start the container with --cap-add BPF "           \
-    "--cap-add PERFMON --cap-add SYS_PTRACE"
+/* The sentence for a refusal for want of rights: which of CAP_BPF and
+ * CAP_PERFMON this process lacks (as far as CapEff tells), and how to get
+ * them. */
+static int say_needs_capabilities(char *why, size_t len)
+{
+    bool bpf = has_capability(CAP_BPF_BIT), perfmon = has_capability(CAP_PERFMON_BIT);
+    return say(why, len, -EPERM,
+               "the kernel observer needs CAP_BPF and CAP_PERFMON (or root)%s%s%s: run hangwatch with sudo, give it "
+               "the capabilities ('setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep hangwatch'), or start the container "
+               "with --cap-add BPF --cap-add PERFMON --cap-add SYS_PTRACE",
+               bpf && perfmon ? "" : "; this process lacks ", !bpf ? (perfmon ? "CAP_BPF" : "CAP_BPF and ") : "",
+               !perfmon ? "CAP_PERFMON" : "");
+}
 
 /* tracefs, mounted if it is not (what systemd does); 0 or -errno with why. */
 static int need_tracefs(char *why, size_t len, const char *for_what)
@@ -278,7 +287,7 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
 {
     *out = NULL;
     if (!may_load_bpf())
-        return say(why, len, -EPERM, NEEDS_CAPABILITIES);
+        return say_needs_capabilities(why, len);
     struct stat st;
     if (stat("/sys/kernel/btf/vmlinux", &st) != 0)
         return say(why, len, -ENOTSUP,
@@ -317,7 +326,7 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
     }
     if (e != 0) {
         if (e == EPERM)
-            say(why, len, 0, NEEDS_CAPABILITIES);
+            say_needs_capabilities(why, len);
         else
             say(why, len, 0, "the kernel observer cannot be attached %s%s: %s",
                 attach == HW_KOBS_ATTACH_UPROBE ? "with " : "to the ",
