@@ -310,6 +310,76 @@ static void print_hang_end(FILE *out, json_t *apm)
     fputs(")\n", out);
 }
 
+/* One window's figures of a `time` section (report-format.md, time). */
+static void print_time_figures(FILE *out, json_t *t)
+{
+    fprintf(out, "%.3f s", (double)hw_int_at(t, "window_us", 0) / 1e6);
+    if (json_is_integer(json_object_get(t, "on_cpu_us")))
+        fprintf(out, ": %.3f s on CPU, %.3f s waiting for a CPU, %.3f s asleep",
+                (double)hw_int_at(t, "on_cpu_us", 0) / 1e6, (double)hw_int_at(t, "runqueue_wait_us", 0) / 1e6,
+                (double)hw_int_at(t, "blocked_us", 0) / 1e6);
+    if (hw_int_at(t, "throttled_us", 0) > 0)
+        fprintf(out, ", %.3f s throttled", (double)hw_int_at(t, "throttled_us", 0) / 1e6);
+    if (hw_int_at(t, "major_faults", 0) > 0)
+        fprintf(out, ", %" JSON_INTEGER_FORMAT " major faults", hw_int_at(t, "major_faults", 0));
+    fputs("; cause: ", out);
+    put_string_at(out, t, "cause", "?");
+    if (json_is_string(json_object_get(t, "blocked_on"))) {
+        fputs(" (", out);
+        put_string_at(out, t, "blocked_on", "?");
+        fputc(')', out);
+    }
+    fputc('\n', out);
+}
+
+/* Where the hung thread's time went (hangwatch.time): the window to the
+ * detection and to the hang's end, the cgroup that limits it, what it was
+ * blocked in. */
+static void print_time(FILE *out, json_t *apm)
+{
+    json_t *t = json_object_get(apm, "time");
+    if (!json_is_object(t))
+        return;
+    if (!json_is_integer(json_object_get(t, "window_us"))) {
+        fputs("  time: not measured (", out);
+        put_string_at(out, t, "missing", "?");
+        fputs(")\n", out);
+        return;
+    }
+    const char *from = hw_str_at(t, "window_from", "");
+    fprintf(out, "  time over %s", strcmp(from, "stretch_start") == 0 ? "the stretch, " : "part of the stretch, ");
+    print_time_figures(out, t);
+    json_t *at_end = json_object_get(t, "at_end");
+    if (json_is_integer(json_object_get(at_end, "window_us"))) {
+        fputs("  to the hang's end, ", out);
+        print_time_figures(out, at_end);
+    }
+    json_t *cg = json_object_get(t, "cgroup");
+    if (json_is_object(cg) && json_is_true(json_object_get(cg, "limited"))) {
+        fputs("  cgroup ", out);
+        put_string_at(out, cg, "path", "?");
+        fprintf(out, " (v%" JSON_INTEGER_FORMAT ", quota %.1f ms per %.1f ms): throttled in %" JSON_INTEGER_FORMAT
+                     " periods\n",
+                hw_int_at(cg, "version", 0), (double)hw_int_at(cg, "quota_us", 0) / 1e3,
+                (double)hw_int_at(cg, "period_us", 0) / 1e3, hw_int_at(t, "throttled_periods", 0));
+    }
+    json_t *in = json_object_get(t, "blocked_in");
+    if (json_is_string(json_object_get(in, "syscall"))) {
+        fputs("  blocked in ", out);
+        put_string_at(out, in, "syscall", "?");
+        if (json_is_string(json_object_get(in, "fd_is"))) {
+            fputs(" on ", out);
+            put_string_at(out, in, "fd_is", "?");
+        }
+        if (json_is_string(json_object_get(in, "wchan"))) {
+            fputs(" (kernel: ", out);
+            put_string_at(out, in, "wchan", "?");
+            fputc(')', out);
+        }
+        fputc('\n', out);
+    }
+}
+
 static void print_report(const char *label, json_t *root, unsigned flags, FILE *out)
 {
     json_t *report = json_object_get(root, "report");
@@ -365,6 +435,9 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         put_string_at(out, apm, "check_mode", "?");
         fputs(" check)\n", out);
     }
+
+    if (!snapshot && !cpu_high)
+        print_time(out, apm);
 
     /* Waiting for the GIL: the hang is where its holder is. */
     json_t *gil = json_object_get(apm, "gil_holder");

@@ -23,6 +23,10 @@
 #include "agent/common/random_id.h"
 #include "agent/report/report_model.h"
 
+/* How a hang ended, for hw_report_set_final and hw_report_add_final_duration. */
+#define END(final, precision, how, status)                                                                             \
+    (&(const hw_hang_end){.final_ns = (final), .precision_ns = (precision), .end = (how), .wait_status = (status)})
+
 static hw_frame make_frame(uint64_t pc, const char *sym, const char *obj, const char *file, int line)
 {
     hw_frame f = {0};
@@ -256,7 +260,7 @@ static void test_final_duration_is_added_in_place(void **state)
     json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
     hw_report_dir *d = open_dir_or_fail(base);
     assert_int_equal(hw_report_write(d, "hang-2.json", r), 0);
-    assert_int_equal(hw_report_add_final_duration(d, "hang-2.json", 4500000000ull, 250000000ull, "returned_to_wait", -1),
+    assert_int_equal(hw_report_add_final_duration(d, "hang-2.json", END(4500000000ull, 250000000ull, "returned_to_wait", -1)),
                      0);
 
     char path[300];
@@ -274,9 +278,9 @@ static void test_final_duration_is_added_in_place(void **state)
     json_decref(back);
 
     /* A report that is missing or not JSON is an error, not a crash. */
-    assert_int_equal(hw_report_add_final_duration(d, "hang-missing.json", 1, 1, "returned_to_wait", -1), -ENOENT);
+    assert_int_equal(hw_report_add_final_duration(d, "hang-missing.json", END(1, 1, "returned_to_wait", -1)), -ENOENT);
     assert_int_equal(hw_report_dir_write(d, "hang-3.json", "{\"report\": ", 11), 0);
-    assert_int_equal(hw_report_add_final_duration(d, "hang-3.json", 1, 1, "returned_to_wait", -1), -EINVAL);
+    assert_int_equal(hw_report_add_final_duration(d, "hang-3.json", END(1, 1, "returned_to_wait", -1)), -EINVAL);
 
     hw_report_dir_close(d);
     json_decref(r);
@@ -293,7 +297,7 @@ static void test_fatal_hang_end_names_the_death(void **state)
     make_fixture(&fx);
     char id[37];
     json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
-    assert_int_equal(hw_report_set_final(r, 3000000000ull, 10000000ull, "killed", 9 /* SIGKILL */), 0);
+    assert_int_equal(hw_report_set_final(r, END(3000000000ull, 10000000ull, "killed", 9 /* SIGKILL */)), 0);
     json_t *apm = json_object_get(r, "hangwatch");
     assert_string_equal(json_string_value(json_object_get(apm, "hang_end")), "killed");
     json_t *pe = json_object_get(apm, "process_end");
@@ -302,16 +306,16 @@ static void test_fatal_hang_end_names_the_death(void **state)
     assert_true(json_is_false(json_object_get(pe, "core_dumped")));
     assert_null(json_object_get(pe, "exit_status"));
 
-    assert_int_equal(hw_report_set_final(r, 1, 1, "exited", 3 << 8 /* exit(3) */), 0);
+    assert_int_equal(hw_report_set_final(r, END(1, 1, "exited", 3 << 8 /* exit(3) */)), 0);
     pe = json_object_get(apm, "process_end");
     assert_int_equal(json_integer_value(json_object_get(pe, "exit_status")), 3);
     assert_null(json_object_get(pe, "signal"));
     json_decref(r);
 
     r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
-    assert_int_equal(hw_report_set_final(r, 1, 1, "returned_to_wait", -1), 0);
+    assert_int_equal(hw_report_set_final(r, END(1, 1, "returned_to_wait", -1)), 0);
     assert_null(json_object_get(json_object_get(r, "hangwatch"), "process_end"));
-    assert_int_equal(hw_report_set_final(json_object_get(r, "report"), 1, 1, "killed", 9), -EINVAL);
+    assert_int_equal(hw_report_set_final(json_object_get(r, "report"), END(1, 1, "killed", 9)), -EINVAL);
     json_decref(r);
 
     char name[32];

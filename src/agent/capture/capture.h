@@ -8,7 +8,10 @@
  *   perf_sampler.h  a running thread's samples taken by the kernel (a perf
  *                   event: no stop at all);
  *   proc_task.h     what /proc and the kernel count for a process and its
- *                   threads (state, system call, CPU time, tracer).
+ *                   threads (state, system call, CPU time, tracer);
+ *   thread_time.h   a hung thread's time over a window (schedstat, its CPU
+ *                   cgroup's throttling: cgroup_cpu.h) and what it is
+ *                   blocked in (a descriptor in words: fd_describe.h).
  *
  * Everything captured is the watched program's memory or its word and is
  * handled as untrusted by whoever reads it next (the symbols stage).  The
@@ -20,5 +23,6 @@
 #include "perf_sampler.h"
 #include "proc_task.h"
 #include "snapshot.h"
+#include "thread_time.h"
 
 #endif

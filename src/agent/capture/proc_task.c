@@ -117,8 +117,10 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
     ps->processor = -1;
     ps->cpu_ticks = 0;
     ps->start_ticks = 0;
+    ps->major_faults = 0;
     /* Fields after the comm, numbered as in proc(5): 3 = state, 4 = ppid,
-     * 14 = utime, 15 = stime, 22 = starttime, 39 = processor, 52 = exit_code. */
+     * 12 = majflt, 14 = utime, 15 = stime, 22 = starttime, 39 = processor,
+     * 52 = exit_code. */
     int field = 3;
     char *save = NULL;
     for (char *tok = strtok_r(p + 1, " \n", &save); tok != NULL; tok = strtok_r(NULL, " \n", &save), field++) {
@@ -126,6 +128,8 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
             ps->state = tok[0];
         else if (field == 4)
             ps->ppid = (pid_t)strtol(tok, NULL, 10);
+        else if (field == 12)
+            ps->major_faults = strtoull(tok, NULL, 10);
         else if (field == 14 || field == 15)
             ps->cpu_ticks += strtoull(tok, NULL, 10);
         else if (field == 22)

@@ -30,6 +30,7 @@ typedef struct hw_task_stat {
     int exit_code; /* wait status of a dead task, -1 if absent */
     unsigned long long cpu_ticks; /* utime + stime, in clock ticks (the process's: its dead threads' too) */
     unsigned long long start_ticks; /* when it started, in clock ticks after boot */
+    unsigned long long major_faults; /* page faults that had to read from disk (the thread's own) */
 } hw_task_stat;
 
 /* 0, or -errno (-ENOENT when the thread is gone). */

@@ -34,6 +34,7 @@
 #include "agent/symbols/symbols.h"
 #include "core/annealing.h"
 #include "core/detector.h"
+#include "core/hang_cause.h"
 #include "core/point_stack.h"
 #include "core/ring_stacks.h"
 #include "core/stutter.h"
@@ -111,6 +112,9 @@ typedef struct report_request {
     hw_stutter_verdict stutter;
     /* CPU-high reports: owned by the request (NULL for every other) */
     cpu_high_request *cpu;
+    /* where the hung thread's time went (hang_time.c); present false when
+     * not measured */
+    hw_time_section time;
 } report_request;
 
 /* What classifying the request's frames needs (its rules, its
@@ -177,8 +181,7 @@ void worker_submit_dropped(report_worker *wk, hang_record *hang, report_request 
  * (`keep_launch`) or dropped.  `wait_status`: the process's, when its death
  * ended the hang (end "killed" or "exited"), else -1.  The record is the
  * worker's afterwards. */
-void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
-                          const char *end, bool keep_launch, int wait_status);
+void worker_submit_finish(report_worker *wk, hang_record *hang, const hw_hang_end *end, bool keep_launch);
 /* How many re-checks the worker found with a moved stack (and reported),
  * and when the newest of them was captured. */
 uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns);

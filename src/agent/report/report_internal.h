@@ -78,8 +78,7 @@ void write_report(report_worker *wk, hang_record *h, json_t *report, const char 
                   int64_t detected_unix_ns, uint64_t busy_ns, bool complete);
 /* The hang of `h` is over: its final duration goes into each of its
  * written reports, which are then complete. */
-void write_final_durations(report_worker *wk, hang_record *h, uint64_t final_ns, uint64_t precision_ns,
-                           const char *end, int wait_status);
+void write_final_durations(report_worker *wk, hang_record *h, const hw_hang_end *e);
 
 /* ---- report_line.c ---- */
 

@@ -180,13 +180,15 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     const char *measured = opts->detector_kind == HW_DETECTOR_PING        ? "left a ping unanswered for"
                            : opts->detector_kind == HW_DETECTOR_FRAME_GAP ? "ran a frame tick late by"
                                                                              : "busy";
-    char process[64], holder[512];
+    char process[64], holder[512], why[1024];
     gil_holder_part(gil_holder, holder_bt, holder, sizeof holder);
+    /* Where its time went (hangwatch.time): "; throttled: 0.2 s on CPU, ..." */
+    hw_time_clause(&req->time, why, sizeof why);
     char *line = NULL;
-    if (asprintf(&line, "hangwatch: %s in %s (pid %d): %s %s %s (threshold %s)%s%s%s",
+    if (asprintf(&line, "hangwatch: %s in %s (pid %d): %s %s %s (threshold %s)%s%s%s%s%s",
                  c->stutter ? "stutter" : c->launch ? "launch hang" : "hang",
                  hw_escape_text(snap->process_name, process, sizeof process), (int)snap->pid, who, measured, busy,
-                 thr, used ? " in " : no_stack, frames, holder) < 0)
+                 thr, used ? " in " : no_stack, frames, holder, why[0] ? "; " : "", why) < 0)
         return NULL;
     return line;
 }

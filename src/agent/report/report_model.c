@@ -11,6 +11,7 @@
 #include "report_model.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,6 +399,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                       as_int(info->stutter_busy_ns / 1000), "stalls", (int)info->stutter_stalls));
     if (apm && info->cpu_high)
         json_object_set_new(apm, "cpu_high", cpu_high_json(info->cpu_high));
+    if (apm && info->time)
+        json_object_set_new(apm, "time", hw_time_json(info->time));
     if (apm && holder) {
         json_t *gil = json_pack("{s:I, s:o, s:I}", "thread_identifier", (json_int_t)holder->tid, "name",
                                 foreign_text(holder->name, sizeof holder->name), "report_array_index", holder_index);
@@ -440,21 +443,107 @@ static json_t *process_end_json(int wait_status)
     return json_pack("{s:i}", "exit_status", WEXITSTATUS(wait_status));
 }
 
-int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end, int wait_status)
+/* A pressure figure, or nothing when the kernel has none (-1). */
+static void set_pressure(json_t *o, const char *key, double value)
+{
+    if (value >= 0)
+        json_object_set_new(o, key, json_real(value));
+}
+
+static json_t *blocked_in_json(const hw_blocked_look *look)
+{
+    char state[2] = {look->state, '\0'};
+    json_t *o = json_pack("{s:s}", "state", state);
+    if (!o)
+        return NULL;
+    if (look->wchan[0])
+        json_object_set_new(o, "wchan", FOREIGN(look->wchan));
+    if (!look->in_syscall) {
+        json_object_set_new(o, "in_syscall", json_false());
+        return o;
+    }
+    const char *name = hw_syscall_name(look->syscall);
+    json_object_set_new(o, "syscall", json_string(name ? name : "unknown"));
+    json_object_set_new(o, "syscall_nr", json_integer(look->syscall));
+    json_t *args = json_array();
+    for (int i = 0; i < 6; i++) {
+        char hex[24];
+        snprintf(hex, sizeof hex, "0x%" PRIx64, look->args[i]);
+        json_array_append_new(args, json_string(hex));
+    }
+    json_object_set_new(o, "args", args);
+    if (look->fd >= 0) {
+        json_object_set_new(o, "fd", json_integer(look->fd));
+        json_object_set_new(o, "fd_kind", json_string(look->fd_kind));
+        json_object_set_new(o, "fd_is", FOREIGN(look->fd_text));
+    }
+    return o;
+}
+
+json_t *hw_time_json(const hw_time_section *t)
+{
+    if (!t->present)
+        return json_pack("{s:s}", "missing", t->missing ? t->missing : "not measured");
+    json_t *o = json_pack("{s:I, s:s, s:I}", "window_us", as_int(t->window_ns / 1000), "window_from",
+                          t->window_from ? t->window_from : "earlier_look", "window_offset_us",
+                          as_int(t->window_offset_ns / 1000));
+    if (!o)
+        return NULL;
+    if (t->has_schedstat) {
+        json_object_set_new(o, "on_cpu_us", json_integer(as_int(t->on_cpu_ns / 1000)));
+        json_object_set_new(o, "runqueue_wait_us", json_integer(as_int(t->runqueue_ns / 1000)));
+        json_object_set_new(o, "blocked_us", json_integer(as_int(t->blocked_ns / 1000)));
+    } else {
+        json_object_set_new(o, "missing", json_string(t->missing ? t->missing : "no schedstat"));
+    }
+    if (t->has_faults)
+        json_object_set_new(o, "major_faults", json_integer(as_int(t->major_faults)));
+    if (t->has_cgroup) {
+        json_t *cg = json_pack("{s:o, s:i, s:b}", "path", FOREIGN(t->cgroup), "version", t->cgroup_version, "limited",
+                               t->cgroup_limited);
+        if (cg && t->cgroup_limited) {
+            json_object_set_new(cg, "quota_us", json_integer(as_int(t->quota_us)));
+            json_object_set_new(cg, "period_us", json_integer(as_int(t->period_us)));
+        }
+        json_object_set_new(o, "cgroup", cg);
+        json_object_set_new(o, "throttled_us", json_integer(as_int(t->throttled_ns / 1000)));
+        json_object_set_new(o, "throttled_periods", json_integer(as_int(t->throttled_periods)));
+    } else if (t->cgroup_missing) {
+        json_object_set_new(o, "cgroup_missing", json_string(t->cgroup_missing));
+    }
+    json_t *pressure = json_object();
+    set_pressure(pressure, "cpu_some_avg10", t->psi_cpu);
+    set_pressure(pressure, "memory_some_avg10", t->psi_memory);
+    set_pressure(pressure, "io_some_avg10", t->psi_io);
+    if (json_object_size(pressure) > 0)
+        json_object_set_new(o, "pressure", pressure);
+    else
+        json_decref(pressure);
+    if (t->look.valid)
+        json_object_set_new(o, "blocked_in", blocked_in_json(&t->look));
+    json_object_set_new(o, "cause", json_string(hw_cause_name(t->cause)));
+    if (t->blocked_on != HW_BLOCKED_ON_NONE)
+        json_object_set_new(o, "blocked_on", json_string(hw_blocked_on_name(t->blocked_on)));
+    return o;
+}
+
+int hw_report_set_final(json_t *report, const hw_hang_end *e)
 {
     json_t *apm = json_object_get(report, "hangwatch");
     if (!json_is_object(apm))
         return -EINVAL;
-    json_object_set_new(apm, "final_duration_us", json_integer(as_int(final_ns / 1000)));
-    json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(precision_ns / 1000)));
-    json_object_set_new(apm, "hang_end", json_string(end));
-    if (wait_status >= 0)
-        json_object_set_new(apm, "process_end", process_end_json(wait_status));
+    json_object_set_new(apm, "final_duration_us", json_integer(as_int(e->final_ns / 1000)));
+    json_object_set_new(apm, "final_duration_precision_us", json_integer(as_int(e->precision_ns / 1000)));
+    json_object_set_new(apm, "hang_end", json_string(e->end));
+    if (e->wait_status >= 0)
+        json_object_set_new(apm, "process_end", process_end_json(e->wait_status));
+    json_t *time = json_object_get(apm, "time");
+    if (json_is_object(time))
+        json_object_set_new(time, "at_end", hw_time_json(&e->time));
     return 0;
 }
 
-int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
-                                 const char *end, int wait_status)
+int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, const hw_hang_end *e)
 {
     char *text = NULL;
     size_t len = 0;
@@ -466,7 +555,7 @@ int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64
     free(text);
     if (!root)
         return -EINVAL;
-    rc = hw_report_set_final(root, final_ns, precision_ns, end, wait_status);
+    rc = hw_report_set_final(root, e);
     if (rc == 0)
         rc = hw_report_write(d, file_name, root);
     json_decref(root);

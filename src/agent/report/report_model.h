@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "agent/capture/capture.h"
+#include "core/hang_cause.h"
 #include "core/point_stack.h"
 #include "core/ring_stacks.h"
 #include "agent/common/report_dir.h"
@@ -92,6 +93,8 @@ typedef struct hw_hang_info {
      * snapshot (0: it does not): the report names the holder, and the
      * grouping key is made of the holder's stack, where the hang is. */
     pid_t gil_holder_tid;
+    /* Where the hung thread's time went (hangwatch.time), or NULL. */
+    const hw_time_section *time;
 } hw_hang_info;
 
 /*
@@ -117,6 +120,14 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
  */
 int hw_report_write(hw_report_dir *d, const char *file_name, json_t *report);
 
+/* How a hung stretch ended, for its reports' final update. */
+typedef struct hw_hang_end {
+    uint64_t final_ns, precision_ns;
+    const char *end;      /* hangwatch.hang_end (a string literal) */
+    int wait_status;      /* the process's, when its death ended the hang; else -1 */
+    hw_time_section time; /* the stretch's time to its end (hangwatch.time.at_end); present false: not measured */
+} hw_hang_end;
+
 /*
  * Add the stretch's final duration to a report already written (once the
  * hang is over): hangwatch.final_duration_us, its precision, and how it
@@ -124,14 +135,19 @@ int hw_report_write(hw_report_dir *d, const char *file_name, json_t *report);
  * "agent_exited" ...).  `wait_status` >= 0: the process's wait status when
  * its death ended the hang (a fatal hang), written as
  * hangwatch.process_end (hw_report_set_final).  Read back and rewritten
- * through the directory's descriptor like the original.  0 or -errno.
+ * through the directory's descriptor like the original.  The time to the
+ * hang's end goes in as hangwatch.time.at_end.  0 or -errno.
  */
-int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, uint64_t final_ns, uint64_t precision_ns,
-                                 const char *end, int wait_status);
+int hw_report_add_final_duration(hw_report_dir *d, const char *file_name, const hw_hang_end *e);
 
 /* The same on a report not yet written (its `hangwatch` object).  0, or
  * -EINVAL when the report has no such object. */
-int hw_report_set_final(json_t *report, uint64_t final_ns, uint64_t precision_ns, const char *end, int wait_status);
+int hw_report_set_final(json_t *report, const hw_hang_end *e);
+
+/* A report's `time` section (hangwatch.time): the figures, the verdict,
+ * what the thread was blocked in (when looked at), or why there are no
+ * figures.  A new reference (NULL when out of memory). */
+json_t *hw_time_json(const hw_time_section *t);
 
 /* Signal `sig`'s name ("SIGKILL"), or "SIG<n>" for one without a name
  * (a real-time signal), in `buf`; returns buf. */

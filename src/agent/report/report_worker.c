@@ -49,10 +49,8 @@ struct job {
     report_request *req; /* JOB_REPORT, JOB_RECHECK, JOB_DROPPED (its thread table only) */
     size_t bytes;
     /* JOB_FINISH */
-    uint64_t final_ns, precision_ns;
-    const char *end;
+    hw_hang_end end;
     bool keep_launch;
-    int wait_status; /* the process's, when its death ended the hang; else -1 */
     struct job *next;
 };
 
@@ -172,8 +170,7 @@ void worker_submit_dropped(report_worker *wk, hang_record *hang, report_request 
     (void)enqueue(wk, j, false); /* small, and never refused */
 }
 
-void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_ns, uint64_t precision_ns,
-                          const char *end, bool keep_launch, int wait_status)
+void worker_submit_finish(report_worker *wk, hang_record *hang, const hw_hang_end *end, bool keep_launch)
 {
     job *j = calloc(1, sizeof *j);
     if (!j) {
@@ -182,11 +179,8 @@ void worker_submit_finish(report_worker *wk, hang_record *hang, uint64_t final_n
     }
     j->kind = JOB_FINISH;
     j->hang = hang;
-    j->final_ns = final_ns;
-    j->precision_ns = precision_ns;
-    j->end = end; /* a string literal */
+    j->end = *end;
     j->keep_launch = keep_launch;
-    j->wait_status = wait_status;
     enqueue(wk, j, false); /* never refused: a hang's end must reach its reports */
 }
 
@@ -276,6 +270,7 @@ static hw_hang_info report_info(const hw_agent_options *o, const report_request 
         .stutter_stalls = req->stutter.stalls,
         .cpu_high = cpu_parts ? &cpu_parts->info : NULL,
         .gil_holder_tid = gil_holder,
+        .time = req->cpu ? NULL : &req->time,
     };
     if (req->cpu) {
         info.detector = "cpu_usage";
@@ -438,7 +433,7 @@ static void free_hang(hang_record *h)
 /* A hang the process's death ended (hang_end "killed" or "exited"). */
 static bool is_fatal(const job *j)
 {
-    return j->wait_status >= 0 && (strcmp(j->end, "killed") == 0 || strcmp(j->end, "exited") == 0);
+    return j->end.wait_status >= 0 && (strcmp(j->end.end, "killed") == 0 || strcmp(j->end.end, "exited") == 0);
 }
 
 /* "the process was killed by SIGKILL 3.2 s into this hang" (also `show`'s words). */
@@ -448,13 +443,14 @@ static void say_fatal(report_worker *wk, const job *j, const hang_record *h)
     if (o->quiet)
         return;
     char how[64], name[32];
-    if (WIFSIGNALED(j->wait_status))
-        snprintf(how, sizeof how, "was killed by %s", hw_signal_name(WTERMSIG(j->wait_status), name, sizeof name));
+    if (WIFSIGNALED(j->end.wait_status))
+        snprintf(how, sizeof how, "was killed by %s",
+                 hw_signal_name(WTERMSIG(j->end.wait_status), name, sizeof name));
     else
-        snprintf(how, sizeof how, "exited with status %d,", WEXITSTATUS(j->wait_status));
+        snprintf(how, sizeof how, "exited with status %d,", WEXITSTATUS(j->end.wait_status));
     const char *first = h->names[0];
     fprintf(stderr, "hangwatch: fatal hang in %s (pid %d): the process %s %.1f s into this hang%s%s%s%s\n",
-            h->process[0] ? h->process : "?", (int)h->pid, how, (double)j->final_ns / 1e9, first ? "; report " : "",
+            h->process[0] ? h->process : "?", (int)h->pid, how, (double)j->end.final_ns / 1e9, first ? "; report " : "",
             first ? hw_report_dir_path(o->report_dir_handle) : "", first ? "/" : "", first ? first : "");
 }
 
@@ -466,7 +462,7 @@ static void do_finish(report_worker *wk, job *j)
         for (size_t i = 0; i < MAX_STRETCH_REPORTS && h->held[i]; i++) {
             if (!j->keep_launch)
                 continue; /* no loop, no hang: dropped */
-            hw_report_set_final(h->held[i], j->final_ns, j->precision_ns, j->end, j->wait_status);
+            hw_report_set_final(h->held[i], &j->end);
             int pid = 0;
             int64_t detected = 0;
             sscanf(h->held_names[i], "%d %" SCNd64, &pid, &detected);
@@ -474,7 +470,7 @@ static void do_finish(report_worker *wk, job *j)
                          h->held_busy[i], true);
         }
     } else {
-        write_final_durations(wk, h, j->final_ns, j->precision_ns, j->end, j->wait_status);
+        write_final_durations(wk, h, &j->end);
     }
     if (counted) {
         wk->hangs++;

@@ -131,20 +131,18 @@ void write_report(report_worker *wk, hang_record *h, json_t *report, const char 
         keep_name(wk, h, file_name, report, complete);
 }
 
-void write_final_durations(report_worker *wk, hang_record *h, uint64_t final_ns, uint64_t precision_ns,
-                           const char *end, int wait_status)
+void write_final_durations(report_worker *wk, hang_record *h, const hw_hang_end *e)
 {
     const hw_agent_options *o = wk->opts;
     for (size_t i = 0; i < MAX_STRETCH_REPORTS; i++) {
         if (!h->names[i])
             continue;
-        int rc = hw_report_add_final_duration(o->report_dir_handle, h->names[i], final_ns, precision_ns, end,
-                                              wait_status);
+        int rc = hw_report_add_final_duration(o->report_dir_handle, h->names[i], e);
         if (rc != 0 && !o->quiet)
             fprintf(stderr, "hangwatch: cannot add the final duration to %s/%s: %s\n",
                     hw_report_dir_path(o->report_dir_handle), h->names[i], strerror(-rc));
         if (h->kept[i])
-            hw_report_set_final(h->kept[i], final_ns, precision_ns, end, wait_status);
+            hw_report_set_final(h->kept[i], e);
         hw_published_report pub = {.file_name = h->names[i],
                                    .process = report_process(h->kept[i]),
                                    .hang_type = report_hang_type(h->kept[i]),

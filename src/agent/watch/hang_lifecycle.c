@@ -64,8 +64,16 @@ static void capture_for_report(agent *a, watched_process *w, loop_watch *l, cons
     uint64_t now = hw_monotonic_ns();
     if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && c->busy_start_ns != 0 && now > c->busy_start_ns)
         req->check.busy_ns = now - c->busy_start_ns;
+    /* What it is blocked in, read before the stop (after it, the thread
+     * takes a moment to be back in its call); its time, after. */
+    hw_blocked_look look;
+    hw_blocked_look_take(w->pid, l->tid, &look);
     capture_for_request(a, w, l->tid, now, req);
     early_sampler_fill_request(l->sampler, w, c->seq, req);
+    if (!req->snap.process_exited)
+        hang_time_section(w, l, c->seq, c->busy_start_ns, &look, &req->time);
+    else
+        req->time.missing = "the process ended during the capture";
 }
 
 /* A report of something that is not a hang with a lifecycle (a semaphore
@@ -100,6 +108,7 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     /* A launch's reports wait until the process proves to be a loop
      * (docs/decisions.md, "Launch hangs"). */
     l->hang = worker_new_hang(c.launch);
+    l->hang_look.valid = false;
     hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now);
     hw_exports_event(a->exports, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
     report_request *req = calloc(1, sizeof *req);
@@ -238,8 +247,11 @@ static void end_hang(agent *a, loop_watch *l, uint64_t now, const char *end, boo
         drop_followup(a, l);
     else
         send_followup(a, l);
-    if (l->hang)
-        worker_submit_finish(a->worker, l->hang, final_ns, precision_ns, end, keep_launch, wait_status);
+    if (l->hang) {
+        hw_hang_end e = {.final_ns = final_ns, .precision_ns = precision_ns, .end = end, .wait_status = wait_status};
+        hang_time_section(l->process, l, l->hung_seq, l->hung_start_ns, NULL, &e.time);
+        worker_submit_finish(a->worker, l->hang, &e, keep_launch);
+    }
     l->hang = NULL;
     l->hung = false;
     l->detector.next_check_ns = now; /* the detector resumes now, not late */

@@ -340,6 +340,7 @@ static loop_watch *loop_watch_new(agent *a, const watched_process *w, unsigned s
     hw_frame_gap_init(&l->frames, a->opts->detector.threshold_ns);
     l->late_frames_seen = atomic_load_explicit(&w->page->slots[slot].late_frames, memory_order_acquire);
     l->watch_start_ns = now;
+    l->process = (watched_process *)w;
     return l;
 }
 
@@ -400,6 +401,7 @@ void check_process(agent *a, watched_process *w, uint64_t now)
                  * would refuse a stop). */
                 uint64_t sample_at = l->sampler && !l->held ? early_sampler_tick(a, w, l, &r, now) : UINT64_MAX;
                 check_loop(a, w, l, r, now);
+                hang_time_note_look(w, l, &r);
                 if (sample_at < l->next_wake_ns)
                     l->next_wake_ns = sample_at;
             }

@@ -115,6 +115,13 @@ typedef struct loop_watch {
     uint64_t late_frames_seen; /* the library's late-tick count at the last look */
     uint64_t watch_start_ns;
     bool warned_no_frames;
+    /* the `time` section (hang_time.c): a reading of the thread's counters
+     * taken in the wait with sequence time_base_seq (it stands for the
+     * next stretch's start) or during stretch time_base_seq */
+    struct watched_process *process;
+    hw_thread_counters time_base;
+    uint64_t time_base_seq;
+    hw_blocked_look hang_look; /* what it was blocked in at its hang's detection (for the final verdict) */
 } loop_watch;
 
 typedef struct watched_process {
@@ -138,6 +145,9 @@ typedef struct watched_process {
     char metrics_name[16];      /* its comm at registration, the metrics' process label ("" = not counted) */
     int end_status;             /* its wait status once a capture reaped it, else -1 (fatal hangs) */
     cpu_watch *cpu;             /* --cpu-high, created at its first look */
+    hw_cgroup_cpu cgroup;       /* its CPU cgroup (hang_time.c), found at its first reading */
+    bool cgroup_looked;
+    int cgroup_error;           /* 0 when found, else -errno */
 } watched_process;
 
 /* The table of watched processes (watched_table.c).  A process keeps its
@@ -296,6 +306,16 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
  * death ended is then a fatal hang, "killed" or "exited" (decisions.md §31). */
 void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, int wait_status);
 bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
+
+/* hang_time.c */
+/* A look at loop `l` found reading `r`: keep a reading of its counters
+ * for the stretch (at most one per wait and per stretch). */
+void hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r);
+/* The `time` section of stretch `seq` (started at `stretch_start_ns`),
+ * read now; with what the thread was blocked in when `look` (taken before
+ * the capture; its descriptor is described here), or NULL. */
+void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
+                       hw_blocked_look *look, hw_time_section *out);
 
 /* early_sampler.c */
 early_sampler *early_sampler_new(size_t capacity);

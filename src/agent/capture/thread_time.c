@@ -1,0 +1,173 @@
+/*
+ * thread_time.c - readings of a thread's kernel counters and what it is
+ * blocked in, for a hang report's `time` section (thread_time.h).
+ */
+#include "thread_time.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/capture/fd_describe.h"
+#include "agent/capture/proc_task.h"
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "on_cpu_ns runqueue_ns timeslices" (/proc/PID/task/TID/schedstat, with
+ * CONFIG_SCHED_INFO). */
+static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *on_cpu, uint64_t *queue)
+{
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+        return false;
+    unsigned long long a, b;
+    if (sscanf(buf, "%llu %llu", &a, &b) != 2)
+        return false;
+    *on_cpu = a;
+    *queue = b;
+    return true;
+}
+
+void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thread_counters *out)
+{
+    memset(out, 0, sizeof *out);
+    out->has_schedstat = read_schedstat(pid, tid, &out->on_cpu_ns, &out->runqueue_ns);
+    hw_task_stat st;
+    if (hw_task_stat_read(pid, tid, &st) == 0) {
+        out->has_faults = true;
+        out->major_faults = st.major_faults;
+    }
+    out->valid = out->has_faults; /* the thread is there to be read */
+    if (cgroup != NULL && cgroup->version != 0 && hw_cgroup_cpu_read(cgroup) == 0) {
+        out->has_throttle = true;
+        out->throttled_ns = cgroup->throttled_ns;
+        out->throttled_periods = cgroup->nr_throttled;
+    }
+    out->at_ns = monotonic_ns(); /* after the reads: the window ends when they are done */
+}
+
+void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
+{
+    memset(out, 0, sizeof *out);
+    out->fd = -1;
+    hw_task_stat st;
+    if (hw_task_stat_read(pid, tid, &st) != 0)
+        return;
+    out->valid = true;
+    out->state = st.state;
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
+    if (hw_proc_read_small(path, out->wchan, sizeof out->wchan) <= 0 || strcmp(out->wchan, "0") == 0)
+        out->wchan[0] = '\0';
+    /* "NR a1 a2 a3 a4 a5 a6 sp pc", "-1 sp pc" (blocked outside a system
+     * call), or "running" */
+    if (hw_task_syscall_line(pid, tid, line, sizeof line) <= 0 || line[0] < '0' || line[0] > '9')
+        return;
+    char *end = NULL;
+    out->syscall = strtol(line, &end, 10);
+    out->in_syscall = true;
+    for (int i = 0; i < 6 && end && *end == ' '; i++)
+        out->args[i] = strtoull(end + 1, &end, 16);
+    if (hw_syscall_takes_fd(out->syscall) && out->args[0] <= (uint64_t)INT32_MAX)
+        out->fd = (int)out->args[0];
+}
+
+void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look)
+{
+    if (!look->valid || look->fd < 0)
+        return;
+    hw_fd_kind kind = hw_fd_describe(pid, look->fd, look->fd_text, sizeof look->fd_text);
+    snprintf(look->fd_kind, sizeof look->fd_kind, "%s", hw_fd_kind_name(kind));
+    look->fd_class = kind == HW_FD_TCP || kind == HW_FD_UDP || kind == HW_FD_UNIX || kind == HW_FD_SOCKET_OTHER
+                         ? HW_FD_CLASS_SOCKET
+                     : kind == HW_FD_UNKNOWN ? HW_FD_CLASS_NONE
+                                             : HW_FD_CLASS_IO;
+}
+
+static uint64_t since(uint64_t later, uint64_t earlier)
+{
+    return later > earlier ? later - earlier : 0;
+}
+
+void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, const hw_thread_counters *to,
+                          const hw_cgroup_cpu *cgroup, int cgroup_error, uint64_t window_start_ns,
+                          uint64_t stretch_start_ns, const char *window_from, const hw_blocked_look *look)
+{
+    memset(t, 0, sizeof *t);
+    t->psi_cpu = t->psi_memory = t->psi_io = -1;
+    if (look)
+        t->look = *look;
+    else
+        t->look.fd = -1;
+    if (from == NULL || !from->valid || to == NULL || !to->valid) {
+        t->missing = to == NULL || !to->valid
+                         ? "the thread could not be read (it is gone)"
+                         : "no reading of the thread's counters from earlier in this stretch or the wait before it";
+        return;
+    }
+    t->present = true;
+    t->window_from = window_from;
+    t->window_ns = since(to->at_ns, window_start_ns);
+    t->window_offset_ns = since(window_start_ns, stretch_start_ns);
+    t->has_schedstat = from->has_schedstat && to->has_schedstat;
+    if (t->has_schedstat) {
+        /* Each counter is at most the window (a reading's own time apart). */
+        t->on_cpu_ns = since(to->on_cpu_ns, from->on_cpu_ns);
+        t->runqueue_ns = since(to->runqueue_ns, from->runqueue_ns);
+        if (t->on_cpu_ns > t->window_ns)
+            t->on_cpu_ns = t->window_ns;
+        if (t->runqueue_ns > t->window_ns - t->on_cpu_ns)
+            t->runqueue_ns = t->window_ns - t->on_cpu_ns;
+        t->blocked_ns = t->window_ns - t->on_cpu_ns - t->runqueue_ns;
+    } else {
+        t->missing = "the kernel keeps no schedstat for its threads (CONFIG_SCHED_INFO)";
+    }
+    t->has_faults = from->has_faults && to->has_faults;
+    t->major_faults = t->has_faults ? since(to->major_faults, from->major_faults) : 0;
+    if (cgroup != NULL && cgroup->version != 0) {
+        t->has_cgroup = true;
+        snprintf(t->cgroup, sizeof t->cgroup, "%s", cgroup->dir);
+        t->cgroup_version = cgroup->version;
+        t->cgroup_limited = cgroup->limited;
+        t->quota_us = cgroup->quota_us;
+        t->period_us = cgroup->period_us;
+        if (from->has_throttle && to->has_throttle) {
+            /* Summed over the CPUs the group's run queues were throttled
+             * on: held to the window, the thread's own clock. */
+            t->throttled_ns = since(to->throttled_ns, from->throttled_ns);
+            if (t->throttled_ns > t->window_ns)
+                t->throttled_ns = t->window_ns;
+            t->throttled_periods = since(to->throttled_periods, from->throttled_periods);
+        }
+    } else {
+        t->cgroup_missing = cgroup_error == -ENOENT ? "no CPU controller holds the process"
+                                                    : "its CPU cgroup could not be read";
+    }
+    hw_pressure_read(&t->psi_cpu, &t->psi_memory, &t->psi_io);
+    hw_cause_decide(t);
+}
+
+static double pressure_of(const char *path)
+{
+    char buf[256];
+    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+        return -1;
+    const char *some = strstr(buf, "some avg10=");
+    return some ? strtod(some + 11, NULL) : -1;
+}
+
+void hw_pressure_read(double *cpu, double *memory, double *io)
+{
+    *cpu = pressure_of("/proc/pressure/cpu");
+    *memory = pressure_of("/proc/pressure/memory");
+    *io = pressure_of("/proc/pressure/io");
+}

@@ -1,0 +1,58 @@
+/*
+ * thread_time.h - what the kernel counts for a hung thread, read at two
+ * moments and turned into a report's `time` section (core/hang_cause.h).
+ *
+ * A reading is the thread's schedstat (time on a CPU, time runnable but
+ * waiting for one), its major faults, and its process's CPU cgroup's
+ * throttling counters.  A reading taken while the loop waits stays valid
+ * until its next stretch starts (a sleeping thread's counters do not move),
+ * so the agent takes one at its looks (at most one per wait and per
+ * stretch) and the difference to a reading after the capture is the
+ * stretch's.  Every file is read with a bounded buffer; a counter the
+ * kernel does not have is left out with the reason, never guessed.  Reads
+ * happen on the watch thread, never while the process is stopped.
+ */
+#ifndef HANGWATCH_THREAD_TIME_H
+#define HANGWATCH_THREAD_TIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/capture/cgroup_cpu.h"
+#include "core/hang_cause.h"
+
+typedef struct hw_thread_counters {
+    bool valid;
+    uint64_t at_ns; /* CLOCK_MONOTONIC when read */
+    bool has_schedstat;
+    uint64_t on_cpu_ns, runqueue_ns;
+    bool has_faults;
+    uint64_t major_faults;
+    bool has_throttle;
+    uint64_t throttled_ns, throttled_periods;
+} hw_thread_counters;
+
+/* Read thread `tid` of `pid` now, and `cgroup`'s counters (NULL, or one
+ * with version 0: none). */
+void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thread_counters *out);
+
+/* What the thread is blocked in now: state, system call and arguments,
+ * wait channel (taken right before a capture: once its stop is over, a
+ * thread takes a moment to be back in its call).  Then, after the
+ * capture, the descriptor the call is on, in words. */
+void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out);
+void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look);
+
+/* The time section from `from` (taken at `window_start_ns`'s moment or
+ * earlier, see window_from) to `to`, with `cgroup`'s description and the
+ * verdict.  `from` NULL or invalid: no figures, `missing` says why. */
+void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, const hw_thread_counters *to,
+                          const hw_cgroup_cpu *cgroup, int cgroup_error, uint64_t window_start_ns,
+                          uint64_t stretch_start_ns, const char *window_from, const hw_blocked_look *look);
+
+/* The pressure stall figures ("some avg10", %) of cpu, memory and io
+ * (/proc/pressure), -1 each when the kernel has none. */
+void hw_pressure_read(double *cpu, double *memory, double *io);
+
+#endif

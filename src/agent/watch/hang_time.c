@@ -1,0 +1,78 @@
+/*
+ * hang_time.c - the watch thread's side of a hang report's `time` section
+ * (agent/capture/thread_time.h, decisions.md §44).
+ *
+ * At its looks the agent keeps one reading of each loop thread's counters:
+ * taken while the loop waits, it stands for the start of the next stretch
+ * (a sleeping thread's counters do not move); a stretch that began after a
+ * wait the agent did not look at gets one at the first look that finds it
+ * busy.  At most one reading per wait and per stretch, and the detector
+ * looks at a loop about once per threshold: the cost is a few small /proc
+ * reads every couple of seconds.  A capture's section is the difference
+ * from that reading to one taken right after the capture (the threads run
+ * again by then), and the final update's to one taken at the hang's end.
+ */
+#include "watch.h"
+
+/* The process's CPU cgroup, found at its first reading. */
+static hw_cgroup_cpu *process_cgroup(watched_process *w)
+{
+    if (!w->cgroup_looked) {
+        w->cgroup_looked = true;
+        w->cgroup_error = hw_cgroup_cpu_find("/proc", "", w->pid, &w->cgroup);
+        if (w->cgroup_error != 0)
+            w->cgroup.version = 0;
+    }
+    return w->cgroup_error == 0 ? &w->cgroup : NULL;
+}
+
+void hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r)
+{
+    if (l->time_base.valid) {
+        if (l->time_base_seq == r->seq)
+            return; /* this wait's, or this stretch's, is kept */
+        if (r->busy && l->time_base_seq + 1 == r->seq && !(l->time_base_seq & 1))
+            return; /* taken in the wait right before this stretch: it stands for its start */
+    }
+    hw_thread_counters_read(w->pid, l->tid, process_cgroup(w), &l->time_base);
+    l->time_base_seq = r->seq;
+}
+
+void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
+                       hw_blocked_look *look, hw_time_section *out)
+{
+    hw_cgroup_cpu *cgroup = process_cgroup(w);
+    if (look)
+        hw_blocked_look_describe_fd(w->pid, look);
+    hw_thread_counters now;
+    hw_thread_counters_read(w->pid, l->tid, cgroup, &now);
+    const hw_thread_counters *from = NULL;
+    uint64_t window_start = 0;
+    const char *window_from = NULL;
+    if (l->time_base.valid && l->time_base_seq + 1 == seq && !(l->time_base_seq & 1)) {
+        from = &l->time_base; /* read in the wait before the stretch */
+        window_start = stretch_start_ns;
+        window_from = "stretch_start";
+    } else if (l->time_base.valid && l->time_base_seq == seq) {
+        from = &l->time_base; /* read at an earlier look in the stretch */
+        window_start = l->time_base.at_ns > stretch_start_ns ? l->time_base.at_ns : stretch_start_ns;
+        window_from = "earlier_look";
+    }
+    hw_time_section_fill(out, from, &now, cgroup, w->cgroup_error, window_start, stretch_start_ns, window_from,
+                         look);
+    if (look != NULL) {
+        if (!l->hang_look.valid)
+            l->hang_look = *look; /* the detection's */
+    } else if (l->hang_look.valid && out->present) {
+        /* The final verdict says what it was blocked on from the
+         * detection's look; that look is the capture's to show, not this. */
+        out->look = l->hang_look;
+        hw_cause_decide(out);
+        out->look.valid = false;
+    }
+    if (from == NULL) {
+        /* The next section of this stretch (the final update) counts from here. */
+        l->time_base = now;
+        l->time_base_seq = seq;
+    }
+}

@@ -1,0 +1,275 @@
+/*
+ * hang_cause.c - the verdict of a hang's `time` section, and its words
+ * (hang_cause.h).  The rules and their fractions are in decisions.md §44.
+ */
+#include "hang_cause.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "text_escape.h"
+
+/* The blocking system calls a hung loop is found in, by what they wait
+ * for; x86-64 numbers. */
+typedef struct syscall_kind {
+    long nr;
+    const char *name;
+    bool takes_fd;        /* its first argument is a descriptor */
+    hw_blocked_on always; /* what it waits for whatever the descriptor (NONE: the descriptor says) */
+} syscall_kind;
+
+static const syscall_kind syscalls[] = {
+    {SYS_read, "read", true, HW_BLOCKED_ON_NONE},
+    {SYS_write, "write", true, HW_BLOCKED_ON_NONE},
+    {SYS_readv, "readv", true, HW_BLOCKED_ON_NONE},
+    {SYS_writev, "writev", true, HW_BLOCKED_ON_NONE},
+    {SYS_pread64, "pread64", true, HW_BLOCKED_ON_NONE},
+    {SYS_pwrite64, "pwrite64", true, HW_BLOCKED_ON_NONE},
+    {SYS_preadv, "preadv", true, HW_BLOCKED_ON_NONE},
+    {SYS_pwritev, "pwritev", true, HW_BLOCKED_ON_NONE},
+    {SYS_recvfrom, "recvfrom", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_recvmsg, "recvmsg", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_recvmmsg, "recvmmsg", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_sendto, "sendto", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_sendmsg, "sendmsg", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_sendmmsg, "sendmmsg", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_connect, "connect", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_accept, "accept", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_accept4, "accept4", true, HW_BLOCKED_ON_NETWORK},
+    {SYS_fsync, "fsync", true, HW_BLOCKED_ON_IO},
+    {SYS_fdatasync, "fdatasync", true, HW_BLOCKED_ON_IO},
+    {SYS_sync_file_range, "sync_file_range", true, HW_BLOCKED_ON_IO},
+    {SYS_sendfile, "sendfile", true, HW_BLOCKED_ON_NONE},
+    {SYS_splice, "splice", true, HW_BLOCKED_ON_NONE},
+    {SYS_ioctl, "ioctl", true, HW_BLOCKED_ON_NONE},
+    {SYS_flock, "flock", true, HW_BLOCKED_ON_LOCK},
+    {SYS_fcntl, "fcntl", true, HW_BLOCKED_ON_LOCK},
+    {SYS_open, "open", false, HW_BLOCKED_ON_IO},
+    {SYS_openat, "openat", false, HW_BLOCKED_ON_IO},
+    {SYS_sync, "sync", false, HW_BLOCKED_ON_IO},
+    {SYS_futex, "futex", false, HW_BLOCKED_ON_LOCK},
+    {SYS_wait4, "wait4", false, HW_BLOCKED_ON_CHILD},
+    {SYS_waitid, "waitid", false, HW_BLOCKED_ON_CHILD},
+    {SYS_nanosleep, "nanosleep", false, HW_BLOCKED_ON_SLEEP},
+    {SYS_clock_nanosleep, "clock_nanosleep", false, HW_BLOCKED_ON_SLEEP},
+    {SYS_pause, "pause", false, HW_BLOCKED_ON_SLEEP},
+    {SYS_rt_sigsuspend, "rt_sigsuspend", false, HW_BLOCKED_ON_SLEEP},
+    {SYS_rt_sigtimedwait, "rt_sigtimedwait", false, HW_BLOCKED_ON_SLEEP},
+    {SYS_poll, "poll", false, HW_BLOCKED_ON_OTHER},
+    {SYS_ppoll, "ppoll", false, HW_BLOCKED_ON_OTHER},
+    {SYS_select, "select", false, HW_BLOCKED_ON_OTHER},
+    {SYS_pselect6, "pselect6", false, HW_BLOCKED_ON_OTHER},
+    {SYS_epoll_wait, "epoll_wait", true, HW_BLOCKED_ON_OTHER},
+    {SYS_epoll_pwait, "epoll_pwait", true, HW_BLOCKED_ON_OTHER},
+    {SYS_msgrcv, "msgrcv", false, HW_BLOCKED_ON_OTHER},
+    {SYS_semop, "semop", false, HW_BLOCKED_ON_LOCK},
+    {SYS_semtimedop, "semtimedop", false, HW_BLOCKED_ON_LOCK},
+};
+
+static const syscall_kind *find_syscall(long nr)
+{
+    for (size_t i = 0; i < sizeof syscalls / sizeof syscalls[0]; i++)
+        if (syscalls[i].nr == nr)
+            return &syscalls[i];
+    return NULL;
+}
+
+const char *hw_syscall_name(long nr)
+{
+    const syscall_kind *k = find_syscall(nr);
+    return k ? k->name : NULL;
+}
+
+bool hw_syscall_takes_fd(long nr)
+{
+    const syscall_kind *k = find_syscall(nr);
+    return k != NULL && k->takes_fd;
+}
+
+hw_blocked_on hw_blocked_on_classify(long nr, hw_fd_class fd)
+{
+    const syscall_kind *k = find_syscall(nr);
+    if (k == NULL)
+        return HW_BLOCKED_ON_OTHER;
+    if (k->always != HW_BLOCKED_ON_NONE)
+        return k->always;
+    if (fd == HW_FD_CLASS_SOCKET)
+        return HW_BLOCKED_ON_NETWORK;
+    return HW_BLOCKED_ON_IO;
+}
+
+const char *hw_cause_name(hw_cause cause)
+{
+    switch (cause) {
+    case HW_CAUSE_WORKING:
+        return "working";
+    case HW_CAUSE_STARVED:
+        return "starved";
+    case HW_CAUSE_THROTTLED:
+        return "throttled";
+    case HW_CAUSE_BLOCKED:
+        return "blocked";
+    case HW_CAUSE_PAGING:
+        return "paging";
+    case HW_CAUSE_MIXED:
+        return "mixed";
+    case HW_CAUSE_UNKNOWN:
+        break;
+    }
+    return "unknown";
+}
+
+const char *hw_blocked_on_name(hw_blocked_on what)
+{
+    switch (what) {
+    case HW_BLOCKED_ON_IO:
+        return "io";
+    case HW_BLOCKED_ON_NETWORK:
+        return "network";
+    case HW_BLOCKED_ON_LOCK:
+        return "lock";
+    case HW_BLOCKED_ON_CHILD:
+        return "child";
+    case HW_BLOCKED_ON_SLEEP:
+        return "sleep";
+    case HW_BLOCKED_ON_OTHER:
+        return "other";
+    case HW_BLOCKED_ON_NONE:
+        break;
+    }
+    return "";
+}
+
+static double share(uint64_t part, uint64_t whole)
+{
+    return whole ? (double)part / (double)whole : 0.0;
+}
+
+void hw_cause_decide(hw_time_section *t)
+{
+    t->cause = HW_CAUSE_UNKNOWN;
+    t->blocked_on = HW_BLOCKED_ON_NONE;
+    if (!t->present || !t->has_schedstat || t->window_ns == 0)
+        return;
+    uint64_t w = t->window_ns;
+    const hw_blocked_look *look = &t->look;
+    if (t->has_cgroup && t->cgroup_limited && share(t->throttled_ns, w) >= HW_CAUSE_THROTTLED_SHARE)
+        t->cause = HW_CAUSE_THROTTLED;
+    else if (share(t->on_cpu_ns, w) >= HW_CAUSE_WORKING_SHARE)
+        t->cause = HW_CAUSE_WORKING;
+    else if (share(t->runqueue_ns, w) >= HW_CAUSE_STARVED_SHARE)
+        t->cause = HW_CAUSE_STARVED;
+    else if (share(t->blocked_ns, w) >= HW_CAUSE_BLOCKED_SHARE) {
+        bool faulting = look->valid && !look->in_syscall && look->state == 'D';
+        if (faulting && t->has_faults && t->major_faults > 0) {
+            t->cause = HW_CAUSE_PAGING;
+        } else {
+            t->cause = HW_CAUSE_BLOCKED;
+            t->blocked_on = look->valid && look->in_syscall ? hw_blocked_on_classify(look->syscall, look->fd_class)
+                                                            : HW_BLOCKED_ON_OTHER;
+        }
+    } else {
+        t->cause = HW_CAUSE_MIXED;
+    }
+}
+
+/* Append to out[len] at *used, bounded. */
+__attribute__((format(printf, 4, 5))) static void add(char *out, size_t len, size_t *used, const char *fmt, ...)
+{
+    if (*used >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out + *used, len - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *used = *used + (size_t)n < len ? *used + (size_t)n : len - 1;
+}
+
+static double seconds(uint64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+/* Text from the watched process, escaped for a terminal; the arrow
+ * fd_describe writes between a socket's addresses stays an arrow. */
+static const char *escaped(const char *in, char *out, size_t len)
+{
+    char tmp[1024];
+    hw_escape_text(in, tmp, sizeof tmp);
+    size_t used = 0;
+    for (const char *p = tmp; *p && used + 4 < len;) {
+        if (strncmp(p, "\\xe2\\x86\\x92", 12) == 0) {
+            memcpy(out + used, "\xe2\x86\x92", 3);
+            used += 3;
+            p += 12;
+        } else {
+            out[used++] = *p++;
+        }
+    }
+    out[used] = '\0';
+    return out;
+}
+
+/* "in recvfrom on TCP ... " for a blocked look. */
+static void blocked_in(const hw_blocked_look *look, char *out, size_t len, size_t *used)
+{
+    if (!look->valid)
+        return;
+    if (!look->in_syscall) {
+        add(out, len, used, " outside any system call%s%s", look->wchan[0] ? " in " : "", look->wchan);
+        return;
+    }
+    const char *name = hw_syscall_name(look->syscall);
+    if (name)
+        add(out, len, used, " in %s", name);
+    else
+        add(out, len, used, " in system call %ld", look->syscall);
+    if (look->fd >= 0 && look->fd_text[0]) {
+        char text[512];
+        add(out, len, used, " on %s", escaped(look->fd_text, text, sizeof text));
+    }
+}
+
+char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    if (!t->present || t->cause == HW_CAUSE_UNKNOWN)
+        return out;
+    add(out, len, &used, "%s", hw_cause_name(t->cause));
+    if (t->cause == HW_CAUSE_BLOCKED)
+        add(out, len, &used, " on %s", hw_blocked_on_name(t->blocked_on));
+    add(out, len, &used, ": %.1f s on CPU", seconds(t->on_cpu_ns));
+    switch (t->cause) {
+    case HW_CAUSE_THROTTLED: {
+        char dir[768];
+        add(out, len, &used, ", %.1f s throttled by cgroup %s (quota %llu ms per %llu ms)", seconds(t->throttled_ns),
+            escaped(t->cgroup, dir, sizeof dir), (unsigned long long)(t->quota_us / 1000),
+            (unsigned long long)(t->period_us / 1000));
+        break;
+    }
+    case HW_CAUSE_STARVED:
+        add(out, len, &used, ", %.1f s waiting for a CPU", seconds(t->runqueue_ns));
+        break;
+    case HW_CAUSE_BLOCKED:
+    case HW_CAUSE_PAGING:
+        add(out, len, &used, ", %.1f s asleep", seconds(t->blocked_ns));
+        if (t->cause == HW_CAUSE_PAGING)
+            add(out, len, &used, " on %llu major faults", (unsigned long long)t->major_faults);
+        else
+            blocked_in(&t->look, out, len, &used);
+        break;
+    case HW_CAUSE_MIXED:
+        add(out, len, &used, ", %.1f s waiting for a CPU, %.1f s asleep", seconds(t->runqueue_ns),
+            seconds(t->blocked_ns));
+        break;
+    case HW_CAUSE_WORKING:
+    case HW_CAUSE_UNKNOWN:
+        break;
+    }
+    add(out, len, &used, " of %.1f s", seconds(t->window_ns));
+    return out;
+}

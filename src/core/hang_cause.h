@@ -1,0 +1,119 @@
+/*
+ * hang_cause.h - why a hung loop took so long: the `time` section of a
+ * hang report and its verdict (decisions.md §44).
+ *
+ * The agent reads what the kernel already counts for the hung thread over a
+ * window of the stretch (its time on a CPU and waiting for one, from
+ * schedstat; its cgroup's CPU throttling; its major faults) and what it is
+ * blocked in at the look (the system call, the kernel's wait channel, the
+ * file descriptor in words).  This file holds those figures as plain data
+ * and the rules that turn them into a cause: pure, so that the rules are
+ * unit-tested apart from /proc.
+ */
+#ifndef HANGWATCH_HANG_CAUSE_H
+#define HANGWATCH_HANG_CAUSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum hw_cause {
+    HW_CAUSE_UNKNOWN = 0, /* no figures (no schedstat, no window) */
+    HW_CAUSE_WORKING,     /* mostly on a CPU */
+    HW_CAUSE_STARVED,     /* mostly runnable, waiting for a CPU */
+    HW_CAUSE_THROTTLED,   /* its cgroup's CPU limit held it */
+    HW_CAUSE_BLOCKED,     /* mostly asleep in the kernel: blocked_on says on what */
+    HW_CAUSE_PAGING,      /* mostly asleep on page faults (major faults, outside any system call) */
+    HW_CAUSE_MIXED,       /* none of these dominates */
+} hw_cause;
+
+typedef enum hw_blocked_on {
+    HW_BLOCKED_ON_NONE = 0,
+    HW_BLOCKED_ON_IO,      /* a file, a pipe, a terminal, a device */
+    HW_BLOCKED_ON_NETWORK, /* a socket */
+    HW_BLOCKED_ON_LOCK,    /* a futex, a file lock */
+    HW_BLOCKED_ON_CHILD,   /* waiting for a child process */
+    HW_BLOCKED_ON_SLEEP,   /* a sleep, or a wait with no descriptor */
+    HW_BLOCKED_ON_OTHER,
+} hw_blocked_on;
+
+/* What a file descriptor is, as far as the verdict cares. */
+typedef enum hw_fd_class {
+    HW_FD_CLASS_NONE = 0, /* no descriptor, or unknown */
+    HW_FD_CLASS_SOCKET,
+    HW_FD_CLASS_IO, /* a file, a pipe, anything else with a descriptor */
+} hw_fd_class;
+
+/* The thread's state at one look (/proc/PID/task/TID/{stat,syscall,wchan}). */
+typedef struct hw_blocked_look {
+    bool valid;
+    char state;          /* R, S, D, T, t, ... */
+    bool in_syscall;     /* false: running, or blocked outside a system call (a page fault) */
+    long syscall;        /* its number (x86-64), when in_syscall */
+    uint64_t args[6];
+    char wchan[64];      /* the kernel function it sleeps in, "" if unknown */
+    int fd;              /* the descriptor the call is on, -1 if none */
+    char fd_kind[12];    /* "tcp", "pipe", "file", ... ("" if none) */
+    char fd_text[256];   /* the descriptor in words ("TCP 127.0.0.1:40312 → 127.0.0.1:5432 (ESTABLISHED)") */
+    hw_fd_class fd_class;
+} hw_blocked_look;
+
+/* The `time` section of one report: the hung thread over a window. */
+typedef struct hw_time_section {
+    bool present;             /* false: `missing` says why there are no figures */
+    const char *missing;      /* a static sentence */
+    const char *window_from;  /* "stretch_start" (a reading while the loop last waited) or "earlier_look" */
+    uint64_t window_ns;       /* from the window's start to the reading */
+    uint64_t window_offset_ns; /* the window's start minus the stretch's start */
+    bool has_schedstat;
+    uint64_t on_cpu_ns, runqueue_ns, blocked_ns; /* blocked: the rest of the window */
+    bool has_faults;
+    uint64_t major_faults;
+    /* the process's CPU cgroup (the nearest with a quota) */
+    bool has_cgroup;
+    const char *cgroup_missing; /* why not, when !has_cgroup (static) */
+    char cgroup[512];
+    int cgroup_version;
+    bool cgroup_limited;
+    uint64_t quota_us, period_us;
+    uint64_t throttled_ns, throttled_periods; /* over the window; throttled_ns at most the window */
+    /* pressure stall figures at the reading (cpu, memory, io "some avg10"), -1 when unknown */
+    double psi_cpu, psi_memory, psi_io;
+    hw_blocked_look look; /* what it was blocked in at the reading */
+    hw_cause cause;
+    hw_blocked_on blocked_on; /* when cause is blocked (or paging) */
+} hw_time_section;
+
+/* The verdict's rules, on the fractions of the window (decisions.md §44):
+ * throttled when the cgroup was throttled for at least half the window;
+ * else working when on a CPU for at least 60 %; starved when waiting for a
+ * CPU at least half; blocked (or paging: major faults and asleep outside
+ * any system call) when asleep at least 60 %; else mixed. */
+#define HW_CAUSE_THROTTLED_SHARE 0.5
+#define HW_CAUSE_WORKING_SHARE 0.6
+#define HW_CAUSE_STARVED_SHARE 0.5
+#define HW_CAUSE_BLOCKED_SHARE 0.6
+
+/* Fill t->cause and t->blocked_on from its figures and its look. */
+void hw_cause_decide(hw_time_section *t);
+
+/* What a thread blocked in system call `nr` on a descriptor of class
+ * `fd` waits for. */
+hw_blocked_on hw_blocked_on_classify(long nr, hw_fd_class fd);
+
+/* Does system call `nr` take a file descriptor as its first argument? */
+bool hw_syscall_takes_fd(long nr);
+
+/* A system call's name ("recvfrom"), or NULL for one this table lacks. */
+const char *hw_syscall_name(long nr);
+
+const char *hw_cause_name(hw_cause cause);          /* "working", ... ("unknown") */
+const char *hw_blocked_on_name(hw_blocked_on what); /* "io", "network", ... ("" for none) */
+
+/* One clause in words for the stderr line and `show`: "0.2 s on CPU, 1.8 s
+ * throttled by cgroup /sys/fs/cgroup/cpu/app (quota 20 ms per 100 ms)",
+ * "2.0 s blocked in recvfrom on TCP ..." ...; "" when there are no
+ * figures.  Returns `out`. */
+char *hw_time_clause(const hw_time_section *t, char *out, size_t len);
+
+#endif

@@ -1,0 +1,333 @@
+"""test_time - where a hang's time went (hangwatch.time, decisions.md §44).
+
+Each case runs tests/programs/time_scenarios.c under `hangwatch run`, has
+it hang one way (computing, throttled by its cgroup's CPU limit, starved of
+the CPU by spinners of higher priority, waiting for a TCP server, reading a
+pipe, waiting for a mutex) and checks the report's `time` section, its
+cause, and the stderr line's words.  The servers and spinners are started
+here and stopped at the end; cgroups are made and removed here.
+"""
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import hwtest
+from hwtest import SKIP, check, fail
+
+
+class Scenario:
+    """`hangwatch run [options] -- [prefix...] time-scenarios`, driven through its stdin."""
+
+    def __init__(self, prefix=(), options=()):
+        self.report_dir = tempfile.mkdtemp(prefix="hw-time-")
+        os.rmdir(self.report_dir)
+        self.stderr_file = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(
+            [hwtest.binary("hangwatch"), "run", "--report-dir", self.report_dir, *options, "--", *prefix,
+             hwtest.binary("time-scenarios")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file, text=True)
+        self.pending = b""  # its output read but not yet taken, by lines (a command prints several)
+        self.lines = []  # every line it said
+        self.expect("ready", 30)
+
+    def expect(self, word, timeout):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while time.monotonic() < deadline:
+            while b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                self.lines.append(text)
+                if text.startswith(word):
+                    return text
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    fail(f"the program ended before saying '{word}'\n{self.stderr()}")
+                self.pending += chunk
+        fail(f"timed out waiting for the program to say '{word}'\n{self.stderr()}")
+
+    def said(self, prefix):
+        """The line it said that starts with `prefix`."""
+        for line in self.lines:
+            if line.startswith(prefix):
+                return line
+        fail(f"the program never said '{prefix}': {self.lines}")
+
+    def do(self, command, timeout=60):
+        """Run `command`; then wait for its hang's final update (the time to
+        its end is read while the process still runs)."""
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        self.expect("did " + command.split()[0], timeout)
+        hwtest.wait_for(self.finished, "the hang's final update", 30)
+
+    def finished(self):
+        if not os.path.isdir(self.report_dir):
+            return False
+        for name in os.listdir(self.report_dir):
+            if name.startswith("hang-") and name.endswith(".json"):
+                try:
+                    with open(os.path.join(self.report_dir, name)) as f:
+                        if "final_duration_us" in json.load(f)["hangwatch"]:
+                            return True
+                except (OSError, ValueError, KeyError):
+                    pass
+        return False
+
+    def stderr(self):
+        self.stderr_file.seek(0)
+        return self.stderr_file.read()
+
+    def finish(self):
+        """Quit; the one hang report (schema-checked), and stderr."""
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        code = self.proc.wait(30)
+        check(code == 0, f"hangwatch run exited {code}\n{self.stderr()}")
+        names = sorted(n for n in os.listdir(self.report_dir) if n.endswith(".json")) \
+            if os.path.isdir(self.report_dir) else []
+        reports = [hwtest.load_report(os.path.join(self.report_dir, n)) for n in names]
+        hangs = [r for r in reports if r["hangwatch"]["hang_type"] == "hang"]
+        check(len(hangs) >= 1, f"{len(hangs)} hang reports\n{self.stderr()}")
+        return hangs[0], self.stderr()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr_file.close()
+        shutil.rmtree(self.report_dir, ignore_errors=True)
+
+
+def time_of(report, stderr):
+    t = report["hangwatch"].get("time")
+    check(isinstance(t, dict) and "window_us" in t, f"no time figures: {json.dumps(t)}\n{stderr}")
+    return t
+
+
+def show(report):
+    """`hangwatch show` of the report (its time lines are checked too)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(report, f)
+    try:
+        p = hwtest.hw("show", f.name)
+        check(p.returncode == 0, p.stderr)
+        return p.stdout
+    finally:
+        os.unlink(f.name)
+
+
+def hang_line(stderr):
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("hangwatch: hang in")]
+    check(lines, "no hang line on stderr\n" + stderr)
+    return lines[0]
+
+
+def case_working():
+    """2.5 s of computing in compute_invoice(): cause working, on a CPU >= 80 % of the window."""
+    s = Scenario()
+    try:
+        s.do("work 2500")
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["cause"] == "working", json.dumps(t))
+        check(t["on_cpu_us"] >= 0.8 * t["window_us"], json.dumps(t))
+        check(t["window_from"] in ("stretch_start", "earlier_look") and t["window_us"] >= 1_000_000, json.dumps(t))
+        check("compute_invoice" in hwtest.symbols(hwtest.frames(report)), "culprit missing")
+        check("working:" in hang_line(err) and "s on CPU" in hang_line(err), hang_line(err))
+        at_end = t.get("at_end", {})
+        check(at_end.get("cause") == "working" and at_end["window_us"] >= t["window_us"], json.dumps(t))
+        check("cause: working" in show(report), show(report))
+    finally:
+        s.close()
+
+
+def cpu_cgroup_dir():
+    """The cgroup v1 cpu hierarchy's or the v2 root's directory, and the version, or (None, why)."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            fstype, options = fields[sep + 1], fields[sep + 3].split(",")
+            if fstype == "cgroup" and "cpu" in options:
+                return fields[4], 1
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            if fields[sep + 1] == "cgroup2":
+                root = fields[4]
+                controllers = open(os.path.join(root, "cgroup.controllers")).read().split()
+                if "cpu" in controllers:
+                    return root, 2
+    return None, "no CPU cgroup controller is mounted"
+
+
+def case_throttled():
+    """0.6 s of computing in a cgroup limited to 20 %: cause throttled, >= 50 % of the window, the cgroup named."""
+    if os.geteuid() != 0:
+        print("SKIP: making a cgroup needs root")
+        return SKIP
+    root, version = cpu_cgroup_dir()
+    if root is None:
+        print(f"SKIP: {version}")
+        return SKIP
+    group = os.path.join(root, f"hw-time-{os.getpid()}")
+    os.mkdir(group)
+    s = None
+    try:
+        if version == 1:
+            open(os.path.join(group, "cpu.cfs_period_us"), "w").write("100000")
+            open(os.path.join(group, "cpu.cfs_quota_us"), "w").write("20000")
+        else:
+            with open(os.path.join(root, "cgroup.subtree_control"), "w") as f:
+                f.write("+cpu")
+            open(os.path.join(group, "cpu.max"), "w").write("20000 100000")
+        # The program joins the group before it becomes the loop; the agent stays out.
+        s = Scenario(prefix=["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0"'])
+        s.do("work 600", timeout=90)
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["cause"] == "throttled", json.dumps(t))
+        check(t["throttled_us"] >= 0.5 * t["window_us"], json.dumps(t))
+        cg = t.get("cgroup", {})
+        check(cg.get("path") == group and cg.get("limited") and cg.get("quota_us") == 20000
+              and cg.get("period_us") == 100000, json.dumps(cg))
+        line = hang_line(err)
+        check(f"throttled by cgroup {group} (quota 20 ms per 100 ms)" in line, line)
+        check("cause: throttled" in show(report), show(report))
+    finally:
+        if s:
+            s.close()
+        for _ in range(50):
+            try:
+                os.rmdir(group)
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def case_starved():
+    """At nice 19 on one CPU beside two spinners at nice -20 on it: cause starved (and the loop's own clock agrees)."""
+    if os.geteuid() != 0:
+        print("SKIP: nice -20 needs root")
+        return SKIP
+    cpu = str(max(os.sched_getaffinity(0)))
+    s = Scenario(prefix=["nice", "-n", "19", "taskset", "-c", cpu])
+    spinners = []
+    try:
+        # Started once the loop waits: starved from its start, it would
+        # take long to get there.
+        spinners = [subprocess.Popen(["nice", "-n", "-20", "taskset", "-c", cpu, "sh", "-c", "while :; do :; done"],
+                                     start_new_session=True) for _ in range(2)]
+        s.do("spin 3000")
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["cause"] == "starved", json.dumps(t))
+        check(t["runqueue_wait_us"] >= 0.5 * t["window_us"], json.dumps(t))
+        check("starved:" in hang_line(err) and "waiting for a CPU" in hang_line(err), hang_line(err))
+        spun = float(s.said("spun on a CPU for").split()[5])
+        check(spun < 1.5, f"the loop itself measured {spun:.3f} s on a CPU in its 3 s spin: not starved")
+    finally:
+        for sp in spinners:
+            os.killpg(sp.pid, signal.SIGKILL)  # the shell and anything it started
+            sp.wait()
+        s.close()
+
+
+class SlowServer:
+    """A TCP server on 127.0.0.1 that answers each "ask" line after `delay` seconds."""
+
+    def __init__(self, delay):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.delay = delay
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        with conn:
+            conn.recv(64)
+            time.sleep(self.delay)
+            conn.sendall(b"42\n")
+
+    def close(self):
+        self.sock.close()
+
+
+def case_network():
+    """recv from a local server that answers after 3 s: blocked on the network, its address and port named."""
+    server = SlowServer(3.0)
+    s = Scenario()
+    try:
+        s.do(f"recv {server.port}")
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["cause"] == "blocked" and t.get("blocked_on") == "network", json.dumps(t))
+        b = t.get("blocked_in", {})
+        check(b.get("syscall") in ("recvfrom", "recvmsg", "read") and b.get("fd_kind") == "tcp", json.dumps(b))
+        check(f"127.0.0.1:{server.port}" in b.get("fd_is", "") and "ESTABLISHED" in b["fd_is"], json.dumps(b))
+        line = hang_line(err)
+        check("blocked on network" in line and f"127.0.0.1:{server.port}" in line, line)
+        check(f"127.0.0.1:{server.port}" in show(report), show(report))
+    finally:
+        s.close()
+        server.close()
+
+
+def case_pipe():
+    """read of a pipe whose writer waits 3 s: blocked on io, the pipe named."""
+    s = Scenario()
+    try:
+        s.do("pipe 3000")
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["cause"] == "blocked" and t.get("blocked_on") == "io", json.dumps(t))
+        b = t.get("blocked_in", {})
+        check(b.get("syscall") == "read" and b.get("fd_kind") == "pipe" and b.get("fd_is", "").startswith("pipe:["),
+              json.dumps(b))
+        check("in read on pipe:[" in hang_line(err), hang_line(err))
+    finally:
+        s.close()
+
+
+def case_mutex():
+    """A mutex held 3 s by another thread: blocked on a lock (futex)."""
+    s = Scenario()
+    try:
+        s.do("mutex 3000")
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["cause"] == "blocked" and t.get("blocked_on") == "lock", json.dumps(t))
+        check(t.get("blocked_in", {}).get("syscall") == "futex", json.dumps(t))
+    finally:
+        s.close()
+
+
+CASES = {
+    "working": case_working,
+    "throttled": case_throttled,
+    "starved": case_starved,
+    "network": case_network,
+    "pipe": case_pipe,
+    "mutex": case_mutex,
+}
+
+if __name__ == "__main__":
+    hwtest.main(CASES)

@@ -1,0 +1,196 @@
+/*
+ * time_scenarios.c - a loop whose hangs spend their time in different ways,
+ * for the tests of a report's `time` section (where the time went: on a
+ * CPU, waiting for one, throttled, blocked on what).
+ *
+ * It waits in epoll_wait on stdin; each line is a command:
+ *   work MS        compute_invoice() computes for MS ms of its own CPU
+ *                  time (CLOCK_THREAD_CPUTIME_ID): 2.5 s of it is a working
+ *                  hang; in a cgroup limited to 20 %, 0.6 s of it takes
+ *                  about 3 s (throttled); starved of the CPU it takes long
+ *   spin MS        spin_for_wall_time() spins for MS ms of wall time,
+ *                  however little of it it gets (starved beside spinners),
+ *                  and prints how much CPU time it had
+ *   recv PORT      fetch_price() connects to 127.0.0.1:PORT, sends "ask\n"
+ *                  and waits for the answer line (blocked on the network)
+ *   pipe MS        read_report() reads a pipe whose writer, a child,
+ *                  writes after MS ms (blocked on I/O)
+ *   mutex MS       update_totals() locks a mutex a second thread holds for
+ *                  MS ms in flush_cache() (blocked on a lock)
+ *   quit           exit 0 (so does the end of stdin)
+ * It prints "ready" once its loop waits, and "did COMMAND" after each.
+ * Function bodies differ, so -O2 folds none of them.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double clock_seconds(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static volatile unsigned long long invoice_total;
+
+__attribute__((noinline)) static void compute_invoice(long ms)
+{
+    double end = clock_seconds(CLOCK_THREAD_CPUTIME_ID) + (double)ms / 1000.0;
+    unsigned long long x = 88172645463325252ull;
+    while (clock_seconds(CLOCK_THREAD_CPUTIME_ID) < end) {
+        for (int i = 0; i < 10000; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        invoice_total += x;
+    }
+}
+
+static volatile unsigned long long spins;
+
+/* Prints the CPU time it got: the program's own view of a starved spin. */
+__attribute__((noinline)) static void spin_for_wall_time(long ms)
+{
+    double cpu = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    double end = clock_seconds(CLOCK_MONOTONIC) + (double)ms / 1000.0;
+    while (clock_seconds(CLOCK_MONOTONIC) < end)
+        spins++;
+    printf("spun on a CPU for %.3f s\n", clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu);
+}
+
+__attribute__((noinline)) static void fetch_price(int port)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (s < 0 || connect(s, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        perror("connect");
+        exit(1);
+    }
+    if (write(s, "ask\n", 4) != 4)
+        exit(1);
+    char buf[64];
+    ssize_t n = recv(s, buf, sizeof buf, 0);
+    printf("price %zd bytes\n", n);
+    close(s);
+}
+
+__attribute__((noinline)) static void read_report(long ms)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        exit(1);
+    pid_t writer = fork();
+    if (writer == 0) {
+        close(fds[0]);
+        usleep((useconds_t)ms * 1000);
+        if (write(fds[1], "report\n", 7) != 7)
+            _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    char buf[16];
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    printf("report %zd bytes\n", n);
+    close(fds[0]);
+    waitpid(writer, NULL, 0);
+}
+
+static pthread_mutex_t totals_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t holding;
+static long hold_ms;
+
+__attribute__((noinline)) static void flush_cache(void)
+{
+    pthread_mutex_lock(&totals_lock);
+    pthread_barrier_wait(&holding);
+    usleep((useconds_t)hold_ms * 1000);
+    pthread_mutex_unlock(&totals_lock);
+}
+
+static void *cache_thread(void *arg)
+{
+    (void)arg;
+    flush_cache();
+    return NULL;
+}
+
+__attribute__((noinline)) static void update_totals(long ms)
+{
+    hold_ms = ms;
+    pthread_barrier_init(&holding, NULL, 2);
+    pthread_t t;
+    if (pthread_create(&t, NULL, cache_thread, NULL) != 0)
+        exit(1);
+    pthread_barrier_wait(&holding); /* it holds the lock now */
+    pthread_mutex_lock(&totals_lock);
+    invoice_total++;
+    pthread_mutex_unlock(&totals_lock);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&holding);
+}
+
+static void on_command(const char *line)
+{
+    long n = 0;
+    if (sscanf(line, "work %ld", &n) == 1)
+        compute_invoice(n);
+    else if (sscanf(line, "spin %ld", &n) == 1)
+        spin_for_wall_time(n);
+    else if (sscanf(line, "recv %ld", &n) == 1)
+        fetch_price((int)n);
+    else if (sscanf(line, "pipe %ld", &n) == 1)
+        read_report(n);
+    else if (sscanf(line, "mutex %ld", &n) == 1)
+        update_totals(n);
+    else if (strncmp(line, "quit", 4) == 0)
+        exit(0);
+    else
+        return;
+    printf("did %s\n", line);
+    fflush(stdout);
+}
+
+int main(void)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = 0};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev) != 0) {
+        perror("epoll");
+        return 1;
+    }
+    printf("ready\n");
+    fflush(stdout);
+    char buf[256];
+    size_t used = 0;
+    for (;;) {
+        struct epoll_event got;
+        if (epoll_wait(ep, &got, 1, -1) <= 0)
+            continue;
+        ssize_t r = read(0, buf + used, sizeof buf - 1 - used);
+        if (r <= 0)
+            return 0;
+        used += (size_t)r;
+        buf[used] = '\0';
+        char *nl;
+        while ((nl = strchr(buf, '\n')) != NULL) {
+            *nl = '\0';
+            on_command(buf);
+            used -= (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, used + 1);
+        }
+        if (used == sizeof buf - 1)
+            used = 0;
+    }
+}

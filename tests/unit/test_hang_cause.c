@@ -1,0 +1,197 @@
+/*
+ * test_hang_cause.c - the verdict of a hang's `time` section
+ * (core/hang_cause.h): each cause from the fractions decisions.md §44
+ * gives, the boundaries, what a blocked call waits for by its system call
+ * and descriptor, and the words of the stderr clause (escaped).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include <cmocka.h>
+
+#include "core/hang_cause.h"
+
+#define MS 1000000ull
+
+/* A 2 s window split into on CPU, waiting for a CPU and asleep. */
+static hw_time_section window(uint64_t on_ms, uint64_t queue_ms)
+{
+    hw_time_section t = {.present = true, .has_schedstat = true, .window_ns = 2000 * MS};
+    t.on_cpu_ns = on_ms * MS;
+    t.runqueue_ns = queue_ms * MS;
+    t.blocked_ns = t.window_ns - t.on_cpu_ns - t.runqueue_ns;
+    t.look.fd = -1;
+    return t;
+}
+
+static void blocked_in(hw_time_section *t, long nr, int fd, hw_fd_class cls, const char *text)
+{
+    t->look.valid = true;
+    t->look.state = 'S';
+    t->look.in_syscall = true;
+    t->look.syscall = nr;
+    t->look.fd = fd;
+    t->look.fd_class = cls;
+    strcpy(t->look.fd_text, text);
+}
+
+static void working_when_mostly_on_cpu(void **state)
+{
+    (void)state;
+    hw_time_section t = window(1900, 50);
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_WORKING);
+    t = window(1200, 0); /* exactly 60 % */
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_WORKING);
+    t = window(1199, 0);
+    hw_cause_decide(&t);
+    assert_int_not_equal(t.cause, HW_CAUSE_WORKING);
+}
+
+static void throttled_before_anything_else(void **state)
+{
+    (void)state;
+    hw_time_section t = window(400, 1550);
+    t.has_cgroup = true;
+    t.cgroup_limited = true;
+    t.throttled_ns = 1500 * MS;
+    t.quota_us = 20000;
+    t.period_us = 100000;
+    strcpy(t.cgroup, "/sys/fs/cgroup/cpu,cpuacct/app");
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_THROTTLED);
+    char clause[512];
+    hw_time_clause(&t, clause, sizeof clause);
+    assert_string_equal(clause, "throttled: 0.4 s on CPU, 1.5 s throttled by cgroup /sys/fs/cgroup/cpu,cpuacct/app "
+                                "(quota 20 ms per 100 ms) of 2.0 s");
+    /* A cgroup without a limit never throttles: the queue wait is starvation. */
+    t.cgroup_limited = false;
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_STARVED);
+    /* Under half the window throttled: not the cause. */
+    t = window(1300, 100);
+    t.has_cgroup = t.cgroup_limited = true;
+    t.throttled_ns = 999 * MS;
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_WORKING);
+}
+
+static void starved_when_waiting_for_a_cpu(void **state)
+{
+    (void)state;
+    hw_time_section t = window(300, 1700);
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_STARVED);
+    char clause[256];
+    assert_string_equal(hw_time_clause(&t, clause, sizeof clause),
+                        "starved: 0.3 s on CPU, 1.7 s waiting for a CPU of 2.0 s");
+}
+
+static void blocked_on_what_the_call_waits_for(void **state)
+{
+    (void)state;
+    hw_time_section t = window(10, 5);
+    blocked_in(&t, SYS_recvfrom, 5, HW_FD_CLASS_SOCKET, "TCP 127.0.0.1:40312 \xe2\x86\x92 127.0.0.1:5432 (ESTABLISHED)");
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_BLOCKED);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_NETWORK);
+    char clause[512];
+    assert_string_equal(hw_time_clause(&t, clause, sizeof clause),
+                        "blocked on network: 0.0 s on CPU, 2.0 s asleep in recvfrom on TCP 127.0.0.1:40312 "
+                        "\xe2\x86\x92 127.0.0.1:5432 (ESTABLISHED) of 2.0 s");
+    blocked_in(&t, SYS_read, 3, HW_FD_CLASS_IO, "pipe:[81234]");
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_IO);
+    blocked_in(&t, SYS_read, 3, HW_FD_CLASS_SOCKET, "socket");
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_NETWORK);
+    blocked_in(&t, SYS_futex, -1, HW_FD_CLASS_NONE, "");
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_LOCK);
+    blocked_in(&t, SYS_wait4, -1, HW_FD_CLASS_NONE, "");
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_CHILD);
+    blocked_in(&t, SYS_clock_nanosleep, -1, HW_FD_CLASS_NONE, "");
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_SLEEP);
+    blocked_in(&t, 9999, -1, HW_FD_CLASS_NONE, "");
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_OTHER);
+    assert_string_equal(hw_time_clause(&t, clause, sizeof clause),
+                        "blocked on other: 0.0 s on CPU, 2.0 s asleep in system call 9999 of 2.0 s");
+}
+
+static void paging_when_asleep_on_faults(void **state)
+{
+    (void)state;
+    hw_time_section t = window(100, 50);
+    t.look.valid = true;
+    t.look.state = 'D';
+    t.look.in_syscall = false;
+    t.has_faults = true;
+    t.major_faults = 420;
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_PAGING);
+    t.major_faults = 0; /* asleep outside a system call without faults: blocked on something else */
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_BLOCKED);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_OTHER);
+}
+
+static void mixed_and_unknown(void **state)
+{
+    (void)state;
+    hw_time_section t = window(800, 600);
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_MIXED);
+    t.has_schedstat = false;
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_UNKNOWN);
+    char clause[64];
+    assert_string_equal(hw_time_clause(&t, clause, sizeof clause), "");
+    t = window(800, 600);
+    t.window_ns = 0;
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_UNKNOWN);
+}
+
+static void foreign_text_is_escaped(void **state)
+{
+    (void)state;
+    hw_time_section t = window(0, 0);
+    blocked_in(&t, SYS_read, 4, HW_FD_CLASS_IO, "/tmp/\x1b[2Jevil");
+    hw_cause_decide(&t);
+    char clause[256];
+    hw_time_clause(&t, clause, sizeof clause);
+    assert_null(strchr(clause, '\x1b'));
+    assert_non_null(strstr(clause, "/tmp/\\x1b[2Jevil"));
+    /* a clause cut short stays terminated */
+    char small[16];
+    hw_time_clause(&t, small, sizeof small);
+    assert_true(strlen(small) < sizeof small);
+}
+
+static void syscall_table(void **state)
+{
+    (void)state;
+    assert_string_equal(hw_syscall_name(SYS_recvfrom), "recvfrom");
+    assert_null(hw_syscall_name(-5));
+    assert_true(hw_syscall_takes_fd(SYS_read));
+    assert_false(hw_syscall_takes_fd(SYS_futex));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(working_when_mostly_on_cpu),   cmocka_unit_test(throttled_before_anything_else),
+        cmocka_unit_test(starved_when_waiting_for_a_cpu), cmocka_unit_test(blocked_on_what_the_call_waits_for),
+        cmocka_unit_test(paging_when_asleep_on_faults), cmocka_unit_test(mixed_and_unknown),
+        cmocka_unit_test(foreign_text_is_escaped),      cmocka_unit_test(syscall_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
