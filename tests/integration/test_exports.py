@@ -203,7 +203,8 @@ def case_prometheus_scrapes_two_hangs():
     try:
         promtool_check(scrape(port), "the first scrape")
         prom = Prometheus(f"127.0.0.1:{port}")
-        hangs = 'hangwatch_hangs_total{process="hang-on-command",hang_type="hang"}'
+        # Its hangs sleep: where their time went is "blocked" (on a sleep).
+        hangs = 'hangwatch_hangs_total{process="hang-on-command",hang_type="hang",cause="blocked"}'
         count = 'hangwatch_hang_duration_seconds_count{process="hang-on-command",hang_type="hang"}'
         # The series are there at 0 before the first hang (so increase() sees it).
         prom.wait_value("up", 1, "Prometheus to scrape hangwatch")
@@ -245,7 +246,7 @@ def case_metrics_file():
     path = os.path.join(d, "hangwatch.prom")
     w = Watched(["--threshold", "300ms", "--metrics-file", path])
     try:
-        series = 'hangwatch_hangs_total{process="hang-on-command",detector="runloop",hang_type="hang"}'
+        series = 'hangwatch_hangs_total{process="hang-on-command",detector="runloop",hang_type="hang",cause="blocked"}'
 
         def reads(value):
             with open(path) as f:
@@ -289,7 +290,7 @@ def case_metrics_drops():
         check(code == 0, f"exit {code}\n{err}")
         with open(path) as f:
             text = f.read()
-        want = {'hangwatch_hangs_total{process="hang-on-command",detector="runloop",hang_type="hang"}': 2,
+        want = {'hangwatch_hangs_total{process="hang-on-command",detector="runloop",hang_type="hang",cause="blocked"}': 2,
                 'hangwatch_reports_written_total{process="hang-on-command",hang_type="hang"}': 1,
                 'hangwatch_reports_dropped_total{process="hang-on-command",reason="daily_limit"}': 1,
                 'hangwatch_reports_dropped_total{process="hang-on-command",reason="write_error"}': 0,
@@ -313,7 +314,7 @@ def case_watch_metrics():
     agent = subprocess.Popen([hwtest.binary("hangwatch"), "watch", "--report-dir", os.path.join(d, "r"),
                               "--threshold", "300ms", "--metrics-listen", f"127.0.0.1:{port}", "-p",
                               str(target.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    hangs = 'hangwatch_hangs_total{process="hang-on-command",detector="runloop",hang_type="hang"}'
+    hangs = 'hangwatch_hangs_total{process="hang-on-command",detector="runloop",hang_type="hang",cause="blocked"}'
 
     def serves(value):
         try:
@@ -492,7 +493,7 @@ def case_library_metrics():
         check(p.returncode == 0 and "start: 0" in p.stdout and "hung" in p.stdout, f"{p.stdout}\n{p.stderr}")
         with open(path) as f:
             text = f.read()
-        for series in ('hangwatch_hangs_total{process="api-metrics",detector="runloop",hang_type="hang"}',
+        for series in ('hangwatch_hangs_total{process="api-metrics",detector="runloop",hang_type="hang",cause="blocked"}',
                        'hangwatch_hang_duration_seconds_count{process="api-metrics",detector="runloop",hang_type="hang"}',
                        'hangwatch_reports_written_total{process="api-metrics",hang_type="hang"}'):
             check(sample(text, series) == 1, f"{series} in the library agent's last write:\n{text}")
@@ -628,6 +629,11 @@ def check_event(headers, event, report, culprit_binary):
     check(tags.get("hangwatch.grouping_key") == report["hangwatch"]["grouping_key"]
           and tags.get("hangwatch.detector") == "runloop" and tags.get("hangwatch.hang_type") == "hang",
           f"{where}: tags {tags}")
+    # The verdict of where its time went, as in the report (a sleep: blocked on sleep).
+    cause = report["hangwatch"].get("time", {}).get("cause")
+    check(cause and tags.get("hangwatch.cause") == cause, f"{where}: tags {tags}, report cause {cause}")
+    if cause == "blocked":
+        check(tags.get("hangwatch.blocked_on") == report["hangwatch"]["time"]["blocked_on"], f"{where}: tags {tags}")
 
 
 def sentry_available():

@@ -39,16 +39,17 @@ static void test_hangs_and_histogram(void **state)
     hw_metrics *m = hw_metrics_new("runloop");
     assert_non_null(m);
     hw_metrics_watched(m, "my-server", 1);
-    hw_metrics_hang_detected(m, "my-server", HW_METRICS_HANG);
+    hw_metrics_hang_detected(m, "my-server", HW_METRICS_HANG, HW_CAUSE_BLOCKED);
     hw_metrics_hang_ended(m, "my-server", HW_METRICS_HANG, 2500000000ull); /* 2.5 s */
-    hw_metrics_hang_detected(m, "my-server", HW_METRICS_HANG);
+    hw_metrics_hang_detected(m, "my-server", HW_METRICS_HANG, HW_CAUSE_BLOCKED);
     hw_metrics_hang_ended(m, "my-server", HW_METRICS_HANG, 100000000ull); /* exactly 0.1 s: le="0.1" */
     hw_metrics_hung_time(m, "my-server", 2600000000ull);
     size_t len = 0;
     char *text = hw_metrics_render(m, &len);
     assert_non_null(text);
     assert_int_equal(strlen(text), len);
-    assert_true(value_of(text, "hangwatch_hangs_total{process=\"my-server\",detector=\"runloop\",hang_type=\"hang\"}") == 2);
+    assert_true(value_of(text, "hangwatch_hangs_total{process=\"my-server\",detector=\"runloop\",hang_type=\"hang\",cause=\"blocked\"}") == 2);
+    assert_true(value_of(text, "hangwatch_hangs_total{process=\"my-server\",detector=\"runloop\",hang_type=\"hang\",cause=\"working\"}") == 0);
     const char *h = "hangwatch_hang_duration_seconds";
     char series[256];
     snprintf(series, sizeof series, "%s_count{process=\"my-server\",detector=\"runloop\",hang_type=\"hang\"}", h);
@@ -84,7 +85,7 @@ static void test_counters_exist_at_zero(void **state)
     char *text = hw_metrics_render(m, NULL);
     /* A counter must be there at 0 before its first hang, or increase()
      * misses that hang. */
-    assert_true(value_of(text, "hangwatch_hangs_total{process=\"idle\",detector=\"ping\",hang_type=\"hang\"}") == 0);
+    assert_true(value_of(text, "hangwatch_hangs_total{process=\"idle\",detector=\"ping\",hang_type=\"hang\",cause=\"unknown\"}") == 0);
     assert_true(value_of(text, "hangwatch_hang_duration_seconds_count{process=\"idle\",detector=\"ping\",hang_type=\"hang\"}") == 0);
     assert_true(value_of(text, "hangwatch_reports_dropped_total{process=\"idle\",reason=\"daily_limit\"}") == 0);
     /* Types that never happened are not shown. */
@@ -136,14 +137,14 @@ static void test_labels_escaped_and_bounded(void **state)
     for (int i = 0; i < HW_METRICS_MAX_PROCESSES + 10; i++) {
         char name[16];
         snprintf(name, sizeof name, "p%d", i);
-        hw_metrics_hang_detected(m, name, HW_METRICS_HANG);
+        hw_metrics_hang_detected(m, name, HW_METRICS_HANG, HW_CAUSE_BLOCKED);
     }
     char *text = hw_metrics_render(m, NULL);
     /* The comm as hw_escape_text prints it (\\, \x0a, \x1b), then the
      * exposition format's own escapes of '"' and '\'. */
     assert_non_null(strstr(text, "hangwatch_watched_processes{process=\"a\\\"b\\\\\\\\c\\\\x0ad\\\\x1b\"} 1\n"));
     /* 32 names, then "(other)" for the rest (11 of the p's). */
-    assert_true(value_of(text, "hangwatch_hangs_total{process=\"(other)\",detector=\"runloop\",hang_type=\"hang\"}") == 11);
+    assert_true(value_of(text, "hangwatch_hangs_total{process=\"(other)\",detector=\"runloop\",hang_type=\"hang\",cause=\"blocked\"}") == 11);
     assert_int_equal(count_lines_starting(text, "hangwatch_watched_processes{"), HW_METRICS_MAX_PROCESSES + 1);
     /* Every line is a comment or NAME{...} VALUE / NAME VALUE, no stray
      * newline inside a label. */
@@ -159,7 +160,7 @@ static void test_sentry_and_null(void **state)
 {
     (void)state;
     /* A NULL registry (metrics off) takes every call. */
-    hw_metrics_hang_detected(NULL, "x", HW_METRICS_HANG);
+    hw_metrics_hang_detected(NULL, "x", HW_METRICS_HANG, HW_CAUSE_BLOCKED);
     hw_metrics_sentry_sent(NULL);
     assert_null(hw_metrics_render(NULL, NULL));
     hw_metrics *m = hw_metrics_new("runloop");

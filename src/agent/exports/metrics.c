@@ -31,7 +31,7 @@ typedef struct process_counts {
     int64_t watched;
     int64_t loops_hung;
     uint64_t hung_ns;
-    uint64_t hangs[HW_METRICS_HANG_TYPES];
+    uint64_t hangs[HW_METRICS_HANG_TYPES][HW_METRICS_CAUSES]; /* by type and cause (hw_cause) */
     uint64_t bucket[HW_METRICS_HANG_TYPES][HW_METRICS_BUCKETS]; /* per bucket, not cumulative */
     uint64_t duration_count[HW_METRICS_HANG_TYPES];
     uint64_t duration_sum_ns[HW_METRICS_HANG_TYPES];
@@ -122,9 +122,10 @@ void hw_metrics_watched(hw_metrics *m, const char *process, int delta)
     UPDATE(m, find(m, process)->watched += delta);
 }
 
-void hw_metrics_hang_detected(hw_metrics *m, const char *process, hw_metrics_hang_type type)
+void hw_metrics_hang_detected(hw_metrics *m, const char *process, hw_metrics_hang_type type, hw_cause cause)
 {
-    UPDATE(m, find(m, process)->hangs[type_index(type)]++);
+    unsigned c = (unsigned)cause < HW_METRICS_CAUSES ? (unsigned)cause : HW_CAUSE_UNKNOWN;
+    UPDATE(m, find(m, process)->hangs[type_index(type)][c]++);
 }
 
 void hw_metrics_loops_hung(hw_metrics *m, const char *process, int delta)
@@ -237,7 +238,10 @@ static void seconds(FILE *f, uint64_t ns)
  * at 0 before its first increase), the others once they happened. */
 static bool shown(const process_counts *p, unsigned t)
 {
-    return t == HW_METRICS_HANG || p->hangs[t] || p->duration_count[t] || p->reports[t];
+    uint64_t hangs = 0;
+    for (unsigned c = 0; c < HW_METRICS_CAUSES; c++)
+        hangs += p->hangs[t][c];
+    return t == HW_METRICS_HANG || hangs || p->duration_count[t] || p->reports[t];
 }
 
 static void render(FILE *f, const char *detector, int64_t start_unix, const counts *c)
@@ -262,15 +266,19 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
     }
 
     family(f, "hangwatch_hangs_total", "counter",
-           "Hangs detected (launch hangs once the process proved to be a loop; stutter with --stutter).");
+           "Hangs detected (launch hangs once the process proved to be a loop; stutter with --stutter), by "
+           "where their time went (cause).");
     for (size_t i = 0; i < n; i++)
         for (unsigned t = 0; t < HW_METRICS_HANG_TYPES; t++) {
             if (!shown(procs[i], t) || t == HW_METRICS_CPU_HIGH)
                 continue; /* a CPU-high report is not a hang */
-            fputs("hangwatch_hangs_total{process=\"", f);
-            put_label_value(f, procs[i]->name);
-            fprintf(f, "\",detector=\"%s\",hang_type=\"%s\"} %llu\n", detector, hang_type_names[t],
-                    (unsigned long long)procs[i]->hangs[t]);
+            /* Every cause at 0 from the start, so increase() sees each. */
+            for (unsigned c = 0; c < HW_METRICS_CAUSES; c++) {
+                fputs("hangwatch_hangs_total{process=\"", f);
+                put_label_value(f, procs[i]->name);
+                fprintf(f, "\",detector=\"%s\",hang_type=\"%s\",cause=\"%s\"} %llu\n", detector,
+                        hang_type_names[t], hw_cause_name((hw_cause)c), (unsigned long long)procs[i]->hangs[t][c]);
+            }
         }
 
     family(f, "hangwatch_hang_duration_seconds", "histogram",

@@ -22,6 +22,7 @@
 #ifndef HANGWATCH_METRICS_H
 #define HANGWATCH_METRICS_H
 
+#include "core/hang_cause.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,9 @@ typedef enum hw_metrics_sentry_drop {
 #define HW_METRICS_BUCKETS 14
 extern const uint64_t hw_metrics_bucket_ns[HW_METRICS_BUCKETS];
 
+/* hangwatch_hangs_total's causes: hw_cause's values, unknown to mixed. */
+#define HW_METRICS_CAUSES (HW_CAUSE_MIXED + 1)
+
 typedef struct hw_metrics hw_metrics;
 
 /* A registry for an agent running `detector` ("runloop", ...). */
@@ -66,8 +70,9 @@ void hw_metrics_free(hw_metrics *m);
 
 /* A process of this name started (+1) or stopped (-1) being watched. */
 void hw_metrics_watched(hw_metrics *m, const char *process, int delta);
-/* A hang was detected (a launch hang: once it is kept). */
-void hw_metrics_hang_detected(hw_metrics *m, const char *process, hw_metrics_hang_type type);
+/* A hang was detected (a launch hang: once it is kept), with the verdict
+ * of where its time went (hangwatch.time.cause: the `cause` label). */
+void hw_metrics_hang_detected(hw_metrics *m, const char *process, hw_metrics_hang_type type, hw_cause cause);
 /* A loop of this process is hung from now on (+1) or no more (-1). */
 void hw_metrics_loops_hung(hw_metrics *m, const char *process, int delta);
 /* Time a loop of this process spent hung, counted as it passes. */

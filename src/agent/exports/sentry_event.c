@@ -263,6 +263,17 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
     if (str(apm, "hang_type"))
         json_object_set_new(tags, "hangwatch.hang_type", json_string(str(apm, "hang_type")));
     json_object_set_new(tags, "process", json_string(process));
+    /* Where the time went (hangwatch.time): its verdict, as tags to
+     * search and group by; only the names hangwatch writes. */
+    json_t *time = json_object_get(apm, "time");
+    static const char *const causes[] = {"working", "starved", "throttled", "blocked", "paging", "mixed"};
+    static const char *const blocked_on[] = {"io", "network", "lock", "child", "sleep", "other"};
+    for (size_t k = 0; k < sizeof causes / sizeof causes[0]; k++)
+        if (str(time, "cause") && strcmp(str(time, "cause"), causes[k]) == 0)
+            json_object_set_new(tags, "hangwatch.cause", json_string(causes[k]));
+    for (size_t k = 0; k < sizeof blocked_on / sizeof blocked_on[0]; k++)
+        if (str(time, "blocked_on") && strcmp(str(time, "blocked_on"), blocked_on[k]) == 0)
+            json_object_set_new(tags, "hangwatch.blocked_on", json_string(blocked_on[k]));
     json_object_set_new(ev, "tags", tags);
     if (key)
         json_object_set_new(ev, "fingerprint", json_pack("[s, s]", "hangwatch", key));
@@ -277,6 +288,11 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
         json_object_set_new(ctx, "hang_end", json_string(str(apm, "hang_end")));
     if (str(apm, "check_mode"))
         json_object_set_new(ctx, "check_mode", json_string(str(apm, "check_mode")));
+    static const char *const time_numbers[] = {"window_us", "on_cpu_us", "runqueue_wait_us", "blocked_us",
+                                               "throttled_us"};
+    for (size_t k = 0; k < sizeof time_numbers / sizeof time_numbers[0]; k++)
+        if (num(time, time_numbers[k]) >= 0)
+            json_object_set_new(ctx, time_numbers[k], json_integer(num(time, time_numbers[k])));
     if (pid >= 0)
         json_object_set_new(ctx, "pid", json_integer(pid));
     if (executable)

@@ -85,7 +85,7 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
         return;
     capture_for_report(a, w, l, c, req);
     hw_metrics_hang_detected(hw_exports_metrics(a->exports), w->metrics_name,
-                             c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG);
+                             c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG, req->time.cause);
     submit_request(a, NULL, req, false);
     free(req);
 }
@@ -109,11 +109,14 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
      * (docs/decisions.md, "Launch hangs"). */
     l->hang = worker_new_hang(c.launch);
     l->hang_look.valid = false;
-    hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now);
     hw_exports_event(a->exports, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
     report_request *req = calloc(1, sizeof *req);
-    if (req) {
+    if (req)
         capture_for_report(a, w, l, &c, req);
+    /* Counted once its cause is known (the capture's time section). */
+    hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
+                          req ? req->time.cause : HW_CAUSE_UNKNOWN);
+    if (req) {
         submit_request(a, l->hang, req, false);
         free(req);
     }
