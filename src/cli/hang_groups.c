@@ -109,6 +109,9 @@ int hw_stats_add(hw_stats *st, const hw_hang_summary *s, const hw_hang_summary *
             g->worst_us = us;
         if (!s->final_known)
             g->open_hangs++;
+        for (size_t c = 0; s->cause != NULL && c < HW_CAUSE_LABELS; c++)
+            if (s->cause == hw_cause_label_at(c))
+                g->causes[c]++;
     } else {
         g->follow_ups++;
     }

@@ -38,6 +38,7 @@ typedef struct hw_stats_group {
     size_t process_count;
     bool has_culprit;
     hw_sframe culprit;     /* from the group's newest report that names one */
+    size_t causes[HW_CAUSE_LABELS]; /* its hangs by where their time went (hw_cause_label_at) */
     /* internal */
     uint64_t *durations;
     size_t duration_count, duration_cap;

@@ -314,6 +314,17 @@ static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html
         set(d, "final_us", hw_json_u64(rep->final_us));
     if (rep->hang_end != NULL)
         set(d, "hang_end", hw_json_text(rep->hang_end));
+    if (rep->cause != NULL)
+        set(d, "cause", json_string(rep->cause));
+    if (rep->time_known) {
+        json_t *t = json_object();
+        set(t, "window_us", hw_json_u64(rep->window_us));
+        set(t, "on_cpu_us", hw_json_u64(rep->on_cpu_us));
+        set(t, "runqueue_us", hw_json_u64(rep->runqueue_us));
+        set(t, "blocked_us", hw_json_u64(rep->blocked_us));
+        set(t, "throttled_us", hw_json_u64(rep->throttled_us));
+        set(d, "time", t);
+    }
     set(d, "stack", frames_json(rep->frames, rep->frame_count, SHOWN_FRAMES, false));
     set(d, "stack_more", hw_json_u64((rep->frame_count > SHOWN_FRAMES ? rep->frame_count - SHOWN_FRAMES : 0) +
                                      rep->frames_more));

@@ -19,6 +19,32 @@
 #include "core/text_bits.h"
 
 /* A non-negative integer field, or false. */
+static const char *const cause_labels[HW_CAUSE_LABELS] = {
+    "working",         "starved",         "throttled",     "blocked on io", "blocked on network",
+    "blocked on lock", "blocked on child", "blocked on sleep", "blocked on other", "blocked",
+    "paging",          "mixed",
+};
+
+const char *hw_cause_label_at(size_t index)
+{
+    return index < HW_CAUSE_LABELS ? cause_labels[index] : NULL;
+}
+
+const char *hw_cause_label(const char *cause, const char *blocked_on)
+{
+    if (cause == NULL)
+        return NULL;
+    if (strcmp(cause, "blocked") == 0 && blocked_on != NULL) {
+        for (size_t i = 3; i < 9; i++)
+            if (strcmp(cause_labels[i] + strlen("blocked on "), blocked_on) == 0)
+                return cause_labels[i];
+    }
+    for (size_t i = 0; i < HW_CAUSE_LABELS; i++)
+        if (strcmp(cause_labels[i], cause) == 0)
+            return cause_labels[i];
+    return NULL;
+}
+
 static bool uint_at(json_t *obj, const char *key, uint64_t *out)
 {
     json_t *v = json_object_get(obj, key);
@@ -315,6 +341,12 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
     (void)uint_at(apm, "block_duration_us", &out->block_us);
     out->final_known = uint_at(apm, "final_duration_us", &out->final_us);
     out->hang_end = dup_at(apm, "hang_end", NULL, &oom);
+    json_t *time = json_object_get(apm, "time");
+    out->cause = hw_cause_label(hw_str_at(time, "cause", NULL), hw_str_at(time, "blocked_on", NULL));
+    out->time_known = uint_at(time, "window_us", &out->window_us) && uint_at(time, "on_cpu_us", &out->on_cpu_us) &&
+                      uint_at(time, "runqueue_wait_us", &out->runqueue_us) &&
+                      uint_at(time, "blocked_us", &out->blocked_us);
+    (void)uint_at(time, "throttled_us", &out->throttled_us);
 
     /* The hung thread: crash.threads[hung_thread.report_array_index]. */
     json_t *hung = json_object_get(apm, "hung_thread");

@@ -52,6 +52,12 @@ typedef struct hw_hang_summary {
     bool final_known;
     uint64_t final_us;  /* the whole stretch, once it ended */
     char *hang_end;     /* how it ended, or NULL */
+    /* where its time went (hangwatch.time): the verdict as hw_cause_label
+     * says it ("working", "blocked on network" ...), a static string, or
+     * NULL when the report has none hangwatch writes; and the figures */
+    const char *cause;
+    bool time_known;
+    uint64_t window_us, on_cpu_us, runqueue_us, blocked_us, throttled_us;
     char *runtime_note; /* why the hung thread's runtime frames are missing or partial
                            (its runtime_frames_error: "Python 3.7: frames not read ..."), or NULL */
     hw_sframe *frames;  /* the hung thread's stack, innermost first */
@@ -64,6 +70,14 @@ typedef struct hw_hang_summary {
     size_t point_count;
     uint64_t sample_count, sample_interval_us;
 } hw_hang_summary;
+
+/* The words of a report's verdict (hangwatch.time's cause and
+ * blocked_on, from a file: only the names hangwatch writes are taken):
+ * "working", "blocked on network", ...; NULL for anything else. */
+#define HW_CAUSE_LABELS 12
+const char *hw_cause_label(const char *cause, const char *blocked_on);
+/* The labels in their order (stats counts a group's hangs by them). */
+const char *hw_cause_label_at(size_t index);
 
 /*
  * Summarize a report already checked for its shape (hw_report_check_shape).

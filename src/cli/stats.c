@@ -98,6 +98,27 @@ static void put_processes(FILE *out, const hw_stats_group *g)
         fprintf(out, " +%zu more", g->process_count - shown);
 }
 
+/* "    cause: blocked on network (3), working (1)": the group's hangs by
+ * where their time went, most first (nothing when no report says). */
+static void put_causes(FILE *out, const hw_stats_group *g)
+{
+    bool done[HW_CAUSE_LABELS] = {false};
+    const char *sep = "    cause: ";
+    for (;;) {
+        size_t best = HW_CAUSE_LABELS;
+        for (size_t c = 0; c < HW_CAUSE_LABELS; c++)
+            if (!done[c] && g->causes[c] > 0 && (best == HW_CAUSE_LABELS || g->causes[c] > g->causes[best]))
+                best = c;
+        if (best == HW_CAUSE_LABELS)
+            break;
+        done[best] = true;
+        fprintf(out, "%s%s (%zu)", sep, hw_cause_label_at(best), g->causes[best]);
+        sep = ", ";
+    }
+    if (sep[0] == ',')
+        fputc('\n', out);
+}
+
 void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *counts, FILE *out)
 {
     fprintf(out, "%zu hang%s in %zu group%s, from %zu report%s", st->hangs, st->hangs == 1 ? "" : "s",
@@ -129,6 +150,7 @@ void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *count
         else
             fputs("unknown (no frame of the hung thread names a function)", out);
         fputc('\n', out);
+        put_causes(out, g);
         if (g->open_hangs > 0)
             fprintf(out, "    %zu of these hangs never had their end recorded: their time until detection is "
                          "counted\n",
@@ -182,6 +204,11 @@ json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts
         }
         json_object_set_new(o, "processes", processes);
         json_object_set_new(o, "culprit", g->has_culprit ? hw_frame_json(&g->culprit) : json_null());
+        json_t *causes = json_object();
+        for (size_t c = 0; c < HW_CAUSE_LABELS; c++)
+            if (g->causes[c] > 0)
+                json_object_set_new(causes, hw_cause_label_at(c), hw_json_u64(g->causes[c]));
+        json_object_set_new(o, "causes", causes);
         json_array_append_new(groups, o);
     }
     json_t *root = json_object();

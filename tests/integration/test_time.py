@@ -72,17 +72,18 @@ class Scenario:
         hwtest.wait_for(self.finished, "the hang's final update", 30)
 
     def finished(self):
+        """Every hang report has its final update (and there is one)."""
         if not os.path.isdir(self.report_dir):
             return False
-        for name in os.listdir(self.report_dir):
-            if name.startswith("hang-") and name.endswith(".json"):
-                try:
-                    with open(os.path.join(self.report_dir, name)) as f:
-                        if "final_duration_us" in json.load(f)["hangwatch"]:
-                            return True
-                except (OSError, ValueError, KeyError):
-                    pass
-        return False
+        names = [n for n in os.listdir(self.report_dir) if n.startswith("hang-") and n.endswith(".json")]
+        for name in names:
+            try:
+                with open(os.path.join(self.report_dir, name)) as f:
+                    if "final_duration_us" not in json.load(f)["hangwatch"]:
+                        return False
+            except (OSError, ValueError, KeyError):
+                return False
+        return bool(names)
 
     def stderr(self):
         self.stderr_file.seek(0)
@@ -320,6 +321,30 @@ def case_mutex():
         s.close()
 
 
+def case_tools():
+    """stats counts a group's hangs by cause (table and JSON), html shows the verdict and its figures."""
+    s = Scenario()
+    try:
+        s.do("pipe 2500")
+        s.do("pipe 2500")
+        report, err = s.finish()
+        check(report["hangwatch"]["time"].get("blocked_on") == "io", json.dumps(report["hangwatch"]["time"]))
+        p = hwtest.hw("stats", s.report_dir)
+        check(p.returncode == 0 and "    cause: blocked on io (2)" in p.stdout, p.stdout + p.stderr)
+        p = hwtest.hw("stats", "--json", s.report_dir)
+        groups = json.loads(p.stdout)["groups"]
+        check(len(groups) == 1 and groups[0]["causes"] == {"blocked on io": 2}, p.stdout)
+        page = os.path.join(s.report_dir, "page.html")
+        p = hwtest.hw("html", s.report_dir, "-o", page)
+        check(p.returncode == 0, p.stderr)
+        with open(page) as f:
+            text = f.read()
+        check('"cause":"blocked on io"' in text and '"on_cpu_us":' in text and "Where its time went" in text,
+              "the page does not carry the verdict and its figures")
+    finally:
+        s.close()
+
+
 CASES = {
     "working": case_working,
     "throttled": case_throttled,
@@ -327,6 +352,7 @@ CASES = {
     "network": case_network,
     "pipe": case_pipe,
     "mutex": case_mutex,
+    "tools": case_tools,
 }
 
 if __name__ == "__main__":

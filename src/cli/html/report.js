@@ -328,6 +328,30 @@
     return h('ul', {class: 'threads'}, items);
   }
 
+  /* Where the newest hang's time went (hangwatch.time): a bar of its
+   * window, on a CPU / waiting for a CPU (throttled within it) / asleep,
+   * and the verdict. */
+  function timeBar(d) {
+    var t = d.time;
+    if (!t || !(t.window_us > 0)) {
+      return d.cause ? h('span', {}, d.cause) : h('span', {class: 'muted'}, 'not measured');
+    }
+    var parts = [['on CPU', t.on_cpu_us, 'cpu'], ['waiting for a CPU', t.runqueue_us, 'queue'],
+      ['asleep', t.blocked_us, 'asleep']];
+    var bar = h('span', {class: 'timebar', title: 'over ' + duration(t.window_us)});
+    parts.forEach(function (p) {
+      var pct = Math.max(0, Math.min(100, 100 * p[1] / t.window_us));
+      if (pct > 0) {
+        var part = h('span', {class: 'part ' + p[2], title: p[0] + ' ' + duration(p[1])});
+        part.style.width = pct.toFixed(1) + '%'; /* through the CSSOM: the page's policy forbids style attributes */
+        add(bar, part);
+      }
+    });
+    var words = parts.map(function (p) { return duration(p[1]) + ' ' + p[0]; }).join(', ') +
+      (t.throttled_us > 0 ? ' (' + duration(t.throttled_us) + ' throttled)' : '') + ' of ' + duration(t.window_us);
+    return h('span', {}, bar, ' ', h('strong', {}, d.cause || 'unknown'), ': ' + words);
+  }
+
   function groupSection(g, i) {
     var d = g.detail;
     var title = g.culprit ? g.culprit.name : 'unknown culprit';
@@ -342,7 +366,8 @@
       h('dt', {}, 'Hung thread'), h('dd', {}, d.thread + ' (tid ' + d.tid + ') of ' + d.process + ' (pid ' +
         d.pid + '), busy ' + duration(d.busy_us) + ' when detected' +
         (d.final_us !== undefined ? ', ' + duration(d.final_us) + ' in all' : '') +
-        (d.hang_end ? ' (' + d.hang_end.replace(/_/g, ' ') + ')' : '')));
+        (d.hang_end ? ' (' + d.hang_end.replace(/_/g, ' ') + ')' : '')),
+      h('dt', {}, 'Where its time went'), h('dd', {class: 'time'}, timeBar(d)));
     var section = h('section', {class: 'group', id: 'g-' + (i + 1)}, heading, facts,
       h('h3', {}, 'The hung thread\'s stack'), stackList(d.stack, d.culprit, d.stack_more, false, d.stack_omitted || 0,
         d.stack_omitted_at || 0));
