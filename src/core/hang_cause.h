@@ -56,6 +56,19 @@ typedef struct hw_blocked_look {
     char fd_kind[12];    /* "tcp", "pipe", "file", ... ("" if none) */
     char fd_text[256];   /* the descriptor in words ("TCP 127.0.0.1:40312 → 127.0.0.1:5432 (ESTABLISHED)") */
     hw_fd_class fd_class;
+    /* a futex wait on a lock (a glibc pthread_mutex_t, or a PI futex): the
+     * thread that holds it, read from the lock in the process's memory
+     * (0: not a lock, or no owner that is a thread of the process), and
+     * the chain of holders from there, each waiting for the next one's
+     * lock (holders[0] is lock_owner); `deadlock`: the chain came back to
+     * a thread already in it */
+    int lock_owner;
+    uint64_t lock_address;
+#define HW_LOCK_CHAIN_MAX 8
+    int holders[HW_LOCK_CHAIN_MAX];
+    size_t holder_count;
+    bool deadlock;
+    int deadlock_back_to; /* the thread the chain came back to (the hung one, or a holder) */
 } hw_blocked_look;
 
 /* The `time` section of one report: the hung thread over a window. */

@@ -308,16 +308,67 @@ def case_pipe():
         s.close()
 
 
+def thread_named(report, tid):
+    for t in report["crash"]["threads"]:
+        if t.get("thread_identifier") == tid:
+            return t
+    fail(f"thread {tid} is not in the report")
+
+
 def case_mutex():
-    """A mutex held 3 s by another thread: blocked on a lock (futex)."""
+    """A mutex held 3 s by a thread in flush_cache(): blocked on a lock, lock_holder that thread, its stack in
+    the scene, the grouping key its culprit's, the stderr line naming flush_cache."""
     s = Scenario()
     try:
         s.do("mutex 3000")
         report, err = s.finish()
         t = time_of(report, err)
         check(t["cause"] == "blocked" and t.get("blocked_on") == "lock", json.dumps(t))
-        check(t.get("blocked_in", {}).get("syscall") == "futex", json.dumps(t))
+        b = t.get("blocked_in", {})
+        check(b.get("syscall") == "futex" and b.get("lock", {}).get("owner", 0) > 0, json.dumps(b))
+        holder = report["hangwatch"].get("lock_holder", {})
+        check(holder.get("thread_identifier") == b["lock"]["owner"] and holder.get("name") == "cache",
+              json.dumps(holder))
+        stack = hwtest.symbols(hwtest.frames(report, holder["report_array_index"]))
+        check("flush_cache" in stack, f"the holder's stack: {stack}")
+        culprit = hwtest.frames(report, holder["report_array_index"])[holder["culprit_frame"]]
+        check(culprit.get("symbol_name") == "flush_cache", json.dumps(culprit))
+        line = hang_line(err)
+        check(f"waiting for a mutex held by thread {holder['thread_identifier']} (flush_cache at time_scenarios.c:"
+              in line, line)
+        check("deadlock" not in report["hangwatch"], "a deadlock where there is none")
     finally:
+        s.close()
+
+
+def case_deadlock():
+    """Two threads, each holding the mutex the other waits for: reported as a deadlock naming both."""
+    s = Scenario()
+    try:
+        s.proc.stdin.write("deadlock\n")
+        s.proc.stdin.flush()
+        s.expect("locking", 30)
+        hwtest.wait_for(lambda: os.path.isdir(s.report_dir) and any(
+            n.startswith("hang-") and n.endswith(".json") for n in os.listdir(s.report_dir)), "the hang's report", 30)
+        name = next(n for n in sorted(os.listdir(s.report_dir)) if n.startswith("hang-") and n.endswith(".json"))
+        report = hwtest.load_report(os.path.join(s.report_dir, name))
+        loop = report["hangwatch"]["hung_thread"]["thread_identifier"]
+        holder = report["hangwatch"].get("lock_holder", {})
+        dead = report["hangwatch"].get("deadlock", {})
+        check(holder.get("name") == "journal", json.dumps(holder))
+        check(dead.get("threads") == [loop, holder["thread_identifier"]] and dead.get("back_to") == loop,
+              json.dumps(dead))
+        stack = hwtest.symbols(hwtest.frames(report, holder["report_array_index"]))
+        check("post_to_ledger" in stack, f"the holder's stack: {stack}")
+        line = hang_line(s.stderr())
+        check(f"deadlock: threads {loop} -> {holder['thread_identifier']} -> {loop}" in line, line)
+    finally:
+        # It never returns: killed, and hangwatch run ends with it.
+        try:
+            os.kill(hwtest.program_of(s.proc.pid), signal.SIGKILL)
+            s.proc.wait(30)
+        except (AssertionError, ProcessLookupError):
+            pass
         s.close()
 
 
@@ -352,6 +403,7 @@ CASES = {
     "network": case_network,
     "pipe": case_pipe,
     "mutex": case_mutex,
+    "deadlock": case_deadlock,
     "tools": case_tools,
 }
 

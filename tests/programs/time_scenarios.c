@@ -15,8 +15,12 @@
  *                  and waits for the answer line (blocked on the network)
  *   pipe MS        read_report() reads a pipe whose writer, a child,
  *                  writes after MS ms (blocked on I/O)
- *   mutex MS       update_totals() locks a mutex a second thread holds for
- *                  MS ms in flush_cache() (blocked on a lock)
+ *   mutex MS       update_totals() locks a mutex a second thread ("cache")
+ *                  holds for MS ms in flush_cache() (blocked on a lock)
+ *   deadlock       post_to_journal() holds the ledger's mutex and waits for
+ *                  the journal's, which a second thread ("journal") holds
+ *                  while it waits for the ledger's in post_to_ledger():
+ *                  it prints "locking" and never returns
  *   quit           exit 0 (so does the end of stdin)
  * It prints "ready" once its loop waits, and "did COMMAND" after each.
  * Function bodies differ, so -O2 folds none of them.
@@ -122,8 +126,45 @@ __attribute__((noinline)) static void flush_cache(void)
 static void *cache_thread(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "cache");
     flush_cache();
     return NULL;
+}
+
+/* deadlock: the loop holds the ledger and wants the journal; a second
+ * thread holds the journal and wants the ledger.  Neither ever returns. */
+static pthread_mutex_t ledger_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t journal_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t both_holding;
+
+__attribute__((noinline)) static void post_to_ledger(void)
+{
+    pthread_mutex_lock(&journal_lock);
+    pthread_barrier_wait(&both_holding);
+    pthread_mutex_lock(&ledger_lock);
+    invoice_total += 2;
+}
+
+static void *journal_thread(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "journal");
+    post_to_ledger();
+    return NULL;
+}
+
+__attribute__((noinline)) static void post_to_journal(void)
+{
+    pthread_barrier_init(&both_holding, NULL, 2);
+    pthread_mutex_lock(&ledger_lock);
+    pthread_t t;
+    if (pthread_create(&t, NULL, journal_thread, NULL) != 0)
+        exit(1);
+    pthread_barrier_wait(&both_holding);
+    printf("locking\n");
+    fflush(stdout);
+    pthread_mutex_lock(&journal_lock);
+    invoice_total += 3;
 }
 
 __attribute__((noinline)) static void update_totals(long ms)
@@ -154,6 +195,8 @@ static void on_command(const char *line)
         read_report(n);
     else if (sscanf(line, "mutex %ld", &n) == 1)
         update_totals(n);
+    else if (strcmp(line, "deadlock") == 0)
+        post_to_journal();
     else if (strncmp(line, "quit", 4) == 0)
         exit(0);
     else

@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "agent/capture/fd_describe.h"
@@ -55,6 +58,72 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
     out->at_ns = monotonic_ns(); /* after the reads: the window ends when they are done */
 }
 
+/* Is `tid` a thread of process `pid`? */
+static bool is_thread_of(pid_t pid, pid_t tid)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d/task/%d", (int)pid, (int)tid);
+    return tid > 0 && stat(path, &st) == 0;
+}
+
+#define FUTEX_OP_MASK 0x7f /* without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME */
+#define FUTEX_WAIT_OP 0
+#define FUTEX_LOCK_PI_OP 6
+#define FUTEX_WAIT_BITSET_OP 9
+#define FUTEX_LOCK_PI2_OP 13
+#define FUTEX_TID_BITS 0x3fffffffu
+#define MUTEX_KIND_UNSUPPORTED 0x7c /* robust, PI, PP: their waits are not the plain lock word's */
+
+pid_t hw_lock_owner(pid_t pid, pid_t waiter, const uint64_t args[6])
+{
+    unsigned op = (unsigned)args[1] & FUTEX_OP_MASK;
+    /* glibc's pthread_mutex_t on x86-64: int __lock, unsigned __count,
+     * int __owner, unsigned __nusers, int __kind; the waiters sleep on
+     * __lock (2: locked, with waiters). */
+    int32_t words[5];
+    struct iovec local = {words, sizeof words}, remote = {(void *)(uintptr_t)args[0], sizeof words};
+    if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof words)
+        return 0;
+    pid_t owner = 0;
+    if (op == FUTEX_LOCK_PI_OP || op == FUTEX_LOCK_PI2_OP)
+        owner = (pid_t)((uint32_t)words[0] & FUTEX_TID_BITS); /* a PI futex's word is its owner */
+    else if ((op == FUTEX_WAIT_OP || op == FUTEX_WAIT_BITSET_OP) && (words[0] == 1 || words[0] == 2) &&
+             (words[4] & MUTEX_KIND_UNSUPPORTED) == 0 && (unsigned)args[2] == (unsigned)words[0])
+        owner = words[2]; /* it waits for the very value the lock holds: a mutex, not a condition */
+    return owner != waiter && is_thread_of(pid, owner) ? owner : 0;
+}
+
+/* From a thread waiting for a lock: its holder, the lock that one waits
+ * for, ... up to HW_LOCK_CHAIN_MAX; a holder seen before is a deadlock. */
+static void follow_lock_holders(pid_t pid, pid_t tid, hw_blocked_look *out)
+{
+    out->lock_address = out->args[0];
+    out->lock_owner = hw_lock_owner(pid, tid, out->args);
+    pid_t next = out->lock_owner;
+    while (next > 0 && out->holder_count < HW_LOCK_CHAIN_MAX) {
+        for (size_t i = 0; i < out->holder_count; i++)
+            if (out->holders[i] == next)
+                out->deadlock = true;
+        if (next == tid)
+            out->deadlock = true;
+        if (out->deadlock) {
+            out->deadlock_back_to = next;
+            return;
+        }
+        out->holders[out->holder_count++] = next;
+        char line[256];
+        uint64_t args[6] = {0};
+        if (hw_task_syscall_line(pid, next, line, sizeof line) <= 0 || strtol(line, NULL, 10) != SYS_futex)
+            return; /* the holder runs, or waits for something else */
+        char *end = NULL;
+        strtol(line, &end, 10);
+        for (int i = 0; i < 6 && end && *end == ' '; i++)
+            args[i] = strtoull(end + 1, &end, 16);
+        next = hw_lock_owner(pid, next, args);
+    }
+}
+
 void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
 {
     memset(out, 0, sizeof *out);
@@ -79,6 +148,8 @@ void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
         out->args[i] = strtoull(end + 1, &end, 16);
     if (hw_syscall_takes_fd(out->syscall) && out->args[0] <= (uint64_t)INT32_MAX)
         out->fd = (int)out->args[0];
+    if (out->syscall == SYS_futex)
+        follow_lock_holders(pid, tid, out);
 }
 
 void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look)

@@ -44,6 +44,13 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
 void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out);
 void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look);
 
+/* The owner of the lock a thread blocked in `futex` (system call
+ * arguments `args`) waits for: a glibc pthread_mutex_t's __owner, or a PI
+ * futex's word, read from process `pid`'s memory and taken only when it
+ * looks like a held lock whose owner is another thread of `pid`; else 0.
+ * Used by hw_blocked_look_take, which follows the chain of holders. */
+pid_t hw_lock_owner(pid_t pid, pid_t waiter, const uint64_t args[6]);
+
 /* The time section from `from` (taken at `window_start_ns`'s moment or
  * earlier, see window_from) to `to`, with `cgroup`'s description and the
  * verdict.  `from` NULL or invalid: no figures, `missing` says why. */

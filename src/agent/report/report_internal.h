@@ -88,9 +88,10 @@ void write_final_durations(report_worker *wk, hang_record *h, const hw_hang_end 
 const char *hw_report_frame_label(const hw_frame *f, char *buf, size_t len);
 /* The stderr line of a hang report, up to where the report's path goes
  * (malloc'd, NULL when out of memory); `bt` is the hung thread's stack;
- * `gil_holder` (0: none) the thread whose GIL it waits for, with its stack. */
-char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t gil_holder,
-                   const hw_backtrace *holder_bt);
+ * `holder` (0: none) the thread that holds what it waits for (`what`: "the
+ * GIL", "a mutex"), with its stack. */
+char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t holder,
+                   const char *what, const hw_backtrace *holder_bt);
 
 /* ---- report_request.c ---- */
 
@@ -98,6 +99,11 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
  * acquire CPython's GIL, and another captured thread held it in the
  * stop), or 0; *holder_bt gets that thread's backtrace. */
 pid_t hw_gil_holder_of(const report_request *req, const hw_named_capture *nc, const hw_backtrace **holder_bt);
+
+/* The thread that holds the lock the target waits for in futex (its look
+ * before the capture read the lock's owner: thread_time.h), when that
+ * thread was captured, or 0; *holder_bt gets its backtrace. */
+pid_t hw_lock_holder_of(const report_request *req, const hw_named_capture *nc, const hw_backtrace **holder_bt);
 
 /* ---- report_samples.c ---- */
 

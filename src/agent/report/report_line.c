@@ -59,7 +59,7 @@ static void no_stack_reason(const hw_process_snapshot *snap, char *buf, size_t l
 /* ", waiting for the GIL held by thread 4242 (crunch_numbers at
  * worker.py:12)": the holder, and where it is (its culprit), escaped into
  * `buf`. */
-static void gil_holder_part(pid_t holder, const hw_backtrace *holder_bt, char *buf, size_t len)
+static void holder_part(pid_t holder, const char *what, const hw_backtrace *holder_bt, char *buf, size_t len)
 {
     buf[0] = '\0';
     if (holder == 0)
@@ -74,7 +74,7 @@ static void gil_holder_part(pid_t holder, const hw_backtrace *holder_bt, char *b
     } else if (where) {
         snprintf(raw, sizeof raw, " (%s)", where->symbol_name);
     }
-    snprintf(buf, len, ", waiting for the GIL held by thread %d%s", (int)holder, hw_escape_text(raw, text, sizeof text));
+    snprintf(buf, len, ", waiting for %s held by thread %d%s", what, (int)holder, hw_escape_text(raw, text, sizeof text));
 }
 
 /* Append " < " (unless first) and `text` to frames[used..]; false when it
@@ -157,8 +157,8 @@ static size_t stack_part(const hw_backtrace *bt, char *frames, size_t size)
 }
 
 /* The line people see on stderr, up to where the report's path goes. */
-char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t gil_holder,
-                   const hw_backtrace *holder_bt)
+char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t holder,
+                   const char *what, const hw_backtrace *holder_bt)
 {
     const hw_check *c = &req->check;
     const hw_process_snapshot *snap = &req->snap;
@@ -180,15 +180,29 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     const char *measured = opts->detector_kind == HW_DETECTOR_PING        ? "left a ping unanswered for"
                            : opts->detector_kind == HW_DETECTOR_FRAME_GAP ? "ran a frame tick late by"
                                                                              : "busy";
-    char process[64], holder[512], why[1024];
-    gil_holder_part(gil_holder, holder_bt, holder, sizeof holder);
+    char process[64], holding[512], why[1024];
+    holder_part(holder, what, holder_bt, holding, sizeof holding);
+    /* A cycle of lock holders back to it: "; deadlock: threads 100 -> 101 -> 100" */
+    const hw_blocked_look *look = &req->time.look;
+    if (look->valid && look->deadlock) {
+        size_t used = strlen(holding);
+        int n = snprintf(holding + used, sizeof holding - used, "; deadlock: threads %d", (int)req->tid);
+        for (size_t i = 0; n > 0 && i < look->holder_count && used + (size_t)n < sizeof holding; i++) {
+            used += (size_t)n;
+            n = snprintf(holding + used, sizeof holding - used, " -> %d", look->holders[i]);
+        }
+        if (n > 0 && used + (size_t)n < sizeof holding) {
+            used += (size_t)n;
+            snprintf(holding + used, sizeof holding - used, " -> %d", look->deadlock_back_to);
+        }
+    }
     /* Where its time went (hangwatch.time): "; throttled: 0.2 s on CPU, ..." */
     hw_time_clause(&req->time, why, sizeof why);
     char *line = NULL;
     if (asprintf(&line, "hangwatch: %s in %s (pid %d): %s %s %s (threshold %s)%s%s%s%s%s",
                  c->stutter ? "stutter" : c->launch ? "launch hang" : "hang",
                  hw_escape_text(snap->process_name, process, sizeof process), (int)snap->pid, who, measured, busy,
-                 thr, used ? " in " : no_stack, frames, holder, why[0] ? "; " : "", why) < 0)
+                 thr, used ? " in " : no_stack, frames, holding, why[0] ? "; " : "", why) < 0)
         return NULL;
     return line;
 }

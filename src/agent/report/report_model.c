@@ -320,7 +320,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         if (t->is_target) {
             hung_index = (json_int_t)k;
             hung_bt = (t->status == HW_THREAD_CAPTURED) ? bt : NULL;
-        } else if (info->gil_holder_tid != 0 && t->tid == info->gil_holder_tid) {
+        } else if ((info->gil_holder_tid != 0 && t->tid == info->gil_holder_tid) ||
+                   (info->lock_holder_tid != 0 && t->tid == info->lock_holder_tid)) {
             holder = t;
             holder_index = (json_int_t)k;
             holder_bt = (t->status == HW_THREAD_CAPTURED) ? bt : NULL;
@@ -408,7 +409,17 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
             json_object_set_new(gil, "python_name", FOREIGN(holder_bt->runtime_thread_name));
         if (gil && holder_culprit != SIZE_MAX)
             json_object_set_new(gil, "culprit_frame", json_integer((json_int_t)holder_culprit));
-        json_object_set_new(apm, "gil_holder", gil);
+        json_object_set_new(apm, info->gil_holder_tid != 0 ? "gil_holder" : "lock_holder", gil);
+    }
+    /* A cycle of lock holders back to the hung thread: a deadlock, every
+     * thread of it named. */
+    if (apm && info->time && info->time->look.valid && info->time->look.deadlock) {
+        json_t *cycle = json_array();
+        json_array_append_new(cycle, json_integer(info->hung_tid));
+        for (size_t i = 0; i < info->time->look.holder_count; i++)
+            json_array_append_new(cycle, json_integer(info->time->look.holders[i]));
+        json_object_set_new(apm, "deadlock",
+                            json_pack("{s:o, s:i}", "threads", cycle, "back_to", info->time->look.deadlock_back_to));
     }
     if (apm) {
         if (info->executable)
@@ -472,6 +483,15 @@ static json_t *blocked_in_json(const hw_blocked_look *look)
         json_array_append_new(args, json_string(hex));
     }
     json_object_set_new(o, "args", args);
+    if (look->lock_owner > 0) {
+        char hex[24];
+        snprintf(hex, sizeof hex, "0x%" PRIx64, look->lock_address);
+        json_t *holders = json_array();
+        for (size_t i = 0; i < look->holder_count; i++)
+            json_array_append_new(holders, json_integer(look->holders[i]));
+        json_object_set_new(o, "lock", json_pack("{s:s, s:i, s:o}", "address", hex, "owner", look->lock_owner,
+                                                 "holders", holders));
+    }
     if (look->fd >= 0) {
         json_object_set_new(o, "fd", json_integer(look->fd));
         json_object_set_new(o, "fd_kind", json_string(look->fd_kind));

@@ -93,6 +93,10 @@ typedef struct hw_hang_info {
      * snapshot (0: it does not): the report names the holder, and the
      * grouping key is made of the holder's stack, where the hang is. */
     pid_t gil_holder_tid;
+    /* The hung thread waits in futex for a mutex held by this other
+     * thread of the snapshot (0: it does not): named as lock_holder, and
+     * the grouping key is made of its stack, as for the GIL. */
+    pid_t lock_holder_tid;
     /* Where the hung thread's time went (hangwatch.time), or NULL. */
     const hw_time_section *time;
 } hw_hang_info;

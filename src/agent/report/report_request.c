@@ -150,6 +150,21 @@ static bool takes_gil(const hw_frame *f)
     return false;
 }
 
+pid_t hw_lock_holder_of(const report_request *req, const hw_named_capture *nc, const hw_backtrace **holder_bt)
+{
+    *holder_bt = NULL;
+    pid_t holder = req->time.look.valid ? req->time.look.lock_owner : 0;
+    if (holder <= 0 || holder == req->tid)
+        return 0;
+    for (size_t i = 0; i < req->snap.thread_count; i++)
+        if (req->snap.threads[i].tid == holder) {
+            if (nc->bts)
+                *holder_bt = &nc->bts[i];
+            return holder;
+        }
+    return 0;
+}
+
 pid_t hw_gil_holder_of(const report_request *req, const hw_named_capture *nc, const hw_backtrace **holder_bt)
 {
     *holder_bt = NULL;

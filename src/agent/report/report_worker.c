@@ -365,12 +365,17 @@ static void make_report(report_worker *wk, hang_record *h, const report_request 
     hw_in_app_context in_app = hw_request_in_app(req);
     if (cpu_parts)
         hw_cpu_parts_build(nc->sym, &in_app, req->cpu, cpu_parts);
+    /* What it waits for, held by another thread: the GIL, or a mutex. */
     const hw_backtrace *holder_bt = NULL;
     pid_t gil_holder = hw_gil_holder_of(req, nc, &holder_bt);
+    pid_t lock_holder = gil_holder ? 0 : hw_lock_holder_of(req, nc, &holder_bt);
     hw_hang_info info = report_info(o, req, h, &samples.ps, cpu_parts, gil_holder);
+    info.lock_holder_tid = lock_holder;
     char id[37];
     json_t *report = hw_report_of_capture(req, nc, &info, id);
-    char *line = cpu_parts ? hw_cpu_line(req, cpu_parts) : hw_hang_line(o, req, target_bt, gil_holder, holder_bt);
+    char *line = cpu_parts ? hw_cpu_line(req, cpu_parts)
+                           : hw_hang_line(o, req, target_bt, gil_holder ? gil_holder : lock_holder,
+                                          gil_holder ? "the GIL" : "a mutex", holder_bt);
     dispose(wk, h, req, report, line, target_bt);
     hw_report_samples_free(&samples);
     if (cpu_parts)
