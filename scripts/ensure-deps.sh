@@ -38,7 +38,7 @@ build) ;;
 test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 libpython3.11-dev python3-jsonschema python3-aiohttp redis-server redis-tools python3-gi nodejs nginx-light libnginx-mod-http-echo strace gdb chromium qemu-system-x86 busybox-static cpio"
     command -v npm >/dev/null 2>&1 || packages="$packages npm" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
-bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools" ;;
+bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools qemu-system-x86 busybox-static cpio" ;;
 compare) packages="$packages python3" ;;
 # make soak: bench/soak.py, its Sentry receiver parsing envelopes with the SDK.
 soak) packages="$packages python3 python3-sentry-sdk" ;;
