@@ -6,9 +6,9 @@
  * taken while the loop waits, it stands for the start of the next stretch
  * (a sleeping thread's counters do not move); a stretch that began after a
  * wait the agent did not look at gets one at the first look that finds it
- * busy.  At most one reading per wait and per stretch, and the detector
- * looks at a loop about once per threshold: the cost is a few small /proc
- * reads every couple of seconds.  A capture's section is the difference
+ * busy.  At most one reading per wait and per stretch, and one per 50 ms;
+ * the detector looks at a loop about once per threshold: the cost is a few
+ * small /proc reads every couple of seconds.  A capture's section is the difference
  * from that reading to one taken right after the capture (the threads run
  * again by then), and the final update's to one taken at the hang's end.
  */
@@ -26,16 +26,24 @@ static hw_cgroup_cpu *process_cgroup(watched_process *w)
     return w->cgroup_error == 0 ? &w->cgroup : NULL;
 }
 
-void hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r)
+/* Looks come as often as every sample with --early-sampling: a loop that
+ * turns at each of them gets a reading at most this often. */
+#define TIME_READING_MIN_INTERVAL_NS 50000000ull
+
+uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
     if (l->time_base.valid) {
         if (l->time_base_seq == r->seq)
-            return; /* this wait's, or this stretch's, is kept */
+            return UINT64_MAX; /* this wait's, or this stretch's, is kept */
         if (r->busy && l->time_base_seq + 1 == r->seq && !(l->time_base_seq & 1))
-            return; /* taken in the wait right before this stretch: it stands for its start */
+            return UINT64_MAX; /* taken in the wait right before this stretch: it stands for its start */
+        uint64_t allowed = l->time_base.at_ns + TIME_READING_MIN_INTERVAL_NS;
+        if (now < allowed)
+            return r->busy ? allowed : UINT64_MAX; /* a stretch without its reading: look again then */
     }
     hw_thread_counters_read(w->pid, l->tid, process_cgroup(w), &l->time_base);
     l->time_base_seq = r->seq;
+    return UINT64_MAX;
 }
 
 void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,

@@ -401,9 +401,12 @@ void check_process(agent *a, watched_process *w, uint64_t now)
                  * would refuse a stop). */
                 uint64_t sample_at = l->sampler && !l->held ? early_sampler_tick(a, w, l, &r, now) : UINT64_MAX;
                 check_loop(a, w, l, r, now);
-                hang_time_note_look(w, l, &r);
+                uint64_t reading_at = hang_time_note_look(w, l, &r, now);
                 if (sample_at < l->next_wake_ns)
                     l->next_wake_ns = sample_at;
+                /* (the other detectors' looks keep their own schedules) */
+                if (reading_at < l->next_wake_ns && a->opts->detector_kind == HW_DETECTOR_RUNLOOP)
+                    l->next_wake_ns = reading_at;
             }
         }
         if (l->next_wake_ns < w->next_wake_ns)

@@ -308,9 +308,11 @@ void finish_process(agent *a, watched_process *w, uint64_t now, const char *end,
 bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
 
 /* hang_time.c */
-/* A look at loop `l` found reading `r`: keep a reading of its counters
- * for the stretch (at most one per wait and per stretch). */
-void hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r);
+/* A look at loop `l` found reading `r` at `now`: keep a reading of its
+ * counters for the stretch (at most one per wait and per stretch, and one
+ * per 50 ms).  Returns when to look again for a stretch whose reading had
+ * to wait (UINT64_MAX: no need). */
+uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 /* The `time` section of stretch `seq` (started at `stretch_start_ns`),
  * read now; with what the thread was blocked in when `look` (taken before
  * the capture; its descriptor is described here), or NULL. */
