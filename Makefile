@@ -6,7 +6,8 @@
 #   make test     build and run every test: ThreadSanitizer (concurrency),
 #                 AddressSanitizer + UndefinedBehaviorSanitizer (clang, whole
 #                 suite, plus the fuzz targets briefly), then the plain gcc
-#                 build (whole suite)
+#                 build (whole suite, with the kernel observer's fentry
+#                 tests on Debian's stock kernel booted under QEMU: tests/vm)
 #   make bench    benchmarks (bench/), results in docs/benchmarks.md
 #   make compare  every detector on every scenario (compare/), table in
 #                 docs/comparison.md (about 12 minutes)
