@@ -11,7 +11,6 @@
 #include "cgroup_cpu.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,6 @@
 /* Most bytes read of /proc/PID/cgroup and mountinfo (a host with thousands
  * of container mounts stays well under it). */
 #define LISTING_MAX (1u << 20)
-#define LISTING_FIRST 16384
 /* A cgroup's limit and cpu.stat files (v2's cpu.stat is about 300 bytes). */
 #define SMALL_FILE_MAX 4096
 /* A directory or file path being built: a cgroup path and a mount point. */
@@ -36,60 +34,13 @@
  * it cannot be read. */
 static char *read_listing(const char *path, size_t *len, int *err)
 {
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        *err = -errno;
-        return NULL;
+    bool cut;
+    char *buf = hw_proc_read_capped(path, LISTING_MAX, len, &cut, err);
+    if (buf != NULL && cut) {
+        while (*len > 0 && buf[*len - 1] != '\n')
+            (*len)--;
+        buf[*len] = '\0';
     }
-    size_t cap = LISTING_FIRST, got = 0;
-    bool cut = false;
-    char *buf = malloc(cap + 1);
-    *err = -ENOMEM;
-    while (buf != NULL) {
-        if (got == cap) {
-            if (cap >= LISTING_MAX) {
-                char probe;
-                ssize_t n;
-                do
-                    n = read(fd, &probe, 1);
-                while (n < 0 && errno == EINTR);
-                cut = n != 0;
-                break;
-            }
-            size_t bigger_cap = cap * 2 < LISTING_MAX ? cap * 2 : LISTING_MAX;
-            char *bigger = realloc(buf, bigger_cap + 1);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap = bigger_cap;
-        }
-        ssize_t n = read(fd, buf + got, cap - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            *err = -errno;
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    if (buf == NULL)
-        return NULL;
-    if (cut) {
-        while (got > 0 && buf[got - 1] != '\n')
-            got--;
-    }
-    buf[got] = '\0';
-    *len = got;
-    *err = 0;
     return buf;
 }
 

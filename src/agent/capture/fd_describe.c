@@ -10,7 +10,6 @@
 #include "fd_describe.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,11 +18,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "agent/capture/proc_task.h"
 #include "core/parse/proc_net.h"
 
 #define ARROW "\xe2\x86\x92" /* U+2192 RIGHTWARDS ARROW, in UTF-8 */
 #define LINK_TEXT_MAX 4096   /* the kernel writes no longer link (d_path fails past a page) */
-#define FIRST_READ (64u << 10)
 
 /* A socket table under /proc/PID/net, and the protocol name
  * ("system.sockprotoname") of the sockets it lists. */
@@ -102,56 +101,6 @@ static void say(char *out, size_t len, const char *format, ...)
         end_at_character(out, len - 1);
 }
 
-/* At most `cap` bytes of the file at `path`, malloc'd; *cut when the file
- * goes on past them.  NULL when it cannot be read. */
-static char *read_capped(const char *path, size_t cap, size_t *len, bool *cut)
-{
-    *len = 0;
-    *cut = false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t size = cap < FIRST_READ ? cap : FIRST_READ, got = 0;
-    char *buf = malloc(size > 0 ? size : 1);
-    while (buf != NULL) {
-        if (got == size) {
-            if (size == cap) { /* full: is there more? */
-                char probe;
-                ssize_t n;
-                do
-                    n = read(fd, &probe, 1);
-                while (n < 0 && errno == EINTR);
-                *cut = n != 0; /* a failed read cannot show that the rest is empty */
-                break;
-            }
-            size_t bigger = size > cap / 2 ? cap : size * 2;
-            char *grown = realloc(buf, bigger);
-            if (grown == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            size = bigger;
-        }
-        ssize_t n = read(fd, buf + got, size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    if (buf != NULL)
-        *len = got;
-    return buf;
-}
-
 /* The socket's protocol name ("TCP", "UDPv6", "UNIX-STREAM", "NETLINK"),
  * letters, digits and '-' only; "" when it cannot be read. */
 static void socket_protocol(const char *link_path, char *name, size_t size)
@@ -193,7 +142,8 @@ static hw_fd_kind find_in_table(pid_t pid, const net_table *t, unsigned long lon
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/net/%s", (int)pid, t->file);
     size_t text_len;
-    char *text = read_capped(path, cap, &text_len, cut);
+    int err;
+    char *text = hw_proc_read_capped(path, cap, &text_len, cut, &err);
     if (text == NULL)
         return HW_FD_UNKNOWN;
     hw_fd_kind kind = HW_FD_UNKNOWN;

@@ -45,44 +45,76 @@ ssize_t hw_proc_read_small(const char *path, char *buf, size_t size)
     return (ssize_t)got;
 }
 
-/* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated, or
- * NULL when it could not be read or was empty. */
-char *hw_proc_read_whole(const char *path, size_t *len)
+/* The first read's buffer; it doubles up to the cap. */
+#define CAPPED_FIRST_READ 16384u
+
+char *hw_proc_read_capped(const char *path, size_t cap, size_t *len, bool *cut, int *err)
 {
     *len = 0;
+    *cut = false;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        *err = -errno;
         return NULL;
-    size_t cap = 16384, got = 0;
-    char *buf = malloc(cap);
+    }
+    size_t size = cap < CAPPED_FIRST_READ ? cap : CAPPED_FIRST_READ, got = 0;
+    char *buf = malloc(size + 1);
+    *err = buf != NULL ? 0 : -ENOMEM;
     while (buf != NULL) {
-        if (cap - got < 4096) {
-            if (cap >= HW_PROC_READ_MAX)
-                break; /* the rest is not read */
-            char *bigger = realloc(buf, cap * 2);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
+        if (got == size) {
+            if (size == cap) { /* full: is there more? */
+                char probe;
+                ssize_t n;
+                do
+                    n = read(fd, &probe, 1);
+                while (n < 0 && errno == EINTR);
+                *cut = n != 0; /* a failed read cannot show that the rest is empty */
                 break;
             }
-            buf = bigger;
-            cap *= 2;
+            size_t bigger = size > cap / 2 ? cap : size * 2;
+            char *grown = realloc(buf, bigger + 1);
+            if (grown == NULL) {
+                free(buf);
+                buf = NULL;
+                *err = -ENOMEM;
+                break;
+            }
+            buf = grown;
+            size = bigger;
         }
-        ssize_t n = read(fd, buf + got, cap - got - 1);
+        ssize_t n = read(fd, buf + got, size - got);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n < 0) {
+            *err = -errno;
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        if (n == 0)
             break;
         got += (size_t)n;
     }
     close(fd);
-    if (buf == NULL || got == 0) {
-        free(buf);
+    if (buf == NULL)
         return NULL;
-    }
     buf[got] = '\0';
     *len = got;
     return buf;
+}
+
+/* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated, or
+ * NULL when it could not be read or was empty. */
+char *hw_proc_read_whole(const char *path, size_t *len)
+{
+    bool cut;
+    int err;
+    char *buf = hw_proc_read_capped(path, HW_PROC_READ_MAX, len, &cut, &err);
+    if (buf != NULL && *len == 0) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf; /* past the cap, the rest is not read */
 }
 
 void hw_proc_read_comm(const char *path, char name[16])
@@ -142,14 +174,60 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
     return ps->state != 0 ? 0 : -EINVAL;
 }
 
+bool hw_syscall_line_parse(const char *line, hw_task_syscall_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->nr = -1;
+    if (strncmp(line, "running", 7) == 0)
+        return true;
+    char *end = NULL;
+    errno = 0;
+    long nr = strtol(line, &end, 10);
+    if (end == line || errno != 0 || nr < -1 || (*end != ' ' && *end != '\0'))
+        return false;
+    /* "-1 SP PC" outside a system call, "NR A1..A6 SP PC" inside one */
+    uint64_t fields[8];
+    size_t want = nr >= 0 ? 8 : 2, got = 0;
+    while (got < want && *end == ' ') {
+        const char *start = end + 1;
+        if (start[0] != '0' || start[1] != 'x')
+            return false;
+        errno = 0;
+        unsigned long long v = strtoull(start, &end, 16);
+        if (end == start || errno != 0)
+            return false;
+        fields[got++] = v;
+    }
+    if (got != want || (*end != '\0' && *end != '\n'))
+        return false;
+    out->blocked = true;
+    out->nr = nr;
+    if (nr >= 0)
+        memcpy(out->args, fields, sizeof out->args);
+    out->sp = fields[want - 2];
+    out->pc = fields[want - 1];
+    return true;
+}
+
+int hw_task_syscall_read(pid_t pid, pid_t tid, hw_task_syscall_info *out)
+{
+    char path[64], line[HW_SYSCALL_LINE_MAX];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+    ssize_t n = hw_proc_read_small(path, line, sizeof line);
+    if (n <= 0) {
+        memset(out, 0, sizeof *out);
+        out->nr = -1;
+        return n < 0 ? (int)n : -ENODATA;
+    }
+    return hw_syscall_line_parse(line, out) ? 0 : -EINVAL;
+}
+
 long hw_task_syscall(pid_t pid, pid_t tid)
 {
-    char path[64], buf[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-    ssize_t n = hw_proc_read_small(path, buf, sizeof buf);
-    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
-        return -1; /* "running", or unreadable */
-    return strtol(buf, NULL, 10);
+    hw_task_syscall_info info;
+    if (hw_task_syscall_read(pid, tid, &info) != 0)
+        return -1; /* unreadable */
+    return info.nr; /* -1 when running or outside a system call */
 }
 
 ssize_t hw_task_syscall_line(pid_t pid, pid_t tid, char *buf, size_t len)

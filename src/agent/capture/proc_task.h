@@ -12,6 +12,12 @@
 /* Read a small file into buf (NUL-terminated).  Bytes read, or -errno. */
 ssize_t hw_proc_read_small(const char *path, char *buf, size_t size);
 
+/* At most `cap` bytes of the file at `path`, malloc'd and NUL-terminated
+ * (so cap + 1 bytes are allocated at most), their count in *len; *cut when
+ * the file goes on past them.  NULL with *err = -errno when it cannot be
+ * read; an empty file gives "". */
+char *hw_proc_read_capped(const char *path, size_t cap, size_t *len, bool *cut, int *err);
+
 /* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated,
  * or NULL when it could not be read or was empty.  At most about
  * HW_PROC_READ_MAX bytes are read (a process's maps at the kernel's default
@@ -36,8 +42,27 @@ typedef struct hw_task_stat {
 /* 0, or -errno (-ENOENT when the thread is gone). */
 int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out);
 
-/* The system call the thread is blocked in (/proc/.../syscall), or -1 when
- * it is running or that cannot be read. */
+/* What /proc/PID/task/TID/syscall says of a thread: "NR A1..A6 SP PC"
+ * (hex) while it is blocked in system call NR, "-1 SP PC" while it is
+ * blocked outside one (a page fault), "running" while it runs. */
+typedef struct hw_task_syscall_info {
+    bool blocked;      /* not "running" */
+    long nr;           /* the system call, -1 when running or outside one */
+    uint64_t args[6];  /* its arguments (0 outside one) */
+    uint64_t sp, pc;   /* user stack pointer and pc (0 when running) */
+} hw_task_syscall_info;
+#define HW_SYSCALL_LINE_MAX 256 /* 9 fields of at most 18 characters */
+
+/* Parse such a line (NUL-terminated, a trailing newline allowed).  False
+ * for anything else. */
+bool hw_syscall_line_parse(const char *line, hw_task_syscall_info *out);
+
+/* Read and parse the thread's line: 0, or -errno (-EINVAL when the line
+ * has another shape, -ENODATA when it is empty). */
+int hw_task_syscall_read(pid_t pid, pid_t tid, hw_task_syscall_info *out);
+
+/* The system call the thread is blocked in, or -1 when it is running,
+ * outside one, or that cannot be read. */
 long hw_task_syscall(pid_t pid, pid_t tid);
 
 /* A line "Key:\tvalue..." of /proc/PID/status ("Tgid", "PPid"...): its

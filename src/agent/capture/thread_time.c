@@ -112,15 +112,10 @@ static void follow_lock_holders(pid_t pid, pid_t tid, hw_blocked_look *out)
             return;
         }
         out->holders[out->holder_count++] = next;
-        char line[256];
-        uint64_t args[6] = {0};
-        if (hw_task_syscall_line(pid, next, line, sizeof line) <= 0 || strtol(line, NULL, 10) != SYS_futex)
+        hw_task_syscall_info call;
+        if (hw_task_syscall_read(pid, next, &call) != 0 || call.nr != SYS_futex)
             return; /* the holder runs, or waits for something else */
-        char *end = NULL;
-        strtol(line, &end, 10);
-        for (int i = 0; i < 6 && end && *end == ' '; i++)
-            args[i] = strtoull(end + 1, &end, 16);
-        next = hw_lock_owner(pid, next, args);
+        next = hw_lock_owner(pid, next, call.args);
     }
 }
 
@@ -133,19 +128,16 @@ void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
         return;
     out->valid = true;
     out->state = st.state;
-    char path[64], line[256];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
     if (hw_proc_read_small(path, out->wchan, sizeof out->wchan) <= 0 || strcmp(out->wchan, "0") == 0)
         out->wchan[0] = '\0';
-    /* "NR a1 a2 a3 a4 a5 a6 sp pc", "-1 sp pc" (blocked outside a system
-     * call), or "running" */
-    if (hw_task_syscall_line(pid, tid, line, sizeof line) <= 0 || line[0] < '0' || line[0] > '9')
-        return;
-    char *end = NULL;
-    out->syscall = strtol(line, &end, 10);
+    hw_task_syscall_info call;
+    if (hw_task_syscall_read(pid, tid, &call) != 0 || call.nr < 0)
+        return; /* running, blocked outside a system call, or unreadable */
+    out->syscall = call.nr;
     out->in_syscall = true;
-    for (int i = 0; i < 6 && end && *end == ' '; i++)
-        out->args[i] = strtoull(end + 1, &end, 16);
+    memcpy(out->args, call.args, sizeof out->args);
     if (hw_syscall_takes_fd(out->syscall) && out->args[0] <= (uint64_t)INT32_MAX)
         out->fd = (int)out->args[0];
     if (out->syscall == SYS_futex)

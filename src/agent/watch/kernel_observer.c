@@ -351,11 +351,10 @@ static bool is_waiting_now(pid_t pid)
  * field of /proc/PID/syscall (0 if unknown). */
 static uint64_t waiting_pc(pid_t pid)
 {
-    char line[256];
-    if (hw_task_syscall_line(pid, pid, line, sizeof line) <= 0)
+    hw_task_syscall_info call;
+    if (hw_task_syscall_read(pid, pid, &call) != 0)
         return 0;
-    const char *last = strrchr(line, ' ');
-    return last != NULL ? strtoull(last + 1, NULL, 16) : 0;
+    return call.pc;
 }
 
 static uint64_t monotonic_ns(void)
