@@ -318,6 +318,8 @@ static void print_time_figures(FILE *out, json_t *t)
         fprintf(out, ": %.3f s on CPU, %.3f s waiting for a CPU, %.3f s asleep",
                 (double)hw_int_at(t, "on_cpu_us", 0) / 1e6, (double)hw_int_at(t, "runqueue_wait_us", 0) / 1e6,
                 (double)hw_int_at(t, "blocked_us", 0) / 1e6);
+    if (hw_int_at(t, "stopped_us", 0) > 0)
+        fprintf(out, ", %.3f s held by hangwatch's captures", (double)hw_int_at(t, "stopped_us", 0) / 1e6);
     if (hw_int_at(t, "throttled_us", 0) > 0)
         fprintf(out, ", %.3f s throttled", (double)hw_int_at(t, "throttled_us", 0) / 1e6);
     if (hw_int_at(t, "major_faults", 0) > 0)
@@ -347,7 +349,10 @@ static void print_time(FILE *out, json_t *apm)
         return;
     }
     const char *from = hw_str_at(t, "window_from", "");
-    fprintf(out, "  time over %s", strcmp(from, "stretch_start") == 0 ? "the stretch, " : "part of the stretch, ");
+    fprintf(out, "  time over %s",
+            strcmp(from, "stretch_start") == 0 ? "the stretch, "
+            : strcmp(from, "stop") == 0        ? "the stretch since its process was stopped, "
+                                               : "part of the stretch, ");
     print_time_figures(out, t);
     json_t *at_end = json_object_get(t, "at_end");
     if (json_is_integer(json_object_get(at_end, "window_us"))) {

@@ -75,11 +75,14 @@ typedef struct hw_blocked_look {
 typedef struct hw_time_section {
     bool present;             /* false: `missing` says why there are no figures */
     const char *missing;      /* a static sentence */
-    const char *window_from;  /* "stretch_start" (a reading while the loop last waited) or "earlier_look" */
+    const char *window_from;  /* "stretch_start" (a reading while the loop last waited), "stop" (one at the
+                                 last look that found its process stopped, where the stretch's clock
+                                 starts again) or "earlier_look" */
     uint64_t window_ns;       /* from the window's start to the reading */
     uint64_t window_offset_ns; /* the window's start minus the stretch's start */
     bool has_schedstat;
-    uint64_t on_cpu_ns, runqueue_ns, blocked_ns; /* blocked: the rest of the window */
+    uint64_t on_cpu_ns, runqueue_ns, blocked_ns; /* blocked: the rest of the window but stopped_ns */
+    uint64_t stopped_ns; /* held stopped by hangwatch's captures (decisions.md §44) */
     bool has_faults;
     uint64_t major_faults;
     /* the process's CPU cgroup (the nearest with a quota) */

@@ -36,7 +36,7 @@ class Scenario:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file, text=True)
         self.pending = b""  # its output read but not yet taken, by lines (a command prints several)
         self.lines = []  # every line it said
-        self.expect("ready", 30)
+        self.pid = int(self.expect("ready", 30).split()[1])
 
     def expect(self, word, timeout):
         deadline = time.monotonic() + timeout
@@ -63,11 +63,14 @@ class Scenario:
                 return line
         fail(f"the program never said '{prefix}': {self.lines}")
 
+    def send(self, command):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
     def do(self, command, timeout=60):
         """Run `command`; then wait for its hang's final update (the time to
         its end is read while the process still runs)."""
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
+        self.send(command)
         self.expect("did " + command.split()[0], timeout)
         hwtest.wait_for(self.finished, "the hang's final update", 30)
 
@@ -134,6 +137,47 @@ def hang_line(stderr):
     return lines[0]
 
 
+def on_cpu_ns(pid):
+    """The main thread's time on a CPU so far (schedstat)."""
+    with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def case_stopped():
+    """SIGSTOP for 3 s early in 4 s of computing: the stretch's clock starts again where a look last
+    saw it stopped, and so does the window (window_from "stop"); the capture's own stop is counted apart."""
+    s = Scenario()
+    try:
+        before = on_cpu_ns(s.pid)
+        s.send("work 4000")
+        hwtest.wait_for(lambda: on_cpu_ns(s.pid) - before >= 200_000_000, "the loop computing", 30)
+        os.kill(s.pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        try:
+            time.sleep(3.0)  # the scenario: stopped past the threshold, so a look finds it stopped
+        finally:
+            os.kill(s.pid, signal.SIGCONT)
+        continued_at = time.monotonic()
+        s.expect("did work", 60)
+        hwtest.wait_for(s.finished, "the hang's final update", 30)
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["window_from"] == "stop" and t["window_offset_us"] == 0, json.dumps(t))
+        # The window starts at the last look that saw it stopped: not before the stop, not after the continue.
+        check(t["window_us"] <= (time.monotonic() - stopped_at) * 1e6, json.dumps(t))
+        check(t["cause"] == "working" and t["on_cpu_us"] >= 0.8 * t["window_us"], json.dumps(t))
+        check(0 < t["stopped_us"] < 500_000, f"hangwatch's own stop in the window: {json.dumps(t)}")
+        at_end = t.get("at_end", {})
+        check(at_end.get("window_from") == "stop" and at_end.get("stopped_us", 0) >= t["stopped_us"], json.dumps(t))
+        # the stretch the report measures is the part after the stop
+        busy_s = report["hangwatch"]["final_duration_us"] / 1e6
+        check(busy_s < 4.0 - 0.2 + 1.0, f"the stop was counted as part of the hang: {busy_s:.3f} s")
+        check("since its process was stopped" in show(report), show(report))
+        check(continued_at - stopped_at >= 3.0, "the stop was shorter than meant")
+    finally:
+        s.close()
+
+
 def case_working():
     """2.5 s of computing in compute_invoice(): cause working, on a CPU >= 80 % of the window."""
     s = Scenario()
@@ -144,6 +188,9 @@ def case_working():
         check(t["cause"] == "working", json.dumps(t))
         check(t["on_cpu_us"] >= 0.8 * t["window_us"], json.dumps(t))
         check(t["window_from"] in ("stretch_start", "earlier_look") and t["window_us"] >= 1_000_000, json.dumps(t))
+        # the capture's own stop is in the window and counted apart from the program's sleeps
+        parts = t["blocked_us"] + t["stopped_us"] + t["on_cpu_us"] + t["runqueue_wait_us"]
+        check(0 < t["stopped_us"] < 500_000 and abs(parts - t["window_us"]) <= 4, json.dumps(t))  # each in whole us
         check("compute_invoice" in hwtest.symbols(hwtest.frames(report)), "culprit missing")
         check("working:" in hang_line(err) and "s on CPU" in hang_line(err), hang_line(err))
         at_end = t.get("at_end", {})
@@ -398,6 +445,7 @@ def case_tools():
 
 CASES = {
     "working": case_working,
+    "stopped": case_stopped,
     "throttled": case_throttled,
     "starved": case_starved,
     "network": case_network,

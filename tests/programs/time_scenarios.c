@@ -22,7 +22,7 @@
  *                  while it waits for the ledger's in post_to_ledger():
  *                  it prints "locking" and never returns
  *   quit           exit 0 (so does the end of stdin)
- * It prints "ready" once its loop waits, and "did COMMAND" after each.
+ * It prints "ready PID" once its loop waits, and "did COMMAND" after each.
  * Function bodies differ, so -O2 folds none of them.
  */
 #include <arpa/inet.h>
@@ -213,7 +213,7 @@ int main(void)
         perror("epoll");
         return 1;
     }
-    printf("ready\n");
+    printf("ready %d\n", (int)getpid());
     fflush(stdout);
     char buf[256];
     size_t used = 0;

@@ -191,6 +191,12 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
         if (t->runqueue_ns > t->window_ns - t->on_cpu_ns)
             t->runqueue_ns = t->window_ns - t->on_cpu_ns;
         t->blocked_ns = t->window_ns - t->on_cpu_ns - t->runqueue_ns;
+        /* Held stopped by the agent's captures: asleep in the kernel's
+         * count, but not the program's doing. */
+        t->stopped_ns = since(to->agent_stopped_ns, from->agent_stopped_ns);
+        if (t->stopped_ns > t->blocked_ns)
+            t->stopped_ns = t->blocked_ns;
+        t->blocked_ns -= t->stopped_ns;
     } else {
         t->missing = "the kernel keeps no schedstat for its threads (CONFIG_SCHED_INFO)";
     }

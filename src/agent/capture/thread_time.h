@@ -31,6 +31,9 @@ typedef struct hw_thread_counters {
     uint64_t major_faults;
     bool has_throttle;
     uint64_t throttled_ns, throttled_periods;
+    /* how long hangwatch's own captures have held the thread stopped so
+     * far (the agent's count, exact; the caller fills it in) */
+    uint64_t agent_stopped_ns;
 } hw_thread_counters;
 
 /* Read thread `tid` of `pid` now, and `cgroup`'s counters (NULL, or one

@@ -289,7 +289,7 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
     if (str(apm, "check_mode"))
         json_object_set_new(ctx, "check_mode", json_string(str(apm, "check_mode")));
     static const char *const time_numbers[] = {"window_us", "on_cpu_us", "runqueue_wait_us", "blocked_us",
-                                               "throttled_us"};
+                                               "stopped_us", "throttled_us"};
     for (size_t k = 0; k < sizeof time_numbers / sizeof time_numbers[0]; k++)
         if (num(time, time_numbers[k]) >= 0)
             json_object_set_new(ctx, time_numbers[k], json_integer(num(time, time_numbers[k])));

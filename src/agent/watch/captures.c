@@ -119,12 +119,28 @@ static void capture_options(agent *a, watched_process *w, pid_t tid, hw_capture_
     }
 }
 
+/* How long the capture held each of `w`'s loop threads stopped, added to
+ * that loop's count (its `time` section's stopped_us). */
+static void count_agent_stops(watched_process *w, const hw_process_snapshot *snap)
+{
+    for (size_t i = 0; i < snap->thread_count; i++) {
+        if (snap->threads[i].stopped_ns == 0)
+            continue;
+        for (unsigned s = 0; s < HW_PAGE_SLOTS; s++) {
+            loop_watch *l = w->loops[s];
+            if (l != NULL && l->tid == snap->threads[i].tid)
+                l->agent_stopped_ns += snap->threads[i].stopped_ns;
+        }
+    }
+}
+
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap)
 {
     hw_capture_options copt;
     capture_options(a, w, tid, &copt);
     copt.all_threads = false;
     hw_capture_process(w->pid, &copt, snap);
+    count_agent_stops(w, snap);
     note_child_exit(a, w, snap);
 }
 
@@ -157,6 +173,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->captured_ns = now;
     int rc = hw_capture_process(w->pid, &copt, &req->snap);
     req->resumed_ns = hw_monotonic_ns();
+    count_agent_stops(w, &req->snap);
     /* Names of the Python or JavaScript code now, while the process most
      * likely lives. */
     req->runtime_names = name_runtime_frames(w, &req->snap, false);

@@ -11,6 +11,11 @@
  * small /proc reads every couple of seconds.  A capture's section is the difference
  * from that reading to one taken right after the capture (the threads run
  * again by then), and the final update's to one taken at the hang's end.
+ * A look that finds the process stopped restarts the stretch's clock
+ * (decisions.md §33), and takes a reading there: the thread's counters do
+ * not move while it is stopped either, so the window starts where the
+ * detector's stretch does.  Each reading carries the loop's count of the
+ * time hangwatch's own captures held it stopped.
  */
 #include "watch.h"
 
@@ -30,6 +35,19 @@ static hw_cgroup_cpu *process_cgroup(watched_process *w)
  * turns at each of them gets a reading at most this often. */
 #define TIME_READING_MIN_INTERVAL_NS 50000000ull
 
+static void read_counters(watched_process *w, loop_watch *l, hw_thread_counters *out)
+{
+    hw_thread_counters_read(w->pid, l->tid, process_cgroup(w), out);
+    out->agent_stopped_ns = l->agent_stopped_ns;
+}
+
+void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq)
+{
+    read_counters(w, l, &l->time_base);
+    l->time_base_seq = seq;
+    l->time_base_stopped = true;
+}
+
 uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
     if (l->time_base.valid) {
@@ -41,8 +59,9 @@ uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_re
         if (now < allowed)
             return r->busy ? allowed : UINT64_MAX; /* a stretch without its reading: look again then */
     }
-    hw_thread_counters_read(w->pid, l->tid, process_cgroup(w), &l->time_base);
+    read_counters(w, l, &l->time_base);
     l->time_base_seq = r->seq;
+    l->time_base_stopped = false;
     return UINT64_MAX;
 }
 
@@ -53,7 +72,7 @@ void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t
     if (look)
         hw_blocked_look_describe_fd(w->pid, look);
     hw_thread_counters now;
-    hw_thread_counters_read(w->pid, l->tid, cgroup, &now);
+    read_counters(w, l, &now);
     const hw_thread_counters *from = NULL;
     uint64_t window_start = 0;
     const char *window_from = NULL;
@@ -61,6 +80,10 @@ void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t
         from = &l->time_base; /* read in the wait before the stretch */
         window_start = stretch_start_ns;
         window_from = "stretch_start";
+    } else if (l->time_base.valid && l->time_base_seq == seq && l->time_base_stopped) {
+        from = &l->time_base; /* read while stopped, where the stretch's clock starts again */
+        window_start = stretch_start_ns > l->time_base.at_ns ? l->time_base.at_ns : stretch_start_ns;
+        window_from = "stop";
     } else if (l->time_base.valid && l->time_base_seq == seq) {
         from = &l->time_base; /* read at an earlier look in the stretch */
         window_start = l->time_base.at_ns > stretch_start_ns ? l->time_base.at_ns : stretch_start_ns;
@@ -82,5 +105,6 @@ void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t
         /* The next section of this stretch (the final update) counts from here. */
         l->time_base = now;
         l->time_base_seq = seq;
+        l->time_base_stopped = false;
     }
 }

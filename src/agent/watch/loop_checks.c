@@ -36,9 +36,10 @@ static bool thread_stopped(pid_t pid, pid_t tid)
  * cannot run, so nothing of the stretch so far is held against it; the
  * busy clock (and stutter's) starts again now, and its state is looked at
  * again soon so that the clock starts again close to when it runs again
- * (decisions.md §33). */
-static void hold_stopped(loop_watch *l, uint64_t seq, uint64_t now)
+ * (decisions.md §33); the `time` section's window starts there too. */
+static void hold_stopped(watched_process *w, loop_watch *l, uint64_t seq, uint64_t now)
 {
+    hang_time_note_stop(w, l, seq);
     hw_detector_restart_clock(&l->detector, seq, now);
     hw_stutter_restart(&l->stutter, seq, now);
     l->held = true;
@@ -213,7 +214,7 @@ static bool check_hung_loop(agent *a, watched_process *w, loop_watch *l, const h
              * it run and now. */
             l->last_seen_hung_ns = l->last_seen_running_ns;
             hang_finish(a, l, now, "stopped", true);
-            hold_stopped(l, r->seq, now);
+            hold_stopped(w, l, r->seq, now);
             return true;
         }
         l->last_seen_running_ns = now;
@@ -267,7 +268,7 @@ static void check_hang_verdict(agent *a, watched_process *w, loop_watch *l, cons
     if (unseen_wait && !l->warned_unseen_wait)
         found_unseen_wait(a, w, l, blocked_in);
     if (stopped) {
-        hold_stopped(l, r->seq, now);
+        hold_stopped(w, l, r->seq, now);
         return;
     }
     if (supervising || unseen_wait) {
@@ -288,7 +289,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     if (l->held) {
         /* Stopped at the last look: still?  Then its clock starts again. */
         if (r.busy && thread_stopped(w->pid, tid)) {
-            hold_stopped(l, r.seq, now);
+            hold_stopped(w, l, r.seq, now);
             return;
         }
         l->held = false;
@@ -303,7 +304,7 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
      * not taken for part of a hang either. */
     if (c.verdict == HW_VERDICT_BUSY && hw_task_tracer(w->pid, tid) > 0) {
         if (thread_stopped(w->pid, tid)) {
-            hold_stopped(l, r.seq, now);
+            hold_stopped(w, l, r.seq, now);
             return;
         }
         if (now + STOPPED_LOOK_NS < l->next_wake_ns)

@@ -121,7 +121,9 @@ typedef struct loop_watch {
     struct watched_process *process;
     hw_thread_counters time_base;
     uint64_t time_base_seq;
+    bool time_base_stopped; /* time_base was read at a look that found the process stopped */
     hw_blocked_look hang_look; /* what it was blocked in at its hang's detection (for the final verdict) */
+    uint64_t agent_stopped_ns; /* how long hangwatch's captures have held this thread stopped, in all */
 } loop_watch;
 
 typedef struct watched_process {
@@ -313,6 +315,9 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
  * per 50 ms).  Returns when to look again for a stretch whose reading had
  * to wait (UINT64_MAX: no need). */
 uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
+/* A look found loop `l`'s process stopped in stretch `seq` (its clock starts
+ * again now): read its counters, which stand for the restart. */
+void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq);
 /* The `time` section of stretch `seq` (started at `stretch_start_ns`),
  * read now; with what the thread was blocked in when `look` (taken before
  * the capture; its descriptor is described here), or NULL. */
