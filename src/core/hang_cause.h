@@ -93,8 +93,10 @@ typedef struct hw_time_section {
     bool cgroup_limited;
     uint64_t quota_us, period_us;
     uint64_t throttled_ns, throttled_periods; /* over the window; throttled_ns at most the window */
-    /* pressure stall figures at the reading (cpu, memory, io "some avg10"), -1 when unknown */
+    /* pressure stall figures at the reading (cpu, memory, io "some avg10"), -1 when unknown: the
+     * process's own cgroup's (v2) where the kernel keeps them, else the machine's */
     double psi_cpu, psi_memory, psi_io;
+    bool psi_of_cgroup;
     hw_blocked_look look; /* what it was blocked in at the reading */
     hw_cause cause;
     hw_blocked_on blocked_on; /* when cause is blocked (or paging) */

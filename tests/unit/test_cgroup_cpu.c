@@ -11,7 +11,8 @@
  * mount whose root is not "/", and a cgroup outside it; and what is not
  * found or does not parse: no cpu line, v2 without the CPU controller and
  * no v1, a path outside the cgroup namespace, a malformed quota, a process
- * that is gone.  Every tree made is removed.
+ * that is gone.  The pressure figures: the own v2 cgroup's files, else the
+ * machine's.  Every tree made is removed.
  *
  * Then, as root on a machine with a v2 or v1 CPU controller, a real cgroup
  * hw-test-PID with 20 ms per 100 ms holding a spinning child: it must be
@@ -41,6 +42,7 @@
 
 #include "agent/capture/cgroup_cpu.h"
 #include "agent/capture/proc_task.h"
+#include "agent/capture/thread_time.h"
 #include "core/parse/cgroup_text.h"
 
 #define FAKE_PID 4242
@@ -318,7 +320,22 @@ static void test_v2_parent_quota(void **state)
     assert_int_equal(find(&c), 0);
     assert_int_equal(c.version, 2);
     assert_string_equal(c.dir, in_tree("/sys/fs/cgroup/system.slice"));
+    assert_string_equal(c.own_dir, in_tree("/sys/fs/cgroup/system.slice/app.service"));
     assert_int_equal(c.quota_us, 50000);
+
+    /* The pressure figures are the process's own cgroup's where it has
+     * them, the machine's otherwise. */
+    double cpu, memory, io;
+    put(V2 "/system.slice/app.service/cpu.pressure",
+        "some avg10=12.50 avg60=3.00 avg300=1.00 total=123456\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=5\n");
+    put(V2 "/system.slice/app.service/memory.pressure", "some avg10=0.25 avg60=0.00 avg300=0.00 total=1\n");
+    assert_true(hw_pressure_read(&c, &cpu, &memory, &io));
+    assert_true(cpu > 12.49 && cpu < 12.51);
+    assert_true(memory > 0.24 && memory < 0.26);
+    assert_true(io < 0); /* no io.pressure: unknown, not 0 */
+    hw_cgroup_cpu v1 = c;
+    v1.version = 1;
+    assert_false(hw_pressure_read(&v1, &cpu, &memory, &io));
 
     /* The CPU controller not enabled for the process's cgroup (no cpu.max
      * there), but its parent's quota holds it all the same. */

@@ -206,9 +206,10 @@ static int find_in_hierarchy(int version, const char *sys_root, const hw_cgroup_
     hw_cgroup_cpu c;
     memset(&c, 0, sizeof c);
     const char *chosen = limited ? walk : dir;
-    if (strlen(chosen) >= sizeof c.dir)
+    if (strlen(chosen) >= sizeof c.dir || own_len >= sizeof c.own_dir)
         return -ENAMETOOLONG;
     strcpy(c.dir, chosen);
+    memcpy(c.own_dir, dir, own_len + 1);
     c.version = version;
     c.limited = limited;
     c.quota_us = quota;

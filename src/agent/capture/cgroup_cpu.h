@@ -21,6 +21,8 @@
 
 typedef struct hw_cgroup_cpu {
     char dir[512];         /* the limiting cgroup's directory, e.g. /sys/fs/cgroup/cpu,cpuacct/app; "" if none found */
+    char own_dir[512];     /* the process's own cgroup's directory in that hierarchy (v2: where its
+                              cpu.pressure, memory.pressure and io.pressure are) */
     int version;           /* 1 or 2; 0 when the process's CPU cgroup could not be found */
     bool limited;          /* a CPU quota is set on dir */
     uint64_t quota_us, period_us; /* the limit, when limited (0 otherwise) */

@@ -221,7 +221,7 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
         t->cgroup_missing = cgroup_error == -ENOENT ? "no CPU controller holds the process"
                                                     : "its CPU cgroup could not be read";
     }
-    hw_pressure_read(&t->psi_cpu, &t->psi_memory, &t->psi_io);
+    t->psi_of_cgroup = hw_pressure_read(cgroup, &t->psi_cpu, &t->psi_memory, &t->psi_io);
     hw_cause_decide(t);
 }
 
@@ -234,9 +234,22 @@ static double pressure_of(const char *path)
     return some ? strtod(some + 11, NULL) : -1;
 }
 
-void hw_pressure_read(double *cpu, double *memory, double *io)
+bool hw_pressure_read(const hw_cgroup_cpu *cgroup, double *cpu, double *memory, double *io)
 {
+    if (cgroup != NULL && cgroup->version == 2 && cgroup->own_dir[0] != '\0') {
+        char path[sizeof cgroup->own_dir + 32];
+        snprintf(path, sizeof path, "%s/cpu.pressure", cgroup->own_dir);
+        *cpu = pressure_of(path);
+        if (*cpu >= 0) {
+            snprintf(path, sizeof path, "%s/memory.pressure", cgroup->own_dir);
+            *memory = pressure_of(path);
+            snprintf(path, sizeof path, "%s/io.pressure", cgroup->own_dir);
+            *io = pressure_of(path);
+            return true;
+        }
+    }
     *cpu = pressure_of("/proc/pressure/cpu");
     *memory = pressure_of("/proc/pressure/memory");
     *io = pressure_of("/proc/pressure/io");
+    return false;
 }

@@ -61,8 +61,10 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
                           const hw_cgroup_cpu *cgroup, int cgroup_error, uint64_t window_start_ns,
                           uint64_t stretch_start_ns, const char *window_from, const hw_blocked_look *look);
 
-/* The pressure stall figures ("some avg10", %) of cpu, memory and io
- * (/proc/pressure), -1 each when the kernel has none. */
-void hw_pressure_read(double *cpu, double *memory, double *io);
+/* The pressure stall figures ("some avg10", %) of cpu, memory and io:
+ * `cgroup`'s own directory's (v2: DIR/cpu.pressure...) when it has them
+ * (true), else the machine's (/proc/pressure; false); -1 each when the
+ * kernel has none. */
+bool hw_pressure_read(const hw_cgroup_cpu *cgroup, double *cpu, double *memory, double *io);
 
 #endif

@@ -536,8 +536,10 @@ json_t *hw_time_json(const hw_time_section *t)
     set_pressure(pressure, "cpu_some_avg10", t->psi_cpu);
     set_pressure(pressure, "memory_some_avg10", t->psi_memory);
     set_pressure(pressure, "io_some_avg10", t->psi_io);
-    if (json_object_size(pressure) > 0)
+    if (json_object_size(pressure) > 0) {
+        json_object_set_new(pressure, "of", json_string(t->psi_of_cgroup ? "cgroup" : "machine"));
         json_object_set_new(o, "pressure", pressure);
+    }
     else
         json_decref(pressure);
     if (t->look.valid)
