@@ -32,12 +32,26 @@ poll() {
 }
 
 # Each test adds what went wrong to $problems.
-problem() { problems="$problems; $*"; }
+problem() { problems="$problems; $(echo "$*" | tr '\n' ' ')"; }
 # verdict NAME [WHAT WAS SEEN]
 verdict() {
     name=$1
     shift
     if [ -z "$problems" ]; then echo "VMRESULT $name pass $*"; else echo "VMRESULT $name fail${problems#;}"; fi
+}
+
+# begin NAME [LOOP ARGS...]: a test called NAME, its files in d=/tmp/NAME;
+# with LOOP ARGS, `kernel-loop LOOP ARGS` started (its pid in $loop, its
+# output in $d/out) and waited for until it says ready.
+begin() {
+    problems=""
+    d=/tmp/$1
+    shift
+    mkdir -p "$d"
+    [ $# -gt 0 ] || return 0
+    kernel-loop "$@" >"$d/out" &
+    loop=$!
+    poll "$d/out" ready 30 || problem "the loop did not start"
 }
 
 # start_watch DIR PID [OPTIONS...]: hangwatch watch -p PID, its stderr in
@@ -65,12 +79,7 @@ check_one_report() {
 # to every process, attaches no perf event (no system-call tracepoint),
 # and catches the hang with its culprit.
 test_watch_auto() {
-    problems=""
-    d=/tmp/watch_auto
-    mkdir -p $d
-    kernel-loop hang 300 >$d/out &
-    loop=$!
-    poll $d/out ready 30 || problem "the loop did not start"
+    begin watch_auto hang 300
     start_watch $d $loop
     grep -q "through the kernel observer (fentry)" $d/err || problem "auto did not take fentry: $(cat $d/err)"
     bpftool perf list >$d/perf 2>&1
@@ -91,12 +100,7 @@ test_watch_auto() {
 # of it enters the observer's table, no report; a watched loop beside it
 # stays idle.
 test_not_watched() {
-    problems=""
-    d=/tmp/not_watched
-    mkdir -p $d
-    kernel-loop idle 300 >$d/out &
-    loop=$!
-    poll $d/out ready 30 || problem "the loop did not start"
+    begin not_watched idle 300
     start_watch $d $loop --attach fentry
     before=$(bpftool prog show name fentry_epoll_wait | sed -n 's/.*run_cnt \([0-9]*\).*/\1/p')
     kernel-loop spin 2 >$d/spin &
@@ -119,12 +123,7 @@ test_not_watched() {
 
 # --follow: the child a watched loop forks is watched, its hang reported.
 test_follow() {
-    problems=""
-    d=/tmp/follow
-    mkdir -p $d
-    kernel-loop fork 1 >$d/out &
-    loop=$!
-    poll $d/out ready 30 || problem "the loop did not start"
+    begin follow fork 1
     start_watch $d $loop --follow
     kill -USR1 $loop
     poll $d/out child 30 || problem "no child"
@@ -139,12 +138,7 @@ test_follow() {
 # A loop waiting through syscall(SYS_epoll_wait): the kernel functions see
 # it (uprobes in the wait functions cannot).
 test_raw_syscall() {
-    problems=""
-    d=/tmp/raw_syscall
-    mkdir -p $d
-    kernel-loop raw 300 >$d/out &
-    loop=$!
-    poll $d/out ready 30 || problem "the loop did not start"
+    begin raw_syscall raw 300
     start_watch $d $loop --attach fentry
     kill -USR1 $loop
     wait $loop
@@ -166,13 +160,8 @@ as_nobody() {
 # fentry and catches the hang; with one of them dropped it exits 2 naming
 # it.
 test_least_privilege() {
-    problems=""
-    d=/tmp/least_privilege
-    mkdir -p $d
+    begin least_privilege hang 300
     chown 65534:65534 $d
-    kernel-loop hang 300 >$d/out &
-    loop=$!
-    poll $d/out ready 30 || problem "the loop did not start"
     for drop in bpf perfmon sys_ptrace; do
         caps=$(echo bpf,perfmon,sys_ptrace | sed "s/$drop//; s/,,/,/; s/^,//; s/,\$//")
         as_nobody "$caps" hangwatch watch --report-dir $d/r-$drop -p $loop 2>$d/err-$drop
@@ -196,8 +185,57 @@ test_least_privilege() {
     verdict least_privilege "as nobody with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE: $(grep -c 'hangwatch: hang in' $d/err) hang"
 }
 
-# HW_VM_TESTS (from the kernel's command line): some, comma-separated.
-for t in $(echo "${HW_VM_TESTS:-watch_auto,not_watched,follow,raw_syscall,least_privilege}" | tr , ' '); do
+# A loop in a cgroup v2 limited to 20 % of a CPU (cpu.max "20000 100000")
+# doing 0.6 s of work: the hang's time section says throttled, names the
+# cgroup and its quota, and takes the pressure figures from the cgroup.
+test_cgroup_v2_throttled() {
+    begin cgroup_v2_throttled
+    cg=/sys/fs/cgroup/app
+    mount -t cgroup2 none /sys/fs/cgroup || problem "cgroup2 could not be mounted"
+    echo +cpu >/sys/fs/cgroup/cgroup.subtree_control || problem "no cpu controller in cgroup v2"
+    mkdir -p $cg && echo "20000 100000" >$cg/cpu.max || problem "no cpu.max"
+    mkfifo $d/in
+    # the program enters the cgroup before it starts; its commands come
+    # through the fifo, held open on descriptor 3
+    sh -c "echo \$\$ >$cg/cgroup.procs && exec time-scenarios" <$d/in >$d/out &
+    loop=$!
+    exec 3>$d/in
+    poll $d/out ready 30 || problem "the program did not start"
+    start_watch $d $loop
+    # Found blocked in its wait: fexit cannot see that call's end, which
+    # the agent says; one turn of the loop makes the next wait a seen one.
+    grep -q "note: pid $loop is blocked in its wait call now" $d/err || problem "no note of the unseen wait end"
+    echo "work 1" >&3
+    poll $d/out "did work 1\$" 30 || problem "the loop did not turn"
+    echo "work 600" >&3
+    poll $d/out "did work 600" 60 || problem "the work did not end"
+    # the hang's final update, written once it ended
+    tries=300
+    until grep -q final_duration_us $d/r/hang-*.json 2>/dev/null || [ $tries = 0 ]; do
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    echo quit >&3
+    exec 3>&-
+    wait $loop
+    wait $watcher
+    r=$(ls $d/r/hang-*.json 2>/dev/null | head -n 1)
+    [ -n "$r" ] || problem "no hang report: $(cat $d/err); the program said: $(cat $d/out); cpu.stat: $(cat $cg/cpu.stat)"
+    grep -q '"cause": *"throttled"' "$r" || problem "the cause is not throttled: $(grep -o '"cause": *"[a-z]*"' "$r")"
+    grep -q '"path": *"/sys/fs/cgroup/app"' "$r" || problem "the cgroup is not named"
+    grep -q '"version": *2' "$r" || problem "not cgroup v2"
+    grep -q '"quota_us": *20000' "$r" || problem "the quota is not 20000 us"
+    if [ -e /proc/pressure/cpu ]; then
+        grep -q '"of": *"cgroup"' "$r" || problem "the pressure figures are not the cgroup's"
+    fi
+    grep "hangwatch: hang in" $d/err | grep -q "throttled by cgroup /sys/fs/cgroup/app" ||
+        problem "the stderr line does not name the cgroup: $(grep 'hangwatch: hang in' $d/err)"
+    verdict cgroup_v2_throttled "$(grep -o '"throttled_us": *[0-9]*' "$r" | head -n 1) of $(grep -o '"window_us": *[0-9]*' "$r" | head -n 1)"
+}
+
+# HW_VM_TESTS (from the kernel's command line): the tests to run,
+# comma-separated (kernel_observer_vm.py's list, or the ones asked for).
+for t in $(echo "$HW_VM_TESTS" | tr , ' '); do
     "test_$t"
 done
 echo "VMDONE"

@@ -71,6 +71,7 @@ struct hw_kernel_observer {
     struct bpf_link *fork_link;                /* fentry or uprobe with --follow: the fork tracepoint */
     hw_shared_page *pages; /* HW_KOBS_MAX_PAGES pages, mapped from the BPF map */
     bool used[HW_KOBS_MAX_PAGES];
+    bool wait_end_unseen[HW_KOBS_MAX_PAGES]; /* fentry: found in a wait whose end fexit cannot see */
     struct ring_buffer *children; /* new processes of watched ones (--follow) */
     pid_t pending[MAX_PENDING_CHILDREN];
     size_t pending_count;
@@ -510,10 +511,14 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
     struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
     hw_loop_slot *slot = &page->slots[0];
     if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid)) {
-        /* Blocked in a wait call now: its exit will be seen. */
+        /* Blocked in a wait call now: its exit will be seen, except by
+         * fexit, whose trampoline only returns from calls made after it
+         * was attached (the next wait's end is seen). */
         t.in_loop_wait = 1;
+        k->wait_end_unseen[index] = k->attach == HW_KOBS_ATTACH_FENTRY;
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_BEFORE_WAITING, memory_order_relaxed);
     } else {
+        k->wait_end_unseen[index] = false;
         atomic_store_explicit(&slot->busy_start_ns, monotonic_ns(), memory_order_relaxed);
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_AFTER_WAITING, memory_order_relaxed);
         atomic_store_explicit(&slot->seq, 1, memory_order_release);
@@ -544,6 +549,13 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
     }
     k->used[index] = true;
     return page;
+}
+
+bool hw_kobs_wait_end_unseen(const hw_kernel_observer *k, const hw_shared_page *page)
+{
+    if (!hw_kobs_owns(k, page))
+        return false;
+    return k->wait_end_unseen[(size_t)((const char *)page - (const char *)k->pages) / HW_PAGE_SIZE];
 }
 
 bool hw_kobs_owns(const hw_kernel_observer *k, const hw_shared_page *page)

@@ -88,6 +88,12 @@ size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max);
 /* Stop watching the process that has `page`. */
 void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page);
 
+/* Was `page`'s main thread found blocked in a wait call under the fentry
+ * attachment?  fexit cannot see that call's end (its trampoline returns
+ * only from calls entered after it was attached): the stretch after it is
+ * not watched; from the next wait call on, the loop is. */
+bool hw_kobs_wait_end_unseen(const hw_kernel_observer *k, const hw_shared_page *page);
+
 /* Is `page` one of the kernel observer's? */
 bool hw_kobs_owns(const hw_kernel_observer *k, const hw_shared_page *page);
 
