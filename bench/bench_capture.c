@@ -6,7 +6,7 @@
  * and captures it COUNT times with the options the agent uses, the stack
  * copy sizes included.
  *
- *   bench-capture THREADS COUNT all|target|floor
+ *   bench-capture THREADS COUNT all|target|floor|look
  *
  * THREADS is the target's thread count (1 = only the main thread); the
  * others block in pause() like the main thread.  "target" captures only the
@@ -15,8 +15,11 @@
  * a short-lived helper thread, on the main thread only (PTRACE_SEIZE,
  * PTRACE_INTERRUPT, waitpid + sigtimedwait, PTRACE_GETREGS, process_vm_readv
  * of the stack into a buffer touched beforehand, PTRACE_DETACH) and nothing
- * else: what a stop costs on this machine whatever the code around it.  One
- * line per capture on stdout:
+ * else: what a stop costs on this machine whatever the code around it.
+ * "look" times what the agent reads of the hung thread right before the
+ * stop (hw_blocked_look_take: its stat, wait channel and system call; a
+ * `time` section's blocked_in), which delays the stop's start by that
+ * much; one line "look CALL_NS" each.  One line per capture on stdout:
  *
  *   capture STOP_WALL_NS MAX_THREAD_STOPPED_NS CALL_NS CAPTURED THREADS
  *
@@ -45,6 +48,7 @@
 #include <unistd.h>
 
 #include "agent/capture/capture.h"
+#include "agent/capture/thread_time.h"
 
 static uint64_t now_ns(void)
 {
@@ -143,8 +147,9 @@ static void sleep_ms(long ms)
 int main(int argc, char **argv)
 {
     const char *mode = argc == 4 ? argv[3] : "";
-    if (strcmp(mode, "all") != 0 && strcmp(mode, "target") != 0 && strcmp(mode, "floor") != 0) {
-        fprintf(stderr, "usage: %s THREADS COUNT all|target|floor\n", argv[0]);
+    if (strcmp(mode, "all") != 0 && strcmp(mode, "target") != 0 && strcmp(mode, "floor") != 0 &&
+        strcmp(mode, "look") != 0) {
+        fprintf(stderr, "usage: %s THREADS COUNT all|target|floor|look\n", argv[0]);
         return 2;
     }
     int threads = atoi(argv[1]);
@@ -186,6 +191,16 @@ int main(int argc, char **argv)
 
     int failures = 0;
     for (int k = 0; k < count; k++) {
+        if (strcmp(mode, "look") == 0) {
+            hw_blocked_look look;
+            uint64_t t0 = now_ns();
+            hw_blocked_look_take(pid, pid, &look);
+            uint64_t t1 = now_ns();
+            failures += !look.valid || !look.in_syscall;
+            printf("look %llu\n", (unsigned long long)(t1 - t0));
+            sleep_ms(2);
+            continue;
+        }
         if (floor_only) {
             uint64_t stopped = 0, t0 = now_ns();
             bool ok = floor_capture(pid, &stopped);

@@ -338,6 +338,9 @@ def bench_capture(b):
     r["single"] = {"n": len(stop), "med": median(stop), "p99": pct(stop, 99), "run_meds": run_meds,
                    "call_med": median(call), "call_p99": pct(call, 99)}
     r["floor"] = {"n": len(floor), "med": median(floor), "p99": pct(floor, 99), "run_meds": floor_meds}
+    out = b.run([cap, "1", str(CAPTURES_SINGLE), "look"]).stdout
+    look = [int(f[1]) / 1000.0 for f in (line.split() for line in out.splitlines()) if f and f[0] == "look"]
+    r["look"] = {"n": len(look), "med": median(look), "p99": pct(look, 99)}
     for threads, count in CAPTURES_THREADED:
         log(f"3. {count} all-thread captures of a {threads}-thread target")
         rows = parse_captures(b.run([cap, str(threads), str(count), "all"]).stdout)
@@ -805,6 +808,9 @@ def capture_rows(c, row):
         f"stop (floor) {fmt(fl['med'])} / p99 {fmt(fl['p99'])} (runs {', '.join(fmt(m, 0) for m in fl['run_meds'])}); "
         f"whole call {fmt(s['call_med'], 0)} / p99 {fmt(s['call_p99'], 0)}",
         f"median <= {STOP_BUDGET_US:.0f} us", verdict(s["med"] <= STOP_BUDGET_US))
+    lk = c["look"]
+    row("  the look before the stop (state, wait channel, system call), us", f"{lk['n']} looks",
+        fmt(lk["med"]), fmt(lk["p99"]), "delays the stop's start by this; not in the stop")
     for threads, _ in CAPTURES_THREADED:
         x = c[threads]
         row(f"3 stop, all {threads} threads: `stop_wall_ns`, us", f"{x['n']} captures",
