@@ -38,6 +38,19 @@ static void put_string_at(FILE *out, json_t *obj, const char *key, const char *f
         fputs(fallback, out);
 }
 
+/* `before`, obj's string `key`, `after`, when obj has that string: true
+ * then, and nothing written otherwise. */
+static bool put_string_if(FILE *out, json_t *obj, const char *key, const char *before, const char *after)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_string(v))
+        return false;
+    fputs(before, out);
+    hw_put_bytes(out, json_string_value(v), json_string_length(v));
+    fputs(after, out);
+    return true;
+}
+
 /* A 0-based count shown 1-based, without overflowing at the top. */
 static json_int_t one_based(json_int_t v)
 {
@@ -55,9 +68,7 @@ static bool print_runtime_frame(FILE *out, size_t i, json_t *f, const char *mark
         return false;
     fprintf(out, "  #%-2zu %-18s  ", i, mark);
     put_string_at(out, f, "symbol_name", "??");
-    if (json_is_string(json_object_get(f, "source_file"))) {
-        fputs("  at ", out);
-        put_string_at(out, f, "source_file", "?");
+    if (put_string_if(out, f, "source_file", "  at ", "")) {
         json_int_t line = hw_int_at(f, "source_line", 0);
         if (line > 0)
             fprintf(out, ":%" JSON_INTEGER_FORMAT, line);
@@ -94,11 +105,8 @@ static void print_frame(FILE *out, size_t i, json_t *f, bool culprit)
     } else {
         fputs("??", out);
     }
-    if (json_is_string(json_object_get(f, "source_file"))) {
-        fputs("  at ", out);
-        put_string_at(out, f, "source_file", "?");
+    if (put_string_if(out, f, "source_file", "  at ", ""))
         fprintf(out, ":%" JSON_INTEGER_FORMAT, hw_int_at(f, "source_line", 0));
-    }
     fputs("  (", out);
     put_string_at(out, f, "object_name", "no object: JIT code or unmapped");
     fputc(')', out);
@@ -114,11 +122,7 @@ static void print_tracer(FILE *out, json_t *capture)
     if (tracer <= 0)
         return;
     fprintf(out, "  not captured: traced by pid %" JSON_INTEGER_FORMAT, tracer);
-    if (json_is_string(json_object_get(capture, "tracer_name"))) {
-        fputs(" (", out);
-        put_string_at(out, capture, "tracer_name", "?");
-        fputc(')', out);
-    }
+    put_string_if(out, capture, "tracer_name", " (", ")");
     fputc('\n', out);
 }
 
@@ -140,10 +144,7 @@ static json_t *item_of(json_t *items, size_t index)
 static void put_thread_names(FILE *out, json_t *thread)
 {
     put_string_at(out, thread, "name", "?");
-    if (json_is_string(json_object_get(thread, "python_name"))) {
-        fputs(", Python's ", out);
-        put_string_at(out, thread, "python_name", "?");
-    }
+    put_string_if(out, thread, "python_name", ", Python's ", "");
 }
 
 /* One thread's whole stack under a heading: "WHAT 4242 (name), 9 frames:"
@@ -158,11 +159,7 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
     if (json_is_string(status) && strcmp(json_string_value(status), "captured") != 0) {
         fputs("), not captured: ", out);
         put_string_at(out, item, "status", "?");
-        if (json_is_string(json_object_get(item, "error"))) {
-            fputs(" (", out);
-            put_string_at(out, item, "error", "?");
-            fputc(')', out);
-        }
+        put_string_if(out, item, "error", " (", ")");
         fputc('\n', out);
         return;
     }
@@ -180,16 +177,8 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
             fprintf(out, "  ... %" JSON_INTEGER_FORMAT " frames omitted ...\n", omitted);
         print_frame(out, i, json_array_get(contents, i), culprit >= 0 && (uint64_t)culprit == i);
     }
-    if (json_is_string(json_object_get(thread, "unwind_error"))) {
-        fputs("  (unwinding stopped early: ", out);
-        put_string_at(out, thread, "unwind_error", "?");
-        fputs(")\n", out);
-    }
-    if (json_is_string(json_object_get(thread, "runtime_frames_error"))) {
-        fputs("  (interpreter frames: ", out);
-        put_string_at(out, thread, "runtime_frames_error", "?");
-        fputs(")\n", out);
-    }
+    put_string_if(out, thread, "unwind_error", "  (unwinding stopped early: ", ")\n");
+    put_string_if(out, thread, "runtime_frames_error", "  (interpreter frames: ", ")\n");
 }
 
 /* The culprit frame of the thread at crash.threads[at] when it holds the
@@ -211,11 +200,7 @@ static void print_thread_line(FILE *out, json_t *item, json_t *t)
     fputs(") ", out);
     put_string_at(out, item, "status", "?");
     fprintf(out, ", %" JSON_INTEGER_FORMAT " frames", hw_int_at(item, "frame_count", 0));
-    if (json_is_string(json_object_get(item, "error"))) {
-        fputs(" (", out);
-        put_string_at(out, item, "error", "?");
-        fputc(')', out);
-    }
+    put_string_if(out, item, "error", " (", ")");
     if (top) {
         fputs(", in ", out);
         put_string_at(out, top, "symbol_name", "?");
@@ -231,9 +216,7 @@ static void print_thread_line(FILE *out, json_t *item, json_t *t)
             fputs(py ? ", py " : ", js ", out);
             put_string_at(out, f, "symbol_name", "?");
         }
-        if (json_is_string(json_object_get(f, "source_file"))) {
-            fputs(" at ", out);
-            put_string_at(out, f, "source_file", "?");
+        if (put_string_if(out, f, "source_file", " at ", "")) {
             if (hw_int_at(f, "source_line", 0) > 0)
                 fprintf(out, ":%" JSON_INTEGER_FORMAT, hw_int_at(f, "source_line", 0));
         }
@@ -326,11 +309,7 @@ static void print_time_figures(FILE *out, json_t *t)
         fprintf(out, ", %" JSON_INTEGER_FORMAT " major faults", hw_int_at(t, "major_faults", 0));
     fputs("; cause: ", out);
     put_string_at(out, t, "cause", "?");
-    if (json_is_string(json_object_get(t, "blocked_on"))) {
-        fputs(" (", out);
-        put_string_at(out, t, "blocked_on", "?");
-        fputc(')', out);
-    }
+    put_string_if(out, t, "blocked_on", " (", ")");
     fputc('\n', out);
 }
 
@@ -369,18 +348,9 @@ static void print_time(FILE *out, json_t *apm)
                 (double)hw_int_at(cg, "period_us", 0) / 1e3, hw_int_at(t, "throttled_periods", 0));
     }
     json_t *in = json_object_get(t, "blocked_in");
-    if (json_is_string(json_object_get(in, "syscall"))) {
-        fputs("  blocked in ", out);
-        put_string_at(out, in, "syscall", "?");
-        if (json_is_string(json_object_get(in, "fd_is"))) {
-            fputs(" on ", out);
-            put_string_at(out, in, "fd_is", "?");
-        }
-        if (json_is_string(json_object_get(in, "wchan"))) {
-            fputs(" (kernel: ", out);
-            put_string_at(out, in, "wchan", "?");
-            fputc(')', out);
-        }
+    if (put_string_if(out, in, "syscall", "  blocked in ", "")) {
+        put_string_if(out, in, "fd_is", " on ", "");
+        put_string_if(out, in, "wchan", " (kernel: ", ")");
         fputc('\n', out);
     }
 }
