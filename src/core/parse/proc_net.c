@@ -163,22 +163,34 @@ static bool endpoint_text(span f, bool ipv6, char out[HW_INET_TEXT_MAX])
     return n > 0 && n < HW_INET_TEXT_MAX;
 }
 
+/* The next line of text[*at, len) that is socket `inode`'s: its first
+ * `count` fields in f (the inode the field at `inode_field`, the slot the
+ * first, a unix table's or an inet table's), *after where the line goes on
+ * after them.  Lines without them, of another inode, or holding a NUL
+ * byte, are passed over; false at the end. */
+static bool next_line_of_inode(const char *text, size_t len, size_t *at, unsigned long long inode, span *f,
+                               size_t count, size_t inode_field, bool unix_table, span *line, size_t *after)
+{
+    while (next_line(text, len, at, line)) {
+        unsigned long long line_inode;
+        if (split_fields(*line, f, count, after) < count)
+            continue;
+        if (!parse_decimal(f[inode_field], &line_inode) || line_inode != inode)
+            continue;
+        if (memchr(line->p, '\0', line->n) != NULL || !is_slot(f[0], unix_table))
+            continue;
+        return true;
+    }
+    return false;
+}
+
 bool hw_proc_net_inet_find(const char *text, size_t len, unsigned long long inode, bool ipv6, hw_inet_socket *out)
 {
     if (text == NULL || inode == 0)
         return false;
-    size_t at = 0;
-    span line;
-    while (next_line(text, len, &at, &line)) {
-        span f[INET_FIELDS];
-        size_t after;
-        unsigned long long line_inode;
-        if (split_fields(line, f, INET_FIELDS, &after) < INET_FIELDS)
-            continue;
-        if (!parse_decimal(f[INET_INODE_FIELD], &line_inode) || line_inode != inode)
-            continue;
-        if (memchr(line.p, '\0', line.n) != NULL || !is_slot(f[0], false))
-            continue;
+    size_t at = 0, after;
+    span line, f[INET_FIELDS];
+    while (next_line_of_inode(text, len, &at, inode, f, INET_FIELDS, INET_INODE_FIELD, false, &line, &after)) {
         hw_inet_socket found;
         uint32_t state;
         if (!endpoint_text(f[1], ipv6, found.local) || !endpoint_text(f[2], ipv6, found.remote))
@@ -198,18 +210,9 @@ bool hw_proc_net_unix_find(const char *text, size_t len, unsigned long long inod
         return false;
     span found = {NULL, 0};
     bool any = false;
-    size_t at = 0;
-    span line;
-    while (next_line(text, len, &at, &line)) {
-        span f[UNIX_FIELDS];
-        size_t after;
-        unsigned long long line_inode;
-        if (split_fields(line, f, UNIX_FIELDS, &after) < UNIX_FIELDS)
-            continue;
-        if (!parse_decimal(f[UNIX_INODE_FIELD], &line_inode) || line_inode != inode)
-            continue;
-        if (memchr(line.p, '\0', line.n) != NULL || !is_slot(f[0], true))
-            continue;
+    size_t at = 0, after;
+    span line, f[UNIX_FIELDS];
+    while (next_line_of_inode(text, len, &at, inode, f, UNIX_FIELDS, UNIX_INODE_FIELD, true, &line, &after)) {
         bool numbers = true;
         for (size_t i = 1; i < UNIX_INODE_FIELD; i++)
             numbers = numbers && is_all_hex(f[i]);
