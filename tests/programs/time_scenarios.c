@@ -32,11 +32,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "stdin_commands.h"
 
 static double clock_seconds(clockid_t clock)
 {
@@ -207,33 +208,7 @@ static void on_command(const char *line)
 
 int main(void)
 {
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = 0};
-    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev) != 0) {
-        perror("epoll");
-        return 1;
-    }
-    printf("ready %d\n", (int)getpid());
-    fflush(stdout);
-    char buf[256];
-    size_t used = 0;
-    for (;;) {
-        struct epoll_event got;
-        if (epoll_wait(ep, &got, 1, -1) <= 0)
-            continue;
-        ssize_t r = read(0, buf + used, sizeof buf - 1 - used);
-        if (r <= 0)
-            return 0;
-        used += (size_t)r;
-        buf[used] = '\0';
-        char *nl;
-        while ((nl = strchr(buf, '\n')) != NULL) {
-            *nl = '\0';
-            on_command(buf);
-            used -= (size_t)(nl + 1 - buf);
-            memmove(buf, nl + 1, used + 1);
-        }
-        if (used == sizeof buf - 1)
-            used = 0;
-    }
+    char ready[32];
+    snprintf(ready, sizeof ready, "ready %d\n", (int)getpid());
+    return serve_stdin_commands(on_command, ready);
 }
