@@ -15,27 +15,11 @@
 #
 # and powers the machine off.  "on" starts at hangwatch's "watching pid"
 # line (attached), "off" when it has exited.
-PATH=/bin:/sbin:/usr/bin:/usr/sbin
-export PATH
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
-mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+. /guest_common.sh # mounts, PATH, poll
 PHASES=${HW_PHASES:-4}
 PHASE_S=${HW_PHASE_S:-2}
 
 uptime_ns() { awk '{ printf "%.0f\n", $1 * 1e9 }' /proc/uptime; }
-
-poll() {
-    tries=$(($3 * 10))
-    while [ "$tries" -gt 0 ]; do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-        tries=$((tries - 1))
-    done
-    return 1
-}
 
 for attach in fentry tracepoint; do
     for what in watched other other_getppid; do

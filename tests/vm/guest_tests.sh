@@ -9,27 +9,10 @@
 #   VMRESULT NAME fail WHAT WENT WRONG
 #
 # then powers the machine off.  Waiting is polling with a deadline.
-PATH=/bin:/sbin:/usr/bin:/usr/sbin
-export PATH
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
-mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+. /guest_common.sh # mounts, PATH, poll
 # bpftool prog show then has each program's run count.
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 echo "VMINFO kernel $(uname -r)"
-
-# poll FILE PATTERN SECONDS: until a line of FILE matches PATTERN.
-poll() {
-    tries=$(($3 * 10))
-    while [ "$tries" -gt 0 ]; do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-        tries=$((tries - 1))
-    done
-    return 1
-}
 
 # Each test adds what went wrong to $problems.
 problem() { problems="$problems; $(echo "$*" | tr '\n' ' ')"; }
@@ -209,12 +192,7 @@ test_cgroup_v2_throttled() {
     poll $d/out "did work 1\$" 30 || problem "the loop did not turn"
     echo "work 600" >&3
     poll $d/out "did work 600" 60 || problem "the work did not end"
-    # the hang's final update, written once it ended
-    tries=300
-    until grep -q final_duration_us $d/r/hang-*.json 2>/dev/null || [ $tries = 0 ]; do
-        sleep 0.1
-        tries=$((tries - 1))
-    done
+    poll "$d/r/hang-*.json" final_duration_us 30 || problem "no final update of the hang"
     echo quit >&3
     exec 3>&-
     wait $loop

@@ -95,7 +95,8 @@ def copy_into(root, path, where=None):
 
 def build_initramfs(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
     """The initramfs (newc cpio, uncompressed) with `init_script` as its
-    /init and `programs` from the build tree's bin/: its path."""
+    /init (which sources /guest_common.sh, tests/vm/guest_common.sh) and
+    `programs` from the build tree's bin/: its path."""
     root = os.path.join(vm_dir, "root")
     shutil.rmtree(root, ignore_errors=True)
     for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "lib64", "etc"):
@@ -122,6 +123,8 @@ def build_initramfs(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
         copy_into(root, library)
     init = os.path.join(root, "init")
     shutil.copy(init_script, init)
+    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest_common.sh"),
+                os.path.join(root, "guest_common.sh"))
     os.chmod(init, 0o755)
     image = os.path.join(vm_dir, "initramfs.cpio")
     names = run(["find", "."], cwd=root).stdout
