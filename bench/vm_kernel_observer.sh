@@ -51,6 +51,9 @@ for attach in fentry tracepoint; do
         kill $spinner
         [ -n "$idle" ] && kill $idle
         wait
+        # The kill may cut the spinner's last line: dropped, since the
+        # console would join the next WINDOW line to it.
+        [ -n "$(tail -c 1 /tmp/spin)" ] && sed -i '$d' /tmp/spin
         sed -n "s/^chunk /CHUNK $attach $what /p" /tmp/spin
     done
 done
