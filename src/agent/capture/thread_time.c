@@ -12,17 +12,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <time.h>
 
 #include "agent/capture/fd_describe.h"
+#include "agent/common/clock.h"
 #include "agent/capture/proc_task.h"
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* "on_cpu_ns runqueue_ns timeslices" (/proc/PID/task/TID/schedstat, with
  * CONFIG_SCHED_INFO). */
@@ -55,7 +48,7 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
         out->throttled_ns = cgroup->throttled_ns;
         out->throttled_periods = cgroup->nr_throttled;
     }
-    out->at_ns = monotonic_ns(); /* after the reads: the window ends when they are done */
+    out->at_ns = hw_monotonic_ns(); /* after the reads: the window ends when they are done */
 }
 
 /* Is `tid` a thread of process `pid`? */

@@ -26,13 +26,13 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "agent/capture/capture.h"
+#include "agent/common/clock.h"
 #include "wait_probes.h"
 #include "bpf/wait_observer.h"
 #include "wait_observer.skel.h"
@@ -358,13 +358,6 @@ static uint64_t waiting_pc(pid_t pid)
     return call.pc;
 }
 
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 const char *hw_kobs_attach_kind_name(hw_kobs_attach attach)
 {
     switch (attach) {
@@ -519,7 +512,7 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_BEFORE_WAITING, memory_order_relaxed);
     } else {
         k->wait_end_unseen[index] = false;
-        atomic_store_explicit(&slot->busy_start_ns, monotonic_ns(), memory_order_relaxed);
+        atomic_store_explicit(&slot->busy_start_ns, hw_monotonic_ns(), memory_order_relaxed);
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_AFTER_WAITING, memory_order_relaxed);
         atomic_store_explicit(&slot->seq, 1, memory_order_release);
         if (start == HW_KOBS_START_LAUNCHING)
