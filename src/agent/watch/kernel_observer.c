@@ -343,19 +343,21 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
     return 0;
 }
 
-static bool is_waiting_now(pid_t pid)
-{
-    return hw_is_wait_syscall(hw_task_syscall(pid, pid));
-}
-
-/* The user pc of `pid`'s main thread blocked in a system call: the last
- * field of /proc/PID/syscall (0 if unknown). */
-static uint64_t waiting_pc(pid_t pid)
+/* Is `pid`'s main thread blocked in a wait system call now?  Then *pc is
+ * the user pc it will return to (/proc/PID/syscall's last field). */
+static bool is_waiting_now(pid_t pid, uint64_t *pc)
 {
     hw_task_syscall_info call;
-    if (hw_task_syscall_read(pid, pid, &call) != 0)
-        return 0;
-    return call.pc;
+    if (hw_task_syscall_read(pid, pid, &call) != 0 || !hw_is_wait_syscall(call.nr))
+        return false;
+    *pc = call.pc;
+    return true;
+}
+
+/* The page's place among the observer's pages (the page is one of them). */
+static size_t page_index(const hw_kernel_observer *k, const hw_shared_page *page)
+{
+    return (size_t)((const char *)page - (const char *)k->pages) / HW_PAGE_SIZE;
 }
 
 const char *hw_kobs_attach_kind_name(hw_kobs_attach attach)
@@ -426,9 +428,9 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
     }
     if (n <= 0)
         return false;
-    if (program == NULL && is_waiting_now(pid)) {
+    uint64_t pc;
+    if (program == NULL && is_waiting_now(pid, &pc)) {
         /* Its wait's end is seen only if it waits in a probed function. */
-        uint64_t pc = waiting_pc(pid);
         bool probed = false;
         for (int i = 0; i < n; i++)
             probed |= !found[i].entry && found[i].address == pc;
@@ -503,7 +505,8 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
     page->clock = HW_PAGE_CLOCK_MONOTONIC; /* bpf_ktime_get_ns */
     struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
     hw_loop_slot *slot = &page->slots[0];
-    if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid)) {
+    uint64_t waiting_at;
+    if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid, &waiting_at)) {
         /* Blocked in a wait call now: its exit will be seen, except by
          * fexit, whose trampoline only returns from calls made after it
          * was attached (the next wait's end is seen). */
@@ -548,7 +551,7 @@ bool hw_kobs_wait_end_unseen(const hw_kernel_observer *k, const hw_shared_page *
 {
     if (!hw_kobs_owns(k, page))
         return false;
-    return k->wait_end_unseen[(size_t)((const char *)page - (const char *)k->pages) / HW_PAGE_SIZE];
+    return k->wait_end_unseen[page_index(k, page)];
 }
 
 bool hw_kobs_owns(const hw_kernel_observer *k, const hw_shared_page *page)
@@ -561,7 +564,7 @@ void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page)
 {
     if (!hw_kobs_owns(k, page))
         return;
-    size_t index = (size_t)((const char *)page - (const char *)k->pages) / HW_PAGE_SIZE;
+    size_t index = page_index(k, page);
     __u32 pid = (__u32)page->pid;
     bpf_map__delete_elem(k->skel->maps.processes, &pid, sizeof pid, BPF_ANY);
     for (unsigned s = 0; s < HW_PAGE_SLOTS; s++) {
