@@ -18,7 +18,6 @@
 #include "core/saturating.h"
 #include "core/text_bits.h"
 
-/* A non-negative integer field, or false. */
 static const char *const cause_labels[HW_CAUSE_LABELS] = {
     "working",         "starved",         "throttled",     "blocked on io", "blocked on network",
     "blocked on lock", "blocked on child", "blocked on sleep", "blocked on other", "blocked",
@@ -34,9 +33,12 @@ const char *hw_cause_label(const char *cause, const char *blocked_on)
 {
     if (cause == NULL)
         return NULL;
+    static const char blocked_on_prefix[] = "blocked on ";
+    const size_t prefix_len = sizeof blocked_on_prefix - 1;
     if (strcmp(cause, "blocked") == 0 && blocked_on != NULL) {
-        for (size_t i = 3; i < 9; i++)
-            if (strcmp(cause_labels[i] + strlen("blocked on "), blocked_on) == 0)
+        for (size_t i = 0; i < HW_CAUSE_LABELS; i++)
+            if (strncmp(cause_labels[i], blocked_on_prefix, prefix_len) == 0 &&
+                strcmp(cause_labels[i] + prefix_len, blocked_on) == 0)
                 return cause_labels[i];
     }
     for (size_t i = 0; i < HW_CAUSE_LABELS; i++)
@@ -45,6 +47,7 @@ const char *hw_cause_label(const char *cause, const char *blocked_on)
     return NULL;
 }
 
+/* A non-negative integer field, or false. */
 static bool uint_at(json_t *obj, const char *key, uint64_t *out)
 {
     json_t *v = json_object_get(obj, key);
