@@ -331,6 +331,7 @@ static void print_time(FILE *out, json_t *apm)
     fprintf(out, "  time over %s",
             strcmp(from, "stretch_start") == 0 ? "the stretch, "
             : strcmp(from, "stop") == 0        ? "the stretch since its process was stopped, "
+            : strcmp(from, "cpu_window") == 0  ? "the report's window, "
                                                : "part of the stretch, ");
     print_time_figures(out, t);
     json_t *at_end = json_object_get(t, "at_end");
@@ -411,7 +412,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         fputs(" check)\n", out);
     }
 
-    if (!snapshot && !cpu_high)
+    if (!snapshot)
         print_time(out, apm);
 
     /* Waiting for the GIL: the hang is where its holder is. */

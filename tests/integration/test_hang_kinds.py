@@ -304,8 +304,17 @@ def case_cpu_high():
         check(re.search(r"hangwatch: CPU high in loop-scenarios \(pid \d+\): [0-9.]+% of one CPU over [0-9.]+s "
                         r"\(threshold 50%\); hottest thread \d+ \(hot-worker\) [0-9.]+% in spin_in_worker", r.stderr),
               "the line on stderr:\n" + r.stderr)
+        # where the hottest thread's time went over the thread figures' window
+        t = apm.get("time", {})
+        check(t.get("window_from") == "cpu_window" and t.get("window_us", 0) >= 1_000_000
+              and t.get("on_cpu_us", 0) >= 0.4 * t["window_us"], f"the time section: {t}")
+        parts = t["on_cpu_us"] + t["runqueue_wait_us"] + t["blocked_us"] + t["stopped_us"]
+        check(0 < t["stopped_us"] < 500_000, f"the capture's stop of the hottest thread: {t}")
+        spun = t["on_cpu_us"] >= 0.6 * t["window_us"]  # the verdict's rule for working (decisions.md §44)
+        check(abs(parts - t["window_us"]) <= 4 and (t.get("cause") == "working") == spun, f"the time section: {t}")
         text = show(r.report_paths[0])
         check("CPU high in loop-scenarios" in text and "x  spin_in_worker" in text, text)
+        check("time over the report's window" in text, text)
     finally:
         hwtest.cleanup(r)
 

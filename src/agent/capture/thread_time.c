@@ -36,7 +36,6 @@ static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *on_cpu, uint64_t *que
 void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thread_counters *out)
 {
     memset(out, 0, sizeof *out);
-    out->has_schedstat = read_schedstat(pid, tid, &out->on_cpu_ns, &out->runqueue_ns);
     hw_task_stat st;
     if (hw_task_stat_read(pid, tid, &st) == 0) {
         out->has_faults = true;
@@ -48,7 +47,10 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
         out->throttled_ns = cgroup->throttled_ns;
         out->throttled_periods = cgroup->nr_throttled;
     }
-    out->at_ns = hw_monotonic_ns(); /* after the reads: the window ends when they are done */
+    /* schedstat last, and the time right after it: the window's ends are
+     * where the thread's own counters were read */
+    out->has_schedstat = read_schedstat(pid, tid, &out->on_cpu_ns, &out->runqueue_ns);
+    out->at_ns = hw_monotonic_ns();
 }
 
 /* Is `tid` a thread of process `pid`? */
@@ -176,20 +178,22 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
     t->window_offset_ns = since(window_start_ns, stretch_start_ns);
     t->has_schedstat = from->has_schedstat && to->has_schedstat;
     if (t->has_schedstat) {
-        /* Each counter is at most the window (a reading's own time apart). */
-        t->on_cpu_ns = since(to->on_cpu_ns, from->on_cpu_ns);
-        t->runqueue_ns = since(to->runqueue_ns, from->runqueue_ns);
-        if (t->on_cpu_ns > t->window_ns)
-            t->on_cpu_ns = t->window_ns;
-        if (t->runqueue_ns > t->window_ns - t->on_cpu_ns)
-            t->runqueue_ns = t->window_ns - t->on_cpu_ns;
-        t->blocked_ns = t->window_ns - t->on_cpu_ns - t->runqueue_ns;
         /* Held stopped by the agent's captures: asleep in the kernel's
-         * count, but not the program's doing. */
+         * count, but not the program's doing; the agent's count is exact.
+         * The kernel's counters of a running thread lag up to a tick
+         * (schedstat shows its runtime as of its last update), so each is
+         * held to what is left of the window; blocked is the rest. */
         t->stopped_ns = since(to->agent_stopped_ns, from->agent_stopped_ns);
-        if (t->stopped_ns > t->blocked_ns)
-            t->stopped_ns = t->blocked_ns;
-        t->blocked_ns -= t->stopped_ns;
+        if (t->stopped_ns > t->window_ns)
+            t->stopped_ns = t->window_ns;
+        uint64_t left = t->window_ns - t->stopped_ns;
+        t->on_cpu_ns = since(to->on_cpu_ns, from->on_cpu_ns);
+        if (t->on_cpu_ns > left)
+            t->on_cpu_ns = left;
+        t->runqueue_ns = since(to->runqueue_ns, from->runqueue_ns);
+        if (t->runqueue_ns > left - t->on_cpu_ns)
+            t->runqueue_ns = left - t->on_cpu_ns;
+        t->blocked_ns = left - t->on_cpu_ns - t->runqueue_ns;
     } else {
         t->missing = "the kernel keeps no schedstat for its threads (CONFIG_SCHED_INFO)";
     }

@@ -270,7 +270,7 @@ static hw_hang_info report_info(const hw_agent_options *o, const report_request 
         .stutter_stalls = req->stutter.stalls,
         .cpu_high = cpu_parts ? &cpu_parts->info : NULL,
         .gil_holder_tid = gil_holder,
-        .time = req->cpu ? NULL : &req->time,
+        .time = &req->time,
     };
     if (req->cpu) {
         info.detector = "cpu_usage";

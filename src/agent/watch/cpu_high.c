@@ -41,6 +41,7 @@ typedef struct cpu_thread {
     uint64_t last_ns;  /* at the last warm tick */
     uint64_t tick_ns;  /* used in the last warm tick */
     bool seen;         /* found at the last warm tick */
+    hw_thread_counters base; /* its counters when the figures began, or when first seen (the time section) */
 } cpu_thread;
 
 typedef struct cpu_hot_thread {
@@ -119,8 +120,9 @@ static cpu_thread *find_thread(cpu_watch *cw, pid_t tid)
 /* Every thread's CPU time now; `fresh`: the figures start now (the threads
  * found are counted from here), else a thread not seen before was born
  * since and counts from zero. */
-static void read_threads(cpu_watch *cw, pid_t pid, bool fresh)
+static void read_threads(cpu_watch *cw, watched_process *w, bool fresh)
 {
+    pid_t pid = w->pid;
     pid_t *tids = NULL;
     size_t n = 0;
     if (hw_task_list(pid, &tids, &n) != 0)
@@ -145,6 +147,7 @@ static void read_threads(cpu_watch *cw, pid_t pid, bool fresh)
             }
             t = &cw->threads[cw->thread_count++];
             *t = (cpu_thread){.tid = tids[i], .base_ns = fresh ? cpu : 0, .last_ns = fresh ? cpu : 0};
+            hang_time_thread_reading(w, tids[i], &t->base);
         }
         t->tick_ns = cpu > t->last_ns ? cpu - t->last_ns : 0;
         t->last_ns = cpu;
@@ -254,7 +257,7 @@ static int by_cpu_descending(const void *x, const void *y)
 
 /* A CPU-high report: every thread captured, `tid` (the hottest) first,
  * nothing about a loop; handed to the worker with `cpu` (taken over). */
-static void submit_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_request *cpu)
+static void submit_cpu_high(agent *a, watched_process *w, cpu_watch *cw, pid_t tid, cpu_high_request *cpu)
 {
     report_request *req = calloc(1, sizeof *req);
     if (!req) {
@@ -265,6 +268,16 @@ static void submit_cpu_high(agent *a, watched_process *w, pid_t tid, cpu_high_re
     req->cpu = cpu;
     early_sampler_fill_request(NULL, w, 0, req);
     capture_for_request(a, w, tid, hw_monotonic_ns(), req);
+    /* Where the hottest thread's time went over the thread figures' window. */
+    const cpu_thread *t = find_thread(cw, tid);
+    uint64_t stopped = 0;
+    for (size_t i = 0; i < req->snap.thread_count; i++)
+        if (req->snap.threads[i].tid == tid)
+            stopped = req->snap.threads[i].stopped_ns;
+    if (req->snap.process_exited)
+        req->time.missing = "the process ended during the capture";
+    else
+        hang_time_cpu_section(w, tid, t != NULL ? &t->base : NULL, stopped, &req->time);
     submit_request(a, NULL, req, false);
     free(req);
 }
@@ -325,10 +338,12 @@ static void report_now(agent *a, watched_process *w, cpu_watch *cw, const hw_cpu
         cpu->sampled_count++;
     }
     pid_t hottest = cpu->thread_count > 0 ? cpu->threads[0].tid : w->pid;
-    submit_cpu_high(a, w, hottest, cpu);
+    submit_cpu_high(a, w, cw, hottest, cpu);
     /* The next report's thread figures count from this one. */
-    for (size_t i = 0; i < cw->thread_count; i++)
+    for (size_t i = 0; i < cw->thread_count; i++) {
         cw->threads[i].base_ns = cw->threads[i].last_ns;
+        hang_time_thread_reading(w, cw->threads[i].tid, &cw->threads[i].base);
+    }
     cw->threads_since_ns = now;
 }
 
@@ -366,7 +381,7 @@ uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now)
     if (warm) {
         if (!cw->warm)
             cw->threads_since_ns = now;
-        read_threads(cw, w->pid, !cw->warm);
+        read_threads(cw, w, !cw->warm);
         for (unsigned j = 0; j < CPU_HOT_THREADS; j++)
             drain_samples(&cw->hot[j]);
         if (cw->warm)

@@ -15,7 +15,9 @@
  * (decisions.md §33), and takes a reading there: the thread's counters do
  * not move while it is stopped either, so the window starts where the
  * detector's stretch does.  Each reading carries the loop's count of the
- * time hangwatch's own captures held it stopped.
+ * time hangwatch's own captures held it stopped.  A CPU-high report's
+ * section is its hottest thread's, from a reading taken when the report's
+ * thread figures began (cpu_high.c) to one after the capture.
  */
 #include "watch.h"
 
@@ -63,6 +65,23 @@ uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_re
     l->time_base_seq = r->seq;
     l->time_base_stopped = false;
     return UINT64_MAX;
+}
+
+void hang_time_thread_reading(watched_process *w, pid_t tid, hw_thread_counters *out)
+{
+    hw_thread_counters_read(w->pid, tid, process_cgroup(w), out);
+}
+
+void hang_time_cpu_section(watched_process *w, pid_t tid, const hw_thread_counters *from, uint64_t capture_stop_ns,
+                           hw_time_section *out)
+{
+    hw_thread_counters now;
+    hang_time_thread_reading(w, tid, &now);
+    now.agent_stopped_ns = from != NULL ? from->agent_stopped_ns + capture_stop_ns : capture_stop_ns;
+    uint64_t start = from != NULL && from->valid ? from->at_ns : 0;
+    hw_time_section_fill(out, from, &now, process_cgroup(w), w->cgroup_error, start, start, "cpu_window", NULL);
+    if (!out->present && now.valid)
+        out->missing = "no reading of the thread's counters from the start of the report's window";
 }
 
 void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,

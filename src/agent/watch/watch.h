@@ -315,6 +315,13 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
  * per 50 ms).  Returns when to look again for a stretch whose reading had
  * to wait (UINT64_MAX: no need). */
 uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
+/* A reading of thread `tid` of `w` (with its process's CPU cgroup) now. */
+void hang_time_thread_reading(watched_process *w, pid_t tid, hw_thread_counters *out);
+/* A CPU-high report's time section: thread `tid` from reading `from`
+ * (window_from "cpu_window"; NULL or invalid: `missing` says why) to now,
+ * the report's capture having held it stopped `capture_stop_ns`. */
+void hang_time_cpu_section(watched_process *w, pid_t tid, const hw_thread_counters *from, uint64_t capture_stop_ns,
+                           hw_time_section *out);
 /* A look found loop `l`'s process stopped in stretch `seq` (its clock starts
  * again now): read its counters, which stand for the restart. */
 void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq);
