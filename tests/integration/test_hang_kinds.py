@@ -315,6 +315,8 @@ def case_cpu_high():
         text = show(r.report_paths[0])
         check("CPU high in loop-scenarios" in text and "x  spin_in_worker" in text, text)
         check("time over the report's window" in text, text)
+        check(re.search(r"CPU high in loop-scenarios .*; (working|starved|mixed): [0-9.]+ s on CPU", r.stderr),
+              "the line on stderr has no verdict:\n" + r.stderr)
     finally:
         hwtest.cleanup(r)
 

@@ -109,7 +109,8 @@ void hw_cpu_parts_free(cpu_report_parts *p)
 }
 
 /* "hangwatch: CPU high in NAME (pid N): 99.8% of one CPU over 5s (threshold
- * 80%); hottest thread 4243 (worker) 99.5% in spin < run" */
+ * 80%); hottest thread 4243 (worker) 99.5% in spin < run; working: 5.0 s on
+ * CPU of 5.0 s" (the hottest thread's time section, when it has one) */
 char *hw_cpu_line(const report_request *req, const cpu_report_parts *p)
 {
     const cpu_high_request *cpu = req->cpu;
@@ -129,10 +130,12 @@ char *hw_cpu_line(const report_request *req, const cpu_report_parts *p)
     if (hot)
         snprintf(hottest, sizeof hottest, "; hottest thread %d (%s) %.1f%%%s", (int)hot->tid,
                  hw_escape_text(hot->name, name, sizeof name), (double)hot->tenths / 10.0, frames);
+    char why[1024];
+    hw_time_clause(&req->time, why, sizeof why);
     char *line = NULL;
-    if (asprintf(&line, "hangwatch: CPU high in %s (pid %d): %.1f%% of one CPU over %s (threshold %u%%)%s",
+    if (asprintf(&line, "hangwatch: CPU high in %s (pid %d): %.1f%% of one CPU over %s (threshold %u%%)%s%s%s",
                  hw_escape_text(req->snap.process_name, process, sizeof process), (int)req->pid,
-                 (double)cpu->tenths / 10.0, window, cpu->percent, hottest) < 0)
+                 (double)cpu->tenths / 10.0, window, cpu->percent, hottest, why[0] ? "; " : "", why) < 0)
         return NULL;
     return line;
 }
