@@ -19,6 +19,9 @@
  *   vfork    vfork_function: a vfork child reads one byte from stdin, then
  *            the parent prints "vfork done" and goes on as in hang
  *   leader_exit  the main thread calls pthread_exit, the others block on
+ *   epoll    epoll_function waits in epoll_wait(-1) on stdin; a call that
+ *            returns without the byte the test writes (EINTR) prints
+ *            "epoll interrupted" and exits 3, else "epoll woke" and exit 0
  *
  * Build with -O2 -g -fno-optimize-sibling-calls (frame pointers optional):
  * the chain's functions are external and noinline, and each does work after
@@ -31,12 +34,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-enum { MODE_HANG, MODE_TIMED, MODE_SPIN, MODE_SIGNALS, MODE_VFORK, MODE_LEADER_EXIT };
+enum { MODE_HANG, MODE_TIMED, MODE_SPIN, MODE_SIGNALS, MODE_VFORK, MODE_LEADER_EXIT, MODE_EPOLL };
 
 static volatile int mode;
 static volatile unsigned sleep_seconds = 5;
@@ -53,6 +58,7 @@ void *cond_waiter_function(void *arg);
 void *pipe_reader_function(void *arg);
 void spin_function(void);
 void vfork_function(void);
+void epoll_function(void);
 void middle_function(void);
 void outer_function(void);
 
@@ -111,10 +117,29 @@ __attribute__((noinline)) void vfork_function(void)
     fflush(stdout);
 }
 
+/* An event loop's wait with no timeout: a stop (the capture's) must not
+ * make it return. */
+__attribute__((noinline)) void epoll_function(void)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = 0};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev) != 0)
+        exit(2);
+    int n = epoll_wait(ep, &ev, 1, -1);
+    if (n == 1)
+        printf("epoll woke\n");
+    else
+        printf("epoll interrupted (%s)\n", n < 0 ? strerror(errno) : "no event");
+    fflush(stdout);
+    exit(n == 1 ? 0 : 3);
+}
+
 __attribute__((noinline)) void middle_function(void)
 {
     if (mode == MODE_SPIN)
         spin_function();
+    else if (mode == MODE_EPOLL)
+        epoll_function();
     else if (mode == MODE_VFORK)
         vfork_function();
     else
@@ -149,8 +174,10 @@ int main(int argc, char **argv)
         mode = MODE_VFORK;
     else if (strcmp(m, "leader_exit") == 0)
         mode = MODE_LEADER_EXIT;
+    else if (strcmp(m, "epoll") == 0)
+        mode = MODE_EPOLL;
     else {
-        fprintf(stderr, "usage: %s hang|timed|spin|signals|vfork|leader_exit\n", argv[0]);
+        fprintf(stderr, "usage: %s hang|timed|spin|signals|vfork|leader_exit|epoll\n", argv[0]);
         return 2;
     }
     sigset_t rt;

@@ -463,6 +463,40 @@ static void test_capture_is_transparent(void **state)
     reap(t);
 }
 
+/* A thread in epoll_wait with no timeout, stopped by ten captures: the
+ * kernel returns EINTR from the epoll waits after any stop, and the capture
+ * turns that into a restart, so the wait ends only with the byte the test
+ * writes (the target says whether it was interrupted). */
+static void test_epoll_wait_is_restarted(void **state)
+{
+    (void)state;
+    target *t = &current;
+    spawn(t, "epoll");
+    wait_in_syscall(t->pid, t->tids[0], SYS_epoll_wait);
+    hw_capture_options opts;
+    hw_capture_options_default(&opts, t->pid);
+    for (int k = 0; k < 10; k++) {
+        hw_process_snapshot snap;
+        assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
+        assert_int_equal(snap.threads[0].status, HW_THREAD_CAPTURED);
+        assert_false(snap.process_exited);
+        hw_process_snapshot_free(&snap);
+        /* back in its wait before the next stop */
+        wait_in_syscall(t->pid, t->tids[0], SYS_epoll_wait);
+    }
+    assert_int_equal(write(t->in_fd, "x", 1), 1);
+    char line[128];
+    assert_true(read_line(t, line, sizeof line, now_ms() + DEADLINE_MS));
+    printf("target: %s (stopped 10 times)\n", line);
+    assert_string_equal(line, "epoll woke");
+    int status;
+    assert_int_equal(waitpid(t->pid, &status, 0), t->pid);
+    t->pid = 0;
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    reap(t);
+}
+
 /* A zombie child: nothing to stop; its status is consumed and returned. */
 static void test_zombie_child(void **state)
 {
@@ -1004,6 +1038,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_capture_and_unwind_all_threads, teardown),
         cmocka_unit_test_teardown(test_capture_is_transparent, teardown),
+        cmocka_unit_test_teardown(test_epoll_wait_is_restarted, teardown),
         cmocka_unit_test_teardown(test_zombie_child, teardown),
         cmocka_unit_test_teardown(test_zombie_grandchild, teardown),
         cmocka_unit_test_teardown(test_stop_time, teardown),

@@ -30,7 +30,14 @@
  *
  * Transparency: PTRACE_INTERRUPT makes a blocking system call return with a
  * restart code; after the detach the kernel restarts it with the time left,
- * so sleep(2) still sleeps two seconds.  Other stop kinds:
+ * so sleep(2) still sleeps two seconds.  The epoll waits are the exception:
+ * the kernel returns EINTR from them after any stop (signal(7)).  One with
+ * no timeout, found at the interrupt stop returning EINTR, gets the restart
+ * code ERESTARTNOHAND put in its return register instead, which makes the
+ * kernel run it again when the thread resumes, as it does for poll (a
+ * signal with a handler arriving meanwhile still turns it into EINTR).  A
+ * timed one is left its EINTR: run again it would wait its whole timeout
+ * anew (docs/limits.md).  Other stop kinds:
  *  - signal-delivery-stop (a signal arrived between SEIZE and the interrupt):
  *    registers are captured there and the signal is handed back with
  *    PTRACE_DETACH's data argument, so it is delivered as if we never came.
@@ -63,6 +70,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -81,6 +89,8 @@
 #define LEADER_EXIT_WAIT_NS (100ull * 1000 * 1000) /* a dying process's leader becoming a zombie */
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
+#define KERNEL_ERESTARTNOHAND 514 /* include/linux/errno.h: the kernel's own, not in the C library's */
+#define USER_CS_64 0x33           /* a 64-bit task's code segment (a 32-bit one's system calls differ) */
 
 const char *hw_thread_status_name(hw_thread_status status)
 {
@@ -375,6 +385,22 @@ static void copy_stack(hw_thread_snapshot *th, size_t cap)
     }
 }
 
+/* Stopped by our interrupt on its way out of an epoll wait with no timeout
+ * that the stop made return EINTR: put ERESTARTNOHAND in its return
+ * register so that the kernel runs the call again at the resume (see the
+ * top of this file).  The captured registers keep what was read. */
+static void restart_untimed_epoll_wait(const hw_thread_snapshot *th)
+{
+    const struct user_regs_struct *r = &th->regs;
+    if (r->cs != USER_CS_64 || (long long)r->rax != -EINTR)
+        return;
+    bool untimed = ((r->orig_rax == SYS_epoll_wait || r->orig_rax == SYS_epoll_pwait) && (int)r->r10 == -1) ||
+                   (r->orig_rax == SYS_epoll_pwait2 && r->r10 == 0); /* a NULL timespec: no timeout */
+    if (untimed)
+        (void)ptrace(PTRACE_POKEUSER, th->tid, (void *)offsetof(struct user_regs_struct, rax),
+                     (void *)(intptr_t)-KERNEL_ERESTARTNOHAND);
+}
+
 static void capture_one(session *s, size_t i)
 {
     tracee *t = &s->tr[i];
@@ -392,6 +418,8 @@ static void capture_one(session *s, size_t i)
     th->status = HW_THREAD_CAPTURED;
     th->error = 0;
     copy_stack(th, t->stack_cap);
+    if (t->inject == 0 && !th->group_stopped)
+        restart_untimed_epoll_wait(th);
 }
 
 static bool detach(session *s, size_t i)
