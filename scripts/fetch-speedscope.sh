@@ -10,7 +10,9 @@
 # installed or run), checks the tarball's SHA-512, unpacks it into
 # CACHE_DIR/speedscope-VERSION (the build tree: make clean removes it) and
 # prints the path of its package directory.  An unpacked copy already there
-# is used as it is.  Exits 1 saying what is missing when it cannot.
+# is used as it is; fetches run one at a time (flock on
+# CACHE_DIR/.speedscope.lock), since the tests that call this run in
+# parallel.  Exits 1 saying what is missing when it cannot.
 set -eu
 
 version=1.25.0
@@ -32,6 +34,14 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 1
 fi
 mkdir -p "$cache"
+# One fetch at a time (the tests that need it run in parallel): the others
+# wait here, then find the copy it made.
+exec 9>"$cache/.speedscope.lock"
+flock 9
+if [ -f "$dest/package/dist/release/index.html" ] && [ -f "$dest/package/dist/release/file-format-schema.json" ]; then
+    echo "$dest/package"
+    exit 0
+fi
 tmp=$(mktemp -d "$cache/.speedscope.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 if ! (cd "$tmp" && timeout 300 npm pack --silent "speedscope@$version") >"$tmp/npm.log" 2>&1; then
@@ -46,12 +56,9 @@ if ! echo "$sha512  $tarball" | sha512sum -c --quiet - >/dev/null 2>&1; then
 fi
 mkdir "$tmp/unpacked"
 tar -xzf "$tarball" -C "$tmp/unpacked"
-# Another fetch may have finished first: a complete copy is never replaced
-# under a reader's feet, only an incomplete one.
-if ! [ -f "$dest/package/dist/release/index.html" ]; then
-    rm -rf "$dest"
-    mv "$tmp/unpacked" "$dest" 2>/dev/null || true
-fi
+# Under the lock no other fetch writes here; what is there is incomplete.
+rm -rf "$dest"
+mv "$tmp/unpacked" "$dest"
 if ! [ -f "$dest/package/dist/release/index.html" ]; then
     echo "fetch-speedscope: could not put speedscope@$version in $dest" >&2
     exit 1
