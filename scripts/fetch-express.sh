@@ -8,7 +8,8 @@
 # their integrity hashes; `npm ci --ignore-scripts`, so no package's script
 # runs) into CACHE_DIR/express-app (the build tree: make clean removes it)
 # and prints the path of its node_modules.  An installed copy there is used
-# as it is.  Exits 1 saying what is missing when it cannot.
+# as it is; installs run one at a time (flock on CACHE_DIR/.express.lock).
+# Exits 1 saying what is missing when it cannot.
 set -eu
 
 cache=${1:-}
@@ -29,6 +30,14 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 1
 fi
 mkdir -p "$cache"
+# One install at a time (the tests that need it run in parallel): the
+# others wait here, then find the copy it made.
+exec 9>"$cache/.express.lock"
+flock 9
+if [ -f "$dest/node_modules/express/package.json" ] && cmp -s "$lock" "$dest/package-lock.json"; then
+    echo "$dest/node_modules"
+    exit 0
+fi
 tmp=$(mktemp -d "$cache/.express.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cp "$here/tests/programs/express/package.json" "$lock" "$tmp/"
@@ -37,13 +46,10 @@ if ! (cd "$tmp" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund --si
     cat "$tmp/npm.log" >&2
     exit 1
 fi
-# Another fetch may have finished first: a complete copy is never replaced
-# under a reader's feet.
-if ! [ -f "$dest/node_modules/express/package.json" ] || ! cmp -s "$lock" "$dest/package-lock.json"; then
-    rm -rf "$dest"
-    mv "$tmp" "$dest" 2>/dev/null || true
-    trap - EXIT
-fi
+# Under the lock no other install writes here; what is there is stale.
+rm -rf "$dest"
+mv "$tmp" "$dest"
+trap - EXIT
 if ! [ -f "$dest/node_modules/express/package.json" ]; then
     echo "fetch-express: could not put express in $dest" >&2
     exit 1
