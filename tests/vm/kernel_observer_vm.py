@@ -3,12 +3,17 @@
 This machine's kernel may lack what the fentry attachment needs (BPF
 tracing programs), so the tests boot Debian's stock kernel
 (linux-image-amd64, fetched with `apt-get download` and unpacked in the
-build tree, never installed) under QEMU, with software emulation when there
-is no /dev/kvm, on an initramfs of busybox, hangwatch, bpftool and the test
+build tree, never installed) under QEMU, on an initramfs of busybox, hangwatch, bpftool and the test
 loops with the shared libraries they need.  tests/vm/guest_tests.sh is its
 /init: it runs the tests and prints a line per test on the serial console.
 Besides the kernel observer's tests, the machine is where a hang's `time`
 section meets cgroup v2 (this project's machine has v1).
+
+KVM is used only when it works: /dev/kvm can be there and still not run a
+guest (a nested hypervisor's: QEMU aborts at once, or the guest never
+prints), so a tiny guest (busybox, one echo) is booted with KVM first,
+under a deadline; when it does not say it ran, the machine is emulated in
+software (TCG), and the results say which, and why.
 
     kernel_observer_vm.py boot BUILD_DIR SOURCE_DIR
         boots the machine once and writes BUILD_DIR/vm/results: one line per
@@ -29,6 +34,10 @@ import time
 
 SKIP = 77
 BOOT_DEADLINE_S = 300  # software emulation on a loaded machine
+# A working KVM boots the probe guest in 1-3 s, on a loaded machine too; a
+# broken one aborts at once or prints nothing for minutes.
+KVM_PROBE_DEADLINE_S = 30
+KVM_PROBE_WORD = "HANGWATCH-KVM-PROBE-RAN"
 TESTS = ["watch_auto", "not_watched", "follow", "raw_syscall", "least_privilege", "cgroup_v2_throttled"]
 # What goes in the initramfs's /bin, from the build tree's bin/.
 BUILT_PROGRAMS = ["hangwatch", "kernel-loop", "time-scenarios"]
@@ -148,16 +157,18 @@ def prepare(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
     return qemu, kernel, build_initramfs(vm_dir, build_dir, init_script, programs)
 
 
-def run_vm(machine, console_path, append="", cpus=1, deadline_s=BOOT_DEADLINE_S):
-    """Boot `machine` (from prepare) until it powers off: the console's
-    lines, how it ended and how long it ran."""
-    qemu, kernel, initramfs = machine
-    accel = ["-accel", "kvm", "-cpu", "host"] if os.access("/dev/kvm", os.R_OK | os.W_OK) else \
-        ["-accel", "tcg,thread=multi", "-cpu", "max"]
+KVM = ["-accel", "kvm", "-cpu", "host"]
+TCG = ["-accel", "tcg,thread=multi", "-cpu", "max"]
+
+
+def boot_qemu(qemu, kernel, initramfs, accel, console_path, append="", cpus=1, memory_mb=1024,
+              deadline_s=BOOT_DEADLINE_S):
+    """One boot until the guest powers off or `deadline_s` passes: the
+    console's lines (QEMU's own errors among them), how it ended and how
+    long it ran."""
     args = [qemu, "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio", "-no-reboot",
-            "-m", "1024", "-smp", str(cpus), *accel, "-kernel", kernel, "-initrd", initramfs,
+            "-m", str(memory_mb), "-smp", str(cpus), *accel, "-kernel", kernel, "-initrd", initramfs,
             "-append", ("console=ttyS0 quiet panic=-1 rdinit=/init " + append).strip()]
-    log(f"booting {os.path.basename(kernel)} ({' '.join(accel)}, {cpus} cpu)")
     start = time.monotonic()
     with open(console_path, "w") as console:
         try:
@@ -168,6 +179,57 @@ def run_vm(machine, console_path, append="", cpus=1, deadline_s=BOOT_DEADLINE_S)
     elapsed = time.monotonic() - start
     with open(console_path, errors="replace") as f:
         return [line.strip() for line in f.read().splitlines()], ended, elapsed
+
+
+def probe_initramfs(vm_dir):
+    """An initramfs whose /init only says it ran and powers off."""
+    root = os.path.join(vm_dir, "probe-root")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(os.path.join(root, "bin"))
+    copy_into(root, shutil.which("busybox") or "/bin/busybox", "/bin/busybox")
+    init = os.path.join(root, "init")
+    with open(init, "w") as f:
+        f.write(f"#!/bin/busybox sh\n/bin/busybox echo {KVM_PROBE_WORD}\n/bin/busybox reboot -f\n")
+    os.chmod(init, 0o755)
+    image = os.path.join(vm_dir, "probe.cpio")
+    with open(image, "wb") as out:
+        cpio = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=b"./bin\n./bin/busybox\n./init\n",
+                              stdout=out, stderr=subprocess.PIPE)
+    if cpio.returncode != 0:
+        raise RuntimeError(f"cpio failed: {cpio.stderr.decode().strip()}")
+    return image
+
+
+def choose_accelerator(qemu, kernel, vm_dir):
+    """(QEMU's accelerator arguments, why they were chosen): KVM if a probe
+    guest booted with it said it ran within KVM_PROBE_DEADLINE_S, software
+    emulation otherwise."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return TCG, "software emulation: no usable /dev/kvm"
+    try:
+        image = probe_initramfs(vm_dir)
+    except (OSError, RuntimeError) as e:
+        return TCG, f"software emulation: the KVM probe guest could not be built ({e})"
+    console, ended, elapsed = boot_qemu(qemu, kernel, image, KVM, os.path.join(vm_dir, "kvm-probe.log"),
+                                        memory_mb=256, deadline_s=KVM_PROBE_DEADLINE_S)
+    if any(KVM_PROBE_WORD in line for line in console):
+        return KVM, f"KVM: a probe guest booted with it in {elapsed:.1f} s"
+    said = next((line for line in console if "qemu" in line.lower() or "kvm" in line.lower()), "")
+    return TCG, (f"software emulation: /dev/kvm is there but a probe guest booted with KVM did not run "
+                 f"({ended} after {elapsed:.1f} s{'; ' + said if said else ', nothing printed'})")
+
+
+def run_vm(machine, console_path, append="", cpus=1, deadline_s=BOOT_DEADLINE_S):
+    """Boot `machine` (from prepare) until it powers off, on the
+    accelerator that works here: the console's lines, how it ended, how
+    long it ran and which accelerator it had, and why."""
+    qemu, kernel, initramfs = machine
+    accel, why = choose_accelerator(qemu, kernel, os.path.dirname(os.path.abspath(console_path)))
+    log(f"accelerator: {why}")
+    log(f"booting {os.path.basename(kernel)} ({' '.join(accel)}, {cpus} cpu)")
+    console, ended, elapsed = boot_qemu(qemu, kernel, initramfs, accel, console_path, append, cpus,
+                                        deadline_s=deadline_s)
+    return console, ended, elapsed, why
 
 
 def boot(build_dir, source_dir):
@@ -184,14 +246,14 @@ def boot(build_dir, source_dir):
     wanted = os.environ.get("HW_VM_TESTS", "")
     tests = [t for t in wanted.split(",") if t] or TESTS
     console_path = os.path.join(vm_dir, "console.log")
-    console, ended, elapsed = run_vm(machine, console_path, "HW_VM_TESTS=" + ",".join(tests))
-    lines = []
+    console, ended, elapsed, accelerator = run_vm(machine, console_path, "HW_VM_TESTS=" + ",".join(tests))
+    lines = [f"accelerator {accelerator}"]
     for line in console:
         if line.startswith("VMRESULT "):
             lines.append(line[len("VMRESULT "):])
         elif line.startswith("VMINFO "):
             log(line[len("VMINFO "):])
-    seen = {line.split()[0] for line in lines}
+    seen = {line.split()[0] for line in lines[1:]}
     for name in tests:
         if name not in seen:
             lines.append(f"{name} fail no result: the machine ended ({ended}) before it; see {console_path}")
@@ -211,14 +273,17 @@ def check(build_dir, name):
     except OSError as e:
         print(f"{name}: no results ({e}): the vm_boot test did not run")
         return 1
+    accelerator = ""
     for line in lines:
         word, _, rest = line.partition(" ")
-        if word == "unavailable":
+        if word == "accelerator":
+            accelerator = rest
+        elif word == "unavailable":
             print(f"{name}: skipped: {rest}")
             return SKIP
         if word == name:
             verdict, _, why = rest.partition(" ")
-            print(f"{name} in the virtual machine: {verdict} {why}".rstrip())
+            print(f"{name} in the virtual machine ({accelerator}): {verdict} {why}".rstrip())
             return 0 if verdict == "pass" else 1
     print(f"{name}: no result in {results}")
     return 1
