@@ -24,10 +24,13 @@
  * watched (with --threads loops, each of their threads gets a slot at its
  * first wait call); `threads` maps each watched thread to
  * its page and slot and keeps its wait-point rule state
- * (src/core/abi/wait_point.h: the shallowest repeated (return site, stack
- * pointer) is the loop's own wait; a deeper wait is work).  The user stack
- * pointer and the return site are the thread's user registers at the
- * system call's entry.
+ * (src/core/abi/wait_point.h, the preloaded observer's rule: what the call
+ * waits on, its rank, its site and depth), which the agent primes for a
+ * thread found blocked in its wait.  The object and rank come from the
+ * call's arguments, the user stack pointer and the return site from the
+ * thread's user registers at the system call's entry (the wait function's
+ * caller for the uprobes, whose attach cookie says which function it is).
+ * What the rule decides is published in the thread's slot (loop_wait_*).
  *
  * Writes follow loop_state.h's protocol: the busy start is stored before
  * the odd sequence number; both are volatile stores, which the compiler
@@ -52,9 +55,12 @@
 /* The user registers at system call entry (CO-RE: offsets from the
  * running kernel's BTF). */
 struct pt_regs {
-    unsigned long ax;
+    unsigned long di;
+    unsigned long si;
     unsigned long dx;
+    unsigned long cx;
     unsigned long r10;
+    unsigned long ax;
     unsigned long sp;
     unsigned long ip;
 } __attribute__((preserve_access_index));
@@ -121,31 +127,6 @@ static __always_inline struct hw_kobs_slot *slot_of(const struct hw_kobs_thread 
     return &p->slots[slot];
 }
 
-/* wait_point.h's rule, on the kernel's copy of the thread's state. */
-static __always_inline int is_loop_wait(struct hw_kobs_thread *t, __u64 site, __u64 sp)
-{
-    if (t->every_wait)
-        return 1;
-    if (sp == t->loop_sp && site == t->loop_site)
-        return 1;
-    if (sp < t->loop_sp)
-        return 0;
-    for (int i = 0; i < HW_KOBS_WAIT_CANDIDATES; i++) {
-        if (t->seen_site[i] == site && t->seen_sp[i] == sp) {
-            t->loop_sp = sp;
-            t->loop_site = site;
-            return 1;
-        }
-    }
-    __u32 k = t->next_seen % HW_KOBS_WAIT_CANDIDATES;
-    if (k < HW_KOBS_WAIT_CANDIDATES) {
-        t->seen_site[k] = site;
-        t->seen_sp[k] = sp;
-    }
-    t->next_seen++;
-    return 1;
-}
-
 /* --threads loops: a thread of a watched process that makes a wait call
  * gets the page's next free slot (the main thread has slot 0). */
 static __always_inline struct hw_kobs_thread *adopt_thread(__u32 tid)
@@ -168,11 +149,46 @@ static __always_inline struct hw_kobs_thread *adopt_thread(__u32 tid)
     return bpf_map_lookup_elem(&threads, &tid);
 }
 
-/* A wait call begins at (site, sp): `site` tells the call apart (the
- * system call's return address for the tracepoints, the wait function's
- * caller for the uprobes) and `sp` its depth.  `regs` NULL: read them from
- * the task (the tracepoints). */
-static __always_inline int wait_begins(int waits, struct pt_regs *probe_regs)
+/* What the wait call `call` with these first four arguments waits on
+ * (wait_point.h), into c's object and rank. */
+static __always_inline void describe_call(hw_wait_call *c, __u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
+{
+    c->call = call;
+    switch (call) {
+    case HW_WAIT_CALL_POLL:
+    case HW_WAIT_CALL_PPOLL:
+        c->object = a0;
+        c->rank = hw_wait_rank_of_poll(a1);
+        break;
+    case HW_WAIT_CALL_SELECT:
+    case HW_WAIT_CALL_PSELECT:
+        c->object = hw_wait_select_object((__s64)(int)a0, a1, a2, a3);
+        c->rank = hw_wait_rank_of_select(c->object);
+        break;
+    default: /* the epoll waits, io_uring_enter: a descriptor */
+        c->object = (__u32)a0;
+        c->rank = HW_WAIT_RANK_MANY;
+        break;
+    }
+}
+
+/* Publish what the rule now takes to be the loop's wait (loop_state.h). */
+static __always_inline void publish_loop_wait(struct hw_kobs_slot *s, const hw_wait_point *wp)
+{
+    *(volatile __u64 *)&s->loop_wait_site = wp->loop_site;
+    *(volatile __u64 *)&s->loop_wait_object = wp->loop_object;
+    if (wp->learned == HW_WAIT_LEARNED_MOVED)
+        *(volatile __u32 *)&s->loop_wait_moves = s->loop_wait_moves + 1;
+    *(volatile __u32 *)&s->loop_wait_info =
+        (wp->loop_call & 0xffu) | (wp->loop_rank & 0xffu) << 8 | (wp->learned & 0xffu) << 16;
+}
+
+/* The wait call `call` begins, with these arguments: `site` tells the call
+ * apart (the system call's return address for the tracepoints and fentry,
+ * the wait function's caller for the uprobes) and `sp` its depth.
+ * `probe_regs` NULL: read them from the task (the tracepoints, fentry). */
+static __always_inline int wait_begins(int waits, __u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3,
+                                       struct pt_regs *probe_regs)
 {
     if (!waits)
         return 0;
@@ -184,23 +200,35 @@ static __always_inline int wait_begins(int waits, struct pt_regs *probe_regs)
         return 0;
     if (t->in_loop_wait)
         return 0; /* a restarted wait, or the same wait through a second wrapper */
-    __u64 sp, site;
-    if (probe_regs) {
-        sp = BPF_CORE_READ(probe_regs, sp);
-        if (bpf_probe_read_user(&site, sizeof site, (const void *)sp) != 0)
-            return 0;
-    } else {
-        struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-        sp = BPF_CORE_READ(regs, sp);
-        site = BPF_CORE_READ(regs, ip);
-    }
-    if (!is_loop_wait(t, site, sp))
-        return 0;
-    t->in_loop_wait = 1;
     struct hw_kobs_slot *s = slot_of(t);
     if (!s)
         return 0;
+    hw_wait_call c = {0};
+    if (probe_regs) {
+        c.sp = BPF_CORE_READ(probe_regs, sp);
+        if (bpf_probe_read_user(&c.site, sizeof c.site, (const void *)c.sp) != 0)
+            return 0;
+    } else {
+        struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+        c.sp = BPF_CORE_READ(regs, sp);
+        c.site = BPF_CORE_READ(regs, ip);
+    }
+    describe_call(&c, call, a0, a1, a2, a3);
     __u64 seq = *(volatile __u64 *)&s->seq;
+    if (!t->every_wait) {
+        hw_wait_point *wp = &t->wait_point;
+        __u64 site = wp->loop_site, object = wp->loop_object;
+        __u32 learned = wp->learned;
+        c.turn = seq;
+        int loop = hw_wait_point_is_loop(wp, &c);
+        if (wp->learned != learned || wp->loop_site != site || wp->loop_object != object)
+            publish_loop_wait(s, wp);
+        if (!loop) {
+            *(volatile __u32 *)&s->nested_waits = s->nested_waits + 1;
+            return 0;
+        }
+    }
+    t->in_loop_wait = 1;
     *(volatile __u32 *)&s->activity = HW_KOBS_BEFORE_WAITING;
     if (seq & 1)
         *(volatile __u64 *)&s->seq = seq + 1;
@@ -228,12 +256,11 @@ static __always_inline int wait_ends(long ret)
     return 0;
 }
 
-#define WAIT_CALL(name)                                                                                                \
+#define WAIT_CALL(name, call)                                                                                          \
     SEC("tracepoint/syscalls/sys_enter_" #name)                                                                        \
     int enter_##name(struct sys_enter_record *ctx)                                                                     \
     {                                                                                                                  \
-        (void)ctx;                                                                                                     \
-        return wait_begins(1, 0);                                                                                      \
+        return wait_begins(1, call, ctx->args[0], ctx->args[1], ctx->args[2], ctx->args[3], 0);                        \
     }                                                                                                                  \
     SEC("tracepoint/syscalls/sys_exit_" #name)                                                                         \
     int exit_##name(struct sys_exit_record *ctx)                                                                       \
@@ -241,20 +268,21 @@ static __always_inline int wait_ends(long ret)
         return wait_ends(ctx->ret);                                                                                    \
     }
 
-WAIT_CALL(epoll_wait)
-WAIT_CALL(epoll_pwait)
-WAIT_CALL(epoll_pwait2)
-WAIT_CALL(poll)
-WAIT_CALL(ppoll)
-WAIT_CALL(select)
-WAIT_CALL(pselect6)
+WAIT_CALL(epoll_wait, HW_WAIT_CALL_EPOLL_WAIT)
+WAIT_CALL(epoll_pwait, HW_WAIT_CALL_EPOLL_PWAIT)
+WAIT_CALL(epoll_pwait2, HW_WAIT_CALL_EPOLL_PWAIT2)
+WAIT_CALL(poll, HW_WAIT_CALL_POLL)
+WAIT_CALL(ppoll, HW_WAIT_CALL_PPOLL)
+WAIT_CALL(select, HW_WAIT_CALL_SELECT)
+WAIT_CALL(pselect6, HW_WAIT_CALL_PSELECT)
 
 /* io_uring_enter(fd, to_submit, min_complete, flags, ...) waits only when
  * asked for completions. */
 SEC("tracepoint/syscalls/sys_enter_io_uring_enter")
 int enter_io_uring_enter(struct sys_enter_record *ctx)
 {
-    return wait_begins((ctx->args[3] & IORING_ENTER_GETEVENTS) && (unsigned int)ctx->args[2] > 0, 0);
+    return wait_begins((ctx->args[3] & IORING_ENTER_GETEVENTS) && (unsigned int)ctx->args[2] > 0,
+                       HW_WAIT_CALL_IO_URING, ctx->args[0], 0, 0, 0, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_io_uring_enter")
@@ -275,12 +303,13 @@ int exit_restart_syscall(struct sys_exit_record *ctx)
  * caller's user registers (x86-64's system call wrappers take them), and
  * fexit's second the return value, restart codes included, as the exit
  * tracepoint sees it. */
-#define WAIT_FUNCTION(name)                                                                                            \
+#define WAIT_FUNCTION(name, call)                                                                                      \
     SEC("fentry/__x64_sys_" #name)                                                                                     \
     int fentry_##name(unsigned long long *args)                                                                        \
     {                                                                                                                  \
-        (void)args;                                                                                                    \
-        return wait_begins(1, 0);                                                                                      \
+        struct pt_regs *regs = (struct pt_regs *)args[0];                                                              \
+        return wait_begins(1, call, BPF_CORE_READ(regs, di), BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx),         \
+                           BPF_CORE_READ(regs, r10), 0);                                                               \
     }                                                                                                                  \
     SEC("fexit/__x64_sys_" #name)                                                                                      \
     int fexit_##name(unsigned long long *args)                                                                         \
@@ -288,13 +317,13 @@ int exit_restart_syscall(struct sys_exit_record *ctx)
         return wait_ends((long)args[1]);                                                                               \
     }
 
-WAIT_FUNCTION(epoll_wait)
-WAIT_FUNCTION(epoll_pwait)
-WAIT_FUNCTION(epoll_pwait2)
-WAIT_FUNCTION(poll)
-WAIT_FUNCTION(ppoll)
-WAIT_FUNCTION(select)
-WAIT_FUNCTION(pselect6)
+WAIT_FUNCTION(epoll_wait, HW_WAIT_CALL_EPOLL_WAIT)
+WAIT_FUNCTION(epoll_pwait, HW_WAIT_CALL_EPOLL_PWAIT)
+WAIT_FUNCTION(epoll_pwait2, HW_WAIT_CALL_EPOLL_PWAIT2)
+WAIT_FUNCTION(poll, HW_WAIT_CALL_POLL)
+WAIT_FUNCTION(ppoll, HW_WAIT_CALL_PPOLL)
+WAIT_FUNCTION(select, HW_WAIT_CALL_SELECT)
+WAIT_FUNCTION(pselect6, HW_WAIT_CALL_PSELECT)
 
 /* io_uring_enter's min_complete is its third argument (rdx), its flags the
  * fourth (r10 in the system call convention). */
@@ -303,7 +332,8 @@ int fentry_io_uring_enter(unsigned long long *args)
 {
     struct pt_regs *regs = (struct pt_regs *)args[0];
     unsigned long min_complete = BPF_CORE_READ(regs, dx), flags = BPF_CORE_READ(regs, r10);
-    return wait_begins((flags & IORING_ENTER_GETEVENTS) && (unsigned int)min_complete > 0, 0);
+    return wait_begins((flags & IORING_ENTER_GETEVENTS) && (unsigned int)min_complete > 0, HW_WAIT_CALL_IO_URING,
+                       BPF_CORE_READ(regs, di), 0, 0, 0, 0);
 }
 
 SEC("fexit/__x64_sys_io_uring_enter")
@@ -320,14 +350,16 @@ int fexit_restart_syscall(unsigned long long *args)
 
 /* --attach uprobe: the same two moments, from probes in the watched
  * process alone (kernel_observer.c puts them there): the entry of a wait
- * function (glibc's epoll_wait, poll, ...), and the instruction right after
- * each of its system call instructions, where the result is in rax.  A
- * system call restarted in the kernel does not come back to that
- * instruction until it is done. */
+ * function (glibc's epoll_wait, poll, ...; its attach cookie says which,
+ * HW_WAIT_CALL_*), whose arguments are in the function call's registers,
+ * and the instruction right after each of its system call instructions,
+ * where the result is in rax.  A system call restarted in the kernel does
+ * not come back to that instruction until it is done. */
 SEC("uprobe")
 int wait_function_entry(struct pt_regs *ctx)
 {
-    return wait_begins(1, ctx);
+    return wait_begins(1, (__u32)bpf_get_attach_cookie(ctx), BPF_CORE_READ(ctx, di), BPF_CORE_READ(ctx, si),
+                       BPF_CORE_READ(ctx, dx), BPF_CORE_READ(ctx, cx), ctx);
 }
 
 SEC("uprobe")

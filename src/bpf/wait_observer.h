@@ -2,17 +2,20 @@
  * wait_observer.h - what the kernel observer (wait_observer.bpf.c) and the
  * agent (src/agent/watch/kernel_observer.c) share: the layout of its pages, which
  * is hw_shared_page's (src/core/abi/shared_page.h; kernel_observer.c checks the
- * two agree at compile time), and its per-thread record.  Plain types only:
- * this header is compiled for the BPF target too.
+ * two agree at compile time), and its per-thread record, which holds the
+ * loop's-wait rule's state (src/core/abi/wait_point.h, the same rule the
+ * preloaded observer runs).  Plain types only: this header is compiled for
+ * the BPF target too.
  */
 #ifndef HANGWATCH_WAIT_OBSERVER_H
 #define HANGWATCH_WAIT_OBSERVER_H
+
+#include "core/abi/wait_point.h"
 
 #define HW_KOBS_MAX_PAGES 64        /* processes watched at once */
 #define HW_KOBS_MAX_THREADS 4096    /* threads watched at once */
 #define HW_KOBS_EVENTS_BYTES 65536  /* ring of new children's pids for the agent */
 #define HW_KOBS_SLOTS 64            /* slots per page (63 used, as HW_PAGE_SLOTS) */
-#define HW_KOBS_WAIT_CANDIDATES 4   /* as HW_WAIT_POINT_CANDIDATES */
 #define HW_KOBS_BEFORE_WAITING 32u  /* HW_ACTIVITY_BEFORE_WAITING */
 #define HW_KOBS_AFTER_WAITING 64u   /* HW_ACTIVITY_AFTER_WAITING */
 
@@ -21,7 +24,12 @@ struct hw_kobs_slot {
     unsigned long long busy_start_ns;
     unsigned int activity;
     int tid;
-    unsigned long long unused[5];
+    unsigned long long loop_wait_site;   /* hw_loop_slot's, from here on */
+    unsigned long long loop_wait_object;
+    unsigned int loop_wait_info;
+    unsigned int nested_waits;
+    unsigned int loop_wait_moves;
+    unsigned int unused_[3];
 };
 
 struct hw_kobs_page {
@@ -44,11 +52,7 @@ struct hw_kobs_thread {
     unsigned int slot;
     unsigned int every_wait;   /* --wait-site any */
     unsigned int in_loop_wait; /* inside the loop's own wait call */
-    unsigned long long loop_sp, loop_site;
-    unsigned long long seen_sp[HW_KOBS_WAIT_CANDIDATES];
-    unsigned long long seen_site[HW_KOBS_WAIT_CANDIDATES];
-    unsigned int next_seen;
-    unsigned int pad;
+    hw_wait_point wait_point;  /* which waits are the loop's (the agent may prime it) */
 };
 
 #endif

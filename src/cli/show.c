@@ -126,6 +126,36 @@ static void print_tracer(FILE *out, json_t *capture)
     fputc('\n', out);
 }
 
+/* What the observer took to be the loop's wait (hangwatch.loop_wait), and
+ * how it decided. */
+static void print_loop_wait(FILE *out, json_t *apm)
+{
+    json_t *w = json_object_get(apm, "loop_wait");
+    if (!json_is_object(w))
+        return;
+    const char *decided = hw_str_at(w, "decided", "unknown");
+    if (!put_string_if(out, w, "call", "  the loop's wait: ", "")) {
+        fputs("  the loop's wait: none seen yet", out);
+    } else {
+        json_int_t fd = hw_int_at(w, "descriptor", -1);
+        if (fd >= 0)
+            fprintf(out, " on descriptor %" JSON_INTEGER_FORMAT, fd);
+        json_t *site = json_object_get(w, "site");
+        if (!put_string_if(out, site, "symbol_name", " from ", ""))
+            put_string_if(out, site, "object_name", " from code in ", "");
+        fprintf(out, ", %s",
+                strcmp(decided, "repeated") == 0  ? "learned (it repeated)"
+                : strcmp(decided, "primed") == 0  ? "the wait it was in when watching began"
+                : strcmp(decided, "moved") == 0   ? "learned again (the loop moved)"
+                : strcmp(decided, "not_yet") == 0 ? "not learned yet (the best seen so far)"
+                                                  : "decided how is unknown");
+    }
+    json_int_t nested = hw_int_at(w, "nested_waits", 0);
+    if (nested > 0)
+        fprintf(out, "; %" JSON_INTEGER_FORMAT " wait%s taken as a callback's", nested, nested == 1 ? "" : "s");
+    fputc('\n', out);
+}
+
 /* The scene item (collection.scene_threads.items[]) of the thread at
  * crash.threads[index], or NULL. */
 static json_t *item_of(json_t *items, size_t index)
@@ -433,6 +463,8 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
     put_string_at(out, report, "id", "?");
     fputc('\n', out);
     print_tracer(out, capture);
+    if (!snapshot)
+        print_loop_wait(out, apm);
 
     if (json_is_object(thread)) {
         /* A hang report's hung thread keeps its heading and frames as they

@@ -509,7 +509,7 @@ HW_API int hangwatch_start(const hangwatch_config *cfg)
     }
     prctl(PR_SET_PTRACER, (unsigned long)agent, 0, 0, 0); /* Yama: let it trace us */
 
-    hw_shared_page *page = hw_page_publish(socket_name, HW_PAGE_CLOCK_COARSE, false, 0);
+    hw_shared_page *page = hw_page_publish(socket_name, HW_PAGE_CLOCK_COARSE, 0, 0);
     if (page == NULL) {
         end_agent(agent);
         close_events();

@@ -118,7 +118,7 @@ static int send_registration(const char *socket_name, int memfd, publish_failure
 
 /* Make a sealed, mapped, filled-in page and hand it over.  The page, or NULL
  * with *failure filled in. */
-static hw_shared_page *publish(const char *socket_name, uint32_t clock, bool busy_from_now, uint64_t now_ns,
+static hw_shared_page *publish(const char *socket_name, uint32_t clock, uint32_t flags, uint64_t now_ns,
                                publish_failure *failure)
 {
     int memfd = memfd_create("hangwatch-loop", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -152,11 +152,11 @@ static hw_shared_page *publish(const char *socket_name, uint32_t clock, bool bus
     page->clock = clock;
     hw_loop_slot *main_slot = &page->slots[0];
     atomic_store_explicit(&main_slot->tid, (int32_t)getpid(), memory_order_relaxed);
-    if (busy_from_now) {
+    if (flags & HW_PAGE_FLAG_LAUNCHING) {
         hw_observe(main_slot, HW_ACTIVITY_ENTRY, 0);
         hw_observe(main_slot, HW_ACTIVITY_BEFORE_SOURCES, now_ns);
-        atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING, memory_order_release);
     }
+    atomic_store_explicit(&page->flags, flags, memory_order_release);
     int rc = send_registration(socket_name, memfd, failure);
     close(memfd);
     if (rc != 0) {
@@ -166,11 +166,11 @@ static hw_shared_page *publish(const char *socket_name, uint32_t clock, bool bus
     return page;
 }
 
-hw_shared_page *hw_page_publish(const char *socket_name, uint32_t clock, bool busy_from_now, uint64_t now_ns)
+hw_shared_page *hw_page_publish(const char *socket_name, uint32_t clock, uint32_t flags, uint64_t now_ns)
 {
     int saved_errno = errno;
     publish_failure failure;
-    hw_shared_page *page = publish(socket_name, clock, busy_from_now, now_ns, &failure);
+    hw_shared_page *page = publish(socket_name, clock, flags, now_ns, &failure);
     errno = saved_errno;
     return page;
 }
@@ -235,12 +235,12 @@ static void write_line(const char *text, size_t length)
     while (written < 0 && errno == EINTR);
 }
 
-hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock, bool busy_from_now,
+hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock, uint32_t flags,
                                         uint64_t now_ns, hw_publish_warning *later)
 {
     int saved_errno = errno;
     publish_failure failure;
-    hw_shared_page *page = publish(socket_name, clock, busy_from_now, now_ns, &failure);
+    hw_shared_page *page = publish(socket_name, clock, flags, now_ns, &failure);
     if (page == NULL) {
         line_buffer line = {.used = 0};
         append_text(&line, "hangwatch: this process (pid ");

@@ -16,15 +16,16 @@
 
 /*
  * Create and register this process's page, whose busy starts are stamped
- * with `clock` (HW_PAGE_CLOCK_COARSE or _TSC, shared_page.h).  With
- * `busy_from_now`, the main thread's slot starts busy at `now_ns`, in that
- * clock (a launch); otherwise it starts waiting.  The page's memfd is sealed (it can neither shrink nor grow, and
- * the seals are final) before it is sent.  Never blocks: when the agent's
+ * with `clock` (HW_PAGE_CLOCK_COARSE or _TSC, shared_page.h), and whose
+ * header carries `flags` (HW_PAGE_FLAG_*): with HW_PAGE_FLAG_LAUNCHING, the
+ * main thread's slot starts busy at `now_ns`, in that clock (a launch);
+ * otherwise it starts waiting.  The page's memfd is sealed (it can neither
+ * shrink nor grow, and the seals are final) before it is sent.  Never blocks: when the agent's
  * queue is full it waits at most 200 ms for room, then gives up.  Returns
  * the mapped page, or NULL (the process then runs unwatched).  errno is left
  * as it was.
  */
-hw_shared_page *hw_page_publish(const char *socket_name, uint32_t clock, bool busy_from_now, uint64_t now_ns);
+hw_shared_page *hw_page_publish(const char *socket_name, uint32_t clock, uint32_t flags, uint64_t now_ns);
 
 /* The line that says a process is not watched and why, built without
  * stdio; `length` 0: nothing to say (or said already). */
@@ -38,7 +39,7 @@ typedef struct hw_publish_warning {
  * line is left in *later for hw_page_say_warning.  A forked child whose
  * registration fails says it later: if it executes a program, that program's
  * own registration says it (one line per process, not one per image). */
-hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock, bool busy_from_now,
+hw_shared_page *hw_page_publish_or_warn(const char *socket_name, uint32_t clock, uint32_t flags,
                                         uint64_t now_ns, hw_publish_warning *later);
 
 /* Write a line left by hw_page_publish_or_warn, once, whichever thread

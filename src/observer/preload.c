@@ -86,12 +86,14 @@ static struct hot {
     /*
      * The fast path: the loop's own wait call of one watched thread (the
      * first to learn its wait point, normally the main thread), known by its
-     * call site and stack pointer.  No other thread can call from that stack
-     * pointer (it lies on the owner's stack, in use), so a match needs no
-     * per-thread state: TLS is read only off the fast path.  Written only by
-     * the owner, cleared when it exits or in a forked child.
+     * call site, the object it waits on (wait_point.h) and its stack
+     * pointer.  No other thread can call from that stack pointer (it lies
+     * on the owner's stack, in use), so a match needs no per-thread state:
+     * TLS is read only off the fast path.  Written only by the owner,
+     * cleared when it exits or in a forked child.
      */
     _Atomic uintptr_t loop_sp, loop_site;
+    _Atomic uint64_t loop_object;
     _Atomic(hw_loop_slot *) loop_slot;
     /* glibc's __libc_single_threaded: while it says so, libc makes the
      * functions of `direct` as a plain system call, and so does the wrapper
@@ -128,6 +130,7 @@ static void drop_fast_path(void)
 {
     atomic_store_explicit(&hot.loop_sp, 0, memory_order_relaxed);
     atomic_store_explicit(&hot.loop_site, 0, memory_order_relaxed);
+    atomic_store_explicit(&hot.loop_object, 0, memory_order_relaxed);
     atomic_store_explicit(&hot.loop_slot, NULL, memory_order_relaxed);
 }
 
@@ -200,19 +203,52 @@ static inline uint64_t stamp_now(void)
 }
 
 /* Make `slot`'s owner (the calling thread) the owner of the fast path for
- * its loop wait at (site, sp), unless another loop thread has it. */
-static void take_fast_path(hw_loop_slot *slot, uintptr_t site, uintptr_t sp)
+ * its loop wait `c`, unless another loop thread has it.  The stack pointer
+ * goes last: until it matches, nothing does. */
+static void take_fast_path(hw_loop_slot *slot, const hw_wait_call *c)
 {
     hw_loop_slot *owner = atomic_load_explicit(&hot.loop_slot, memory_order_relaxed);
     if (owner != slot &&
         !(owner == NULL && atomic_compare_exchange_strong(&hot.loop_slot, &owner, slot)))
         return;
-    atomic_store_explicit(&hot.loop_site, site, memory_order_relaxed);
-    atomic_store_explicit(&hot.loop_sp, sp, memory_order_relaxed);
+    atomic_store_explicit(&hot.loop_sp, 0, memory_order_relaxed);
+    atomic_store_explicit(&hot.loop_site, c->site, memory_order_relaxed);
+    atomic_store_explicit(&hot.loop_object, c->object, memory_order_relaxed);
+    atomic_store_explicit(&hot.loop_sp, c->sp, memory_order_relaxed);
+}
+
+/* Tell the agent what this thread now takes to be its loop's wait. */
+static void publish_loop_wait(hw_loop_slot *slot, const hw_wait_point *wp)
+{
+    atomic_store_explicit(&slot->loop_wait_site, wp->loop_site, memory_order_relaxed);
+    atomic_store_explicit(&slot->loop_wait_object, wp->loop_object, memory_order_relaxed);
+    if (wp->learned == HW_WAIT_LEARNED_MOVED)
+        atomic_store_explicit(&slot->loop_wait_moves,
+                              atomic_load_explicit(&slot->loop_wait_moves, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    atomic_store_explicit(&slot->loop_wait_info, hw_loop_wait_info(wp->loop_call, wp->loop_rank, wp->learned),
+                          memory_order_release);
+}
+
+/* The rule's verdict on the wait `c` of this thread (wait_point.h), with
+ * what it learned published. */
+static bool is_loop_wait(hw_loop_slot *slot, hw_wait_call *c)
+{
+    hw_wait_point *wp = &tls_wait_point;
+    c->turn = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+    uint64_t site = wp->loop_site, object = wp->loop_object;
+    uint32_t learned = wp->learned;
+    bool loop = hw_wait_point_is_loop(wp, c);
+    if (wp->learned != learned || wp->loop_site != site || wp->loop_object != object)
+        publish_loop_wait(slot, wp);
+    if (!loop)
+        atomic_store_explicit(&slot->nested_waits, atomic_load_explicit(&slot->nested_waits, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    return loop;
 }
 
 /* Off the fast path: this thread's slot and wait point, from TLS. */
-__attribute__((noinline)) static hw_loop_slot *before_waiting_slow(uintptr_t site, uintptr_t sp)
+__attribute__((noinline)) static hw_loop_slot *before_waiting_slow(hw_wait_call c)
 {
     hw_loop_slot *slot = tls_slot;
     if (slot == NULL) {
@@ -225,28 +261,32 @@ __attribute__((noinline)) static hw_loop_slot *before_waiting_slow(uintptr_t sit
             return NULL;
     }
     if (!g_every_wait_is_the_loop) {
-        if (!hw_wait_point_is_loop(&tls_wait_point, site, sp))
+        if (!is_loop_wait(slot, &c))
             return NULL; /* a wait inside a callback: still work */
-        if (tls_wait_point.loop_sp == sp && tls_wait_point.loop_site == site)
-            take_fast_path(slot, site, sp); /* the wait point is learned: next time, the fast path */
+        if (tls_wait_point.learned != HW_WAIT_LEARNED_NOT_YET && tls_wait_point.loop_site == c.site &&
+            tls_wait_point.loop_object == c.object)
+            take_fast_path(slot, &c); /* the wait point is learned: next time, the fast path */
     } else {
-        take_fast_path(slot, site, sp); /* every wait is the loop's: the last one repeats most */
+        take_fast_path(slot, &c); /* every wait is the loop's: the last one repeats most */
     }
     hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
     return slot;
 }
 
-/* Called with the wrapper's caller's return address and stack position. */
-static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp)
+/* Called with the wrapper's caller's return address and stack position,
+ * and what the call waits on (wait_point.h). */
+static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp, uint64_t object, uint32_t rank, uint32_t call)
 {
     if (__builtin_expect(sp == atomic_load_explicit(&hot.loop_sp, memory_order_relaxed) &&
-                             site == atomic_load_explicit(&hot.loop_site, memory_order_relaxed),
+                             site == atomic_load_explicit(&hot.loop_site, memory_order_relaxed) &&
+                             object == atomic_load_explicit(&hot.loop_object, memory_order_relaxed),
                          1)) {
         hw_loop_slot *slot = atomic_load_explicit(&hot.loop_slot, memory_order_relaxed);
         hw_observe(slot, HW_ACTIVITY_BEFORE_WAITING, 0);
         return slot;
     }
-    return before_waiting_slow(site, sp);
+    return before_waiting_slow(
+        (hw_wait_call){.site = site, .sp = sp, .turn = 0, .object = object, .rank = rank, .call = call});
 }
 
 static inline void after_waiting(hw_loop_slot *slot)
@@ -322,89 +362,102 @@ static inline int libc_result(long ret)
 #define STACK ((uintptr_t)__builtin_frame_address(0))
 
 /* A wrapper: observe, make the wait (as a system call where call_direct
- * allows; ENOSYS if libc lacks the function), observe. */
-#define WRAP_CALL(f, type, ...)                                                                                        \
+ * allows; ENOSYS if libc lacks the function), observe.  WAITS_ON is the
+ * call's (object, rank, HW_WAIT_CALL_*), in parentheses (wait_point.h). */
+#define WAITS_ARGS(object, rank, call) object, rank, call
+#define WRAP_CALL(f, WAITS_ON, type, ...)                                                                              \
     do {                                                                                                               \
         type fn = AS_FN(type, real_fn(f));                                                                             \
         if (fn == NULL) {                                                                                              \
             errno = ENOSYS;                                                                                            \
             return -1;                                                                                                 \
         }                                                                                                              \
-        hw_loop_slot *slot = before_waiting(SITE, STACK);                                                              \
+        hw_loop_slot *slot = before_waiting(SITE, STACK, WAITS_ARGS WAITS_ON);                                                    \
         int ret = fn(__VA_ARGS__);                                                                                     \
         after_waiting(slot);                                                                                           \
         return ret;                                                                                                    \
     } while (0)
 
 /* The same with the direct system call `nr` first. */
-#define WRAP_DIRECT(f, nr, a1, a2, a3, a4, a5, a6, type, ...)                                                          \
+#define WRAP_DIRECT(f, nr, a1, a2, a3, a4, a5, a6, WAITS_ON, type, ...)                                                \
     do {                                                                                                               \
         if (HAVE_DIRECT && __builtin_expect(call_direct(f), 1)) {                                                      \
-            hw_loop_slot *slot = before_waiting(SITE, STACK);                                                          \
+            hw_loop_slot *slot = before_waiting(SITE, STACK, WAITS_ARGS WAITS_ON);                                                \
             long ret = direct_syscall6(nr, (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), (long)(a6));  \
             touch_stack_first(ret);                                                                                    \
             after_waiting(slot);                                                                                       \
             return libc_result(ret);                                                                                   \
         }                                                                                                              \
-        WRAP_CALL(f, type, __VA_ARGS__);                                                                               \
+        WRAP_CALL(f, WAITS_ON, type, __VA_ARGS__);                                                                     \
     } while (0)
+
+/* What each wait waits on (wait_point.h), from its arguments alone. */
+#define EPOLL_ON(epfd, call) ((uint64_t)(uint32_t)(epfd), HW_WAIT_RANK_MANY, call)
+#define POLL_ON(fds, nfds, call) ((uint64_t)(uintptr_t)(fds), hw_wait_rank_of_poll(nfds), call)
+#define SELECT_ON(object, call) ((object), hw_wait_rank_of_select(object), call)
+#define SELECT_OBJECT(n, r, w, e) hw_wait_select_object(n, (uintptr_t)(r), (uintptr_t)(w), (uintptr_t)(e))
+#define SIGNALS_ON(call) (HW_WAIT_OBJECT_SIGNALS, HW_WAIT_RANK_MANY, call)
 
 HW_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-    WRAP_DIRECT(F_EPOLL_WAIT, SYS_epoll_wait, epfd, events, maxevents, timeout, 0, 0, epoll_wait_fn, epfd, events,
-                maxevents, timeout);
+    WRAP_DIRECT(F_EPOLL_WAIT, SYS_epoll_wait, epfd, events, maxevents, timeout, 0, 0,
+                EPOLL_ON(epfd, HW_WAIT_CALL_EPOLL_WAIT), epoll_wait_fn, epfd, events, maxevents, timeout);
 }
 
 HW_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask)
 {
     /* The kernel's sigset is 64 bits on x86-64, as glibc passes it. */
-    WRAP_DIRECT(F_EPOLL_PWAIT, SYS_epoll_pwait, epfd, events, maxevents, timeout, mask, 8, epoll_pwait_fn, epfd,
-                events, maxevents, timeout, mask);
+    WRAP_DIRECT(F_EPOLL_PWAIT, SYS_epoll_pwait, epfd, events, maxevents, timeout, mask, 8,
+                EPOLL_ON(epfd, HW_WAIT_CALL_EPOLL_PWAIT), epoll_pwait_fn, epfd, events, maxevents, timeout, mask);
 }
 
 HW_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
                            const sigset_t *mask)
 {
-    WRAP_CALL(F_EPOLL_PWAIT2, epoll_pwait2_fn, epfd, events, maxevents, timeout, mask);
+    WRAP_CALL(F_EPOLL_PWAIT2, EPOLL_ON(epfd, HW_WAIT_CALL_EPOLL_PWAIT2), epoll_pwait2_fn, epfd, events, maxevents,
+              timeout, mask);
 }
 
 HW_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-    WRAP_DIRECT(F_POLL, SYS_poll, fds, nfds, timeout, 0, 0, 0, poll_fn, fds, nfds, timeout);
+    WRAP_DIRECT(F_POLL, SYS_poll, fds, nfds, timeout, 0, 0, 0, POLL_ON(fds, nfds, HW_WAIT_CALL_POLL), poll_fn, fds,
+                nfds, timeout);
 }
 
 HW_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask)
 {
-    WRAP_CALL(F_PPOLL, ppoll_fn, fds, nfds, timeout, mask);
+    WRAP_CALL(F_PPOLL, POLL_ON(fds, nfds, HW_WAIT_CALL_PPOLL), ppoll_fn, fds, nfds, timeout, mask);
 }
 
 HW_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
 {
-    WRAP_CALL(F_SELECT, select_fn, nfds, readfds, writefds, exceptfds, timeout);
+    WRAP_CALL(F_SELECT, SELECT_ON(SELECT_OBJECT(nfds, readfds, writefds, exceptfds), HW_WAIT_CALL_SELECT), select_fn,
+              nfds, readfds, writefds, exceptfds, timeout);
 }
 
 HW_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, const struct timespec *timeout,
                       const sigset_t *mask)
 {
-    WRAP_CALL(F_PSELECT, pselect_fn, nfds, readfds, writefds, exceptfds, timeout, mask);
+    WRAP_CALL(F_PSELECT, SELECT_ON(SELECT_OBJECT(nfds, readfds, writefds, exceptfds), HW_WAIT_CALL_PSELECT),
+              pselect_fn, nfds, readfds, writefds, exceptfds, timeout, mask);
 }
 
 HW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
 {
-    WRAP_CALL(F_POLL_CHK, poll_chk_fn, fds, nfds, timeout, fdslen);
+    WRAP_CALL(F_POLL_CHK, POLL_ON(fds, nfds, HW_WAIT_CALL_POLL), poll_chk_fn, fds, nfds, timeout, fdslen);
 }
 
 HW_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask,
                           size_t fdslen)
 {
-    WRAP_CALL(F_PPOLL_CHK, ppoll_chk_fn, fds, nfds, timeout, mask, fdslen);
+    WRAP_CALL(F_PPOLL_CHK, POLL_ON(fds, nfds, HW_WAIT_CALL_PPOLL), ppoll_chk_fn, fds, nfds, timeout, mask, fdslen);
 }
 
 /* A loop driven by signals (nginx's master, many daemons' supervisors)
  * waits in sigsuspend. */
 HW_EXPORT int sigsuspend(const sigset_t *mask)
 {
-    WRAP_CALL(F_SIGSUSPEND, sigsuspend_fn, mask);
+    WRAP_CALL(F_SIGSUSPEND, SIGNALS_ON(HW_WAIT_CALL_SIGSUSPEND), sigsuspend_fn, mask);
 }
 
 /* ---- set-up: runs once, before main(), never on the hot path ---- */
@@ -453,8 +506,9 @@ static bool g_follow_children;
  */
 static hw_loop_slot *start_watching(bool forked)
 {
-    hw_shared_page *page = hw_page_publish_or_warn(g_socket_name, hot.tsc ? HW_PAGE_CLOCK_TSC : HW_PAGE_CLOCK_COARSE,
-                                                   true, stamp_now(), forked ? &g_unsaid : NULL);
+    hw_shared_page *page =
+        hw_page_publish_or_warn(g_socket_name, hot.tsc ? HW_PAGE_CLOCK_TSC : HW_PAGE_CLOCK_COARSE,
+                                HW_PAGE_FLAG_LAUNCHING | HW_PAGE_FLAG_LOOP_WAITS, stamp_now(), forked ? &g_unsaid : NULL);
     if (page == NULL)
         return NULL;
     g_page = page;

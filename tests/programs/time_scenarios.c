@@ -13,6 +13,10 @@
  *                  and prints how much CPU time it had
  *   recv PORT      fetch_price() connects to 127.0.0.1:PORT, sends "ask\n"
  *                  and waits for the answer line (blocked on the network)
+ *   poll MS        wait_for_quote() waits MS ms in poll() on one socket of
+ *                  a pair that nobody writes to: a socket's own wait for
+ *                  its timeout, nested in the loop's callback (every
+ *                  Python socket with a timeout waits this way)
  *   pipe MS        read_report() reads a pipe whose writer, a child,
  *                  writes after MS ms (blocked on I/O)
  *   mutex MS       update_totals() locks a mutex a second thread ("cache")
@@ -27,6 +31,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -89,6 +94,18 @@ __attribute__((noinline)) static void fetch_price(int port)
     ssize_t n = recv(s, buf, sizeof buf, 0);
     printf("price %zd bytes\n", n);
     close(s);
+}
+
+__attribute__((noinline)) static void wait_for_quote(long ms)
+{
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0)
+        exit(1);
+    struct pollfd p = {.fd = pair[0], .events = POLLIN};
+    int ready = poll(&p, 1, (int)ms);
+    printf("quote ready %d\n", ready);
+    close(pair[0]);
+    close(pair[1]);
 }
 
 __attribute__((noinline)) static void read_report(long ms)
@@ -192,6 +209,8 @@ static void on_command(const char *line)
         spin_for_wall_time(n);
     else if (sscanf(line, "recv %ld", &n) == 1)
         fetch_price((int)n);
+    else if (sscanf(line, "poll %ld", &n) == 1)
+        wait_for_quote(n);
     else if (sscanf(line, "pipe %ld", &n) == 1)
         read_report(n);
     else if (sscanf(line, "mutex %ld", &n) == 1)

@@ -126,7 +126,7 @@ static void test_page_arrives_sealed(void **state)
 {
     (void)state;
     int agent = bind_agent("sealed");
-    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_TSC, false, 0);
+    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_TSC, 0, 0);
     assert_non_null(page);
     int fd = receive_registration(agent);
 
@@ -162,7 +162,7 @@ static void test_full_queue_does_not_block(void **state)
     alarm(WATCHDOG_SECONDS);
     errno = EDOM; /* the caller's errno, which must survive */
     int64_t start = now_ms();
-    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, true, 1);
+    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, HW_PAGE_FLAG_LAUNCHING, 1);
     int64_t took = now_ms() - start;
     alarm(0);
     assert_int_equal(errno, EDOM);
@@ -198,7 +198,7 @@ static void test_draining_agent_gets_the_page(void **state)
     pthread_t thread;
     assert_int_equal(pthread_create(&thread, NULL, drain_later, &d), 0);
     alarm(WATCHDOG_SECONDS);
-    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, false, 0);
+    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, 0, 0);
     alarm(0);
     assert_int_equal(pthread_join(thread, NULL), 0);
     assert_non_null(page);
@@ -221,7 +221,7 @@ static hw_shared_page *publish_catching_stderr_later(char *out, size_t size, hw_
     assert_int_equal(dup2(pipe_fds[1], STDERR_FILENO), STDERR_FILENO);
     alarm(WATCHDOG_SECONDS);
     errno = ERANGE;
-    hw_shared_page *page = hw_page_publish_or_warn(agent_name, HW_PAGE_CLOCK_COARSE, true, 1, later);
+    hw_shared_page *page = hw_page_publish_or_warn(agent_name, HW_PAGE_CLOCK_COARSE, HW_PAGE_FLAG_LAUNCHING, 1, later);
     int errno_after = errno;
     if (later != NULL) {
         char none[8];

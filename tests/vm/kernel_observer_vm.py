@@ -38,7 +38,8 @@ BOOT_DEADLINE_S = 300  # software emulation on a loaded machine
 # broken one aborts at once or prints nothing for minutes.
 KVM_PROBE_DEADLINE_S = 30
 KVM_PROBE_WORD = "HANGWATCH-KVM-PROBE-RAN"
-TESTS = ["watch_auto", "not_watched", "follow", "raw_syscall", "least_privilege", "cgroup_v2_throttled"]
+TESTS = ["watch_auto", "not_watched", "follow", "raw_syscall", "least_privilege", "cgroup_v2_throttled",
+         "first_hang_after_attach"]
 # What goes in the initramfs's /bin, from the build tree's bin/.
 BUILT_PROGRAMS = ["hangwatch", "kernel-loop", "time-scenarios"]
 

@@ -8,6 +8,8 @@
  */
 #include "proc_task.h"
 
+#include "core/abi/wait_point.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -378,6 +380,44 @@ bool hw_is_wait_syscall(long nr)
 #ifdef SYS_io_uring_enter
     case SYS_io_uring_enter:
 #endif
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool hw_wait_syscall_describe(const hw_task_syscall_info *call, uint64_t *object, uint32_t *rank, uint32_t *kind)
+{
+    const uint64_t *a = call->args;
+    switch (call->nr) {
+    case SYS_poll:
+    case SYS_ppoll:
+        *kind = call->nr == SYS_poll ? HW_WAIT_CALL_POLL : HW_WAIT_CALL_PPOLL;
+        *object = a[0];
+        *rank = hw_wait_rank_of_poll(a[1]);
+        return true;
+    case SYS_select:
+    case SYS_pselect6:
+        *kind = call->nr == SYS_select ? HW_WAIT_CALL_SELECT : HW_WAIT_CALL_PSELECT;
+        *object = hw_wait_select_object((int64_t)(int32_t)a[0], a[1], a[2], a[3]);
+        *rank = hw_wait_rank_of_select(*object);
+        return true;
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+#ifdef SYS_io_uring_enter
+    case SYS_io_uring_enter:
+#endif
+        *kind = call->nr == SYS_epoll_wait    ? HW_WAIT_CALL_EPOLL_WAIT
+                : call->nr == SYS_epoll_pwait ? HW_WAIT_CALL_EPOLL_PWAIT
+#ifdef SYS_io_uring_enter
+                : call->nr == SYS_io_uring_enter ? HW_WAIT_CALL_IO_URING
+#endif
+                                                 : HW_WAIT_CALL_EPOLL_PWAIT2;
+        *object = (uint32_t)a[0];
+        *rank = HW_WAIT_RANK_MANY;
         return true;
     default:
         return false;

@@ -77,6 +77,11 @@ ssize_t hw_task_syscall_line(pid_t pid, pid_t tid, char *buf, size_t len);
  * select, io_uring_enter and their variants)? */
 bool hw_is_wait_syscall(long nr);
 
+/* What the wait system call a thread is blocked in waits on, from its
+ * arguments (src/core/abi/wait_point.h): its object, rank and which call
+ * (HW_WAIT_CALL_*).  False if `call` is not such a call. */
+bool hw_wait_syscall_describe(const hw_task_syscall_info *call, uint64_t *object, uint32_t *rank, uint32_t *kind);
+
 /* A path that the kernel resolves, for the agent, to the file `pid` maps
  * at [lo, hi) with `inode` (`path` is the maps line's): that path as the
  * agent sees it, the same path through the process's root (its mount

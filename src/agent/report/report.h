@@ -115,6 +115,8 @@ typedef struct report_request {
     /* where the hung thread's time went (hang_time.c); present false when
      * not measured */
     hw_time_section time;
+    /* what its observer took to be the hung thread's loop wait */
+    hw_loop_wait_seen loop_wait;
 } report_request;
 
 /* What classifying the request's frames needs (its rules, its

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/common/random_id.h"
+#include "core/abi/wait_point.h"
 #include "core/hw_version.h"
 #include "core/text_bits.h"
 #include "core/text_escape.h"
@@ -74,6 +75,43 @@ static json_t *frame_json(const hw_frame *f)
     }
     json_object_set_new(o, "in_app", json_boolean(f->in_app));
     json_object_set_new(o, "origin", json_string(hw_frame_origin_name(f->origin)));
+    return o;
+}
+
+/* hangwatch.loop_wait: what the observer took to be the loop's wait call,
+ * and how it decided (core/abi/wait_point.h); `site` its call site named,
+ * or NULL. */
+static json_t *loop_wait_json(const hw_loop_wait_seen *w, const hw_frame *site)
+{
+    static const char *const calls[HW_WAIT_CALL_COUNT] = {
+        [HW_WAIT_CALL_UNKNOWN] = "unknown",         [HW_WAIT_CALL_EPOLL_WAIT] = "epoll_wait",
+        [HW_WAIT_CALL_EPOLL_PWAIT] = "epoll_pwait", [HW_WAIT_CALL_EPOLL_PWAIT2] = "epoll_pwait2",
+        [HW_WAIT_CALL_POLL] = "poll",               [HW_WAIT_CALL_PPOLL] = "ppoll",
+        [HW_WAIT_CALL_SELECT] = "select",           [HW_WAIT_CALL_PSELECT] = "pselect",
+        [HW_WAIT_CALL_SIGSUSPEND] = "sigsuspend",   [HW_WAIT_CALL_IO_URING] = "io_uring_enter",
+    };
+    static const char *const ranks[] = {[HW_WAIT_RANK_SLEEP] = "nothing", [HW_WAIT_RANK_ONE] = "one_descriptor",
+                                        [HW_WAIT_RANK_MANY] = "event_set"};
+    static const char *const how[HW_WAIT_LEARNED_COUNT] = {
+        [HW_WAIT_LEARNED_NOT_YET] = "not_yet", [HW_WAIT_LEARNED_REPEATED] = "repeated",
+        [HW_WAIT_LEARNED_PRIMED] = "primed", [HW_WAIT_LEARNED_MOVED] = "moved"};
+    /* The page is the watched program's: out-of-range values are "unknown".
+     * Not learned yet, the call is the best seen so far. */
+    bool seen = w->call != HW_WAIT_CALL_UNKNOWN;
+    json_t *o = json_pack("{s:s, s:I, s:I}", "decided", w->learned < HW_WAIT_LEARNED_COUNT ? how[w->learned] : "unknown",
+                          "nested_waits", (json_int_t)w->nested_waits, "moves", (json_int_t)w->moves);
+    if (o == NULL || !seen)
+        return o;
+    json_object_set_new(o, "call", json_string(w->call < HW_WAIT_CALL_COUNT ? calls[w->call] : "unknown"));
+    json_object_set_new(o, "waits_on", json_string(w->rank <= HW_WAIT_RANK_MANY ? ranks[w->rank] : "unknown"));
+    bool on_descriptor = w->call == HW_WAIT_CALL_EPOLL_WAIT || w->call == HW_WAIT_CALL_EPOLL_PWAIT ||
+                         w->call == HW_WAIT_CALL_EPOLL_PWAIT2 || w->call == HW_WAIT_CALL_IO_URING;
+    if (on_descriptor && w->object <= INT32_MAX)
+        json_object_set_new(o, "descriptor", json_integer((json_int_t)w->object));
+    else if (w->call != HW_WAIT_CALL_SIGSUSPEND)
+        json_object_set_new(o, "set_address", json_integer(as_int(w->object)));
+    if (site)
+        json_object_set_new(o, "site", frame_json(site));
     return o;
 }
 
@@ -391,6 +429,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                             collection);
     if (apm && info->observer != NULL)
         json_object_set_new(apm, "observer", json_string(info->observer));
+    if (apm && info->loop_wait != NULL)
+        json_object_set_new(apm, "loop_wait", loop_wait_json(info->loop_wait, info->loop_wait_site));
     if (apm && hung_culprit != SIZE_MAX)
         json_object_set_new(json_object_get(apm, "hung_thread"), "culprit_frame",
                             json_integer((json_int_t)hung_culprit));

@@ -69,6 +69,15 @@ typedef struct hw_cpu_high_info {
     size_t thread_count;
 } hw_cpu_high_info;
 
+/* What the observer took to be the hung thread's loop wait, from its slot
+ * (core/abi/loop_state.h, wait_point.h). */
+typedef struct hw_loop_wait_seen {
+    bool known;                    /* the page says (a preloaded or kernel observer's) */
+    uint32_t call, rank, learned;  /* HW_WAIT_CALL_*, HW_WAIT_RANK_*, HW_WAIT_LEARNED_* */
+    uint64_t site, object;         /* its return address (0: not seen yet) and what it waits on */
+    uint32_t nested_waits, moves;  /* waits taken as a callback's; times learned again */
+} hw_loop_wait_seen;
+
 typedef struct hw_hang_info {
     const char *detector;          /* "runloop" ...; "none" for a snapshot (hangwatch stack) */
     const char *check_mode;        /* "exact" | "periodic" ...; "on_demand" for a snapshot */
@@ -99,6 +108,10 @@ typedef struct hw_hang_info {
     pid_t lock_holder_tid;
     /* Where the hung thread's time went (hangwatch.time), or NULL. */
     const hw_time_section *time;
+    /* What was taken to be its loop's wait (hangwatch.loop_wait), or NULL;
+     * its site named, or NULL. */
+    const hw_loop_wait_seen *loop_wait;
+    const hw_frame *loop_wait_site;
 } hw_hang_info;
 
 /*

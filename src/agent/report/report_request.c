@@ -134,7 +134,18 @@ json_t *hw_report_of_capture(const report_request *req, const hw_named_capture *
                 with_source.js_frames_from = req->js.readable ? "metadata" : "perf-map";
                 break;
             }
-    return hw_report_build(&with_source, &req->snap, nc->bts, images, image_count, id);
+    /* The loop's wait call's site, named as a frame (a return address). */
+    hw_frame site;
+    memset(&site, 0, sizeof site);
+    if (info->loop_wait && info->loop_wait->site != 0 && nc->sym) {
+        hw_symbolize_frame(nc->sym, info->loop_wait->site, false, &site); /* else the address alone */
+        hw_in_app_context in_app = hw_request_in_app(req);
+        hw_frame_classify(&site, &in_app);
+        with_source.loop_wait_site = &site;
+    }
+    json_t *report = hw_report_build(&with_source, &req->snap, nc->bts, images, image_count, id);
+    hw_frame_clear(&site);
+    return report;
 }
 
 /* ---- who holds the GIL ---- */

@@ -251,6 +251,7 @@ static hw_hang_info report_info(const hw_agent_options *o, const report_request 
         .detector = hw_detector_kind_name(o->detector_kind),
         .check_mode = check_mode_name(o),
         .observer = req->observer,
+        .loop_wait = req->loop_wait.known ? &req->loop_wait : NULL,
         .hang_type = req->cpu ? "cpu_high" : c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
         .hung_tid = req->tid,
         .block_duration_ns = c->busy_ns,

@@ -157,6 +157,30 @@ static const char *observer_name(const agent *a, const watched_process *w)
                                             : "kernel_tracepoint";
 }
 
+/* What `tid`'s observer took to be its loop's wait, if its page says. */
+static hw_loop_wait_seen loop_wait_of(const watched_process *w, pid_t tid)
+{
+    hw_loop_wait_seen seen = {.known = false};
+    if (!(atomic_load_explicit(&w->page->flags, memory_order_acquire) & HW_PAGE_FLAG_LOOP_WAITS))
+        return seen;
+    for (unsigned s = 0; s < HW_PAGE_SLOTS; s++) {
+        const hw_loop_slot *slot = &w->page->slots[s];
+        if (w->loops[s] == NULL || w->loops[s]->tid != tid)
+            continue;
+        uint32_t info = atomic_load_explicit(&slot->loop_wait_info, memory_order_acquire);
+        seen.known = true;
+        seen.site = atomic_load_explicit(&slot->loop_wait_site, memory_order_relaxed);
+        seen.object = atomic_load_explicit(&slot->loop_wait_object, memory_order_relaxed);
+        seen.call = info & 0xffu;
+        seen.rank = info >> 8 & 0xffu;
+        seen.learned = info >> 16 & 0xffu;
+        seen.nested_waits = atomic_load_explicit(&slot->nested_waits, memory_order_relaxed);
+        seen.moves = atomic_load_explicit(&slot->loop_wait_moves, memory_order_relaxed);
+        break;
+    }
+    return seen;
+}
+
 void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req)
 {
     hw_capture_options copt;
@@ -166,6 +190,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->pid = w->pid;
     req->tid = tid;
     req->observer = observer_name(a, w);
+    req->loop_wait = loop_wait_of(w, tid);
     snprintf(req->executable, sizeof req->executable, "%s", w->executable);
     req->in_app_rules = a->opts->in_app_rules;
     req->in_app_rule_count = a->opts->in_app_rule_count;

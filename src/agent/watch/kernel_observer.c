@@ -33,6 +33,7 @@
 
 #include "agent/capture/capture.h"
 #include "agent/common/clock.h"
+#include "link_reaper.h"
 #include "wait_probes.h"
 #include "bpf/wait_observer.h"
 #include "wait_observer.skel.h"
@@ -68,6 +69,7 @@ struct hw_kernel_observer {
     struct bpf_link *links[MAX_SHARED_LINKS]; /* fentry or tracepoint: the wait calls' programs */
     size_t link_count;
     process_probes *probes[HW_KOBS_MAX_PAGES]; /* uprobe: per page */
+    hw_link_reaper *reaper;                    /* uprobe: destroys a process's probes off the watch thread */
     struct bpf_link *fork_link;                /* fentry or uprobe with --follow: the fork tracepoint */
     hw_shared_page *pages; /* HW_KOBS_MAX_PAGES pages, mapped from the BPF map */
     bool used[HW_KOBS_MAX_PAGES];
@@ -325,6 +327,8 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
             snprintf(reason, sizeof reason, "its ring buffer could not be made: %s", strerror(e));
         }
     }
+    if (e == 0 && k->attach == HW_KOBS_ATTACH_UPROBE)
+        k->reaper = hw_link_reaper_start(); /* NULL: probes are destroyed on the watch thread */
     if (e != 0) {
         if (e == EPERM)
             say_needs_capabilities(why, len);
@@ -343,15 +347,47 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
     return 0;
 }
 
-/* Is `pid`'s main thread blocked in a wait system call now?  Then *pc is
- * the user pc it will return to (/proc/PID/syscall's last field). */
-static bool is_waiting_now(pid_t pid, uint64_t *pc)
+/* Is `pid`'s main thread blocked in a wait system call now?  Then *call
+ * is what /proc/PID/syscall says of it (the call, its arguments, the user
+ * pc it will return to). */
+static bool is_waiting_now(pid_t pid, hw_task_syscall_info *call)
 {
-    hw_task_syscall_info call;
-    if (hw_task_syscall_read(pid, pid, &call) != 0 || !hw_is_wait_syscall(call.nr))
-        return false;
-    *pc = call.pc;
-    return true;
+    return hw_task_syscall_read(pid, pid, call) == 0 && hw_is_wait_syscall(call->nr);
+}
+
+/*
+ * fentry cannot see the end of a wait call entered before it was attached
+ * (fexit's trampoline returns only from calls it entered).  A thread found
+ * blocked in its wait is stopped once, as a capture stops it, and let go:
+ * the kernel restarts the call (the capture's stop sees to epoll_wait's
+ * restart: decisions.md §1), now through the trampoline, so its end is
+ * seen.  True when the thread was stopped and let go.
+ */
+static bool restart_its_wait(pid_t pid)
+{
+    hw_capture_options o;
+    hw_capture_options_default(&o, pid);
+    o.all_threads = false;
+    o.target_stack_bytes = o.other_stack_bytes = 0;
+    hw_process_snapshot snap;
+    bool stopped = hw_capture_process(pid, &o, &snap) == 0 && snap.thread_count == 1 &&
+                   snap.threads[0].status == HW_THREAD_CAPTURED;
+    hw_process_snapshot_free(&snap);
+    return stopped;
+}
+
+/* The thread is blocked in the wait `call`: that wait is its loop's
+ * (wait_point.h, rule 4), and its slot says so. */
+static void prime_loop_wait(struct hw_kobs_thread *t, hw_loop_slot *slot, const hw_task_syscall_info *call)
+{
+    uint64_t object;
+    uint32_t rank, kind;
+    if (!hw_wait_syscall_describe(call, &object, &rank, &kind))
+        return;
+    hw_wait_point_prime(&t->wait_point, object, rank, kind);
+    atomic_store_explicit(&slot->loop_wait_object, object, memory_order_relaxed);
+    atomic_store_explicit(&slot->loop_wait_info, hw_loop_wait_info(kind, rank, HW_WAIT_LEARNED_PRIMED),
+                          memory_order_release);
 }
 
 /* The page's place among the observer's pages (the page is one of them). */
@@ -385,13 +421,14 @@ const char *hw_kobs_fentry_refusal(const hw_kernel_observer *k)
     return k != NULL && k->fentry_refusal[0] ? k->fentry_refusal : NULL;
 }
 
+/* A process's uprobes go, destroyed by the reaper (each waits for a grace
+ * period of the kernel's: link_reaper.h). */
 static void remove_probes(hw_kernel_observer *k, size_t index)
 {
     process_probes *p = k->probes[index];
     if (p == NULL)
         return;
-    for (size_t i = 0; i < p->count; i++)
-        bpf_link__destroy(p->links[i]);
+    hw_link_reaper_give(k->reaper, p->links, p->count);
     free(p);
     k->probes[index] = NULL;
 }
@@ -428,9 +465,10 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
     }
     if (n <= 0)
         return false;
-    uint64_t pc;
-    if (program == NULL && is_waiting_now(pid, &pc)) {
+    hw_task_syscall_info waiting;
+    if (program == NULL && is_waiting_now(pid, &waiting)) {
         /* Its wait's end is seen only if it waits in a probed function. */
+        uint64_t pc = waiting.pc;
         bool probed = false;
         for (int i = 0; i < n; i++)
             probed |= !found[i].entry && found[i].address == pc;
@@ -450,7 +488,7 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
     }
     k->probes[index] = p;
     for (int i = 0; i < n; i++) {
-        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = false);
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = false, .bpf_cookie = found[i].call);
         struct bpf_program *prog =
             found[i].entry ? k->skel->progs.wait_function_entry : k->skel->progs.wait_function_syscall_done;
         struct bpf_link *link = bpf_program__attach_uprobe_opts(prog, pid, found[i].path, (size_t)found[i].offset, &opts);
@@ -503,15 +541,19 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
     page->slot_count = HW_PAGE_SLOTS;
     page->kernel_next_slot = 1; /* slot 0 is the main thread's */
     page->clock = HW_PAGE_CLOCK_MONOTONIC; /* bpf_ktime_get_ns */
+    page->flags = HW_PAGE_FLAG_LOOP_WAITS;
     struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
     hw_loop_slot *slot = &page->slots[0];
-    uint64_t waiting_at;
-    if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid, &waiting_at)) {
+    hw_task_syscall_info waiting;
+    bool restart_wait = false;
+    if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid, &waiting)) {
         /* Blocked in a wait call now: its exit will be seen, except by
          * fexit, whose trampoline only returns from calls made after it
          * was attached (the next wait's end is seen). */
         t.in_loop_wait = 1;
+        prime_loop_wait(&t, slot, &waiting);
         k->wait_end_unseen[index] = k->attach == HW_KOBS_ATTACH_FENTRY;
+        restart_wait = k->wait_end_unseen[index];
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_BEFORE_WAITING, memory_order_relaxed);
     } else {
         k->wait_end_unseen[index] = false;
@@ -519,7 +561,7 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_AFTER_WAITING, memory_order_relaxed);
         atomic_store_explicit(&slot->seq, 1, memory_order_release);
         if (start == HW_KOBS_START_LAUNCHING)
-            atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING, memory_order_release);
+            atomic_store_explicit(&page->flags, HW_PAGE_FLAG_LAUNCHING | HW_PAGE_FLAG_LOOP_WAITS, memory_order_release);
     }
     atomic_store_explicit(&slot->tid, pid, memory_order_release);
     __u32 tid = (__u32)pid;
@@ -544,6 +586,9 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
         return NULL;
     }
     k->used[index] = true;
+    /* Its entry is in the map now: the restarted call's end is seen. */
+    if (restart_wait && restart_its_wait(pid))
+        k->wait_end_unseen[index] = false;
     return page;
 }
 
@@ -601,6 +646,7 @@ void hw_kobs_close(hw_kernel_observer *k)
     ring_buffer__free(k->children);
     for (size_t i = 0; i < HW_KOBS_MAX_PAGES; i++)
         remove_probes(k, i);
+    hw_link_reaper_stop(k->reaper); /* every probe gone before the programs are */
     bpf_link__destroy(k->fork_link);
     if (k->pages)
         munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);

@@ -113,9 +113,10 @@ int kernel_watch_pids(agent *a)
             fprintf(stderr, "hangwatch: watching pid %d through the kernel observer (%s)%s\n", (int)pid,
                     hw_kobs_attach_name(a->kobs), opts->follow_children ? ", and the processes it forks" : "");
         if (!opts->quiet && hw_kobs_wait_end_unseen(a->kobs, w->page))
-            fprintf(stderr, "hangwatch: note: pid %d is blocked in its wait call now, and fexit cannot see the end of a "
-                            "call made before it was attached: its next busy stretch is not watched, the ones after it "
-                            "are (--attach uprobe or tracepoint see it)\n", (int)pid);
+            fprintf(stderr, "hangwatch: note: pid %d is blocked in its wait call now and could not be stopped to restart "
+                            "it, and fexit cannot see the end of a call made before it was attached: its next busy "
+                            "stretch is not watched, the ones after it are (--attach uprobe or tracepoint see it)\n",
+                    (int)pid);
     }
     say_tracepoint_cost(a);
     return 0;

@@ -21,10 +21,24 @@
 #include <unistd.h>
 
 #include "agent/capture/capture.h"
+#include "core/abi/wait_point.h"
 
 static const char *const wait_functions[] = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "poll",
                                              "ppoll",      "select",      "pselect"};
 #define WAIT_FUNCTIONS (sizeof wait_functions / sizeof wait_functions[0])
+/* Which call each is, for the rule that tells the loop's wait (wait_point.h). */
+static const uint32_t wait_calls[WAIT_FUNCTIONS] = {HW_WAIT_CALL_EPOLL_WAIT, HW_WAIT_CALL_EPOLL_PWAIT,
+                                                    HW_WAIT_CALL_EPOLL_PWAIT2, HW_WAIT_CALL_POLL,
+                                                    HW_WAIT_CALL_PPOLL, HW_WAIT_CALL_SELECT,
+                                                    HW_WAIT_CALL_PSELECT};
+
+static uint32_t wait_call_of(const char *function)
+{
+    for (size_t i = 0; i < WAIT_FUNCTIONS; i++)
+        if (strcmp(function, wait_functions[i]) == 0)
+            return wait_calls[i];
+    return HW_WAIT_CALL_UNKNOWN;
+}
 
 /* The file offset of virtual address `addr` (size `size`) in a loadable
  * segment of `elf`, or false. */
@@ -92,6 +106,7 @@ static bool add_probe(hw_wait_probe *out, size_t max, size_t *count, const char 
     p->offset = offset;
     p->entry = entry;
     snprintf(p->function, sizeof p->function, "%s", function);
+    p->call = wait_call_of(function);
     return true;
 }
 

@@ -31,6 +31,7 @@ typedef struct hw_wait_probe {
     bool entry;       /* a wait function's entry, else the instruction after a syscall */
     uint64_t address; /* where it is in the process now (0: not mapped yet, a launch's program) */
     char function[24];
+    uint32_t call;    /* which wait function (HW_WAIT_CALL_*, core/abi/wait_point.h) */
 } hw_wait_probe;
 
 /* The probes for `pid`, at most `max`: how many, or -errno with a sentence

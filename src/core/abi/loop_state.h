@@ -53,12 +53,28 @@ typedef struct hw_loop_slot {
     _Atomic uint64_t busy_start_ns; /* when the busy stretch began, in the page's clock */
     _Atomic uint32_t activity;      /* last activity seen (hw_activity) */
     _Atomic int32_t tid;            /* kernel thread id, 0 = slot unused */
-    /* Written only by the C library, for the comparison detectors
-     * (ping_detector.h, frame_gap.h); the preloaded observer leaves them 0. */
-    _Atomic uint64_t ping_answered;     /* the newest ping whose posted task ran */
-    _Atomic uint64_t frames;            /* frame ticks seen (hangwatch_loop_frame) */
-    _Atomic uint64_t late_frames;       /* of which came a threshold or more late */
-    _Atomic uint64_t late_frame_gap_ns; /* the newest late tick's gap */
+    union {
+        /* Written only by the C library, for the comparison detectors
+         * (ping_detector.h, frame_gap.h). */
+        struct {
+            _Atomic uint64_t ping_answered;     /* the newest ping whose posted task ran */
+            _Atomic uint64_t frames;            /* frame ticks seen (hangwatch_loop_frame) */
+            _Atomic uint64_t late_frames;       /* of which came a threshold or more late */
+            _Atomic uint64_t late_frame_gap_ns; /* the newest late tick's gap */
+        };
+        /* Written only by the observers that learn the loop's wait
+         * (wait_point.h: the preloaded one and the kernel's), on pages that
+         * carry HW_PAGE_FLAG_LOOP_WAITS: what they took to be the loop's
+         * wait, for the report, and how many waits they took as nested. */
+        struct {
+            _Atomic uint64_t loop_wait_site;   /* its return address; 0 = not seen yet */
+            _Atomic uint64_t loop_wait_object; /* the epoll descriptor, or the set's address (wait_point.h) */
+            _Atomic uint32_t loop_wait_info;   /* hw_loop_wait_info(): call, rank, how decided */
+            _Atomic uint32_t nested_waits;     /* waits taken as a callback's (wraps) */
+            _Atomic uint32_t loop_wait_moves;  /* times the loop's wait was learned again (wraps) */
+            uint32_t loop_wait_pad_;
+        };
+    };
     /* Written only by the C library: HW_LOOP_PAUSED while the program said
      * its loop is in an expected long operation (hangwatch_loop_pause);
      * the library also ends the busy stretch then and starts a new one at
@@ -69,6 +85,14 @@ typedef struct hw_loop_slot {
 } __attribute__((aligned(64))) hw_loop_slot;
 
 #define HW_LOOP_PAUSED 1u
+
+/* loop_wait_info: the wait function (HW_WAIT_CALL_*), its rank
+ * (HW_WAIT_RANK_*) and how it was decided (HW_WAIT_LEARNED_*), a byte each;
+ * 0 = nothing learned yet. */
+static inline uint32_t hw_loop_wait_info(uint32_t call, uint32_t rank, uint32_t learned)
+{
+    return (call & 0xffu) | (rank & 0xffu) << 8 | (learned & 0xffu) << 16;
+}
 
 _Static_assert(sizeof(hw_loop_slot) == 64, "one cache line per slot");
 

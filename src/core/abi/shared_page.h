@@ -24,7 +24,8 @@
 #define HW_PAGE_SIZE 4096u
 
 /* Bits of hw_shared_page.flags. */
-#define HW_PAGE_FLAG_LAUNCHING 1u /* slot 0 is busy since process start-up */
+#define HW_PAGE_FLAG_LAUNCHING 1u  /* slot 0 is busy since process start-up */
+#define HW_PAGE_FLAG_LOOP_WAITS 2u /* slots say what was taken to be the loop's wait (loop_state.h) */
 
 /*
  * What the slots' busy_start_ns count in (hw_shared_page.clock), the same

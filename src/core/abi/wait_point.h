@@ -1,65 +1,250 @@
 /*
  * wait_point.h - telling the loop's own wait call from a wait made inside a
- * callback (a synchronous network call polling one socket, a nested epoll).
+ * callback (a synchronous network call polling one socket, `time.sleep`
+ * done as select, node's spawnSync running a second loop).
  *
- * Only the loop's own wait point ends a busy stretch (DESIGN §1); a wait
- * nested in a callback is work.  The rule, "the shallowest repeated wait":
+ * Only the loop's own wait ends a busy stretch (DESIGN §1); a wait nested
+ * in a callback is work.  The rule decides from what the call itself says
+ * for certain, before any guess (docs/decisions.md §15):
  *
- *   - A wait call is identified by its call site (return address) and the
- *     stack pointer it was called with.  The loop calls its wait from the
- *     same place at the same depth every turn, so the loop's identity is the
- *     first identity seen a second time; the depth of that call is the loop
- *     level.
- *   - A later wait called *deeper* than the loop level (a lower stack
- *     pointer: the loop called a callback, which waited) is nested: work.
- *   - A wait at the loop level or shallower is the loop's.  A shallower
- *     identity that repeats raises the loop level to it, so a nested wait
- *     that happened to repeat first cannot lock the level too deep.
- *   - Until some identity repeats, every wait counts as the loop's (the
- *     start-up behaviour is unchanged).
+ *   - what it waits on, its *object*: the epoll instance (epoll_wait's
+ *     descriptor), or the poll or select set (the address of its array:
+ *     a loop passes the same array every turn, a callback's socket wait
+ *     one of its own on its stack); read from the call's arguments alone,
+ *     never from the program's memory (a bad pointer must still give the
+ *     program its EFAULT, not a crash);
+ *   - its *rank*: a sleep (no descriptor at all: `select(0, NULL, ...)` as
+ *     Python 3.8-3.10's time.sleep makes it), one descriptor (poll on one:
+ *     a socket's own wait for its timeout, as every Python socket with a
+ *     timeout makes it), or many (an epoll instance, a poll set of several,
+ *     any select set, a wait for signals);
+ *   - its call site (return address) and its depth (stack pointer).
  *
- * A program that repeatedly waits in a *shallower* place before its real
- * loop starts deeper would teach the wrong level; HANGWATCH_WAIT_SITE=any
- * (`hangwatch run --wait-site any`) turns the rule off and makes every wait
- * the loop's (docs/decisions.md).
+ * A call's identity is (site, object).  The loop's wait is learned per
+ * thread:
  *
- * Pure and tiny: it runs on the loop thread at every wait (two compares on
- * the fast path); state is per thread, owned by that thread.
+ *   1. Until one is learned, a wait is the loop's if nothing of a higher
+ *      rank was seen before it on this thread (the loop waits on its epoll
+ *      instance before its first callback polls a socket); the first
+ *      identity of the highest rank to repeat is the loop's ("repeated").
+ *      A sleep is never learned.
+ *   2. Learned, the same identity is the loop's, from any depth: a nested
+ *      main loop on the same context (GLib's modal dialog) dispatches the
+ *      program's events, so its waits are the loop's.  A sleep is the
+ *      loop's only from the loop's own call site (an empty set there).
+ *   3. Another identity is nested (work), unless the loop has moved:
+ *      - it is of a higher rank and repeats (the loop proper after start-up
+ *        waits on one socket);
+ *      - it is of the same rank, not deeper, and repeats with no wait of
+ *        the loop's in between (a second asyncio.run(), a reconnect that
+ *        made a new epoll instance);
+ *      - it is of the same or a higher rank and repeats MOVE_AFTER times
+ *        with no wait of the loop's in between, at any depth (the learned
+ *        loop is gone: a start-up loop that was closed).
+ *      A wait of a lower rank than the loop's never moves it: a callback's
+ *      socket polls, however many, are work.
+ *   4. The agent may prime the rule from what the kernel shows of a thread
+ *      blocked in its wait when watching starts (its system call and
+ *      arguments): that object is the loop's ("primed"); the site is
+ *      filled in at the first return to it.
+ *
+ * Pure and tiny: it runs on the loop thread at every wait that missed the
+ * observer's fast path, and in the kernel observer (src/bpf/: bounded
+ * loops, no pointers).  State is per thread, owned by that thread.
  */
 #ifndef HANGWATCH_WAIT_POINT_H
 #define HANGWATCH_WAIT_POINT_H
 
 #include <stdbool.h>
+#if defined(__bpf__)
+/* The kernel observer's build has the kernel's types, not the C library's. */
+#include <linux/types.h>
+typedef __u64 uint64_t;
+typedef __s64 int64_t;
+typedef __u32 uint32_t;
+#else
 #include <stdint.h>
+#endif
 
 #define HW_WAIT_POINT_CANDIDATES 4
+#define HW_WAIT_POINT_MOVE_AFTER 16
+
+/* A wait call's rank: how much of an event loop's wait it can be. */
+enum {
+    HW_WAIT_RANK_SLEEP = 0, /* no descriptor: a sleep */
+    HW_WAIT_RANK_ONE = 1,   /* one descriptor */
+    HW_WAIT_RANK_MANY = 2,  /* an epoll instance, several descriptors, signals */
+};
+
+/* The object of a wait for signals (sigsuspend): no descriptor or set. */
+#define HW_WAIT_OBJECT_SIGNALS (~(uint64_t)0)
+
+/* Which wait function a call was (for the report: what was taken to be
+ * the loop's wait); not part of its identity. */
+enum {
+    HW_WAIT_CALL_UNKNOWN = 0,
+    HW_WAIT_CALL_EPOLL_WAIT,
+    HW_WAIT_CALL_EPOLL_PWAIT,
+    HW_WAIT_CALL_EPOLL_PWAIT2,
+    HW_WAIT_CALL_POLL,
+    HW_WAIT_CALL_PPOLL,
+    HW_WAIT_CALL_SELECT,
+    HW_WAIT_CALL_PSELECT,
+    HW_WAIT_CALL_SIGSUSPEND,
+    HW_WAIT_CALL_IO_URING,
+    HW_WAIT_CALL_COUNT
+};
+
+/* How the loop's wait was decided. */
+enum {
+    HW_WAIT_LEARNED_NOT_YET = 0,
+    HW_WAIT_LEARNED_REPEATED = 1, /* the first of the highest rank to repeat */
+    HW_WAIT_LEARNED_PRIMED = 2,   /* the wait the thread was in when watching began */
+    HW_WAIT_LEARNED_MOVED = 3,    /* another wait took the loop's place (rule 3) */
+    HW_WAIT_LEARNED_COUNT
+};
+
+/* One wait call, as its caller describes it. */
+typedef struct hw_wait_call {
+    uint64_t site, sp;
+    uint64_t turn;  /* the loop slot's seq at the call: it changes at every wait of the loop's */
+    uint64_t object; /* the epoll descriptor, the set's address; 0 for a sleep */
+    uint32_t rank;  /* HW_WAIT_RANK_* */
+    uint32_t call;  /* HW_WAIT_CALL_* */
+} hw_wait_call;
 
 typedef struct hw_wait_point {
-    uintptr_t loop_sp; /* 0 = not learned yet */
-    uintptr_t loop_site;
+    /* The loop's wait; `learned` is HW_WAIT_LEARNED_*.  loop_site 0 with
+     * `learned` set: primed, the site not seen yet.  While nothing is
+     * learned: the first wait of the highest rank seen, for the report. */
+    uint64_t loop_site, loop_sp, loop_object;
+    uint32_t loop_rank, loop_call, learned;
+    uint32_t top_rank; /* the highest rank seen, while nothing is learned */
+    uint32_t next;
+    uint32_t pad_;
     struct {
-        uintptr_t site, sp;
+        uint64_t site, sp;
+        uint64_t turn; /* the call's turn when it was last seen */
+        uint64_t object;
+        uint32_t rank, call;
+        uint32_t repeats; /* times seen (with no loop wait in between, once one is learned) */
+        uint32_t pad_;
     } seen[HW_WAIT_POINT_CANDIDATES];
-    unsigned next;
 } hw_wait_point;
 
-/* Is a wait from `site` with stack pointer `sp` the loop's own wait? */
-static inline bool hw_wait_point_is_loop(hw_wait_point *wp, uintptr_t site, uintptr_t sp)
+/* The rank of a poll of `nfds` descriptors, and of a select whose three
+ * sets are those pointers (NULL: no set). */
+static inline uint32_t hw_wait_rank_of_poll(uint64_t nfds)
 {
-    if (sp == wp->loop_sp && site == wp->loop_site)
-        return true; /* the fast path: the loop's own call */
-    if (sp < wp->loop_sp)
-        return false; /* deeper than the loop: nested in a callback */
+    return nfds == 0 ? HW_WAIT_RANK_SLEEP : nfds == 1 ? HW_WAIT_RANK_ONE : HW_WAIT_RANK_MANY;
+}
+
+static inline uint64_t hw_wait_select_object(int64_t nfds, uint64_t readfds, uint64_t writefds, uint64_t exceptfds)
+{
+    if (nfds <= 0)
+        return 0;
+    return readfds ? readfds : writefds ? writefds : exceptfds;
+}
+
+static inline uint32_t hw_wait_rank_of_select(uint64_t object)
+{
+    return object == 0 ? HW_WAIT_RANK_SLEEP : HW_WAIT_RANK_MANY;
+}
+
+/* The wait call `c` is now the loop's, decided `how`. */
+static inline void hw_wait_point_learn(hw_wait_point *wp, const hw_wait_call *c, uint32_t how)
+{
+    wp->loop_site = c->site;
+    wp->loop_sp = c->sp;
+    wp->loop_object = c->object;
+    wp->loop_rank = c->rank;
+    wp->loop_call = c->call;
+    wp->learned = how;
+    for (unsigned i = 0; i < HW_WAIT_POINT_CANDIDATES; i++)
+        wp->seen[i].repeats = 0;
+}
+
+/* Prime the rule with the wait a thread is blocked in (rule 4). */
+static inline void hw_wait_point_prime(hw_wait_point *wp, uint64_t object, uint32_t rank, uint32_t call)
+{
+    hw_wait_call c = {.site = 0, .sp = 0, .turn = 0, .object = object, .rank = rank, .call = call};
+    hw_wait_point_learn(wp, &c, HW_WAIT_LEARNED_PRIMED);
+}
+
+/* Note `c` among the candidates: how many times it has now been seen (with
+ * no loop wait in between, once a loop is learned). */
+static inline uint32_t hw_wait_point_note(hw_wait_point *wp, const hw_wait_call *c)
+{
     for (unsigned i = 0; i < HW_WAIT_POINT_CANDIDATES; i++) {
-        if (wp->seen[i].site == site && wp->seen[i].sp == sp) {
-            wp->loop_sp = sp; /* repeated, and not deeper: the loop level */
-            wp->loop_site = site;
-            return true;
+        if (wp->seen[i].site == c->site && wp->seen[i].object == c->object && wp->seen[i].repeats != 0) {
+            if (wp->learned != HW_WAIT_LEARNED_NOT_YET && wp->seen[i].turn != c->turn)
+                wp->seen[i].repeats = 0; /* the loop waited in between: start again */
+            wp->seen[i].repeats++;
+            wp->seen[i].turn = c->turn;
+            wp->seen[i].sp = c->sp;
+            return wp->seen[i].repeats;
         }
     }
-    wp->seen[wp->next % HW_WAIT_POINT_CANDIDATES].site = site;
-    wp->seen[wp->next % HW_WAIT_POINT_CANDIDATES].sp = sp;
+    unsigned k = wp->next % HW_WAIT_POINT_CANDIDATES;
     wp->next++;
+    if (k < HW_WAIT_POINT_CANDIDATES) { /* always; the kernel's verifier wants to see it */
+        wp->seen[k].site = c->site;
+        wp->seen[k].sp = c->sp;
+        wp->seen[k].object = c->object;
+        wp->seen[k].rank = c->rank;
+        wp->seen[k].call = c->call;
+        wp->seen[k].turn = c->turn;
+        wp->seen[k].repeats = 1;
+    }
+    return 1;
+}
+
+/* Is the wait call `c` the loop's own wait?  May learn or move the loop's
+ * wait (the caller compares wp->learned / loop_site before and after to
+ * publish a change). */
+static inline bool hw_wait_point_is_loop(hw_wait_point *wp, const hw_wait_call *c)
+{
+    if (wp->learned == HW_WAIT_LEARNED_NOT_YET) {
+        if (c->rank < wp->top_rank)
+            return false; /* below what the thread has shown: a callback's wait */
+        if (c->rank > wp->top_rank || wp->loop_call == HW_WAIT_CALL_UNKNOWN) {
+            wp->top_rank = c->rank;
+            for (unsigned i = 0; i < HW_WAIT_POINT_CANDIDATES; i++)
+                wp->seen[i].repeats = 0; /* lower ranks can no longer be learned */
+            /* The best seen so far, said (not learned: loop_* are looked
+             * at only once `learned` is set). */
+            wp->loop_site = c->site;
+            wp->loop_sp = c->sp;
+            wp->loop_object = c->object;
+            wp->loop_rank = c->rank;
+            wp->loop_call = c->call;
+        }
+        if (c->rank == HW_WAIT_RANK_SLEEP)
+            return true; /* nothing better seen yet; never learned */
+        if (hw_wait_point_note(wp, c) >= 2)
+            hw_wait_point_learn(wp, c, HW_WAIT_LEARNED_REPEATED);
+        return true;
+    }
+    if (c->object == wp->loop_object && c->rank != HW_WAIT_RANK_SLEEP &&
+        (c->site == wp->loop_site || wp->loop_site == 0)) {
+        wp->loop_site = c->site; /* a primed wait gets its site */
+        wp->loop_sp = c->sp;
+        return true;
+    }
+    if (c->rank == HW_WAIT_RANK_SLEEP) {
+        if (c->site != wp->loop_site)
+            return false; /* time.sleep in a callback */
+        return true; /* the loop's own call, with nothing to wait on this turn */
+    }
+    if (c->rank < wp->loop_rank)
+        return false;
+    uint32_t repeats = hw_wait_point_note(wp, c);
+    bool moved = (c->rank > wp->loop_rank && repeats >= 2) ||
+                 (c->rank == wp->loop_rank && c->sp >= wp->loop_sp && repeats >= 2) ||
+                 repeats >= HW_WAIT_POINT_MOVE_AFTER;
+    if (!moved)
+        return false;
+    hw_wait_point_learn(wp, c, HW_WAIT_LEARNED_MOVED);
     return true;
 }
 

@@ -1,0 +1,124 @@
+/*
+ * link_reaper.c - a thread that destroys BPF links handed to it, so that
+ * the watch thread never waits for the kernel's grace periods
+ * (link_reaper.h says why).  The pending links are a growing array under
+ * one mutex; the thread takes the whole array at a time and destroys it
+ * outside the lock.  It runs at the normal priority: nothing waits for it
+ * but the agent's own exit.
+ */
+#include "link_reaper.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+struct hw_link_reaper {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct bpf_link **pending;
+    size_t count, capacity;
+    bool stopping;
+};
+
+static void destroy_all(struct bpf_link *const *links, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        bpf_link__destroy(links[i]);
+}
+
+static void *reap(void *arg)
+{
+    hw_link_reaper *r = arg;
+    pthread_mutex_lock(&r->lock);
+    for (;;) {
+        while (r->count == 0 && !r->stopping)
+            pthread_cond_wait(&r->wake, &r->lock);
+        if (r->count == 0)
+            break; /* stopping, and nothing left */
+        struct bpf_link **links = r->pending;
+        size_t count = r->count;
+        r->pending = NULL;
+        r->count = r->capacity = 0;
+        pthread_mutex_unlock(&r->lock);
+        destroy_all(links, count);
+        free(links);
+        pthread_mutex_lock(&r->lock);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+hw_link_reaper *hw_link_reaper_start(void)
+{
+    hw_link_reaper *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->wake, NULL);
+    /* Not the watch thread's real-time priority, whoever starts it. */
+    pthread_attr_t attr;
+    struct sched_param normal = {.sched_priority = 0};
+    bool started = pthread_attr_init(&attr) == 0;
+    if (started) {
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        pthread_attr_setschedparam(&attr, &normal);
+        started = pthread_create(&r->thread, &attr, reap, r) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    if (!started) {
+        pthread_cond_destroy(&r->wake);
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void hw_link_reaper_give(hw_link_reaper *r, struct bpf_link *const *links, size_t count)
+{
+    if (count == 0)
+        return;
+    if (r != NULL) {
+        pthread_mutex_lock(&r->lock);
+        if (r->count + count > r->capacity) {
+            size_t capacity = (r->count + count) * 2;
+            struct bpf_link **grown = realloc(r->pending, capacity * sizeof *grown);
+            if (grown != NULL) {
+                r->pending = grown;
+                r->capacity = capacity;
+            }
+        }
+        bool taken = r->count + count <= r->capacity;
+        if (taken) {
+            memcpy(r->pending + r->count, links, count * sizeof *links);
+            r->count += count;
+            pthread_cond_signal(&r->wake);
+        }
+        pthread_mutex_unlock(&r->lock);
+        if (taken)
+            return;
+    }
+    /* No reaper, or no memory for the list: now, on this thread. */
+    destroy_all(links, count);
+}
+
+void hw_link_reaper_stop(hw_link_reaper *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    free(r->pending);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}

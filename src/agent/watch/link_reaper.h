@@ -1,0 +1,36 @@
+/*
+ * link_reaper.h - detaching the kernel observer's uprobes off the watch
+ * thread.
+ *
+ * Closing a uprobe's perf event waits for the kernel's RCU grace period
+ * (uprobe_unregister's synchronize): about 100 ms each on a busy kernel,
+ * and a process has some twenty of them (an entry and each place after a
+ * `syscall` in seven wait functions).  Done by the watch thread when a
+ * process exits, that blocked it for two seconds: the other processes'
+ * waits were not looked at, and one whose exit came meanwhile was taken
+ * for a hang.  The reaper is a thread that only destroys the links it is
+ * given; the watch thread hands them over and goes on.  A link waiting to
+ * be destroyed belongs to a process that is gone (or no longer watched):
+ * its probes fire for nobody meanwhile.
+ */
+#ifndef HANGWATCH_LINK_REAPER_H
+#define HANGWATCH_LINK_REAPER_H
+
+#include <stddef.h>
+
+struct bpf_link;
+typedef struct hw_link_reaper hw_link_reaper;
+
+/* Start the reaper; NULL when its thread cannot be had (links given to a
+ * NULL reaper are destroyed at once, on the caller's thread). */
+hw_link_reaper *hw_link_reaper_start(void);
+
+/* Hand over `count` links: the reaper destroys them, and the caller no
+ * longer owns them.  Never blocks on the kernel. */
+void hw_link_reaper_give(hw_link_reaper *r, struct bpf_link *const *links, size_t count);
+
+/* Destroy whatever is still pending, end the thread and free it (NULL is
+ * fine).  Blocks until every link is gone. */
+void hw_link_reaper_stop(hw_link_reaper *r);
+
+#endif
