@@ -24,6 +24,7 @@ static const char *const hang_type_names[HW_METRICS_HANG_TYPES] = {"hang", "laun
 static const char *const drop_names[HW_METRICS_DROP_REASONS] = {"daily_limit", "size_cap", "write_error",
                                                                 "queue_full", "out_of_memory", "ignored",
                                                                 "hang_tail"};
+static const char *const unseen_names[HW_METRICS_UNSEEN_REASONS] = {"no_loop_wait", "wait_unclear"};
 static const char *const sentry_drop_names[HW_METRICS_SENTRY_DROPS] = {"spool_full", "rejected", "unreadable"};
 
 typedef struct process_counts {
@@ -37,6 +38,7 @@ typedef struct process_counts {
     uint64_t duration_sum_ns[HW_METRICS_HANG_TYPES];
     uint64_t reports[HW_METRICS_HANG_TYPES];
     uint64_t dropped[HW_METRICS_DROP_REASONS];
+    uint64_t unseen[HW_METRICS_UNSEEN_REASONS];
 } process_counts;
 
 /* Everything rendering reads: copied whole under the lock. */
@@ -165,6 +167,13 @@ void hw_metrics_report_dropped(hw_metrics *m, const char *process, hw_metrics_dr
     if ((unsigned)reason >= HW_METRICS_DROP_REASONS)
         return;
     UPDATE(m, find(m, process)->dropped[reason]++);
+}
+
+void hw_metrics_loop_unseen(hw_metrics *m, const char *process, hw_metrics_unseen_reason reason)
+{
+    if ((unsigned)reason >= HW_METRICS_UNSEEN_REASONS)
+        return;
+    UPDATE(m, find(m, process)->unseen[reason]++);
 }
 
 void hw_metrics_refused(hw_metrics *m)
@@ -341,6 +350,16 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
             fputs("hangwatch_reports_dropped_total{process=\"", f);
             put_label_value(f, procs[i]->name);
             fprintf(f, "\",reason=\"%s\"} %llu\n", drop_names[r], (unsigned long long)procs[i]->dropped[r]);
+        }
+
+    family(f, "hangwatch_loops_unseen_total", "counter",
+           "Watched loops whose hangs cannot be told, by reason: no event-loop wait seen, or a loop wait that "
+           "cannot be told from waits nested in callbacks (docs/limits.md).");
+    for (size_t i = 0; i < n; i++)
+        for (unsigned r = 0; r < HW_METRICS_UNSEEN_REASONS; r++) {
+            fputs("hangwatch_loops_unseen_total{process=\"", f);
+            put_label_value(f, procs[i]->name);
+            fprintf(f, "\",reason=\"%s\"} %llu\n", unseen_names[r], (unsigned long long)procs[i]->unseen[r]);
         }
 
     family(f, "hangwatch_registrations_refused_total", "counter",

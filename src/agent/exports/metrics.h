@@ -48,6 +48,13 @@ typedef enum hw_metrics_drop_reason {
     HW_METRICS_DROP_REASONS
 } hw_metrics_drop_reason;
 
+/* Why a watched loop's hangs cannot be told (hangwatch_loops_unseen_total). */
+typedef enum hw_metrics_unseen_reason {
+    HW_METRICS_UNSEEN_NO_LOOP_WAIT = 0, /* its thread made no wait an event loop makes */
+    HW_METRICS_UNSEEN_WAIT_UNCLEAR,     /* its loop's wait kept moving: not told from nested ones */
+    HW_METRICS_UNSEEN_REASONS
+} hw_metrics_unseen_reason;
+
 typedef enum hw_metrics_sentry_drop {
     HW_METRICS_SENTRY_SPOOL_FULL = 0, /* the spool's bound was reached */
     HW_METRICS_SENTRY_REJECTED,       /* the server refused it for good (4xx) */
@@ -82,6 +89,8 @@ void hw_metrics_hang_ended(hw_metrics *m, const char *process, hw_metrics_hang_t
 void hw_metrics_report_written(hw_metrics *m, const char *process, hw_metrics_hang_type type);
 void hw_metrics_report_dropped(hw_metrics *m, const char *process, hw_metrics_drop_reason reason);
 void hw_metrics_refused(hw_metrics *m);
+/* A watched loop of `process` whose hangs cannot be told, and why. */
+void hw_metrics_loop_unseen(hw_metrics *m, const char *process, hw_metrics_unseen_reason reason);
 /* Sentry (sentry_sender.c): an event delivered, one given up, and the
  * envelopes waiting in the spool now. */
 void hw_metrics_sentry_sent(hw_metrics *m);

@@ -54,11 +54,18 @@ static void hold_stopped(watched_process *w, loop_watch *l, uint64_t seq, uint64
  * `waiting_only`: post only while the loop waits (the semaphore detector's
  * ping, seeds/002).
  */
+/* Are the slots' ping and frame fields the C library's?  An observer that
+ * learns the loop's wait keeps other things there (loop_state.h). */
+static bool slots_are_the_library_s(const watched_process *w)
+{
+    return !(atomic_load_explicit(&w->page->flags, memory_order_acquire) & HW_PAGE_FLAG_LOOP_WAITS);
+}
+
 static void check_ping(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now,
                        bool waiting_only)
 {
     const hw_loop_slot *slot = &w->page->slots[l->slot];
-    bool answered = a->pings_by_post
+    bool answered = a->pings_by_post && slots_are_the_library_s(w)
                         ? atomic_load_explicit(&slot->ping_answered, memory_order_acquire) >= l->ping.token
                         : !l->ping_busy || r->seq != l->ping_seq;
     bool may_post = !waiting_only || (!r->busy && r->activity == HW_ACTIVITY_BEFORE_WAITING);
@@ -97,7 +104,7 @@ static void check_frames(agent *a, watched_process *w, loop_watch *l, const hw_l
     uint64_t interval = a->opts->frame_interval_ns;
     l->next_wake_ns = now + interval;
     uint64_t gap = 0;
-    if (a->opts->frames_from_loop) {
+    if (a->opts->frames_from_loop && slots_are_the_library_s(w)) {
         const hw_loop_slot *slot = &w->page->slots[l->slot];
         uint64_t late = atomic_load_explicit(&slot->late_frames, memory_order_acquire);
         if (late != l->late_frames_seen) {
@@ -279,9 +286,59 @@ static void check_hang_verdict(agent *a, watched_process *w, loop_watch *l, cons
     hang_begin(a, w, l, c);
 }
 
+/* A loop whose hangs cannot be told is never silent (decisions.md §15):
+ * a main thread that has made no loop wait in its first NO_LOOP_WAIT_NS,
+ * or whose loop's wait has moved UNCLEAR_WAIT_MOVES times, is counted and,
+ * for the processes the user named (the program run, the pids watched),
+ * said once on stderr with what to do. */
+#define NO_LOOP_WAIT_NS 10000000000ull
+#define UNCLEAR_WAIT_MOVES 8u
+
+static bool named_by_the_user(const agent *a, const watched_process *w)
+{
+    if (w->pid == a->child)
+        return true;
+    for (size_t i = 0; i < a->opts->watch_pid_count; i++)
+        if (a->opts->watch_pids[i] == w->pid)
+            return true;
+    return false;
+}
+
+static void say_if_unseen(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
+{
+    if (l->said_unseen || l->warned_unseen_wait || l->slot != 0 || a->opts->all_loop_threads)
+        return;
+    const hw_loop_slot *slot = &w->page->slots[l->slot];
+    bool learns = (atomic_load_explicit(&w->page->flags, memory_order_acquire) & HW_PAGE_FLAG_LOOP_WAITS) != 0;
+    uint32_t moves = learns ? atomic_load_explicit(&slot->loop_wait_moves, memory_order_relaxed) : 0;
+    bool no_wait = r->busy && r->seq == 1 && now >= l->watch_start_ns + NO_LOOP_WAIT_NS;
+    if (!no_wait && moves < UNCLEAR_WAIT_MOVES)
+        return;
+    l->said_unseen = true;
+    hw_metrics_loop_unseen(hw_exports_metrics(a->exports), w->metrics_name,
+                           no_wait ? HW_METRICS_UNSEEN_NO_LOOP_WAIT : HW_METRICS_UNSEEN_WAIT_UNCLEAR);
+    if (a->opts->quiet || !named_by_the_user(a, w))
+        return;
+    if (no_wait)
+        fprintf(stderr,
+                "hangwatch: note: pid %d (%s) has made no event-loop wait (epoll, poll, select) on its main thread "
+                "in its first 10 s: a hang is told at a loop's wait, so none of its can be; if its loop runs on "
+                "another thread, use --threads loops; or tell hangwatch where its loop turns with the C library "
+                "(docs/api.md)\n",
+                (int)w->pid, w->metrics_name[0] ? w->metrics_name : "?");
+    else
+        fprintf(stderr,
+                "hangwatch: note: pid %d (%s): its loop's wait has moved %u times between calls that each looked "
+                "like the loop's, so it cannot be told from waits nested in callbacks and a hang may be missed: "
+                "--wait-site any takes every wait for the loop's, or tell hangwatch where its loop turns with the C "
+                "library (docs/api.md, docs/decisions.md section 15)\n",
+                (int)w->pid, w->metrics_name[0] ? w->metrics_name : "?", moves);
+}
+
 static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
 {
     pid_t tid = l->tid;
+    say_if_unseen(a, w, l, &r, now);
     if (check_other_detector(a, w, l, &r, now))
         return;
     if (l->hung && check_hung_loop(a, w, l, &r, now))
@@ -339,7 +396,8 @@ static loop_watch *loop_watch_new(agent *a, const watched_process *w, unsigned s
     hw_semaphore_init(&l->semaphore);
     hw_ping_init(&l->ping, a->opts->detector.threshold_ns, now);
     hw_frame_gap_init(&l->frames, a->opts->detector.threshold_ns);
-    l->late_frames_seen = atomic_load_explicit(&w->page->slots[slot].late_frames, memory_order_acquire);
+    l->late_frames_seen =
+        slots_are_the_library_s(w) ? atomic_load_explicit(&w->page->slots[slot].late_frames, memory_order_acquire) : 0;
     l->watch_start_ns = now;
     l->process = (watched_process *)w;
     return l;

@@ -101,6 +101,7 @@ typedef struct loop_watch {
     uint64_t last_seen_running_ns; /* while hung: the last look that found it not stopped */
     early_sampler *sampler;     /* NULL unless early sampling is on */
     bool warned_unseen_wait;
+    bool said_unseen;           /* its hangs cannot be told: said (loop_checks.c) */
     unsigned launch_waits_seen; /* looks in a row that found the launch in a wait call */
     hw_stutter stutter; /* with --stutter */
     hw_semaphore_detector semaphore; /* with --detector semaphore */
