@@ -125,16 +125,12 @@ static uint64_t stack_word(const hw_thread_snapshot *t, uint64_t addr)
     return v;
 }
 
-static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
+/* The JavaScript frames of the frame-pointer chain that starts at `fp`,
+ * whose frame's pc is `pc`, into t->interp. */
+static void walk_from(hw_js_reader *r, hw_thread_snapshot *t, uint64_t fp, uint64_t pc)
 {
     const hw_js_layout *L = &r->target.layout;
     hw_interp_stack *st = &t->interp;
-    st->count = 0;
-    st->truncated = false;
-    st->error = NULL;
-    st->present = false;
-    if (t->stack == NULL || t->stack_len < 64)
-        return;
     int32_t lowest = 0;
     const int32_t slots[] = {L->fp_context, L->fp_function, L->fp_bytecode_array, L->fp_bytecode_offset};
     for (size_t i = 0; i < 4; i++)
@@ -145,7 +141,6 @@ static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
     const uint64_t lo = t->stack_start, len = t->stack_len;
     const uint64_t below = (uint64_t)(-(int64_t)lowest);
     const uint64_t above = (uint64_t)L->fp_args; /* the receiver's slot, above the frame pointer */
-    uint64_t fp = t->regs.rbp, pc = t->regs.rip;
     for (unsigned steps = 0; steps < WALK_LIMIT; steps++) {
         if ((fp & 7) != 0 || fp < lo || fp - lo < below || fp - lo > len || len - (fp - lo) < above + 8)
             break;
@@ -179,6 +174,59 @@ static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
             break;
         fp = caller_fp;
         pc = return_addr;
+    }
+}
+
+/*
+ * Where the thread stopped in code built without frame pointers (libc's
+ * open, OpenSSL's assembly, a GC's allocator), rbp is any value and the
+ * chain is not there to follow from it; it goes on higher up the stack,
+ * where V8's frames are (its exit frame into C++ first).  A place from
+ * which CHAIN_LINKS links each lead higher inside the copy starts a
+ * chain; the places above the stack pointer are tried, lowest first, at
+ * most SCAN_TRIES chains and SCAN_BYTES of stack, until one holds
+ * JavaScript frames.  The frame at the place itself is passed over (its
+ * pc is in its callee's frame, not known): its caller is the first
+ * looked at, an exit frame's caller being JavaScript.
+ */
+#define CHAIN_LINKS 3
+#define SCAN_TRIES 24
+#define SCAN_BYTES (256u * 1024u)
+
+static bool chain_starts_at(const hw_thread_snapshot *t, uint64_t at)
+{
+    const uint64_t lo = t->stack_start, len = t->stack_len;
+    uint64_t fp = at;
+    for (unsigned i = 0; i < CHAIN_LINKS; i++) {
+        if ((fp & 7) != 0 || fp < lo || fp - lo > len || len - (fp - lo) < 16)
+            return false;
+        uint64_t next = stack_word(t, fp);
+        if (next <= fp)
+            return false;
+        fp = next;
+    }
+    return true;
+}
+
+static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
+{
+    hw_interp_stack *st = &t->interp;
+    st->count = 0;
+    st->truncated = false;
+    st->error = NULL;
+    st->present = false;
+    if (t->stack == NULL || t->stack_len < 64)
+        return;
+    walk_from(r, t, t->regs.rbp, t->regs.rip);
+    const uint64_t lo = t->stack_start, len = t->stack_len;
+    uint64_t at = (t->regs.rsp + 7) & ~7ull;
+    for (unsigned tries = 0; st->count == 0 && !st->truncated && tries < SCAN_TRIES && at >= lo &&
+                             at - lo <= len - 16 && at - t->regs.rsp < SCAN_BYTES;
+         at += 8) {
+        if (!chain_starts_at(t, at))
+            continue;
+        tries++;
+        walk_from(r, t, stack_word(t, at), stack_word(t, at + 8));
     }
     if (st->count > 0)
         st->state_addr = t->regs.rbp;
