@@ -11,6 +11,9 @@
 #   make bench    benchmarks (bench/), results in docs/benchmarks.md
 #   make compare  every detector on every scenario (compare/), table in
 #                 docs/comparison.md (about 12 minutes)
+#   make coverage every loop library x every way a callback blocks, under
+#                 run and watch (tests/integration/test_coverage.py, which
+#                 make test runs too), table in docs/coverage.md
 #   make soak     hangwatch watching a tree of 20 processes that hang, fork,
 #                 exec, die and restart at random for SOAK_MINUTES (default
 #                 60), with early sampling, metrics and Sentry on: the agent's
@@ -41,7 +44,7 @@ FUZZ_MERGE   ?= 0
 FUZZ_TARGETS ?=
 SOAK_MINUTES ?= 60
 
-.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench compare install fuzz soak
+.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench compare coverage install fuzz soak
 
 all: build
 
@@ -90,6 +93,10 @@ bench: build
 compare: build
 	@scripts/ensure-deps.sh compare
 	@/usr/bin/python3 compare/run.py --build $(BUILD)
+
+coverage: deps-test build
+	@status=0; (cd $(BUILD) && ctest -R '^it_test_coverage_matrix$$' --output-on-failure) || status=$$?; \
+	  cp $(BUILD)/coverage/coverage.md docs/coverage.md && echo "docs/coverage.md written"; exit $$status
 
 soak: build
 	@scripts/ensure-deps.sh soak
