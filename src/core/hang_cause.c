@@ -218,6 +218,11 @@ static void blocked_in(const hw_blocked_look *look, char *out, size_t len, size_
 {
     if (!look->valid)
         return;
+    if (look->syscall_unreadable) {
+        add(out, len, used, " (in which system call is not known: its syscall file is another user's)%s%s",
+            look->wchan[0] ? ", in " : "", look->wchan);
+        return;
+    }
     if (!look->in_syscall) {
         add(out, len, used, " outside any system call%s%s", look->wchan[0] ? " in " : "", look->wchan);
         return;

@@ -49,6 +49,8 @@ typedef struct hw_blocked_look {
     bool valid;
     char state;          /* R, S, D, T, t, ... */
     bool in_syscall;     /* false: running, or blocked outside a system call (a page fault) */
+    bool syscall_unreadable; /* its /proc syscall file is another user's (not root, no CAP_DAC_READ_SEARCH):
+                                in_syscall is not known */
     long syscall;        /* its number (x86-64), when in_syscall */
     uint64_t args[6];
     char wchan[64];      /* the kernel function it sleeps in, "" if unknown */

@@ -246,6 +246,134 @@ def case_watch_least_privilege():
         shutil.rmtree(parent, ignore_errors=True)
 
 
+def case_watch_other_user_idle():
+    """Not root, another user's idle loop (its /proc syscall file unreadable, mode 0400): watching it
+    makes no false hang while it idles in its wait, and its real hang is caught."""
+    need_kernel_observer()
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        print("SKIP: needs root and setpriv to become another user with capabilities")
+        sys.exit(SKIP)
+    needed = ["bpf", "perfmon", "sys_ptrace", "sys_admin"]  # this kernel's uprobe events ask for CAP_SYS_ADMIN
+    parent = tempfile.mkdtemp(prefix="hw-it-nobody-")
+    os.chmod(parent, 0o755)
+    os.chown(parent, NOBODY, NOBODY)
+    loop = subprocess.Popen([hwtest.binary("time-scenarios")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    proc = None
+    try:
+        check(loop.stdout.readline().startswith("ready"), "the loop did not start")
+        report_dir = os.path.join(parent, "reports")
+        proc = subprocess.Popen(as_nobody(needed, [hwtest.binary("hangwatch"), "watch", "--attach", "uprobe",
+                                                   "--report-dir", report_dir, "-p", str(loop.pid)]),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        announced = proc.stderr.readline()
+        check(f"watching pid {loop.pid}" in announced, f"watch did not start: {announced!r}")
+        # Idle in epoll_wait for longer than the threshold: nothing to report.
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            check(not os.path.isdir(report_dir) or os.listdir(report_dir) == [],
+                  "an idle loop was reported: " + str(os.listdir(report_dir)))
+            time.sleep(0.1)
+        for command in ("work 2500", "poll 2500"):
+            loop.stdin.write(command + "\n")
+            loop.stdin.flush()
+            said = [loop.stdout.readline() for _ in range(2)] if command.startswith("poll") else [loop.stdout.readline()]
+            check(said[-1].startswith("did " + command), f"the loop did not do {command}: {said}")
+        loop.stdin.write("quit\n")
+        loop.stdin.flush()
+        loop.wait(timeout=30)
+        r = finish_watch(report_dir, proc, timeout=30)
+        check(r.returncode == 0 and len(r.reports) == 2, r.describe())
+        named = [hung_symbols(report) for report in r.reports]
+        check(any("compute_invoice" in n for n in named) and any("wait_for_quote" in n for n in named),
+              f"not the work and the socket poll: {named}\n" + r.describe())
+        check("outside any system call" not in r.stderr, "a sleep whose system call was unreadable was "
+              "called one outside any system call:\n" + r.stderr)
+    finally:
+        loop.kill()
+        loop.wait()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+WORKER_EXITS = r"""
+const { Worker } = require('worker_threads');
+function renderAfterTheWorker() { const end = Date.now() + 2600; while (Date.now() < end) {} }
+console.log('ready');
+setTimeout(() => {
+  // A worker with a loop of its own, which ends normally half a second later.
+  const w = new Worker('setTimeout(() => process.exit(0), 500); setInterval(() => {}, 50);', { eval: true });
+  w.on('exit', () => { console.log('worker exited'); setTimeout(renderAfterTheWorker, 3000); });
+}, 1000);
+setTimeout(() => {}, 9000);
+"""
+
+
+def case_watch_worker_exit():
+    """--threads loops on node: a worker thread whose loop ends normally is not a hang (of it or of the
+    idle main thread); the main thread's own hang after it is reported, once."""
+    need_kernel_observer()
+    node = shutil.which("node")
+    if node is None:
+        print("SKIP: no node")
+        sys.exit(SKIP)
+    for attach in ("tracepoint", "uprobe"):
+        target = subprocess.Popen([node, "-e", WORKER_EXITS], stdout=subprocess.PIPE, text=True)
+        try:
+            check(target.stdout.readline().strip() == "ready", "node did not start")
+            report_dir, proc = watch([target.pid], "--attach", attach, "--threads", "loops")
+            announced = proc.stderr.readline()
+            check(f"watching pid {target.pid}" in announced, f"watch did not start: {announced!r}")
+            check(target.stdout.readline().strip() == "worker exited", "the worker did not exit")
+            target.wait(timeout=30)
+            r = finish_watch(report_dir, proc)
+            check(r.returncode == 0 and len(r.reports) == 1, f"--attach {attach}\n" + r.describe())
+            check(any(name.endswith("renderAfterTheWorker") for name in hung_symbols(r.reports[0])), r.describe())
+            check(r.reports[0]["hangwatch"]["hung_thread"]["thread_identifier"] == target.pid,
+                  "the hang is not the main thread's\n" + r.describe())
+        finally:
+            target.kill()
+            target.wait()
+
+
+SPAWNER = r"""
+import selectors, subprocess, sys, time
+print("ready", flush=True)
+sel = selectors.DefaultSelector()
+start, child = time.monotonic(), None
+while child is None or child.poll() is None:
+    sel.select(0.1)
+    if child is None and time.monotonic() - start > 1.0:
+        child = subprocess.Popen([sys.argv[1], "hang", "1"], stdout=subprocess.DEVNULL)
+"""
+
+
+def case_watch_follow_exec():
+    """--follow: a child that executes another program mapping the same C library (Python's
+    subprocess: fork, exec) is watched like its parent, its hang reported, under either attachment
+    and again and again (the child may be caught in the middle of its exec)."""
+    need_kernel_observer()
+    for attach in ("uprobe", "uprobe", "uprobe", "tracepoint"):
+        target = subprocess.Popen(["/usr/bin/python3", "-c", SPAWNER, hwtest.binary("kernel-loop")],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            check(target.stdout.readline().strip() == "ready", "the spawner did not start")
+            report_dir, proc = watch([target.pid], "--attach", attach, "--follow")
+            announced = proc.stderr.readline()
+            check(f"watching pid {target.pid}" in announced, f"watch did not start: {announced!r}")
+            target.wait(timeout=30)
+            r = finish_watch(report_dir, proc)
+            check(r.returncode == 0 and len(r.reports) == 1 and r.reports[0]["report"]["pid"] != target.pid,
+                  f"--attach {attach}: the executed child's hang was not reported once\n" + r.describe())
+            check("render_report_synchronously" in hung_symbols(r.reports[0]), r.describe())
+            check("without going through glibc" not in r.stderr and "is not watched" not in r.stderr, r.stderr)
+        finally:
+            target.kill()
+            target.wait()
+
+
 def case_watch_leaves_no_trace():
     """watch ends (duration, SIGKILL mid-hang): the program is not stopped, not traced, no signal pending."""
     need_kernel_observer()
@@ -631,6 +759,9 @@ if __name__ == "__main__":
         "watch_container": case_watch_container,
         "watch_uprobe": case_watch_uprobe,
         "watch_least_privilege": case_watch_least_privilege,
+        "watch_other_user_idle": case_watch_other_user_idle,
+        "watch_worker_exit": case_watch_worker_exit,
+        "watch_follow_exec": case_watch_follow_exec,
         "watch_container_python": case_watch_container_python,
         "watch_container_node": case_watch_container_node,
     })

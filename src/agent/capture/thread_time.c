@@ -128,7 +128,9 @@ void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
     if (hw_proc_read_small(path, out->wchan, sizeof out->wchan) <= 0 || strcmp(out->wchan, "0") == 0)
         out->wchan[0] = '\0';
     hw_task_syscall_info call;
-    if (hw_task_syscall_read(pid, tid, &call) != 0 || call.nr < 0)
+    int rc = hw_task_syscall_read(pid, tid, &call);
+    out->syscall_unreadable = rc == -EACCES || rc == -EPERM;
+    if (rc != 0 || call.nr < 0)
         return; /* running, blocked outside a system call, or unreadable */
     out->syscall = call.nr;
     out->in_syscall = true;

@@ -509,6 +509,10 @@ static json_t *blocked_in_json(const hw_blocked_look *look)
         return NULL;
     if (look->wchan[0])
         json_object_set_new(o, "wchan", FOREIGN(look->wchan));
+    if (look->syscall_unreadable) {
+        json_object_set_new(o, "syscall_unreadable", json_true());
+        return o;
+    }
     if (!look->in_syscall) {
         json_object_set_new(o, "in_syscall", json_false());
         return o;

@@ -60,6 +60,8 @@ _Static_assert(HW_KOBS_AFTER_WAITING == HW_ACTIVITY_AFTER_WAITING, "activity val
 typedef struct process_probes {
     struct bpf_link *links[HW_WAIT_PROBE_MAX];
     size_t count;
+    hw_wait_probe where[HW_WAIT_PROBE_MAX]; /* the places probed, for the processes it forks */
+    size_t where_count;
 } process_probes;
 
 struct hw_kernel_observer {
@@ -347,23 +349,11 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
     return 0;
 }
 
-/* Is `pid`'s main thread blocked in a wait system call now?  Then *call
- * is what /proc/PID/syscall says of it (the call, its arguments, the user
- * pc it will return to). */
-static bool is_waiting_now(pid_t pid, hw_task_syscall_info *call)
-{
-    return hw_task_syscall_read(pid, pid, call) == 0 && hw_is_wait_syscall(call->nr);
-}
-
-/*
- * fentry cannot see the end of a wait call entered before it was attached
- * (fexit's trampoline returns only from calls it entered).  A thread found
- * blocked in its wait is stopped once, as a capture stops it, and let go:
- * the kernel restarts the call (the capture's stop sees to epoll_wait's
- * restart: decisions.md §1), now through the trampoline, so its end is
- * seen.  True when the thread was stopped and let go.
- */
-static bool restart_its_wait(pid_t pid)
+/* Stop `pid`'s main thread once, as a capture stops it, and let it go: its
+ * registers into *regs (NULL: not wanted).  A wait call it was blocked in
+ * is restarted by the kernel (the capture's stop sees to epoll_wait's
+ * restart: decisions.md §1).  True when it was stopped and let go. */
+static bool stop_once(pid_t pid, struct user_regs_struct *regs)
 {
     hw_capture_options o;
     hw_capture_options_default(&o, pid);
@@ -372,8 +362,55 @@ static bool restart_its_wait(pid_t pid)
     hw_process_snapshot snap;
     bool stopped = hw_capture_process(pid, &o, &snap) == 0 && snap.thread_count == 1 &&
                    snap.threads[0].status == HW_THREAD_CAPTURED;
+    if (stopped && regs != NULL)
+        *regs = snap.threads[0].regs;
     hw_process_snapshot_free(&snap);
     return stopped;
+}
+
+#define ERESTARTSYS_CODE 512
+#define ERESTART_RESTARTBLOCK_CODE 516
+
+/*
+ * Is `pid`'s main thread blocked in a wait system call now?  Then *call
+ * is what /proc/PID/syscall says of it (the call, its arguments, the user
+ * pc it will return to).  That file is mode 0400 and its user's: a watcher
+ * that is not root but holds CAP_SYS_PTRACE (all it needs to capture) is
+ * refused it for another user's process, and taking the thread for busy
+ * then made an idle loop a hang.  The same facts are in the thread's
+ * registers, which ptrace may read: it is stopped once (*stopped says so),
+ * and a system call the stop interrupted shows as its number in orig_rax
+ * with EINTR or a restart code in rax.
+ */
+static bool is_waiting_now(pid_t pid, hw_task_syscall_info *call, bool *stopped)
+{
+    *stopped = false;
+    int rc = hw_task_syscall_read(pid, pid, call);
+    if (rc == 0)
+        return hw_is_wait_syscall(call->nr);
+    struct user_regs_struct r;
+    if ((rc != -EACCES && rc != -EPERM) || !stop_once(pid, &r))
+        return false;
+    *stopped = true;
+    long ret = (long)r.rax;
+    bool interrupted = ret == -EINTR || (ret <= -ERESTARTSYS_CODE && ret >= -ERESTART_RESTARTBLOCK_CODE);
+    memset(call, 0, sizeof *call);
+    call->blocked = true;
+    call->nr = (long)r.orig_rax >= 0 && interrupted ? (long)r.orig_rax : -1;
+    const uint64_t args[6] = {r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9};
+    memcpy(call->args, args, sizeof args);
+    call->sp = r.rsp;
+    call->pc = r.rip;
+    return hw_is_wait_syscall(call->nr);
+}
+
+/* fentry cannot see the end of a wait call entered before it was attached
+ * (fexit's trampoline returns only from calls it entered): a thread found
+ * blocked in its wait is stopped once, and the restarted call, entered
+ * through the trampoline, has its end seen. */
+static bool restart_its_wait(pid_t pid)
+{
+    return stop_once(pid, NULL);
 }
 
 /* The thread is blocked in the wait `call`: that wait is its loop's
@@ -450,10 +487,41 @@ static bool attach_fork_tracepoint(hw_kernel_observer *k, char *why, size_t len)
 }
 
 /* --attach uprobe: probes in `pid`'s wait functions, for page `index`. */
-static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const char *program, char *why, size_t len)
+/* The probes of `pid`'s parent, when it is watched with probes, or NULL. */
+static const process_probes *parent_probes(const hw_kernel_observer *k, pid_t pid)
+{
+    hw_task_stat st;
+    if (hw_task_stat_read(pid, 0, &st) != 0 || st.ppid <= 0)
+        return NULL;
+    for (size_t i = 0; i < HW_KOBS_MAX_PAGES; i++) {
+        const hw_shared_page *page = (const hw_shared_page *)((const char *)k->pages + i * HW_PAGE_SIZE);
+        if (k->used[i] && k->probes[i] != NULL && page->pid == st.ppid)
+            return k->probes[i];
+    }
+    return NULL;
+}
+
+/*
+ * `waiting`: the wait call the process was found blocked in, or NULL.
+ * `forked`: a new process of a watched one.  Such a child is probed where
+ * its parent is (the files it maps right after the fork are the parent's),
+ * not where its own maps say: it may be in the middle of an exec, its new
+ * image not mapped yet ("no wait function"), and a probe is on a file,
+ * not on a process's mapping of it: once the exec'd program maps the same
+ * C library, the kernel puts the child's probes in it.
+ */
+static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const char *program,
+                       const hw_task_syscall_info *waiting, bool forked, char *why, size_t len)
 {
     hw_wait_probe found[HW_WAIT_PROBE_MAX];
-    int n = hw_wait_probes_find(pid, found, HW_WAIT_PROBE_MAX, why, len);
+    const process_probes *parent = forked && program == NULL ? parent_probes(k, pid) : NULL;
+    int n = 0;
+    if (parent != NULL) {
+        memcpy(found, parent->where, parent->where_count * sizeof *found);
+        n = (int)parent->where_count;
+    } else {
+        n = hw_wait_probes_find(pid, found, HW_WAIT_PROBE_MAX, why, len);
+    }
     if (program != NULL) {
         /* Before its exec: what it maps now is ours (the same system
          * libc a dynamic program maps); its own file comes too. */
@@ -465,10 +533,9 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
     }
     if (n <= 0)
         return false;
-    hw_task_syscall_info waiting;
-    if (program == NULL && is_waiting_now(pid, &waiting)) {
+    if (program == NULL && waiting != NULL) {
         /* Its wait's end is seen only if it waits in a probed function. */
-        uint64_t pc = waiting.pc;
+        uint64_t pc = waiting->pc;
         bool probed = false;
         for (int i = 0; i < n; i++)
             probed |= !found[i].entry && found[i].address == pc;
@@ -504,6 +571,8 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
         }
         p->links[p->count++] = link;
     }
+    memcpy(p->where, found, (size_t)n * sizeof *found);
+    p->where_count = (size_t)n;
     return true;
 }
 
@@ -545,14 +614,16 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
     struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
     hw_loop_slot *slot = &page->slots[0];
     hw_task_syscall_info waiting;
-    bool restart_wait = false;
-    if (start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid, &waiting)) {
+    bool restart_wait = false, stopped = false;
+    bool found_waiting = start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid, &waiting, &stopped);
+    if (found_waiting) {
         /* Blocked in a wait call now: its exit will be seen, except by
          * fexit, whose trampoline only returns from calls made after it
-         * was attached (the next wait's end is seen). */
+         * was attached; unless the look stopped it already, it is stopped
+         * once more below, its entry in the map. */
         t.in_loop_wait = 1;
         prime_loop_wait(&t, slot, &waiting);
-        k->wait_end_unseen[index] = k->attach == HW_KOBS_ATTACH_FENTRY;
+        k->wait_end_unseen[index] = k->attach == HW_KOBS_ATTACH_FENTRY && !stopped;
         restart_wait = k->wait_end_unseen[index];
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_BEFORE_WAITING, memory_order_relaxed);
     } else {
@@ -579,7 +650,9 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
         return NULL;
     }
     if ((follow && !attach_fork_tracepoint(k, why, len)) ||
-        (k->attach == HW_KOBS_ATTACH_UPROBE && !put_probes(k, index, pid, program, why, len))) {
+        (k->attach == HW_KOBS_ATTACH_UPROBE &&
+         !put_probes(k, index, pid, program, found_waiting ? &waiting : NULL, start == HW_KOBS_START_LAUNCHING,
+                     why, len))) {
         bpf_map__delete_elem(k->skel->maps.processes, &tid, sizeof tid, BPF_ANY);
         bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
         memset(page, 0, sizeof *page);
@@ -620,6 +693,20 @@ void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page)
     remove_probes(k, index);
     memset((void *)page, 0, HW_PAGE_SIZE);
     k->used[index] = false;
+}
+
+void hw_kobs_thread_ended(hw_kernel_observer *k, const hw_shared_page *page, unsigned slot)
+{
+    if (!hw_kobs_owns(k, page) || slot >= HW_PAGE_SLOTS)
+        return;
+    hw_loop_slot *s = (hw_loop_slot *)&page->slots[slot]; /* the agent's own page */
+    __u32 tid = (__u32)atomic_load_explicit(&s->tid, memory_order_relaxed);
+    if (tid != 0)
+        bpf_map__delete_elem(k->skel->maps.threads, &tid, sizeof tid, BPF_ANY);
+    uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    if (seq & 1u)
+        atomic_store_explicit(&s->seq, seq + 1, memory_order_release);
+    atomic_store_explicit(&s->tid, 0, memory_order_release);
 }
 
 int hw_kobs_children_fd(hw_kernel_observer *k)

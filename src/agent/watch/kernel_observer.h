@@ -88,6 +88,11 @@ size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max);
 /* Stop watching the process that has `page`. */
 void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page);
 
+/* The thread of `page`'s slot `slot` has ended: the observer forgets it
+ * and the slot is free (not busy, no thread); nothing for a page that is
+ * not the observer's. */
+void hw_kobs_thread_ended(hw_kernel_observer *k, const hw_shared_page *page, unsigned slot);
+
 /* Was `page`'s main thread found blocked in a wait call under the fentry
  * attachment?  fexit cannot see that call's end (its trampoline returns
  * only from calls entered after it was attached): the stretch after it is

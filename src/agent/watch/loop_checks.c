@@ -335,9 +335,42 @@ static void say_if_unseen(agent *a, watched_process *w, loop_watch *l, const hw_
                 (int)w->pid, w->metrics_name[0] ? w->metrics_name : "?", moves);
 }
 
+/* Does thread `tid` belong to process `pid`?  (The page says so; check.) */
+static bool thread_of(pid_t pid, pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d", (int)pid, (int)tid);
+    struct stat st;
+    return tid > 0 && stat(path, &st) == 0;
+}
+
+/*
+ * A loop thread other than the main one that ended (a node worker, a
+ * thread pool's loop) while its slot said busy: the kernel observer sees
+ * no thread exit, and the preloaded observer none that bypasses its
+ * destructor.  Its end is not a hang, and never a hang of its process: a
+ * hang of its own ends there ("thread_exited"), the slot is freed and the
+ * loop is no longer looked at.  Looked for only once it has been busy for
+ * a threshold, where a hang would begin or go on.
+ */
+static bool loop_thread_ended(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
+{
+    if (l->slot == 0 || !r->busy || now < r->busy_start_ns + a->opts->detector.threshold_ns ||
+        thread_of(w->pid, l->tid))
+        return false;
+    if (l->hung)
+        hang_finish(a, l, now, "thread_exited", false);
+    hw_kobs_thread_ended(a->kobs, w->page, l->slot);
+    l->thread_gone = true;
+    l->next_wake_ns = UINT64_MAX;
+    return true;
+}
+
 static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_reading r, uint64_t now)
 {
     pid_t tid = l->tid;
+    if (loop_thread_ended(a, w, l, &r, now))
+        return;
     say_if_unseen(a, w, l, &r, now);
     if (check_other_detector(a, w, l, &r, now))
         return;
@@ -412,15 +445,6 @@ static void loop_watch_free(loop_watch *l)
     free(l);
 }
 
-/* Does thread `tid` belong to process `pid`?  (The page says so; check.) */
-static bool thread_of(pid_t pid, pid_t tid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d", (int)pid, (int)tid);
-    struct stat st;
-    return tid > 0 && stat(path, &st) == 0;
-}
-
 /* The loop threads the page announces: slot 0 (the main thread) always,
  * the others with --threads=loops.  A slot whose thread changed starts
  * afresh. */
@@ -430,7 +454,7 @@ static void refresh_loops(agent *a, watched_process *w, uint64_t now)
     for (unsigned i = 0; i < slots; i++) {
         pid_t tid = i == 0 ? w->pid : (pid_t)atomic_load_explicit(&w->page->slots[i].tid, memory_order_acquire);
         loop_watch *l = w->loops[i];
-        if (l && l->tid == tid)
+        if (l && l->tid == tid && !l->thread_gone)
             continue;
         if (l) {
             if (l->hung)

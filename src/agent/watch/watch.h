@@ -102,6 +102,7 @@ typedef struct loop_watch {
     early_sampler *sampler;     /* NULL unless early sampling is on */
     bool warned_unseen_wait;
     bool said_unseen;           /* its hangs cannot be told: said (loop_checks.c) */
+    bool thread_gone;           /* its thread ended (not the main one): dropped at the next look */
     unsigned launch_waits_seen; /* looks in a row that found the launch in a wait call */
     hw_stutter stutter; /* with --stutter */
     hw_semaphore_detector semaphore; /* with --detector semaphore */
