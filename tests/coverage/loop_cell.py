@@ -16,7 +16,10 @@ KINDS, comma-separated: sleep, spin, http (urlopen with a timeout from the drive
 server at PORT, which answers after HOLD s), fifo (read a FIFO whose
 writer comes after HOLD s), child (subprocess.run of sleep HOLD), lock (a
 lock another thread holds for HOLD s), cext (a C extension's work:
-zlib.compress, HOLD s of it); or none: the loop turns every 1 ms for 60 s.
+zlib.compress, HOLD s of it), nested (glib only: a modal loop, a GLib
+main loop run from the callback on the same context for HOLD s, which
+dispatches the program's events: not a hang); or none: the loop turns
+every 1 ms for 60 s.
 It prints "ready PID" once its loop turns, waits until GO_FILE exists, and
 blocks DELAY s later; "held KIND S" after each (the program's own measure
 of the time its loop was held), "done" at the end.  With idle-first, its
@@ -99,7 +102,14 @@ def hold_the_loop_with_cext():
     return total
 
 
-HOLDERS = {"sleep": hold_the_loop_with_sleep, "spin": hold_the_loop_with_spin, "http": hold_the_loop_with_http,
+def hold_the_loop_with_nested():
+    from gi.repository import GLib
+    inner = GLib.MainLoop()
+    GLib.timeout_add(int(HOLD * 1000), inner.quit)
+    inner.run()
+
+
+HOLDERS = {"nested": hold_the_loop_with_nested, "sleep": hold_the_loop_with_sleep, "spin": hold_the_loop_with_spin, "http": hold_the_loop_with_http,
            "fifo": hold_the_loop_with_fifo, "child": hold_the_loop_with_child, "lock": hold_the_loop_with_lock,
            "cext": hold_the_loop_with_cext}
 

@@ -19,6 +19,10 @@ thread holds, a C extension's work), under `hangwatch run` and under
     idle_under_load   every row's loop turning every millisecond for a
                       minute, under run and under watch, with two CPU hogs
                       beside: no report at all.
+    nested_main_loop  a GLib main loop run from a callback on the loop's own
+                      context for 2.5 s (a modal dialog's), under run and
+                      watch: it dispatches the program's events, so no
+                      report (its waits are the loop's, from a deeper call).
     pythons           asyncio and a hand-written select loop on every CPython
                       3.8-3.13 (pyenv's; a missing one fails the case),
                       idle in their wait for 4 s when watching begins, then
@@ -359,6 +363,27 @@ def run_modes(modes, go_file, attach_after_go=False):
         m.finish()
 
 
+def case_nested_main_loop():
+    """A GLib main loop nested on the same context (a modal dialog's) is the loop waiting: no report."""
+    work = tempfile.mkdtemp(prefix="hw-coverage-nested-")
+    go_file = os.path.join(work, "go")
+    cell = os.path.join(hwtest.SOURCE_DIR, "tests", "coverage", "loop_cell.py")
+    row_list = [("GLib (python3-gi) nested", [PYTHON, cell, "glib", "nested", "0", go_file, "0.5", "2.5"], ["nested"])]
+    modes = [Mode(m, row_list, work) for m in MODES]
+    try:
+        run_modes(modes, go_file)
+        for m in modes:
+            check(m.returncode == 0, f"{m.mode}: hangwatch exited {m.returncode}:\n{m.stderr}")
+            check("held nested" in m.out_of(row_list[0][0]), f"{m.mode}: no nested loop ran")
+            hangs = [r for r in m.reports if r["hangwatch"]["hang_type"] != "launch_hang"]
+            check(hangs == [], f"{m.mode}: a nested main loop was reported:\n" + "\n".join(
+                hwtest.describe_frames(hwtest.frames(r)[:8]) for r in hangs) + "\n" + m.stderr)
+    finally:
+        for m in modes:
+            m.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def case_pythons():
     """asyncio and a select loop on every CPython, idle when watched, then time.sleep and urlopen."""
     server = start_slow_server()
@@ -391,4 +416,5 @@ def case_pythons():
 
 
 if __name__ == "__main__":
-    hwtest.main({"matrix": case_matrix, "idle_under_load": case_idle_under_load, "pythons": case_pythons})
+    hwtest.main({"matrix": case_matrix, "idle_under_load": case_idle_under_load, "pythons": case_pythons,
+                 "nested_main_loop": case_nested_main_loop})

@@ -404,6 +404,32 @@ def case_nested_waits():
         hwtest.cleanup(r)
 
 
+def case_no_loop_said():
+    """A program whose main thread makes no event-loop wait (it sleeps in clock_nanosleep) is said once
+    on stderr after 10 s, with what to do, and counted in the metrics; a loop that waits is not."""
+    metrics = tempfile.mktemp(prefix="hw-it-metrics-", suffix=".prom")
+    program = ["/usr/bin/python3", "-c", "import time\nfor _ in range(60): time.sleep(0.2)"]
+    r = hwtest.run(["--metrics-file", metrics, "--"] + program, timeout=60)
+    try:
+        check(r.returncode == 0, r.describe())
+        said = [line for line in r.stderr.splitlines() if "has made no event-loop wait" in line]
+        check(len(said) == 1 and "--threads loops" in said[0] and "docs/api.md" in said[0],
+              "not said once, with what to do:\n" + r.stderr)
+        with open(metrics) as f:
+            text = f.read()
+        check('hangwatch_loops_unseen_total{process="python3",reason="no_loop_wait"} 1' in text,
+              "not counted:\n" + text)
+    finally:
+        hwtest.cleanup(r)
+        if os.path.exists(metrics):
+            os.unlink(metrics)
+    r = hwtest.run(["--"] + scenario("idle", 11))
+    try:
+        check(r.returncode == 0 and "has made no event-loop wait" not in r.stderr, "said of a loop:\n" + r.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
 def expect_complete_report(args, culprit):
     r = hwtest.run(["--"] + scenario(*args), timeout=120)
     try:
@@ -622,6 +648,7 @@ if __name__ == "__main__":
         "stopped_is_not_hung": case_stopped_is_not_hung,
         "transparency": case_transparency,
         "nested_waits": case_nested_waits,
+        "no_loop_said": case_no_loop_said,
         "capture_under_contention": case_capture_under_contention,
         "loop_threads": case_loop_threads,
         "stutter": case_stutter,
