@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "agent/capture/proc_task.h"
+#include "core/abi/wait_point.h"
 
 /* A temporary file holding `len` bytes of `text`; its path in `path`. */
 static void write_temp(char path[64], const char *text, size_t len)
@@ -227,6 +228,34 @@ static void test_syscall_of_a_real_thread(void **state)
     assert_true(hw_task_syscall_read(getpid(), 999999999, &gone) < 0);
 }
 
+/* What a wait system call waits on, from its arguments: the loop's-wait
+ * rule's object and rank (wait_point.h), and not for other calls. */
+static void test_wait_syscall_described(void **state)
+{
+    (void)state;
+    uint64_t object;
+    uint32_t rank, kind;
+    hw_task_syscall_info call = {.blocked = true, .nr = SYS_epoll_wait, .args = {7, 0x1000, 64, (uint64_t)-1}};
+    assert_true(hw_wait_syscall_describe(&call, &object, &rank, &kind));
+    assert_int_equal(object, 7);
+    assert_int_equal(rank, HW_WAIT_RANK_MANY);
+    assert_int_equal(kind, HW_WAIT_CALL_EPOLL_WAIT);
+    call = (hw_task_syscall_info){.blocked = true, .nr = SYS_poll, .args = {0x7ffd0000, 1, 3000}};
+    assert_true(hw_wait_syscall_describe(&call, &object, &rank, &kind));
+    assert_int_equal(object, 0x7ffd0000);
+    assert_int_equal(rank, HW_WAIT_RANK_ONE);
+    assert_int_equal(kind, HW_WAIT_CALL_POLL);
+    /* time.sleep on Python 3.8-3.10: select(0, NULL, NULL, NULL, &tv) */
+    call = (hw_task_syscall_info){.blocked = true, .nr = SYS_select, .args = {0, 0, 0, 0, 0x7ffd1000}};
+    assert_true(hw_wait_syscall_describe(&call, &object, &rank, &kind));
+    assert_int_equal(rank, HW_WAIT_RANK_SLEEP);
+    assert_true(hw_is_wait_syscall(SYS_pselect6));
+    call.nr = SYS_read;
+    assert_false(hw_wait_syscall_describe(&call, &object, &rank, &kind));
+    assert_false(hw_is_wait_syscall(SYS_read));
+    assert_false(hw_is_wait_syscall(-1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_syscall_line_shapes),
         cmocka_unit_test(test_syscall_line_other_shapes),
         cmocka_unit_test(test_syscall_of_a_real_thread),
+        cmocka_unit_test(test_wait_syscall_described),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

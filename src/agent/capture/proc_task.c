@@ -365,62 +365,62 @@ pid_t hw_pidfd_pid(int pidfd)
     return pid > 0 ? (pid_t)pid : -1;
 }
 
-bool hw_is_wait_syscall(long nr)
+/* The wait function (HW_WAIT_CALL_*) system call `nr` is, or
+ * HW_WAIT_CALL_UNKNOWN for one that is not a loop's wait. */
+static uint32_t wait_call_of(long nr)
 {
     switch (nr) {
     case SYS_poll:
+        return HW_WAIT_CALL_POLL;
     case SYS_ppoll:
+        return HW_WAIT_CALL_PPOLL;
     case SYS_select:
+        return HW_WAIT_CALL_SELECT;
     case SYS_pselect6:
+        return HW_WAIT_CALL_PSELECT;
     case SYS_epoll_wait:
+        return HW_WAIT_CALL_EPOLL_WAIT;
     case SYS_epoll_pwait:
+        return HW_WAIT_CALL_EPOLL_PWAIT;
 #ifdef SYS_epoll_pwait2
     case SYS_epoll_pwait2:
+        return HW_WAIT_CALL_EPOLL_PWAIT2;
 #endif
 #ifdef SYS_io_uring_enter
     case SYS_io_uring_enter:
+        return HW_WAIT_CALL_IO_URING;
 #endif
-        return true;
     default:
-        return false;
+        return HW_WAIT_CALL_UNKNOWN;
     }
+}
+
+bool hw_is_wait_syscall(long nr)
+{
+    return wait_call_of(nr) != HW_WAIT_CALL_UNKNOWN;
 }
 
 bool hw_wait_syscall_describe(const hw_task_syscall_info *call, uint64_t *object, uint32_t *rank, uint32_t *kind)
 {
     const uint64_t *a = call->args;
-    switch (call->nr) {
-    case SYS_poll:
-    case SYS_ppoll:
-        *kind = call->nr == SYS_poll ? HW_WAIT_CALL_POLL : HW_WAIT_CALL_PPOLL;
+    *kind = wait_call_of(call->nr);
+    switch (*kind) {
+    case HW_WAIT_CALL_UNKNOWN:
+        return false;
+    case HW_WAIT_CALL_POLL:
+    case HW_WAIT_CALL_PPOLL:
         *object = a[0];
         *rank = hw_wait_rank_of_poll(a[1]);
         return true;
-    case SYS_select:
-    case SYS_pselect6:
-        *kind = call->nr == SYS_select ? HW_WAIT_CALL_SELECT : HW_WAIT_CALL_PSELECT;
+    case HW_WAIT_CALL_SELECT:
+    case HW_WAIT_CALL_PSELECT:
         *object = hw_wait_select_object((int64_t)(int32_t)a[0], a[1], a[2], a[3]);
         *rank = hw_wait_rank_of_select(*object);
         return true;
-    case SYS_epoll_wait:
-    case SYS_epoll_pwait:
-#ifdef SYS_epoll_pwait2
-    case SYS_epoll_pwait2:
-#endif
-#ifdef SYS_io_uring_enter
-    case SYS_io_uring_enter:
-#endif
-        *kind = call->nr == SYS_epoll_wait    ? HW_WAIT_CALL_EPOLL_WAIT
-                : call->nr == SYS_epoll_pwait ? HW_WAIT_CALL_EPOLL_PWAIT
-#ifdef SYS_io_uring_enter
-                : call->nr == SYS_io_uring_enter ? HW_WAIT_CALL_IO_URING
-#endif
-                                                 : HW_WAIT_CALL_EPOLL_PWAIT2;
+    default: /* the epoll waits, io_uring_enter: a descriptor */
         *object = (uint32_t)a[0];
         *rank = HW_WAIT_RANK_MANY;
         return true;
-    default:
-        return false;
     }
 }
 
