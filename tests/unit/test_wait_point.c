@@ -160,6 +160,30 @@ static void test_spawn_sync_second_loop_is_work(void **state)
     assert_int_equal(t.wp.loop_object, EPFD);
 }
 
+/* A select on two descriptors once at start-up, then a loop that polls
+ * one descriptor: the one-off is not waited for forever.  No deeper than
+ * the one-off, the loop takes its place at its second turn; deeper (as a
+ * callback's socket poll would be), at its MOVE_AFTER-th. */
+static void test_start_up_one_off_then_a_loop_of_lower_rank(void **state)
+{
+    (void)state;
+    thread_waits t = fresh();
+    assert_true(wait_call(&t, NESTED_SITE, LOOP_SP - 0x80u, 0x7fff2000u, HW_WAIT_RANK_MANY));
+    assert_false(wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY, HW_WAIT_RANK_ONE));
+    assert_true(wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY, HW_WAIT_RANK_ONE));
+    assert_int_equal(t.wp.learned, HW_WAIT_LEARNED_MOVED);
+    thread_waits deeper = fresh();
+    assert_true(wait_call(&deeper, NESTED_SITE, LOOP_SP + 0x80u, 0x7fff2000u, HW_WAIT_RANK_MANY));
+    for (int i = 1; i < HW_WAIT_POINT_MOVE_AFTER; i++)
+        assert_false(wait_call(&deeper, LOOP_SITE, LOOP_SP, POLL_ARRAY, HW_WAIT_RANK_ONE));
+    assert_true(wait_call(&deeper, LOOP_SITE, LOOP_SP, POLL_ARRAY, HW_WAIT_RANK_ONE));
+    for (int i = 0; i < 10; i++)
+        assert_true(wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY, HW_WAIT_RANK_ONE));
+    /* its callbacks' socket polls, deeper, are work */
+    assert_false(socket_poll(&t, NESTED_SITE + 0x40u, NESTED_SP));
+    assert_false(socket_poll(&t, NESTED_SITE + 0x40u, NESTED_SP));
+}
+
 /* A program that connects with a socket timeout at start-up (its polls
  * repeat and are learned), then runs its epoll loop: the loop's wait ranks
  * higher and takes the place once it repeats. */
@@ -285,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_nested_main_loop_on_the_same_context_is_the_loop),
         cmocka_unit_test(test_spawn_sync_second_loop_is_work),
         cmocka_unit_test(test_start_up_socket_waits_then_the_loop),
+        cmocka_unit_test(test_start_up_one_off_then_a_loop_of_lower_rank),
         cmocka_unit_test(test_a_second_loop_at_the_same_depth_moves_it),
         cmocka_unit_test(test_a_wait_each_turn_between_loop_waits_does_not_move_it),
         cmocka_unit_test(test_a_deeper_loop_that_keeps_waiting_moves_it_at_last),

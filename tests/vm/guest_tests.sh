@@ -199,6 +199,35 @@ test_least_privilege() {
     verdict least_privilege "as nobody with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE: $(grep -c 'hangwatch: hang in' $d/err) hang"
 }
 
+# Not root, another user's idle loop (root's, blocked in epoll_wait): its
+# /proc syscall file is refused to nobody, so whether it waits is read from
+# its registers; no report while it idles 3 s, then its work is caught.
+test_other_user_idle() {
+    begin other_user_idle
+    chown 65534:65534 $d
+    mkfifo $d/in
+    time-scenarios <$d/in >$d/out &
+    loop=$!
+    exec 3>$d/in
+    poll $d/out ready 30 || problem "the program did not start"
+    as_nobody bpf,perfmon,sys_ptrace hangwatch watch --report-dir $d/r -p $loop 2>$d/err &
+    watcher=$!
+    poll $d/err "watching pid $loop" 60 || problem "no 'watching pid' line: $(cat $d/err)"
+    sleep 3 # an idle stretch longer than the threshold, looked at below
+    count=$(ls $d/r/hang-*.json 2>/dev/null | wc -l)
+    [ "$count" = 0 ] || problem "the idle loop was reported ($count): $(cat $d/err)"
+    echo "work 2500" >&3
+    poll $d/out "did work 2500" 60 || problem "the work did not end"
+    poll "$d/r/hang-*.json" compute_invoice 30 || problem "the work was not reported"
+    echo quit >&3
+    exec 3>&-
+    wait $loop
+    wait $watcher
+    count=$(ls $d/r/hang-*.json 2>/dev/null | wc -l)
+    [ "$count" = 1 ] || problem "$count hang reports, not 1: $(cat $d/err)"
+    verdict other_user_idle "$(grep 'hangwatch: hang in' $d/err | sed 's/;.*//')"
+}
+
 # A loop in a cgroup v2 limited to 20 % of a CPU (cpu.max "20000 100000")
 # doing 0.6 s of work: the hang's time section says throttled, names the
 # cgroup and its quota, and takes the pressure figures from the cgroup.

@@ -39,7 +39,7 @@ BOOT_DEADLINE_S = 300  # software emulation on a loaded machine
 KVM_PROBE_DEADLINE_S = 30
 KVM_PROBE_WORD = "HANGWATCH-KVM-PROBE-RAN"
 TESTS = ["watch_auto", "not_watched", "follow", "raw_syscall", "least_privilege", "cgroup_v2_throttled",
-         "first_hang_after_attach"]
+         "first_hang_after_attach", "other_user_idle"]
 # What goes in the initramfs's /bin, from the build tree's bin/.
 BUILT_PROGRAMS = ["hangwatch", "kernel-loop", "time-scenarios"]
 

@@ -27,7 +27,10 @@
  *      rank was seen before it on this thread (the loop waits on its epoll
  *      instance before its first callback polls a socket); the first
  *      identity of the highest rank to repeat is the loop's ("repeated").
- *      A sleep is never learned.
+ *      A lower rank that repeats with nothing of that rank in between,
+ *      twice no deeper than the best seen or MOVE_AFTER times deeper, is
+ *      the loop's too ("moved": the best was a start-up one-off).  A sleep
+ *      is never learned.
  *   2. Learned, the same identity is the loop's, from any depth: a nested
  *      main loop on the same context (GLib's modal dialog) dispatches the
  *      program's events, so its waits are the loop's.  A sleep is the
@@ -171,13 +174,14 @@ static inline void hw_wait_point_prime(hw_wait_point *wp, uint64_t object, uint3
     hw_wait_point_learn(wp, &c, HW_WAIT_LEARNED_PRIMED);
 }
 
-/* Note `c` among the candidates: how many times it has now been seen (with
- * no loop wait in between, once a loop is learned). */
-static inline uint32_t hw_wait_point_note(hw_wait_point *wp, const hw_wait_call *c)
+/* Note `c` among the candidates: how many times it has now been seen (in
+ * a row, with no wait taken for the loop's in between, when
+ * `consecutive`). */
+static inline uint32_t hw_wait_point_note(hw_wait_point *wp, const hw_wait_call *c, bool consecutive)
 {
     for (unsigned i = 0; i < HW_WAIT_POINT_CANDIDATES; i++) {
         if (wp->seen[i].site == c->site && wp->seen[i].object == c->object && wp->seen[i].repeats != 0) {
-            if (wp->learned != HW_WAIT_LEARNED_NOT_YET && wp->seen[i].turn != c->turn)
+            if (consecutive && wp->seen[i].turn != c->turn)
                 wp->seen[i].repeats = 0; /* the loop waited in between: start again */
             wp->seen[i].repeats++;
             wp->seen[i].turn = c->turn;
@@ -205,8 +209,20 @@ static inline uint32_t hw_wait_point_note(hw_wait_point *wp, const hw_wait_call 
 static inline bool hw_wait_point_is_loop(hw_wait_point *wp, const hw_wait_call *c)
 {
     if (wp->learned == HW_WAIT_LEARNED_NOT_YET) {
-        if (c->rank < wp->top_rank)
-            return false; /* below what the thread has shown: a callback's wait */
+        if (c->rank < wp->top_rank) {
+            /* Below what the thread has shown: a callback's wait, unless it
+             * repeats with nothing of that rank in between, twice no deeper
+             * than that, or MOVE_AFTER times deeper (a start-up select
+             * once, then a poll loop on one descriptor). */
+            if (c->rank == HW_WAIT_RANK_SLEEP)
+                return false;
+            uint32_t repeats = hw_wait_point_note(wp, c, true);
+            if (repeats < (c->sp >= wp->loop_sp ? 2u : HW_WAIT_POINT_MOVE_AFTER))
+                return false;
+            wp->top_rank = c->rank;
+            hw_wait_point_learn(wp, c, HW_WAIT_LEARNED_MOVED);
+            return true;
+        }
         if (c->rank > wp->top_rank || wp->loop_call == HW_WAIT_CALL_UNKNOWN) {
             wp->top_rank = c->rank;
             for (unsigned i = 0; i < HW_WAIT_POINT_CANDIDATES; i++)
@@ -221,7 +237,7 @@ static inline bool hw_wait_point_is_loop(hw_wait_point *wp, const hw_wait_call *
         }
         if (c->rank == HW_WAIT_RANK_SLEEP)
             return true; /* nothing better seen yet; never learned */
-        if (hw_wait_point_note(wp, c) >= 2)
+        if (hw_wait_point_note(wp, c, false) >= 2)
             hw_wait_point_learn(wp, c, HW_WAIT_LEARNED_REPEATED);
         return true;
     }
@@ -238,7 +254,7 @@ static inline bool hw_wait_point_is_loop(hw_wait_point *wp, const hw_wait_call *
     }
     if (c->rank < wp->loop_rank)
         return false;
-    uint32_t repeats = hw_wait_point_note(wp, c);
+    uint32_t repeats = hw_wait_point_note(wp, c, true);
     bool moved = (c->rank > wp->loop_rank && repeats >= 2) ||
                  (c->rank == wp->loop_rank && c->sp >= wp->loop_sp && repeats >= 2) ||
                  repeats >= HW_WAIT_POINT_MOVE_AFTER;
