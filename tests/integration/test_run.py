@@ -428,6 +428,14 @@ def case_no_loop_said():
         check(r.returncode == 0 and "has made no event-loop wait" not in r.stderr, "said of a loop:\n" + r.stderr)
     finally:
         hwtest.cleanup(r)
+    # A loop whose wait moves between two epoll instances every second turn.
+    r = hwtest.run(["--"] + scenario("flipflop", 3))
+    try:
+        said = [line for line in r.stderr.splitlines() if "its loop's wait has moved" in line]
+        check(r.returncode == 0 and len(said) == 1 and "--wait-site any" in said[0],
+              "an unclear loop wait was not said once:\n" + r.stderr)
+    finally:
+        hwtest.cleanup(r)
 
 
 def expect_complete_report(args, culprit):

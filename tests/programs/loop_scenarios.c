@@ -15,6 +15,10 @@
  *   nestedepoll SECS  a callback waits SECS in a second, nested epoll
  *   shortnested SECS  an idle loop whose callback does a 10 ms nested poll
  *                  every 100 ms, for SECS seconds (responsive: no hang)
+ *   flipflop SECS  for SECS seconds, a loop that waits 20 ms twice on one
+ *                  epoll instance, then twice on another, from the same
+ *                  call, and so on: whose wait is the loop's cannot be told
+ *                  (it moves every second turn)
  *   startpoll SECS main() polls once before its loop, then the loop idles
  *                  and a callback sleeps SECS (one hang)
  *   forkstorm N    4 threads malloc and free without pause while the main
@@ -141,6 +145,18 @@ static int run_idle(double seconds)
     struct epoll_event ev;
     while (epoll_wait(ep, &ev, 1, -1) != 1)
         ;
+    return 0;
+}
+
+static int run_flipflop(double seconds)
+{
+    int ep[2] = {epoll_create1(EPOLL_CLOEXEC), epoll_create1(EPOLL_CLOEXEC)};
+    if (ep[0] < 0 || ep[1] < 0)
+        return 1;
+    struct epoll_event ev;
+    double end = now_seconds() + seconds;
+    for (unsigned turn = 0; now_seconds() < end; turn++)
+        epoll_wait(ep[turn / 2 % 2], &ev, 1, 20);
     return 0;
 }
 
@@ -925,6 +941,8 @@ int main(int argc, char **argv)
         rc = run_idle(seconds);
     else if (strcmp(argv[1], "busypoll") == 0)
         rc = run_busypoll(seconds);
+    else if (strcmp(argv[1], "flipflop") == 0)
+        rc = run_flipflop(seconds);
     else if (strcmp(argv[1], "cpuspin") == 0)
         rc = run_cpuspin(seconds);
     else if (strcmp(argv[1], "abca") == 0)

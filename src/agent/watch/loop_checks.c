@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/text_escape.h"
 #include "watch.h"
 
 /* Stopped by a signal (SIGSTOP, job control: 'T') or held by a tracer (a
@@ -319,20 +320,24 @@ static void say_if_unseen(agent *a, watched_process *w, loop_watch *l, const hw_
                            no_wait ? HW_METRICS_UNSEEN_NO_LOOP_WAIT : HW_METRICS_UNSEEN_WAIT_UNCLEAR);
     if (a->opts->quiet || !named_by_the_user(a, w))
         return;
+    char path[64], comm[16], name[72];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)w->pid);
+    hw_proc_read_comm(path, comm);
+    hw_escape_text(comm[0] ? comm : "?", name, sizeof name);
     if (no_wait)
         fprintf(stderr,
                 "hangwatch: note: pid %d (%s) has made no event-loop wait (epoll, poll, select) on its main thread "
                 "in its first 10 s: a hang is told at a loop's wait, so none of its can be; if its loop runs on "
                 "another thread, use --threads loops; or tell hangwatch where its loop turns with the C library "
                 "(docs/api.md)\n",
-                (int)w->pid, w->metrics_name[0] ? w->metrics_name : "?");
+                (int)w->pid, name);
     else
         fprintf(stderr,
                 "hangwatch: note: pid %d (%s): its loop's wait has moved %u times between calls that each looked "
                 "like the loop's, so it cannot be told from waits nested in callbacks and a hang may be missed: "
                 "--wait-site any takes every wait for the loop's, or tell hangwatch where its loop turns with the C "
                 "library (docs/api.md, docs/decisions.md section 15)\n",
-                (int)w->pid, w->metrics_name[0] ? w->metrics_name : "?", moves);
+                (int)w->pid, name, moves);
 }
 
 /* Does thread `tid` belong to process `pid`?  (The page says so; check.) */
