@@ -105,7 +105,8 @@ const char hw_cli_usage_text[] =
     "                       (default 100, as Matrix; 0 = no limit)\n"
     "  --max-dir-size SIZE  stop writing reports when the directory would\n"
     "                       grow past SIZE (default 256M; K, M, G; 0 = no cap)\n"
-    "  -q, --quiet          no line on stderr per hang\n"
+    "  -q, --quiet          nothing on stderr but errors: no line per hang, no\n"
+    "                       'watching' line, no notes, warnings or totals\n"
     HW_METRICS_SENTRY_USAGE
     "  --ignore-frame PATTERN  a hang whose hung stack has a function matching\n"
     "                       PATTERN (shell-style: block_*, *Dialog::run; Python\n"

@@ -264,9 +264,8 @@ def case_dashboard():
         g = st["groups"][0]
         check(g["count"] == 30 and g["culprit"]["function"] == "render_dashboard", str(g))
         check(all(gr["count"] > 0 for gr in st["groups"]), "a group of zero hangs")
-        m = re.search(r"(\d+) follow-up reports? (was|were) not written", r.stderr)
-        dropped = int(m.group(1)) if m else 0
-        print(f"{len(hangs)} reports of 30 hangs, {dropped} follow-ups of the hangs' tails not written")
+        check("follow-up report" not in r.stderr, "the tails' follow-ups were said:\n" + r.stderr)
+        print(f"{len(hangs)} reports of 30 hangs")
     finally:
         hwtest.cleanup(r)
 

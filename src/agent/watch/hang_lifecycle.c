@@ -163,14 +163,15 @@ void hang_release_followup(loop_watch *l)
     }
 }
 
-/* The held follow-up of `l` caught the hang's tail: not written, counted. */
+/* The held follow-up of `l` caught the hang's tail: not written, counted
+ * in the metrics, not said (nothing is lost: the hang's first report has
+ * its stack, and gets its final duration). */
 static void drop_followup(agent *a, loop_watch *l)
 {
     if (l->followup == NULL)
         return;
     hw_metrics_report_dropped(hw_exports_metrics(a->exports), l->followup->snap.process_name,
                               HW_METRICS_DROP_HANG_TAIL);
-    a->tail_dropped++;
     hang_release_followup(l);
 }
 

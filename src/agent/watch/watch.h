@@ -209,8 +209,6 @@ typedef struct agent {
     /* captures the worker had no room for */
     unsigned long queue_dropped;
     bool said_queue_dropped;
-    /* follow-up reports of hangs' tails, not written (hang_lifecycle.c) */
-    unsigned long tail_dropped;
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
     bool said_tracepoint_cost; /* the kernel observer's tracepoints tax every process: said once */
     bool said_runtime_stops;    /* early samples of a Python or node process stop it: said once */

@@ -393,10 +393,6 @@ static void say_totals(const agent *a)
     if (a->queue_dropped > 0)
         fprintf(stderr, "hangwatch: %lu capture%s dropped because the report writer was behind\n",
                 a->queue_dropped, a->queue_dropped == 1 ? " was" : "s were");
-    if (a->tail_dropped > 0)
-        fprintf(stderr, "hangwatch: %lu follow-up report%s not written: the hang ended within %llu ms of the "
-                        "capture, which caught its tail (docs/decisions.md)\n",
-                a->tail_dropped, a->tail_dropped == 1 ? " was" : "s were", HANG_TAIL_NS / 1000000);
     if (a->refused > 0)
         fprintf(stderr, "hangwatch: %lu registration%s refused (docs/security.md)\n", a->refused,
                 a->refused == 1 ? " was" : "s were");
