@@ -593,6 +593,7 @@ def case_watch_container():
               f"the culprit is not named: {names}\n" + r.describe())
         shown = subprocess.run([hwtest.binary("hangwatch"), "show", r.report_paths[0]], capture_output=True, text=True)
         check(f"(pid {pid}, 1 in its pid namespace)" in shown.stdout, shown.stdout)
+        check(f"hang in prog (pid {pid}, 1 in its pid namespace)" in r.stderr, "the live line: " + r.stderr)
     finally:
         if outer.poll() is None:
             outer.kill()

@@ -132,9 +132,10 @@ char *hw_cpu_line(const report_request *req, const cpu_report_parts *p)
                  hw_escape_text(hot->name, name, sizeof name), (double)hot->tenths / 10.0, frames);
     char why[1024];
     hw_time_clause(&req->time, why, sizeof why);
-    char *line = NULL;
-    if (asprintf(&line, "hangwatch: CPU high in %s (pid %d): %.1f%% of one CPU over %s (threshold %u%%)%s%s%s",
-                 hw_escape_text(req->snap.process_name, process, sizeof process), (int)req->pid,
+    char *line = NULL, pid[64];
+    if (asprintf(&line, "hangwatch: CPU high in %s (%s): %.1f%% of one CPU over %s (threshold %u%%)%s%s%s",
+                 hw_escape_text(req->snap.process_name, process, sizeof process),
+                 hw_line_pid(&req->snap, req->pid, pid, sizeof pid),
                  (double)cpu->tenths / 10.0, window, cpu->percent, hottest, why[0] ? "; " : "", why) < 0)
         return NULL;
     return line;

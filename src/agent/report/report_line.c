@@ -157,6 +157,15 @@ static size_t stack_part(const hw_backtrace *bt, char *frames, size_t size)
 }
 
 /* The line people see on stderr, up to where the report's path goes. */
+const char *hw_line_pid(const hw_process_snapshot *snap, pid_t pid, char *buf, size_t len)
+{
+    if (snap != NULL && snap->namespace_pid > 0 && snap->namespace_pid != pid)
+        snprintf(buf, len, "pid %d, %d in its pid namespace", (int)pid, (int)snap->namespace_pid);
+    else
+        snprintf(buf, len, "pid %d", (int)pid);
+    return buf;
+}
+
 char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t holder,
                    const char *what, const hw_backtrace *holder_bt)
 {
@@ -198,10 +207,11 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     }
     /* Where its time went (hangwatch.time): "; throttled: 0.2 s on CPU, ..." */
     hw_time_clause(&req->time, why, sizeof why);
-    char *line = NULL;
-    if (asprintf(&line, "hangwatch: %s in %s (pid %d): %s %s %s (threshold %s)%s%s%s%s%s",
+    char *line = NULL, pid[64];
+    if (asprintf(&line, "hangwatch: %s in %s (%s): %s %s %s (threshold %s)%s%s%s%s%s",
                  c->stutter ? "stutter" : c->launch ? "launch hang" : "hang",
-                 hw_escape_text(snap->process_name, process, sizeof process), (int)snap->pid, who, measured, busy,
+                 hw_escape_text(snap->process_name, process, sizeof process),
+                 hw_line_pid(snap, snap->pid, pid, sizeof pid), who, measured, busy,
                  thr, used ? " in " : no_stack, frames, holding, why[0] ? "; " : "", why) < 0)
         return NULL;
     return line;

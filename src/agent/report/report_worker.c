@@ -415,12 +415,14 @@ static void do_dropped(report_worker *wk, job *j)
         if (req->snap.threads[i].is_target && !req->snap.threads[i].is_main)
             snprintf(who, sizeof who, "thread %d (%s)", (int)req->snap.threads[i].tid,
                      hw_escape_text(req->snap.threads[i].name, name, sizeof name));
+    char pid[64];
     fprintf(stderr,
-            "hangwatch: %s in %s (pid %d): %s busy %s (threshold %s); no report of this capture: the report "
+            "hangwatch: %s in %s (%s): %s busy %s (threshold %s); no report of this capture: the report "
             "writer was behind and its queue was full (counted in hangwatch_reports_dropped_total; a later "
             "capture of this hang is still reported if it finds room)\n",
             req->check.stutter ? "stutter" : req->check.launch ? "launch hang" : "hang",
-            hw_escape_text(req->snap.process_name, process, sizeof process), (int)req->pid, who, busy, thr);
+            hw_escape_text(req->snap.process_name, process, sizeof process),
+            hw_line_pid(&req->snap, req->pid, pid, sizeof pid), who, busy, thr);
 }
 
 /* ---- a hang's end ---- */
