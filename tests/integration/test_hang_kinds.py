@@ -109,6 +109,44 @@ def case_fatal_hang_exited():
         hwtest.cleanup(r)
 
 
+CLEAN_EXITS = {
+    # asyncio.run() returns; a non-daemon thread still sleeps 3.5 s, which
+    # threading._shutdown waits for
+    "non-daemon thread": """import asyncio, threading, time
+def background_upload():
+    time.sleep(3.5)
+async def main():
+    threading.Thread(target=background_upload).start()
+    await asyncio.sleep(0.2)
+asyncio.run(main())
+""",
+    # a ThreadPoolExecutor's workers joined at exit (_python_exit, run by
+    # threading._shutdown)
+    "thread pool": """import asyncio, concurrent.futures, time
+pool = concurrent.futures.ThreadPoolExecutor(2)
+async def main():
+    pool.submit(time.sleep, 3.5)
+    await asyncio.sleep(0.2)
+asyncio.run(main())
+""",
+}
+
+
+def case_clean_exit_is_no_hang():
+    """A program whose loop has returned and whose shutdown takes 3.5 s (joining its threads) exits 0
+    with no report and no fatal hang; said once, as its shutdown."""
+    for what, program in CLEAN_EXITS.items():
+        r = hwtest.run(["--", "/usr/bin/python3", "-c", program])
+        try:
+            check(r.returncode == 0, f"{what}: " + r.describe())
+            check(r.reports == [], f"{what}: a report of the shutdown\n" + r.describe())
+            check("fatal hang" not in r.stderr and "hang in" not in r.stderr, f"{what}: " + r.stderr)
+            said = [line for line in r.stderr.splitlines() if "is exiting: its loop has ended" in line]
+            check(len(said) == 1, f"{what}: the shutdown was not said once:\n" + r.stderr)
+        finally:
+            hwtest.cleanup(r)
+
+
 # ---- expected long operations ----
 
 def run_api_pause(mode, seconds):
@@ -357,6 +395,7 @@ if __name__ == "__main__":
         "deep_stack": case_deep_stack,
         "fatal_hang_killed": case_fatal_hang_killed,
         "fatal_hang_exited": case_fatal_hang_exited,
+        "clean_exit_is_no_hang": case_clean_exit_is_no_hang,
         "pause_expected_operation": case_pause_expected_operation,
         "ignore_frame_demo": case_ignore_frame_demo,
         "ignore_frame_python": case_ignore_frame_python,

@@ -23,7 +23,7 @@ static const char *const bucket_le[HW_METRICS_BUCKETS] = {"0.1", "0.25", "0.5", 
 static const char *const hang_type_names[HW_METRICS_HANG_TYPES] = {"hang", "launch_hang", "stutter", "cpu_high"};
 static const char *const drop_names[HW_METRICS_DROP_REASONS] = {"daily_limit", "size_cap", "write_error",
                                                                 "queue_full", "out_of_memory", "ignored",
-                                                                "hang_tail"};
+                                                                "hang_tail", "shutdown"};
 static const char *const unseen_names[HW_METRICS_UNSEEN_REASONS] = {"no_loop_wait", "wait_unclear"};
 static const char *const sentry_drop_names[HW_METRICS_SENTRY_DROPS] = {"spool_full", "rejected", "unreadable"};
 

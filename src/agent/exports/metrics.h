@@ -45,6 +45,7 @@ typedef enum hw_metrics_drop_reason {
     HW_METRICS_DROP_OUT_OF_MEMORY,
     HW_METRICS_DROP_IGNORED,         /* --ignore-frame matched the hung stack */
     HW_METRICS_DROP_HANG_TAIL,       /* a follow-up whose hang ended within 100 ms of its capture */
+    HW_METRICS_DROP_SHUTDOWN,        /* the process was exiting, its loop over: no hang of the loop */
     HW_METRICS_DROP_REASONS
 } hw_metrics_drop_reason;
 

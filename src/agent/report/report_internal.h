@@ -41,6 +41,7 @@ struct hang_record {
     char process[64]; /* escaped */
     bool seen;        /* a report of it was made (written, held, refused or ignored) */
     bool ignored;     /* its first report was ignored (--ignore-frame) */
+    bool shutdown;    /* its first capture found the process exiting: no hang (exiting_in) */
 };
 
 typedef struct job job;

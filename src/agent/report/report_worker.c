@@ -295,6 +295,37 @@ static const char *ignore_rule_matching(const hw_agent_options *o, const hw_back
     return NULL;
 }
 
+/*
+ * Is the hung stack the process's exit, its loop over for good?  Then the
+ * function of it that says so, else NULL.  A program's shutdown (Python
+ * joining its non-daemon threads in threading._shutdown, atexit handlers,
+ * node freeing its heap) runs after its loop has returned: the loop cannot
+ * be hung, and the exit that ends it, whatever its status, is no fatal
+ * hang.  Names of the C library's, CPython's and node's exit paths, which
+ * run nothing else.
+ */
+static const char *exiting_in(const hw_backtrace *bt)
+{
+    static const char *const exit_paths[] = {
+        "__run_exit_handlers",       /* exit(): atexit handlers, destructors */
+        "Py_FinalizeEx", "Py_Finalize", "_Py_Finalize", /* CPython's interpreter shutdown */
+        "node::FreeEnvironment", "node::TearDownOncePerProcess", "node::Environment::RunCleanup",
+        "v8::internal::Heap::TearDown",
+    };
+    for (size_t i = 0; bt && i < bt->count; i++) {
+        const char *name = bt->frames[i].symbol_name;
+        if (name == NULL || bt->frames[i].language != HW_LANG_NATIVE)
+            continue;
+        for (size_t k = 0; k < sizeof exit_paths / sizeof exit_paths[0]; k++) {
+            size_t len = strlen(exit_paths[k]);
+            /* a C++ name with its arguments: "node::FreeEnvironment(node::Environment*)" */
+            if (strncmp(name, exit_paths[k], len) == 0 && (name[len] == '\0' || name[len] == '('))
+                return exit_paths[k];
+        }
+    }
+    return NULL;
+}
+
 /* Hold a launch's report until the process proves to be a loop
  * (watch/hang_lifecycle.c); false when there is no room. */
 static bool hold_launch_report(hang_record *h, const report_request *req, json_t *report, char *line)
@@ -325,11 +356,25 @@ static void dispose(report_worker *wk, hang_record *h, const report_request *req
         hw_escape_text(process, h->process, sizeof h->process);
     }
     const char *ignored_by = req->cpu ? NULL : ignore_rule_matching(o, target_bt);
-    if (h && h->reports == 0)
+    const char *exiting = req->cpu ? NULL : exiting_in(target_bt);
+    if (h && h->reports == 0) {
         h->ignored = ignored_by != NULL;
+        h->shutdown = exiting != NULL;
+    }
+    bool first = h == NULL || h->reports == 0;
     if (h)
         h->reports++;
-    if (ignored_by) {
+    if (exiting || (h && h->shutdown)) {
+        /* Its loop has ended: no hang, no report; said once. */
+        hw_metrics_report_dropped(hw_exports_metrics(wk->exports), process, HW_METRICS_DROP_SHUTDOWN);
+        char name[64], busy[32];
+        hw_format_duration(req->check.busy_ns / 1000000 * 1000000, busy, sizeof busy);
+        if (!o->quiet && first && exiting)
+            fprintf(stderr,
+                    "hangwatch: %s (pid %d) is exiting: its loop has ended, and the %s its main thread has spent "
+                    "since is its shutdown (in %s), not a hang of the loop: no report\n",
+                    hw_escape_text(process, name, sizeof name), (int)req->pid, busy, exiting);
+    } else if (ignored_by) {
         /* An expected long operation: counted, said, not written. */
         char rule[160];
         hw_metrics_report_dropped(hw_exports_metrics(wk->exports), process, HW_METRICS_DROP_IGNORED);
@@ -465,7 +510,7 @@ static void say_fatal(report_worker *wk, const job *j, const hang_record *h)
 static void do_finish(report_worker *wk, job *j)
 {
     hang_record *h = j->hang;
-    bool counted = h->seen && (!h->launch || j->keep_launch);
+    bool counted = h->seen && !h->shutdown && (!h->launch || j->keep_launch);
     if (h->launch) {
         for (size_t i = 0; i < MAX_STRETCH_REPORTS && h->held[i]; i++) {
             if (!j->keep_launch)
