@@ -285,7 +285,7 @@ static json_t *stack_lines(const hw_sframe *frames, size_t count, bool with_repe
 
 static const char *culprit_name(const hw_hang_summary *s)
 {
-    return s->culprit != HW_NO_FRAME ? s->frames[s->culprit].name : "unknown";
+    return s->has_label ? s->label.name : "unknown";
 }
 
 static char *thread_label(const hung_thread *ht)

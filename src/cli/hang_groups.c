@@ -30,6 +30,23 @@ static int copy_frame(const hw_sframe *from, hw_sframe *to)
     return 0;
 }
 
+/* A follow-up's culprit among where the group's hangs moved (each function
+ * once).  0, or -1 when out of memory. */
+static int note_moved(hw_stats_group *g, const hw_sframe *f)
+{
+    for (size_t i = 0; i < g->moved_count; i++)
+        if (strcmp(g->moved[i].name, f->name) == 0)
+            return 0;
+    if (g->moved_count == HW_STATS_MOVED_MAX) {
+        g->moved_more++;
+        return 0;
+    }
+    if (hw_sframe_copy(f, &g->moved[g->moved_count]) != 0)
+        return -1;
+    g->moved_count++;
+    return 0;
+}
+
 /* The group of `key`, made when new; NULL when out of memory. */
 static hw_stats_group *group_of(hw_stats *st, const char *key)
 {
@@ -114,6 +131,8 @@ int hw_stats_add(hw_stats *st, const hw_hang_summary *s, const hw_hang_summary *
                 g->causes[c]++;
     } else {
         g->follow_ups++;
+        if (s->has_label && note_moved(g, &s->label) != 0)
+            return -1;
     }
     if (s->seen_known) {
         if (!g->seen_known || s->seen_ms < g->first_seen_ms)
@@ -126,9 +145,9 @@ int hw_stats_add(hw_stats *st, const hw_hang_summary *s, const hw_hang_summary *
         return -1;
     /* The culprit of the newest hang that names one (the latest build's
      * file and line; a follow-up's moved elsewhere). */
-    if (opens_stretch && s->culprit != HW_NO_FRAME &&
+    if (opens_stretch && s->has_label &&
         (!g->has_culprit || (s->seen_known && (!g->culprit_seen_known || s->seen_ms > g->culprit_seen_ms)))) {
-        if (copy_frame(&s->frames[s->culprit], &g->culprit) != 0)
+        if (copy_frame(&s->label, &g->culprit) != 0)
             return -1;
         g->has_culprit = true;
         g->culprit_seen_known = s->seen_known;
@@ -206,6 +225,11 @@ void hw_stats_free(hw_stats *st)
         free(g->culprit.name);
         free(g->culprit.file);
         free(g->culprit.object);
+        for (size_t m = 0; m < g->moved_count; m++) {
+            free(g->moved[m].name);
+            free(g->moved[m].file);
+            free(g->moved[m].object);
+        }
     }
     free(st->groups);
     json_decref(st->index);

@@ -23,6 +23,8 @@
 
 #include "report_summary.h"
 
+#define HW_STATS_MOVED_MAX 8
+
 typedef struct hw_stats_group {
     char *key;
     size_t hangs;          /* stretches that began in this group */
@@ -39,6 +41,11 @@ typedef struct hw_stats_group {
     bool has_culprit;
     hw_sframe culprit;     /* from the group's newest report that names one */
     size_t causes[HW_CAUSE_LABELS]; /* its hangs by where their time went (hw_cause_label_at) */
+    /* where its hangs moved: the culprits of its follow-up reports that are
+     * not the group's, each once, in the order seen (at most
+     * HW_STATS_MOVED_MAX; moved_more counts the others) */
+    hw_sframe moved[HW_STATS_MOVED_MAX];
+    size_t moved_count, moved_more;
     /* internal */
     uint64_t *durations;
     size_t duration_count, duration_cap;

@@ -310,6 +310,41 @@ size_t hw_culprit_frame(const hw_sframe *frames, size_t count, const char *execu
     return HW_NO_FRAME;
 }
 
+/* The summary's label: the culprit of the thread that holds what the hung
+ * thread waits for (the GIL, a mutex), where the report names one, else
+ * the hung thread's.  0, or -1 when out of memory. */
+static int label_of(json_t *apm, json_t *threads, hw_hang_summary *out)
+{
+    json_t *holder = json_object_get(apm, "gil_holder");
+    if (!json_is_object(holder))
+        holder = json_object_get(apm, "lock_holder");
+    json_int_t at = hw_int_at(holder, "report_array_index", -1), chosen = hw_int_at(holder, "culprit_frame", -1);
+    json_t *thread = at >= 0 ? json_array_get(threads, (size_t)at) : NULL;
+    if (json_is_object(thread) && chosen >= 0) {
+        hw_sframe *frames = NULL;
+        size_t count = 0, more = 0;
+        if (frames_in(json_object_get(json_object_get(thread, "backtrace"), "contents"), HW_SUMMARY_MAX_FRAMES,
+                      &frames, &count, &more) != 0)
+            return -1;
+        int rc = 0;
+        if ((uint64_t)chosen < count) {
+            rc = hw_sframe_copy(&frames[chosen], &out->label);
+            out->has_label = rc == 0;
+            out->label_tid = hw_int_at(holder, "thread_identifier", -1);
+        }
+        hw_sframes_free(frames, count);
+        if (rc != 0 || out->has_label)
+            return rc;
+    }
+    if (out->culprit == HW_NO_FRAME)
+        return 0;
+    if (hw_sframe_copy(&out->frames[out->culprit], &out->label) != 0)
+        return -1;
+    out->has_label = true;
+    out->label_tid = out->tid;
+    return 0;
+}
+
 int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
 {
     memset(out, 0, sizeof *out);
@@ -376,6 +411,9 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
         out->culprit = hw_culprit_frame(out->frames, out->frame_count, hw_str_at(apm, "executable", NULL),
                                         out->process_name);
 
+    if (!oom && label_of(apm, threads, out) != 0)
+        oom = true;
+
     json_t *main_thread = json_object_get(json_object_get(apm, "collection"), "main_thread");
     if (!oom && frames_of(json_object_get(main_thread, "backtrace"), &out->point, &out->point_count) != 0)
         oom = true;
@@ -391,6 +429,8 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
 
 void hw_hang_summary_free(hw_hang_summary *s)
 {
+    if (s->has_label)
+        frame_clear(&s->label);
     free(s->path);
     free(s->key);
     free(s->hang_type);

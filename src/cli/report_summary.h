@@ -66,6 +66,13 @@ typedef struct hw_hang_summary {
     uint64_t frames_omitted;    /* the agent left this many out of a stack cut short ... */
     size_t frames_omitted_at;   /* ... before frames[frames_omitted_at] (0 when none) */
     size_t culprit;     /* index into frames, or HW_NO_FRAME */
+    /* What names the hang where it is (stats', html's and export's label):
+     * the hung thread's culprit, or for a thread waiting for the GIL or a
+     * mutex, the holder's (hangwatch.gil_holder / lock_holder: the group
+     * key is made of its stack too); has_label is false when neither has one. */
+    bool has_label;
+    hw_sframe label;
+    int64_t label_tid;  /* the thread it is of */
     hw_sframe *point;   /* the Point Stack (early sampling), innermost first */
     size_t point_count;
     uint64_t sample_count, sample_interval_us;

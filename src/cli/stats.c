@@ -159,6 +159,15 @@ void hw_stats_print_table(const hw_stats *st, const hw_report_walk_counts *count
             fprintf(out, "    and %zu follow-up report%s of these hangs (their culprit moved while they "
                          "lasted)\n",
                     g->follow_ups, g->follow_ups == 1 ? "" : "s");
+        for (size_t m = 0; m < g->moved_count; m++) {
+            if (g->has_culprit && strcmp(g->moved[m].name, g->culprit.name) == 0)
+                continue; /* back where it began */
+            fputs("    moved to: ", out);
+            put_frame(out, &g->moved[m]);
+            fputc('\n', out);
+        }
+        if (g->moved_more > 0)
+            fprintf(out, "    and to %zu more\n", g->moved_more);
     }
 }
 
@@ -204,6 +213,11 @@ json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts
         }
         json_object_set_new(o, "processes", processes);
         json_object_set_new(o, "culprit", g->has_culprit ? hw_frame_json(&g->culprit) : json_null());
+        json_t *moved = json_array();
+        for (size_t m = 0; m < g->moved_count; m++)
+            if (!g->has_culprit || strcmp(g->moved[m].name, g->culprit.name) != 0)
+                json_array_append_new(moved, hw_frame_json(&g->moved[m]));
+        json_object_set_new(o, "moved_to", moved);
         json_t *causes = json_object();
         for (size_t c = 0; c < HW_CAUSE_LABELS; c++)
             if (g->causes[c] > 0)

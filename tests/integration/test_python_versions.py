@@ -149,6 +149,12 @@ def case_gil(python):
         show = hwtest.hw("show", r.report_paths[0])
         check(f"waiting for the GIL held by thread {holder['thread_identifier']} ({holder['name']}, Python's cruncher)"
               in show.stdout, show.stdout)
+        # The hang is where the holder is: stats labels its group so.
+        stats = hwtest.hw("stats", "--json", r.report_dir)
+        check(stats.returncode == 0, stats.stderr)
+        groups = json.loads(stats.stdout)["groups"]
+        check(len(groups) == 1 and groups[0]["culprit"]["function"] == "crunch_numbers",
+              f"the GIL hang's group is not labelled by its holder: {[g['culprit'] for g in groups]}")
     finally:
         hwtest.cleanup(r)
 

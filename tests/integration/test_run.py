@@ -3,6 +3,7 @@
 Each case runs a program under hangwatch and checks the reports it leaves
 (or that it leaves none), validating every report against the schema.
 """
+import json
 import os
 import re
 import shutil
@@ -169,6 +170,15 @@ def case_annealing_abca():
             apm = rep["hangwatch"]
             check(apm.get("hang_end") == "returned_to_wait", f"hang_end {apm.get('hang_end')}")
             check(9_800_000 <= apm["final_duration_us"] <= 10_600_000, f"final_duration_us {apm['final_duration_us']}")
+        # stats: one hang in A's group, which says where it moved
+        stats = hwtest.hw("stats", "--json", r.report_dir)
+        check(stats.returncode == 0, stats.stderr)
+        groups = [g for g in json.loads(stats.stdout)["groups"] if g["count"] > 0]
+        check(len(groups) == 1 and groups[0]["culprit"]["function"] == "block_in_a", str(groups))
+        moved = [f["function"] for f in groups[0]["moved_to"]]
+        check(moved == ["block_in_b", "block_in_c"], f"where the hang moved: {moved}")
+        text = hwtest.hw("stats", r.report_dir).stdout
+        check("moved to: block_in_b" in text and "moved to: block_in_c" in text, text)
     finally:
         hwtest.cleanup(r)
 
