@@ -372,7 +372,7 @@ static inline int libc_result(long ret)
             errno = ENOSYS;                                                                                            \
             return -1;                                                                                                 \
         }                                                                                                              \
-        hw_loop_slot *slot = before_waiting(SITE, STACK, WAITS_ARGS WAITS_ON);                                                    \
+        hw_loop_slot *slot = before_waiting(SITE, STACK, WAITS_ARGS WAITS_ON);                                         \
         int ret = fn(__VA_ARGS__);                                                                                     \
         after_waiting(slot);                                                                                           \
         return ret;                                                                                                    \
@@ -382,7 +382,7 @@ static inline int libc_result(long ret)
 #define WRAP_DIRECT(f, nr, a1, a2, a3, a4, a5, a6, WAITS_ON, type, ...)                                                \
     do {                                                                                                               \
         if (HAVE_DIRECT && __builtin_expect(call_direct(f), 1)) {                                                      \
-            hw_loop_slot *slot = before_waiting(SITE, STACK, WAITS_ARGS WAITS_ON);                                                \
+            hw_loop_slot *slot = before_waiting(SITE, STACK, WAITS_ARGS WAITS_ON);                                     \
             long ret = direct_syscall6(nr, (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), (long)(a6));  \
             touch_stack_first(ret);                                                                                    \
             after_waiting(slot);                                                                                       \
@@ -506,9 +506,9 @@ static bool g_follow_children;
  */
 static hw_loop_slot *start_watching(bool forked)
 {
-    hw_shared_page *page =
-        hw_page_publish_or_warn(g_socket_name, hot.tsc ? HW_PAGE_CLOCK_TSC : HW_PAGE_CLOCK_COARSE,
-                                HW_PAGE_FLAG_LAUNCHING | HW_PAGE_FLAG_LOOP_WAITS, stamp_now(), forked ? &g_unsaid : NULL);
+    uint32_t clock = hot.tsc ? HW_PAGE_CLOCK_TSC : HW_PAGE_CLOCK_COARSE;
+    hw_shared_page *page = hw_page_publish_or_warn(g_socket_name, clock, HW_PAGE_FLAG_LAUNCHING | HW_PAGE_FLAG_LOOP_WAITS,
+                                                   stamp_now(), forked ? &g_unsaid : NULL);
     if (page == NULL)
         return NULL;
     g_page = page;
