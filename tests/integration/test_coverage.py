@@ -28,7 +28,9 @@ thread holds, a C extension's work), under `hangwatch run` and under
                       idle in their wait for 4 s when watching begins, then
                       a 3 s time.sleep (select(0, ...) on 3.8-3.10) and a
                       3 s urlopen, at the default threshold: one report of
-                      each, under run and watch.
+                      each, under run and watch, and one grouping key for
+                      each hang on every version (upgrading Python keeps
+                      its group).
 
 A cell that is a known gap says so in the table with its reason (GAPS);
 one that fails otherwise fails the test, and so does a gap that no longer
@@ -406,6 +408,15 @@ def case_pythons():
             verdicts, extras = judge(m, [(name, kinds) for name, _, kinds in row_list])
             problems += [f"{m.mode}: {name} x {kind}: {why}" for (name, kind), why in verdicts.items() if why]
             problems += extras
+            keys = {}  # (library, culprit) -> {version: key}
+            row_of = {m.pids[name]: name for name, _, _ in row_list if name in m.pids}
+            for r in m.reports:
+                name = row_of.get(r["report"]["pid"])
+                if name and r["hangwatch"]["hang_type"] == "hang":
+                    lib, version = name.split()
+                    keys.setdefault((lib, culprit_of(r)), {})[version] = r["hangwatch"]["grouping_key"]
+            problems += [f"{m.mode}: {lib} x {culprit}: grouped apart across versions: {by_version}"
+                         for (lib, culprit), by_version in keys.items() if len(set(by_version.values())) != 1]
         check(not problems, "\n".join(problems) + "\n\nagents said:\n" +
               "\n".join(f"{m.mode}:\n{m.stderr}" for m in modes))
     finally:

@@ -190,6 +190,16 @@ static size_t key_symbol_len(const char *name)
     return len > 0 ? len : strlen(name);
 }
 
+/* A Python function's name as every CPython gives it: 3.11 and later name
+ * a frame by its qualified name ("BaseEventLoop._run_once",
+ * "main.<locals>.tick"), 3.8-3.10 by its own ("_run_once", "tick"); the
+ * key takes the last part, so that upgrading Python keeps a hang's group. */
+static const char *key_python_name(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot != NULL && dot[1] != '\0' ? dot + 1 : name;
+}
+
 /* The C library's start of a process: below every hang alike, and named
  * differently by different versions of it (glibc 2.34 added
  * __libc_start_call_main), so a key that took it in would split a group
@@ -212,7 +222,8 @@ void hw_grouping_key(const hw_backtrace *bt, char out[17])
      * the file's base name so that installs in other places agree), the
      * interpreter's native frames between them saying nothing of the site.
      * Native code: "object!function", ending before the C library's start
-     * of the process.  Only names go in: no address, load address or
+     * of the process.  A Python function by its own name, not the qualified
+     * one only 3.11 and later give (key_python_name).  Only names go in: no address, load address or
      * build-id, and no library version or compiler clone suffix
      * (decisions.md §12). */
     size_t taken = 0;
@@ -220,8 +231,10 @@ void hw_grouping_key(const hw_backtrace *bt, char out[17])
         const hw_frame *f = &bt->frames[i];
         char part[512];
         if (f->language != HW_LANG_NATIVE) {
+            const char *name = f->symbol_name ? f->symbol_name : "?";
             snprintf(part, sizeof part, "%s:%s!%s|", hw_frame_language_name(f->language),
-                     f->source_file ? hw_base_name(f->source_file) : "?", f->symbol_name ? f->symbol_name : "?");
+                     f->source_file ? hw_base_name(f->source_file) : "?",
+                     f->language == HW_LANG_PYTHON ? key_python_name(name) : name);
         } else if (runtime && i != culprit) {
             continue;
         } else {
