@@ -125,32 +125,53 @@ static uint64_t stack_word(const hw_thread_snapshot *t, uint64_t addr)
     return v;
 }
 
+/* Is the frame at `fp` (whole in the copy) a JavaScript frame?  Then its
+ * SharedFunctionInfo into *shared. */
+static bool js_frame_at(hw_js_reader *r, hw_thread_snapshot *t, uint64_t fp, uint64_t *shared)
+{
+    const hw_js_layout *L = &r->target.layout;
+    uint64_t context = stack_word(t, fp + (uint64_t)(int64_t)L->fp_context);
+    uint64_t function = stack_word(t, fp + (uint64_t)(int64_t)L->fp_function);
+    return !hw_js_is_smi(L, context) && hw_js_is_heap_object(L, function) &&
+           hw_js_peek(t->tid, hw_js_field(L, function, L->function_shared), shared, sizeof *shared) &&
+           is_shared_function_info(r, t->tid, *shared);
+}
+
+/* Room a frame needs in the copy around its frame pointer: `below` under
+ * it, `above` (the receiver's slot) over it. */
+static void frame_reach(const hw_js_layout *L, uint64_t *below, uint64_t *above)
+{
+    int32_t lowest = 0;
+    const int32_t slots[] = {L->fp_context, L->fp_function, L->fp_bytecode_array, L->fp_bytecode_offset};
+    for (size_t i = 0; i < 4; i++)
+        if (slots[i] < lowest)
+            lowest = slots[i];
+    *below = (uint64_t)(-(int64_t)lowest);
+    *above = (uint64_t)L->fp_args;
+}
+
+/* Is a frame at `fp` whole in the copy (offsets from its start, so
+ * nothing wraps)? */
+static bool frame_in_copy(const hw_thread_snapshot *t, uint64_t fp, uint64_t below, uint64_t above)
+{
+    const uint64_t lo = t->stack_start, len = t->stack_len;
+    return (fp & 7) == 0 && fp >= lo && fp - lo >= below && fp - lo <= len && len - (fp - lo) >= above + 8;
+}
+
 /* The JavaScript frames of the frame-pointer chain that starts at `fp`,
  * whose frame's pc is `pc`, into t->interp. */
 static void walk_from(hw_js_reader *r, hw_thread_snapshot *t, uint64_t fp, uint64_t pc)
 {
     const hw_js_layout *L = &r->target.layout;
     hw_interp_stack *st = &t->interp;
-    int32_t lowest = 0;
-    const int32_t slots[] = {L->fp_context, L->fp_function, L->fp_bytecode_array, L->fp_bytecode_offset};
-    for (size_t i = 0; i < 4; i++)
-        if (slots[i] < lowest)
-            lowest = slots[i];
-    /* A frame is read from fp - below to fp + above + 8: all of it in the
-     * copy (offsets from its start, so nothing wraps). */
-    const uint64_t lo = t->stack_start, len = t->stack_len;
-    const uint64_t below = (uint64_t)(-(int64_t)lowest);
-    const uint64_t above = (uint64_t)L->fp_args; /* the receiver's slot, above the frame pointer */
+    uint64_t below, above;
+    frame_reach(L, &below, &above);
     for (unsigned steps = 0; steps < WALK_LIMIT; steps++) {
-        if ((fp & 7) != 0 || fp < lo || fp - lo < below || fp - lo > len || len - (fp - lo) < above + 8)
+        if (!frame_in_copy(t, fp, below, above))
             break;
         uint64_t caller_fp = stack_word(t, fp), return_addr = stack_word(t, fp + 8);
-        uint64_t context = stack_word(t, fp + (uint64_t)(int64_t)L->fp_context);
-        uint64_t function = stack_word(t, fp + (uint64_t)(int64_t)L->fp_function);
         uint64_t shared = 0;
-        if (!hw_js_is_smi(L, context) && hw_js_is_heap_object(L, function) &&
-            hw_js_peek(t->tid, hw_js_field(L, function, L->function_shared), &shared, sizeof shared) &&
-            is_shared_function_info(r, t->tid, shared)) {
+        if (js_frame_at(r, t, fp, &shared)) {
             if (st->count == st->capacity) {
                 st->truncated = true;
                 break;
@@ -188,6 +209,11 @@ static void walk_from(hw_js_reader *r, hw_thread_snapshot *t, uint64_t fp, uint6
  * JavaScript frames.  The frame at the place itself is passed over (its
  * pc is in its callee's frame, not known): its caller is the first
  * looked at, an exit frame's caller being JavaScript.
+ *
+ * Such code may also use rbp for data that happens to point at a frame
+ * higher up (printf's in V8's compiler pointed at the outermost function
+ * and the three under it were lost): when rbp gave frames, the lowest
+ * chain is taken instead if it holds a JavaScript frame below rbp.
  */
 #define CHAIN_LINKS 3
 #define SCAN_TRIES 24
@@ -208,6 +234,22 @@ static bool chain_starts_at(const hw_thread_snapshot *t, uint64_t at)
     return true;
 }
 
+/* Has the chain from `fp` a JavaScript frame below `limit`? */
+static bool js_frame_below(hw_js_reader *r, hw_thread_snapshot *t, uint64_t fp, uint64_t limit)
+{
+    uint64_t below, above, shared;
+    frame_reach(&r->target.layout, &below, &above);
+    for (unsigned steps = 0; steps < WALK_LIMIT && fp < limit && frame_in_copy(t, fp, below, above); steps++) {
+        if (js_frame_at(r, t, fp, &shared))
+            return true;
+        uint64_t caller_fp = stack_word(t, fp);
+        if (caller_fp <= fp)
+            break;
+        fp = caller_fp;
+    }
+    return false;
+}
+
 static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
 {
     hw_interp_stack *st = &t->interp;
@@ -217,16 +259,29 @@ static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
     st->present = false;
     if (t->stack == NULL || t->stack_len < 64)
         return;
-    walk_from(r, t, t->regs.rbp, t->regs.rip);
+    const uint64_t rbp = t->regs.rbp;
+    walk_from(r, t, rbp, t->regs.rip);
     const uint64_t lo = t->stack_start, len = t->stack_len;
     uint64_t at = (t->regs.rsp + 7) & ~7ull;
-    for (unsigned tries = 0; st->count == 0 && !st->truncated && tries < SCAN_TRIES && at >= lo &&
-                             at - lo <= len - 16 && at - t->regs.rsp < SCAN_BYTES;
+    for (unsigned tries = 0; !st->truncated && tries < SCAN_TRIES && at >= lo && at - lo <= len - 16 &&
+                             at - t->regs.rsp < SCAN_BYTES;
          at += 8) {
         if (!chain_starts_at(t, at))
             continue;
         tries++;
+        if (st->count > 0) {
+            /* rbp gave frames: only the lowest chain is looked at, and
+             * taken if it has a JavaScript frame below rbp. */
+            if (at < rbp && js_frame_below(r, t, stack_word(t, at), rbp)) {
+                st->count = 0;
+                st->present = false;
+                walk_from(r, t, stack_word(t, at), stack_word(t, at + 8));
+            }
+            break;
+        }
         walk_from(r, t, stack_word(t, at), stack_word(t, at + 8));
+        if (st->count > 0)
+            break;
     }
     if (st->count > 0)
         st->state_addr = t->regs.rbp;
