@@ -803,8 +803,8 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
     pthread_join(helper, NULL);
 
     /* sem_timedwait that times out */
+    t0 = now_seconds(); /* before the deadline: a preemption between the two must not look like an early return */
     struct timespec dl = deadline_in(seconds);
-    t0 = now_seconds();
     rc = sem_timedwait(&sem, &dl);
     report_wait(who, "sem_timedwait", rc, rc ? errno : 0, t0);
     sem_destroy(&sem);
@@ -813,8 +813,8 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     pthread_mutex_lock(&m);
-    dl = deadline_in(seconds);
     t0 = now_seconds();
+    dl = deadline_in(seconds);
     rc = pthread_cond_timedwait(&cv, &m, &dl);
     report_wait(who, "cond_timedwait", rc, rc, t0);
     pthread_mutex_unlock(&m);
