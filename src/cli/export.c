@@ -346,7 +346,10 @@ static json_t *sampled_stack(hw_frame_table *ft, const hw_sframe *frames, size_t
         }
         return stack;
     }
+    size_t runtime = hw_innermost_runtime_frame(frames, NULL, count);
     for (size_t k = count; k-- > 0;) {
+        if (!hw_frame_drawn(&frames[k], k, runtime))
+            continue;
         long i = hw_frame_table_index(ft, &frames[k]);
         if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
             json_decref(stack);
@@ -392,8 +395,11 @@ static json_t *sampled_profile(const char *name, sampled *p)
 static json_t *ring_stack(hw_frame_table *ft, const hw_sampled *r, const hw_sampled_stack *st)
 {
     json_t *stack = json_array();
+    size_t runtime = hw_innermost_runtime_frame(r->frames, st->frames, st->depth);
     for (size_t k = st->depth; stack && k-- > 0;) {
         const hw_sframe *f = &r->frames[st->frames[k]];
+        if (!hw_frame_drawn(f, k, runtime))
+            continue;
         long i = hw_frame_table_index(ft, f);
         if (i < 0 || json_array_append_new(stack, json_integer(i)) != 0) {
             json_decref(stack);
@@ -572,8 +578,11 @@ static void stretch_events(json_t *events, const stretch *st, const hung_thread 
         const hw_hang_summary *s = cp->s;
         if (until > cp->at_us && s->frame_count > 0) {
             /* the stack as nested slices, outermost first */
+            size_t runtime = hw_innermost_runtime_frame(s->frames, NULL, s->frame_count);
             for (size_t k = s->frame_count; k-- > 0;) {
                 const hw_sframe *fr = &s->frames[k];
+                if (!hw_frame_drawn(fr, k, runtime))
+                    continue;
                 json_t *e = event("X", fr->name, "stack", ht->pid, ht->tid, cp->at_us);
                 json_object_set_new(e, "dur", jspan(cp->at_us, until));
                 json_t *a = json_object();

@@ -135,8 +135,11 @@ int hw_flame_add(hw_flame *f, const hw_sampled *sam, size_t *nodes_total)
         f->nodes[0].count = hw_add_sat(f->nodes[0].count, st->count);
         f->samples = hw_add_sat(f->samples, st->count);
         size_t levels = 0;
+        size_t runtime = hw_innermost_runtime_frame(sam->frames, st->frames, st->depth);
         for (size_t k = st->depth; k-- > 0;) {
             const hw_sframe *fr = &sam->frames[st->frames[k]];
+            if (!hw_frame_drawn(fr, k, runtime))
+                continue;
             char *id = f->table.identity(fr);
             if (id == NULL)
                 return -1;
@@ -173,7 +176,10 @@ void hw_flame_mark(hw_flame *f, const hw_sframe *point, size_t count)
         return;
     uint32_t node = 0;
     f->nodes[0].point = true;
+    size_t runtime = hw_innermost_runtime_frame(point, NULL, count);
     for (size_t k = count; k-- > 0;) {
+        if (!hw_frame_drawn(&point[k], k, runtime))
+            continue;
         char *id = f->table.identity(&point[k]);
         long frame = id ? hw_frame_table_find(&f->table, id) : -1;
         free(id);

@@ -218,7 +218,10 @@ static json_t *frames_json(const hw_sframe *frames, size_t count, size_t max, bo
     return a;
 }
 
-static json_t *flame_json(const hw_flame *f)
+/* A flame graph for the page: its frames (each saying whether it is the
+ * user's code, for the page's "only your code"), its nodes, and which frame
+ * is the report's culprit (`culprit`, may be NULL), to be marked. */
+static json_t *flame_json(const hw_flame *f, const hw_sframe *culprit)
 {
     json_t *frames = json_array();
     for (size_t i = 0; i < f->table.count; i++) {
@@ -231,6 +234,8 @@ static json_t *flame_json(const hw_flame *f)
             set(o, "object", hw_json_text(fr->object));
         if (strcmp(fr->language, "native") != 0)
             set(o, "language", json_string(fr->language));
+        if (fr->in_app == 1)
+            set(o, "in_app", json_true());
         json_array_append_new(frames, o);
     }
     /* [parent, frame, samples, first line, last line, on the Point Stack];
@@ -250,6 +255,12 @@ static json_t *flame_json(const hw_flame *f)
     set(o, "reports", hw_json_u64(f->reports));
     set(o, "cut", hw_json_u64(f->cut));
     set(o, "left_out", hw_json_u64(f->left_out));
+    long culprit_frame = -1;
+    char *id = culprit ? f->table.identity(culprit) : NULL;
+    if (id != NULL)
+        culprit_frame = hw_frame_table_find(&f->table, id);
+    free(id);
+    set(o, "culprit", jint(culprit_frame));
     return o;
 }
 
@@ -345,7 +356,7 @@ static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html
     }
     const hw_flame *f = flame_find_key(h, rep->key);
     if (f != NULL && f->node_count > 1)
-        set(d, "flame", flame_json(f));
+        set(d, "flame", flame_json(f, rep->culprit == HW_NO_FRAME ? NULL : &rep->frames[rep->culprit]));
 
     /* The other threads are read again from the report: only for the
      * groups shown, so that thousands of reports need not be held. */

@@ -493,3 +493,21 @@ uint64_t hw_hang_duration_us(const hw_hang_summary *s)
 {
     return s->final_known ? s->final_us : s->block_us;
 }
+
+size_t hw_innermost_runtime_frame(const hw_sframe *frames, const uint32_t *index, size_t depth)
+{
+    for (size_t k = 0; k < depth; k++)
+        if (strcmp(frames[index ? index[k] : k].language, "native") != 0)
+            return k;
+    return HW_NO_FRAME;
+}
+
+bool hw_frame_drawn(const hw_sframe *f, size_t k, size_t innermost_runtime)
+{
+    if (innermost_runtime == HW_NO_FRAME || k <= innermost_runtime || strcmp(f->language, "native") != 0)
+        return true;
+    hw_frame_origin origin;
+    if (f->origin == NULL || !hw_frame_origin_parse(f->origin, &origin))
+        return true;
+    return origin == HW_ORIGIN_APP || origin == HW_ORIGIN_PACKAGE;
+}

@@ -158,6 +158,31 @@ void hw_summaries_free(hw_summaries *all);
 uint64_t hw_hang_duration_us(const hw_hang_summary *s);
 
 /*
+ * A stack as every drawing shows it (flame graphs, speedscope, the Chrome
+ * trace): one merged stack, where Python or JavaScript frames take the
+ * place of the interpreter frames that run them.  A stack's frames carry
+ * the runtime's frames among its native ones (the agent put each run of
+ * Python frames above the evaluation call that runs it); drawn, the native
+ * frames outward of the innermost runtime frame that are the runtime's
+ * machinery (every origin but app and package: the interpreter, its
+ * standard library's C modules such as _asyncio, V8, libuv, libc's start,
+ * bare addresses) are left out; the native frames inward of it (what the
+ * code called) stay, as do the frames of the user's or a package's C
+ * extension.
+ * A stack without runtime frames, or whose frames do not say their
+ * origin (older reports), is drawn whole.
+ */
+
+/* The index of the innermost runtime frame of a stack, innermost first:
+ * frames[k], or frames[index[k]] when `index` is not NULL; HW_NO_FRAME
+ * when there is none. */
+size_t hw_innermost_runtime_frame(const hw_sframe *frames, const uint32_t *index, size_t depth);
+
+/* Whether frame `f`, at position k of its stack, is drawn, given the
+ * stack's hw_innermost_runtime_frame. */
+bool hw_frame_drawn(const hw_sframe *f, size_t k, size_t innermost_runtime);
+
+/*
  * The culprit among `frames` (innermost first): the user's own code.  When
  * the frames say whose code they are (in_app, origin), the agent's choice
  * (core/in_app.h: the innermost in_app frame ...).  Else, for reports

@@ -513,6 +513,73 @@ def expect_usage_error(args, needle):
     check(needle in p.stderr, f"hangwatch {' '.join(args)}: message lacks {needle!r}:\n{p.stderr}")
 
 
+MACHINERY = ("_start", "__libc_start_main", "Py_BytesMain", "Py_RunMain", "_PyEval_EvalFrameDefault")
+
+
+def case_python_flame():
+    """An early-sampled Python spin: one merged stack per sample (Python frames in place of the
+    interpreter frames that run them, no _start above a Python frame), the culprit marked, and
+    "only your code" leaving the user's frames alone."""
+    r = hwtest.run(["--early-sampling", "--", "/usr/bin/python3",
+                    os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "python_frames.py"), "spin"])
+    try:
+        check(r.returncode == 0 and "spin done" in r.stdout, r.describe())
+        hangs = [p for p, rep in zip(r.report_paths, r.reports) if rep["hangwatch"]["hang_type"] == "hang"]
+        check(hangs, "no hang report\n" + r.describe())
+        samples = hwtest.load_report(hangs[0])["hangwatch"]["collection"]["main_thread"]["samples"]
+        # in the report each sample's Python frames sit above the evaluation call that runs them
+        for st in samples["stacks"]:
+            names = [(samples["frames"][i].get("language", "native"), samples["frames"][i].get("symbol_name"))
+                     for i in st["frames"]]
+            start = [k for k, (lang, name) in enumerate(names) if name == "_start"]
+            python = [k for k, (lang, name) in enumerate(names) if lang == "python"]
+            check(python, f"a sample without Python frames: {names}")
+            check(not start or max(python) < start[0], f"Python frames outward of _start: {names}")
+        out = os.path.join(r.report_dir, "spin.html")
+        p = hw("html", "-o", out, r.report_dir)
+        check(p.returncode == 0, f"exit {p.returncode}\n{p.stderr}")
+        data, text = page_data(out)
+        static_checks(text)
+        fl = [g["detail"]["flame"] for g in data["groups"] if g.get("detail", {}).get("flame")]
+        check(len(fl) == 1, f"{len(fl)} flame graphs")
+        fl = fl[0]
+        check(fl["culprit"] >= 0 and fl["frames"][fl["culprit"]]["name"] == "spin_in_python",
+              f"the flame graph's culprit: {fl['culprit']}")
+        with browser.Browser() as b:
+            open_page(b, out)
+            b.screenshot(artifact("html-python-flame.png"))
+            drawn = rendered(b)["sections"][0]["flame"]
+            by_node = {n["node"]: n for n in drawn}
+            names = {n["node"]: fl["frames"][fl["nodes"][n["node"]][1]]["name"] if fl["nodes"][n["node"]][1] >= 0
+                     else "" for n in drawn}
+            # no interpreter machinery above (callers of) a Python frame
+            for k, node in enumerate(fl["nodes"]):
+                frame = fl["frames"][node[1]] if node[1] >= 0 else None
+                if frame and frame.get("language") == "python":
+                    up = node[0]
+                    while up > 0:
+                        above = fl["frames"][fl["nodes"][up][1]]["name"]
+                        check(above not in MACHINERY, f"{above} drawn above Python's {frame['name']}")
+                        up = fl["nodes"][up][0]
+            check("spin_in_python" in names.values(), f"spin_in_python not drawn: {sorted(set(names.values()))}")
+            marked = b.evaluate("[...document.querySelectorAll('svg.flame g.fg-culprit')].map(g => g.textContent)")
+            check(marked and all(m.startswith("spin_in") for m in marked), f"culprit marks: {marked}")
+            # only your code: every frame drawn is the user's, and the samples are all still there
+            b.evaluate("(() => { const c = document.querySelector('input.only-mine'); c.click(); return c.checked; })()")
+            mine = rendered(b)["sections"][0]["flame"]
+            own = {f["name"] for f in fl["frames"] if f.get("in_app")}
+            labels = [n["label"] for n in mine if n["depth"] > 0]
+            check(labels and all(any(o.startswith(lab.rstrip("\u2026")) for o in own) for lab in labels),
+                  f"only your code drew {labels}, the user's frames being {sorted(own)}")
+            check({"spin_in_python", "serve"} <= own, f"the user's frames: {sorted(own)}")
+            root = [n for n in mine if n["depth"] == 0]
+            check(root and root[0]["count"] == by_node[0]["count"],
+                  f"only your code counts {root} samples of {by_node[0]['count']}")
+            b.screenshot(artifact("html-python-flame-mine.png"))
+    finally:
+        hwtest.cleanup(r)
+
+
 def case_usage():
     expect_usage_error(["html", "d"], "html needs -o FILE")
     expect_usage_error(["html", "-o", "x.html"], "html needs reports or directories")
@@ -551,4 +618,5 @@ if __name__ == "__main__":
         "bad_input": case_bad_input,
         "bounds": case_bounds,
         "usage": case_usage,
+        "python_flame": case_python_flame,
     })

@@ -66,6 +66,7 @@ typedef struct hw_runtime_names {
     const char *problem; /* static text: why the frames are partial, else NULL */
     char *thread_name;   /* the name the runtime gave the thread (Python threading's), else NULL */
     hw_frame_language runtime; /* whose frames: HW_LANG_PYTHON or HW_LANG_JAVASCRIPT */
+    uint64_t eval_function;    /* Python: the evaluation function's start, 0 unknown (hw_python_merge) */
 } hw_runtime_names;
 
 /* Free `count` threads' names (NULL is fine). */

@@ -136,11 +136,11 @@ void hw_python_find(pid_t pid, const char *maps, size_t maps_len, hw_python_targ
         return;
     }
     hw_symbolizer *sym = hw_symbolizer_new(pid, maps, maps_len, NULL);
-    static const char *const names[] = {"_PyRuntime",  "Py_Version",  "PyCode_Type",
-                                        "PyUnicode_Type", "PyBytes_Type", "PyFrame_Type"};
-    uint64_t addrs[6] = {0};
+    static const char *const names[] = {"_PyRuntime",     "Py_Version",   "PyCode_Type", "PyUnicode_Type",
+                                        "PyBytes_Type",   "PyFrame_Type", "_PyEval_EvalFrameDefault"};
+    uint64_t addrs[7] = {0};
     char *module = NULL;
-    size_t found = sym ? hw_symbolizer_find_symbols(sym, python_module, names, addrs, 6, &module) : 0;
+    size_t found = sym ? hw_symbolizer_find_symbols(sym, python_module, names, addrs, 7, &module) : 0;
     hw_symbolizer_free(sym);
     const char *slash = module ? strrchr(module, '/') : NULL;
     const char *module_base = slash ? slash + 1 : module ? module : file;
@@ -149,6 +149,7 @@ void hw_python_find(pid_t pid, const char *maps, size_t maps_len, hw_python_targ
     out->unicode_type = addrs[3];
     out->bytes_type = addrs[4];
     out->frame_type = addrs[5];
+    out->eval_function = addrs[6];
     if (found == 0) {
         /* No runtime to read (Python before 3.7, a stripped interpreter). */
         take_table(pid, 0, file, out);

@@ -46,6 +46,8 @@ typedef struct hw_python_target {
     bool readable;                  /* ... whose frames are read, with `layout` */
     hw_python_layout layout;        /* its version's, or (3.13+) from its own debug offsets */
     uint64_t runtime_addr, code_type, unicode_type, bytes_type, frame_type;
+    uint64_t eval_function;         /* _PyEval_EvalFrameDefault's start (0 unknown): finds the evaluation
+                                     * calls of a stack whose frames are not named (early samples) */
     uint64_t version_hex;           /* PY_VERSION_HEX; major and minor only when a file name said them; 0 unknown */
     char version[16];               /* "3.12.1", "3.9" (from a file name), "" unknown */
     char why_not[192];              /* found but not read: what reports and the stderr line say */
@@ -74,7 +76,9 @@ hw_runtime_names *hw_python_name_threads(hw_python_namer *namer, const hw_proces
 
 /* Put a thread's named Python frames into its native backtrace `bt`: each
  * run of frames directly above (on the callee side of) the native
- * _PyEval_EvalFrameDefault call that runs it; frames left over go last.
+ * _PyEval_EvalFrameDefault call that runs it, known by its name or, in a
+ * stack whose functions are told apart but not named (the sampler's), by
+ * its start (names->eval_function); frames left over go last.
  * Problems go to bt->runtime_error.  0, or -ENOMEM (bt unchanged). */
 int hw_python_merge(const hw_runtime_names *names, hw_backtrace *bt);
 

@@ -346,11 +346,17 @@ int hw_python_frame_from_key(hw_python_namer *n, uint64_t key, hw_frame *out)
     return 0;
 }
 
-static bool is_eval_frame(const hw_frame *f)
+/* A native frame of the evaluation function: by its name (".cold" parts
+ * too), or, when frames are not named (the sampler's symbolizer tells
+ * functions apart by their unwind entries only), by its start. */
+static bool is_eval_frame(const hw_frame *f, uint64_t eval_function)
 {
+    if (f->language != HW_LANG_NATIVE)
+        return false;
+    if (f->symbol_name == NULL)
+        return eval_function != 0 && f->symbol_addr == eval_function;
     size_t len = strlen(EVAL_FUNCTION);
-    return f->language == HW_LANG_NATIVE && f->symbol_name != NULL &&
-           strncmp(f->symbol_name, EVAL_FUNCTION, len) == 0 &&
+    return strncmp(f->symbol_name, EVAL_FUNCTION, len) == 0 &&
            (f->symbol_name[len] == '\0' || f->symbol_name[len] == '.');
 }
 
@@ -366,6 +372,7 @@ hw_runtime_names *hw_python_name_threads(hw_python_namer *n, const hw_process_sn
         const hw_interp_stack *st = &snap->threads[t].interp;
         hw_runtime_names *out = &all[t];
         out->runtime = HW_LANG_PYTHON;
+        out->eval_function = n->py.eval_function;
         if (!st->present || (target_only && !snap->threads[t].is_target))
             continue;
         unsigned count = st->count;
@@ -440,7 +447,7 @@ int hw_python_merge(const hw_runtime_names *names, hw_backtrace *bt)
         bool ok = true;
         bool unplaced = false;
         for (size_t k = 0; k < bt->count; k++) {
-            if (is_eval_frame(&bt->frames[k])) {
+            if (is_eval_frame(&bt->frames[k], names->eval_function)) {
                 /* This call runs Python frames up to its entry frame. */
                 while (pi < names->count) {
                     bool entry = names->is_entry[pi];

@@ -403,31 +403,83 @@
 
   var ROW = 18;
 
-  function flameSection(fl, point) {
-    var nodes = fl.nodes.map(function (n, k) {
-      return {k: k, parent: n[0], frame: n[1] >= 0 ? fl.frames[n[1]] : null, count: n[2], lineMin: n[3],
+  /* The tree of a flame graph's nodes ([parent, frame, samples, first
+   * line, last line, on the Point Stack], parents first).  With `mine`,
+   * only the user's own frames (in_app): each sample keeps the frames of
+   * its path that are the user's, merged again where they are one. */
+  function flameTree(fl, mine) {
+    var all = fl.nodes.map(function (n, k) {
+      return {k: k, parent: n[0], fi: n[1], frame: n[1] >= 0 ? fl.frames[n[1]] : null, count: n[2], lineMin: n[3],
               lineMax: n[4], point: n[5] === 1, children: []};
     });
-    var depth = 0;
-    nodes.forEach(function (n) {
+    all.forEach(function (n) {
       if (n.parent >= 0 && n.parent < n.k) {
-        nodes[n.parent].children.push(n);
+        all[n.parent].children.push(n);
       }
     });
-    nodes.forEach(function (n) {
-      n.children.sort(function (a, b) {
-        return b.count - a.count || (a.frame.name < b.frame.name ? -1 : a.frame.name > b.frame.name ? 1 : 0);
-      });
+    if (!mine) {
+      return all;
+    }
+    var out = [{k: 0, parent: -1, fi: -1, frame: null, count: all[0].count, lineMin: 0, lineMax: 0,
+                point: all[0].point, children: [], byFrame: {}}];
+    all.forEach(function (n) {
+      n.mine = n.parent >= 0 ? all[n.parent].mine : 0; /* its nearest own node in `out` */
+      if (n.frame && n.frame.in_app) {
+        var parent = out[n.mine];
+        var at = parent.byFrame[n.fi];
+        if (at === undefined) {
+          at = out.length;
+          parent.byFrame[n.fi] = at;
+          out.push({k: at, parent: parent.k, fi: n.fi, frame: n.frame, count: 0, lineMin: 0, lineMax: 0,
+                    point: false, children: [], byFrame: {}});
+          parent.children.push(out[at]);
+        }
+        n.mine = at;
+      }
     });
-    (function walk(n, level) {
-      n.depth = level;
-      depth = Math.max(depth, level);
-      n.children.forEach(function (c) { walk(c, level + 1); });
-    })(nodes[0], 0);
-    var total = nodes[0].count;
-    var chart = h('div', {class: 'chart flame-chart'});
-    var focus = nodes[0];
+    /* each sample counted once, in its innermost own node: a node's own
+     * samples are its count less its children's */
+    all.forEach(function (n) {
+      var own = n.count;
+      n.children.forEach(function (c) { own -= c.count; });
+      for (var m = out[n.mine]; own > 0 && m.parent >= 0; m = out[m.parent]) {
+        m.count += own;
+      }
+      if (n.frame && n.frame.in_app) {
+        var o = out[n.mine];
+        o.point = o.point || n.point;
+        if (n.lineMin > 0 && (o.lineMin === 0 || n.lineMin < o.lineMin)) {
+          o.lineMin = n.lineMin;
+        }
+        o.lineMax = Math.max(o.lineMax, n.lineMax);
+      }
+    });
+    return out;
+  }
 
+  function flameSection(fl, point) {
+    var chart = h('div', {class: 'chart flame-chart'});
+    var hasMine = fl.frames.some(function (f) { return f.in_app; });
+    var mine = false;
+    var nodes, depth, total, focus;
+
+    function build() {
+      nodes = flameTree(fl, mine);
+      depth = 0;
+      nodes.forEach(function (n) {
+        n.children.sort(function (a, b) {
+          return b.count - a.count || (a.frame.name < b.frame.name ? -1 : a.frame.name > b.frame.name ? 1 : 0);
+        });
+      });
+      (function walk(n, level) {
+        n.depth = level;
+        depth = Math.max(depth, level);
+        n.children.forEach(function (c) { walk(c, level + 1); });
+      })(nodes[0], 0);
+      total = nodes[0].count;
+      focus = nodes[0];
+    }
+    build();
     function label(n) {
       if (!n.frame) {
         return 'all samples';
@@ -446,6 +498,9 @@
       lines.push(plural(n.count, 'sample') + ' (' + pct + ' %)');
       if (n.point) {
         lines.push('on the Point Stack');
+      }
+      if (n.frame && n.fi === fl.culprit) {
+        lines.push('the culprit: the hang\'s own code');
       }
       return lines;
     }
@@ -497,11 +552,16 @@
 
     function drawNode(svg, n, x, w) {
       var y = n.depth * ROW;
-      var g = s('g', {class: 'fg-node' + (n.point ? ' fg-point' : ''), 'data-node': n.k, 'data-depth': n.depth,
-                      'data-count': n.count});
+      var culprit = n.frame !== null && n.fi === fl.culprit;
+      var g = s('g', {class: 'fg-node' + (n.point ? ' fg-point' : '') + (culprit ? ' fg-culprit' : ''), 'data-node': n.k,
+                      'data-depth': n.depth, 'data-count': n.count});
       var rect = s('rect', {x: x.toFixed(2), y: y + 1, width: Math.max(w - 0.5, 0.5).toFixed(2), height: ROW - 2,
                             rx: 2, fill: n.frame ? frameColor(n.frame) : '#c9d3dc'});
       g.appendChild(rect);
+      if (culprit) {
+        g.appendChild(s('rect', {class: 'fg-culprit-bar', x: x.toFixed(2), y: y + ROW - 4,
+                                 width: Math.max(w - 0.5, 0.5).toFixed(2), height: 3}));
+      }
       var text = label(n);
       var fits = Math.floor((w - 6) / 6.7);
       if (fits >= 3) {
@@ -522,11 +582,23 @@
     if (fl.left_out > 0) {
       notes.push(plural(fl.left_out, 'sample') + ' the reports left out');
     }
+    var toggle = null;
+    if (hasMine) {
+      var box = h('input', {type: 'checkbox', class: 'only-mine'});
+      box.addEventListener('change', function () {
+        mine = box.checked;
+        build();
+        draw();
+      });
+      toggle = h('label', {class: 'toggle'}, box, ' only your code');
+    }
     return [
       h('h3', {}, 'Flame graph of ' + plural(total, 'sample') + (notes.length ? ' (' + notes.join('; ') + ')' : '')),
       h('div', {class: 'legend'}, 'Callers above callees, each frame as wide as its share of the samples; ' +
-        'hover for details, click to zoom.',
-        point ? [h('span', {class: 'key point'}), 'the Point Stack of the newest report'] : null),
+        'Python and JavaScript frames in place of the interpreter frames that run them; hover for details, ' +
+        'click to zoom.',
+        point ? [h('span', {class: 'key point'}), 'the Point Stack of the newest report'] : null,
+        fl.culprit >= 0 ? [h('span', {class: 'key culprit'}), 'the culprit'] : null, toggle),
       chart
     ];
   }
