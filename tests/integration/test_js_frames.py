@@ -298,6 +298,19 @@ def case_point_stack():
         names = [f.get("symbol_name") for f in ps["backtrace"]["contents"] if f.get("language") == "javascript"]
         check("TableRenderer.render" in names and "renderPage" in names, f"Point Stack's JavaScript: {names}")
         check("early samples of Python and node processes stop the thread" in r.stderr, r.stderr)
+        # every code mapping of node is named (V8 maps its builtins a second time, next to its code), its
+        # offsets in the file; and each sample's JavaScript frames sit inside node's native stack
+        size = os.path.getsize(os.path.realpath(node()))
+        samples = ps["samples"]
+        for f in hwtest.frames(r.reports[0]) + samples["frames"] + ps["backtrace"]["contents"]:
+            if f.get("object_name") == os.path.basename(os.path.realpath(node())) and "object_offset" in f:
+                check(0 <= f["object_offset"] < size, f"object_offset {f['object_offset']} beyond node's {size} bytes: {f}")
+                check(not re.fullmatch(r"node\S*\+0x[0-9a-f]+", f.get("symbol_name", "")), f"an unnamed node frame: {f}")
+        for st in samples["stacks"]:
+            at = [(samples["frames"][i].get("language", "native"), samples["frames"][i].get("symbol_name")) for i in st["frames"]]
+            start = [k for k, (_, name) in enumerate(at) if name == "_start"]
+            js = [k for k, (lang, _) in enumerate(at) if lang == "javascript"]
+            check(not start or not js or max(js) < start[0], f"JavaScript frames outward of _start: {at}")
     finally:
         hwtest.cleanup(r)
 

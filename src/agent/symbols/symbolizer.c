@@ -55,10 +55,11 @@ static void note_backed_ranges(hw_symbolizer *sym, const char *maps, size_t maps
         memcpy(line, p, len);
         line[len] = '\0';
         p = nl ? nl + 1 : end;
-        unsigned long long lo, hi, inode;
+        unsigned long long lo, hi, offset, inode;
         unsigned major, minor;
         int path_at = 0;
-        if (sscanf(line, "%llx-%llx %*s %*s %x:%x %llu %n", &lo, &hi, &major, &minor, &inode, &path_at) < 5 ||
+        if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu %n", &lo, &hi, &offset, &major, &minor, &inode, &path_at) <
+                6 ||
             path_at == 0)
             continue;
         const char *path = line + path_at;
@@ -75,6 +76,7 @@ static void note_backed_ranges(hw_symbolizer *sym, const char *maps, size_t maps
         }
         sym->backed[sym->backed_count].start = lo;
         sym->backed[sym->backed_count].end = hi;
+        sym->backed[sym->backed_count].offset = offset;
         sym->backed[sym->backed_count].dev = ((uint64_t)major << 32) | minor;
         sym->backed[sym->backed_count].inode = inode;
         sym->backed_count++;
@@ -443,13 +445,45 @@ static uint32_t shared_file_number(const hw_symbolizer *sym, hw_code_names *shar
     return hw_code_names_file(shared, &file);
 }
 
-static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
+/*
+ * Where the code at `addr` sits in its image as the loader mapped it.  A
+ * program may map part of its own file a second time, elsewhere: node's
+ * V8 maps its embedded builtins again next to its code range (short
+ * calls), so one file has two executable mappings, and libdwfl's one
+ * module for the file spans both with the first one's bias.  An address in
+ * such a copy is named as the same file offset in the image: the address
+ * the ELF's load segments give that offset (with the module's bias), when
+ * a mapping of the same file is there.  Else `addr` itself.
+ */
+static uint64_t address_in_image(const hw_symbolizer *sym, Elf *elf, Dwarf_Addr bias, uint64_t addr)
 {
-    if (!address_is_backed(sym, addr)) {
-        hw_symbolizer_lookup_jit(sym, addr, e);
+    long r = sym->backed != NULL ? backed_range_of(sym, addr) : -1;
+    size_t count = 0;
+    if (r < 0 || elf == NULL || elf_getphdrnum(elf, &count) != 0)
+        return addr;
+    uint64_t file_offset = addr - sym->backed[r].start + sym->backed[r].offset;
+    for (size_t i = 0; i < count; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, (int)i, &ph) == NULL || ph.p_type != PT_LOAD || file_offset < ph.p_offset ||
+            file_offset - ph.p_offset >= ph.p_filesz)
+            continue;
+        uint64_t loaded = bias + ph.p_vaddr + (file_offset - ph.p_offset);
+        if (loaded == addr)
+            return addr;
+        long q = backed_range_of(sym, loaded);
+        bool same_file = q >= 0 && sym->backed[q].dev == sym->backed[r].dev && sym->backed[q].inode == sym->backed[r].inode;
+        return same_file ? loaded : addr;
+    }
+    return addr;
+}
+
+static void lookup(hw_symbolizer *sym, uint64_t real_addr, resolved *e)
+{
+    if (!address_is_backed(sym, real_addr)) {
+        hw_symbolizer_lookup_jit(sym, real_addr, e);
         return;
     }
-    Dwfl_Module *mod = dwfl_addrmodule(sym->dwfl, addr);
+    Dwfl_Module *mod = dwfl_addrmodule(sym->dwfl, real_addr);
     if (mod == NULL)
         return;
     Dwarf_Addr start = 0, end = 0;
@@ -457,11 +491,16 @@ static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
     e->object_path = hw_dup_or_null(name);
     e->object_addr = start;
     Dwarf_Addr bias = 0;
-    bool have_elf = dwfl_module_getelf(mod, &bias) != NULL;
+    Elf *elf = dwfl_module_getelf(mod, &bias);
+    bool have_elf = elf != NULL;
+    /* from here on `addr` is the image's address, and symbol_addr is put
+     * back into the copy's addresses at the end */
+    uint64_t addr = have_elf ? address_in_image(sym, elf, bias, real_addr) : real_addr;
+    uint64_t moved = real_addr - addr;
     e->object_offset = have_elf ? addr - bias : addr - start;
     if (sym->functions_only) {
-        if (have_elf)
-            e->symbol_addr = function_start(mod, addr);
+        if (have_elf && (e->symbol_addr = function_start(mod, addr)) != 0)
+            e->symbol_addr += moved;
         return;
     }
     /* Known from another process's lookup in the same file? */
@@ -470,7 +509,7 @@ static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
     hw_code_name known;
     if (file_no != 0 && hw_code_names_find(shared, file_no, addr - bias, &known)) {
         e->symbol_name = hw_dup_or_null(known.symbol_name);
-        e->symbol_addr = known.symbol_name != NULL ? addr - known.symbol_offset : 0;
+        e->symbol_addr = known.symbol_name != NULL ? real_addr - known.symbol_offset : 0;
         e->source_file = hw_dup_or_null(known.source_file);
         e->source_line = known.source_line;
         return;
@@ -483,7 +522,7 @@ static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
          * ("clock_nanosleep@GLIBC_2.2.5"); report the plain name. */
         char *plain = strndup(symbol, strcspn(symbol, "@"));
         e->symbol_name = plain ? demangle(plain) : NULL;
-        e->symbol_addr = addr - offset;
+        e->symbol_addr = real_addr - offset;
     }
     Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
     if (line != NULL) {
@@ -498,7 +537,7 @@ static void lookup(hw_symbolizer *sym, uint64_t addr, resolved *e)
     }
     if (file_no != 0 && (e->symbol_name != NULL || symbol == NULL) && (e->source_file != NULL || line == NULL)) {
         hw_code_name found = {.symbol_name = e->symbol_name,
-                              .symbol_offset = e->symbol_name != NULL ? addr - e->symbol_addr : 0,
+                              .symbol_offset = e->symbol_name != NULL ? real_addr - e->symbol_addr : 0,
                               .source_file = e->source_file,
                               .source_line = e->source_line};
         hw_code_names_add(shared, file_no, addr - bias, &found);

@@ -62,6 +62,7 @@ struct hw_symbolizer {
      * such addresses are reported without an object instead. */
     struct {
         uint64_t start, end;
+        uint64_t offset;     /* of `start` in the file */
         uint64_t dev, inode; /* the file's, as the kernel mapped it (code_names.h) */
     } * backed;
     size_t backed_count;
