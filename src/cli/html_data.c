@@ -309,6 +309,40 @@ static json_t *other_threads_json(json_t *root, size_t *more)
     return out;
 }
 
+/* The thread holding what the hung thread waits for (hangwatch.gil_holder
+ * or lock_holder), its stack and culprit, to be shown beside the hung
+ * thread's: the hang is where it is.  NULL when there is none. */
+static json_t *holder_json(json_t *root)
+{
+    json_t *apm = json_object_get(root, "hangwatch");
+    static const char *const kinds[][2] = {{"gil_holder", "the GIL"}, {"lock_holder", "a mutex"}};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *holder = json_object_get(apm, kinds[k][0]);
+        json_int_t at = hw_int_at(holder, "report_array_index", -1);
+        json_t *t = at >= 0 ? json_array_get(json_object_get(json_object_get(root, "crash"), "threads"), (size_t)at)
+                            : NULL;
+        hw_sframe *frames = NULL;
+        size_t count = 0, more = 0;
+        if (!json_is_object(t) ||
+            hw_sframes_of(json_object_get(t, "backtrace"), SHOWN_FRAMES, &frames, &count, &more) != 0)
+            continue;
+        json_t *o = json_object();
+        set(o, "holds", json_string(kinds[k][1]));
+        set(o, "name", hw_json_text(hw_str_at(t, "name", "?")));
+        set(o, "tid", jint(hw_int_at(t, "thread_identifier", -1)));
+        const char *python_name = hw_str_at(t, "python_name", NULL);
+        if (python_name != NULL)
+            set(o, "python_name", hw_json_text(python_name));
+        set(o, "stack", frames_json(frames, count, SHOWN_FRAMES, false));
+        set(o, "more", hw_json_u64(more));
+        json_int_t culprit = hw_int_at(holder, "culprit_frame", -1);
+        set(o, "culprit", jint(culprit >= 0 && (size_t)culprit < count ? culprit : -1));
+        hw_sframes_free(frames, count);
+        return o;
+    }
+    return NULL;
+}
+
 static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html_reload_fn reload, void *ctx)
 {
     json_t *d = json_object();
@@ -370,6 +404,9 @@ static json_t *detail_json(const hw_html *h, const hw_hang_summary *rep, hw_html
         size_t more = 0;
         set(d, "threads", other_threads_json(root, &more));
         set(d, "threads_more", hw_json_u64(more));
+        json_t *holder = holder_json(root);
+        if (holder != NULL)
+            set(d, "holder", holder);
     }
     json_decref(root);
     return d;

@@ -155,6 +155,29 @@ def case_gil(python):
         groups = json.loads(stats.stdout)["groups"]
         check(len(groups) == 1 and groups[0]["culprit"]["function"] == "crunch_numbers",
               f"the GIL hang's group is not labelled by its holder: {[g['culprit'] for g in groups]}")
+        # and so does the page, with the holder's stack beside the waiter's
+        page = os.path.join(r.report_dir, "gil.html")
+        p = hwtest.hw("html", "-o", page, r.report_dir)
+        check(p.returncode == 0, p.stderr)
+        with open(page, encoding="utf-8") as f:
+            m = re.search(r'<script type="application/json" id="hw-data">(.*?)</script>', f.read(), re.S)
+        check(m is not None, "the page has no data")
+        group = json.loads(m.group(1))["groups"][0]
+        check(group["culprit"]["name"].split(".")[-1] == "crunch_numbers", f"the page's label: {group['culprit']}")
+        hd = group["detail"].get("holder")
+        check(hd is not None and hd["holds"] == "the GIL" and hd.get("python_name") == "cruncher",
+              f"the page's holder: {hd}")
+        check(hd["culprit"] >= 0 and hd["stack"][hd["culprit"]]["name"].split(".")[-1] == "crunch_numbers",
+              f"the holder's culprit on the page: {hd['culprit']} of {[f['name'] for f in hd['stack']]}")
+        if python == pythons.find("debian"):
+            import browser
+            with browser.Browser() as b:
+                b.open("file://" + os.path.abspath(page))
+                drawn = b.evaluate("(() => { const h = document.querySelector('.stack-pair .holder'); return h ? "
+                                   "[h.querySelector('h3').textContent, [...h.querySelectorAll('li.culprit')]"
+                                   ".map(li => li.textContent)] : null; })()")
+                check(drawn and "cruncher" in drawn[0] and len(drawn[1]) == 1 and "crunch_numbers" in drawn[1][0],
+                      f"the holder's stack as drawn: {drawn}")
     finally:
         hwtest.cleanup(r)
 

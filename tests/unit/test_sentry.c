@@ -150,6 +150,69 @@ static void test_event_from_report(void **state)
     json_decref(report);
 }
 
+static const char *exception_value(const json_t *ev)
+{
+    json_t *exc = json_array_get(json_object_get(json_object_get(ev, "exception"), "values"), 0);
+    return json_string_value(json_object_get(exc, "value"));
+}
+
+/* The title and culprit name the user's code where the hang is: the hung
+ * thread's culprit, or, when it waits for the GIL or a mutex, the holder's. */
+static void test_event_names_the_culprit(void **state)
+{
+    (void)state;
+    json_t *report = json_loads(report_text, 0, NULL);
+    assert_non_null(report);
+    json_t *apm = json_object_get(report, "hangwatch");
+    json_object_set_new(json_object_get(apm, "hung_thread"), "culprit_frame", json_integer(1));
+    const char *why = NULL;
+    json_t *ev = hw_sentry_event_from_report(report, NULL, &why);
+    assert_string_equal(exception_value(ev), "App hanging for 2.504 s in my-server (pid 4242) in flush_cache (cache.c:88)");
+    assert_string_equal(json_string_value(json_object_get(ev, "culprit")), "flush_cache");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(ev, "tags"), "hangwatch.culprit")),
+                        "flush_cache");
+    json_decref(ev);
+
+    /* the GIL's holder: its culprit, and who holds it */
+    json_object_set_new(apm, "gil_holder", json_pack("{s:i, s:i, s:i}", "thread_identifier", 4243,
+                                                     "report_array_index", 1, "culprit_frame", 0));
+    ev = hw_sentry_event_from_report(report, NULL, &why);
+    assert_string_equal(exception_value(ev), "App hanging for 2.504 s in my-server (pid 4242), waiting for the GIL "
+                                             "held by thread 4243 in futex_wait");
+    assert_string_equal(json_string_value(json_object_get(ev, "culprit")), "futex_wait");
+    json_decref(ev);
+
+    /* a holder whose frame is not there: the hung thread's culprit */
+    json_object_set_new(json_object_get(apm, "gil_holder"), "culprit_frame", json_integer(7));
+    ev = hw_sentry_event_from_report(report, NULL, &why);
+    assert_string_equal(json_string_value(json_object_get(ev, "culprit")), "flush_cache");
+    json_decref(ev);
+
+    /* a name too long for the title is cut at a character's start: the
+     * event stays valid UTF-8 (jansson refuses anything else) */
+    char name[700];
+    size_t n = 0;
+    while (n + 2 < sizeof name - 1) {
+        name[n++] = (char)0xc3; /* U+00E9 */
+        name[n++] = (char)0xa9;
+    }
+    name[n] = '\0';
+    json_t *thread0 = json_array_get(json_object_get(json_object_get(report, "crash"), "threads"), 0);
+    json_t *frame1 = json_array_get(json_object_get(json_object_get(thread0, "backtrace"), "contents"), 1);
+    json_object_set_new(frame1, "symbol_name", json_string(name));
+    json_object_del(apm, "gil_holder");
+    ev = hw_sentry_event_from_report(report, NULL, &why);
+    assert_non_null(ev);
+    const char *value = exception_value(ev);
+    assert_non_null(value);
+    assert_true(strlen(value) < 512);
+    const char *culprit = json_string_value(json_object_get(ev, "culprit"));
+    assert_non_null(culprit);
+    assert_true(strlen(culprit) <= 199 && strlen(culprit) % 2 == 0);
+    json_decref(ev);
+    json_decref(report);
+}
+
 static void test_envelope(void **state)
 {
     (void)state;
@@ -298,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_debug_id),
         cmocka_unit_test(test_event_from_report),
         cmocka_unit_test(test_event_takes_the_reports_in_app),
+        cmocka_unit_test(test_event_names_the_culprit),
         cmocka_unit_test(test_envelope),
         cmocka_unit_test_setup_teardown(test_spool, make_dir, remove_dir),
     };

@@ -164,6 +164,68 @@ static void hang_message(const json_t *apm, const char *process, json_int_t pid,
                  process, (int64_t)pid);
 }
 
+/* Append `text` to the message in buf (of `len`, holding `used` bytes),
+ * cut where it does not fit at a character's start, never inside one. */
+static void append_text(char *buf, size_t len, const char *text)
+{
+    size_t used = strlen(buf), n = strlen(text);
+    if (used + 1 >= len)
+        return;
+    if (n > len - 1 - used) {
+        n = len - 1 - used;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--; /* text[n] continues a character: cut before its start */
+    }
+    memcpy(buf + used, text, n);
+    buf[used + n] = '\0';
+}
+
+/* The frame at `index` of thread crash.threads[at]'s stack, or NULL. */
+static const json_t *culprit_frame_of(const json_t *threads, json_int_t at, json_int_t index)
+{
+    if (at < 0 || index < 0)
+        return NULL;
+    const json_t *t = json_array_get(threads, (size_t)at);
+    const json_t *f = json_array_get(json_object_get(json_object_get(t, "backtrace"), "contents"), (size_t)index);
+    return json_is_object(f) && str(f, "symbol_name") ? f : NULL;
+}
+
+/*
+ * What the hang is labelled by, the user's code where it is: when the hung
+ * thread waits for the GIL or a mutex another thread holds, the holder's
+ * culprit (the hang is where the holder is, as the grouping key says), and
+ * *holder is set to the holder's entry and *lock to what it holds; else the
+ * hung thread's culprit.  NULL when the report names none.
+ */
+static const json_t *label_frame(const json_t *apm, const json_t *threads, const json_t **holder, const char **lock)
+{
+    static const char *const holders[][2] = {{"gil_holder", "the GIL"}, {"lock_holder", "a mutex"}};
+    for (size_t k = 0; k < 2; k++) {
+        const json_t *h = json_object_get(apm, holders[k][0]);
+        const json_t *f = culprit_frame_of(threads, num(h, "report_array_index"), num(h, "culprit_frame"));
+        if (f != NULL) {
+            *holder = h;
+            *lock = holders[k][1];
+            return f;
+        }
+    }
+    const json_t *hung = json_object_get(apm, "hung_thread");
+    return culprit_frame_of(threads, num(hung, "report_array_index"), num(hung, "culprit_frame"));
+}
+
+/* "spin_handler (app.py:11)": a label frame's function and place. */
+static void frame_place(const json_t *f, char *buf, size_t len)
+{
+    const char *file = str(f, "source_file");
+    json_int_t line = num(f, "source_line");
+    if (file && line > 0)
+        snprintf(buf, len, " (%s:%" PRId64 ")", hw_base_name(file), (int64_t)line);
+    else if (file)
+        snprintf(buf, len, " (%s)", hw_base_name(file));
+    else
+        buf[0] = '\0';
+}
+
 /* The report id as an event id: 32 lower-case hex digits. */
 static int event_id_of(const char *id, char out[33])
 {
@@ -201,8 +263,28 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
     json_int_t pid = num(head, "pid");
     const char *executable = str(apm, "executable");
     json_int_t hung_tid = num(json_object_get(apm, "hung_thread"), "thread_identifier");
-    char message[256];
+    char message[512];
     hang_message(apm, process, pid, message, sizeof message);
+    /* and where: "... in crunch_numbers (work.py:36)", or for a hang on a
+     * lock, "... waiting for the GIL held by thread 4243 in crunch_numbers
+     * (work.py:36)": Sentry's title, and its culprit */
+    const json_t *holder = NULL;
+    const char *lock = NULL;
+    const json_t *label = label_frame(apm, threads, &holder, &lock);
+    char place[300] = "";
+    if (label != NULL) {
+        frame_place(label, place, sizeof place);
+        if (holder != NULL) {
+            char held[96];
+            snprintf(held, sizeof held, ", waiting for %s held by thread %" PRId64 " in ", lock,
+                     (int64_t)num(holder, "thread_identifier"));
+            append_text(message, sizeof message, held);
+        } else {
+            append_text(message, sizeof message, " in ");
+        }
+        append_text(message, sizeof message, str(label, "symbol_name"));
+        append_text(message, sizeof message, place);
+    }
 
     json_t *ev = json_object();
     json_object_set_new(ev, "event_id", json_string(event_id));
@@ -215,6 +297,11 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
     if (server_name && *server_name)
         json_object_set_new(ev, "server_name", json_string(server_name));
     json_object_set_new(ev, "message", json_pack("{s:s}", "formatted", message));
+    if (label != NULL) {
+        char culprit[512] = "";
+        append_text(culprit, 200, str(label, "symbol_name")); /* Sentry keeps 200 characters */
+        json_object_set_new(ev, "culprit", json_string(culprit));
+    }
     json_object_set_new(ev, "sdk", json_pack("{s:s, s:s}", "name", "hangwatch", "version", HW_VERSION_STRING));
 
     /* Every thread; the hung one's stack is the exception's. */
@@ -263,6 +350,11 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
     if (str(apm, "hang_type"))
         json_object_set_new(tags, "hangwatch.hang_type", json_string(str(apm, "hang_type")));
     json_object_set_new(tags, "process", json_string(process));
+    if (label != NULL) {
+        char culprit[512] = "";
+        append_text(culprit, 200, str(label, "symbol_name")); /* a tag's value: at most 200 characters */
+        json_object_set_new(tags, "hangwatch.culprit", json_string(culprit));
+    }
     /* Where the time went (hangwatch.time): its verdict, as tags to
      * search and group by; only the names hangwatch writes. */
     json_t *time = json_object_get(apm, "time");

@@ -368,9 +368,23 @@
         (d.final_us !== undefined ? ', ' + duration(d.final_us) + ' in all' : '') +
         (d.hang_end ? ' (' + d.hang_end.replace(/_/g, ' ') + ')' : '')),
       h('dt', {}, 'Where its time went'), h('dd', {class: 'time'}, timeBar(d)));
-    var section = h('section', {class: 'group', id: 'g-' + (i + 1)}, heading, facts,
-      h('h3', {}, 'The hung thread\'s stack'), stackList(d.stack, d.culprit, d.stack_more, false, d.stack_omitted || 0,
-        d.stack_omitted_at || 0));
+    var hungStack = [h('h3', {}, 'The hung thread\'s stack'), stackList(d.stack, d.culprit, d.stack_more, false,
+      d.stack_omitted || 0, d.stack_omitted_at || 0)];
+    var section;
+    if (d.holder) {
+      /* it waits for what another thread holds: that thread's stack beside
+       * its own, the culprit (the group's label) marked in it */
+      var hd = d.holder;
+      var who = hd.name + (hd.python_name ? ', Python\'s ' + hd.python_name : '') + ' (tid ' + hd.tid + ')';
+      section = h('section', {class: 'group', id: 'g-' + (i + 1)}, heading, facts,
+        h('div', {class: 'stack-pair'},
+          h('div', {class: 'waiter'}, hungStack, h('p', {class: 'note'}, 'It waits for ' + hd.holds + ', held by ' +
+            who + '.')),
+          h('div', {class: 'holder'}, h('h3', {}, 'The holder\'s stack: ' + who + ' holds ' + hd.holds),
+            stackList(hd.stack, hd.culprit, hd.more, false, 0, 0))));
+    } else {
+      section = h('section', {class: 'group', id: 'g-' + (i + 1)}, heading, facts, hungStack);
+    }
     if (d.runtime_note) {
       /* The interpreter's frames were not read (an unsupported version):
        * the stack is the interpreter's own, the culprit its innermost
