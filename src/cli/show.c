@@ -126,6 +126,19 @@ static void print_tracer(FILE *out, json_t *capture)
     fputc('\n', out);
 }
 
+/* "  in garbage collection: mark-compact (v8::internal::Heap::CollectGarbage...)"
+ * when the hung thread was stopped inside a collector (hangwatch.gc). */
+static void print_gc(FILE *out, json_t *apm)
+{
+    json_t *gc = json_object_get(apm, "gc");
+    if (!json_is_object(gc))
+        return;
+    fputs("  in garbage collection: ", out);
+    put_string_at(out, gc, "phase", "?");
+    put_string_if(out, gc, "function", " (", ")");
+    fputc('\n', out);
+}
+
 /* What the observer took to be the loop's wait (hangwatch.loop_wait), and
  * how it decided. */
 static void print_loop_wait(FILE *out, json_t *apm)
@@ -465,6 +478,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
     print_tracer(out, capture);
     if (!snapshot)
         print_loop_wait(out, apm);
+    print_gc(out, apm);
 
     if (json_is_object(thread)) {
         /* A hang report's hung thread keeps its heading and frames as they

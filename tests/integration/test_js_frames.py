@@ -19,6 +19,11 @@ hangwatch did not start (js_frames.h, docs/runtime-frames.md).
                   JavaScript functions, named
   metadata_off    `stack --js-frames off`: no JavaScript frame, and the
                   hung thread says why
+  gc_pause        compactHeap() runs two full collections: the report and
+                  the line say garbage collection and its phase, the
+                  culprit is compactHeap, one report for the pause
+  alloc_spin      an allocation-heavy 9 s spin: one report, culprit
+                  buildRows; 20 of 20 `stack` captures name buildRows
 
 express comes from the npm registry once (scripts/fetch-express.sh, kept
 in the build tree; HW_EXPRESS_CACHE says where).
@@ -315,6 +320,74 @@ def case_point_stack():
         hwtest.cleanup(r)
 
 
+def case_gc_pause():
+    """Two full collections called from compactHeap(): the report and the line say garbage
+    collection and its phase, name compactHeap as the culprit, and the pause is one report."""
+    r = hwtest.run(["--threshold", "300ms", "--", node(), "--expose-gc", program("node_gc.js"), "pause", "3000000"],
+                   timeout=180)
+    try:
+        check(r.returncode == 0 and "pause done" in r.stdout, r.describe())
+        mine = []
+        for report in r.reports:
+            frames = hwtest.frames(report)
+            i = find(frames, "compactHeap")
+            if i >= 0 and report["hangwatch"]["hang_type"] == "hang":
+                mine.append((report, frames, i))
+        check(len(mine) == 1, f"{len(mine)} reports of compactHeap's pause (one is right)\n" + r.describe())
+        report, frames, i = mine[0]
+        gc = report["hangwatch"].get("gc")
+        check(gc is not None and gc["runtime"] == "v8" and
+              gc["phase"] in ("mark-compact", "sweeping", "garbage collection"), f"the report's gc: {gc}")
+        check(gc["frame"] < i and "Heap::" in gc["function"], f"the collector's outermost frame: {gc} (culprit at {i})")
+        check(report["hangwatch"]["hung_thread"]["culprit_frame"] == i,
+              f"the culprit is frame {report['hangwatch']['hung_thread'].get('culprit_frame')}, compactHeap is {i}")
+        check(re.search(r"in garbage collection( \([a-z -]+\))? under compactHeap \(node_gc\.js:\d+\)", r.stderr),
+              "the line does not say it:\n" + r.stderr)
+        shown = hwtest.hw("show", r.report_paths[r.reports.index(report)])
+        check("in garbage collection: " + gc["phase"] in shown.stdout, shown.stdout)
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_alloc_spin():
+    """An allocation-heavy 9 s spin in buildRows(): one report, whose culprit is buildRows; and
+    20 of 20 `stack` captures of the spinning thread name it, collector or not."""
+    r = hwtest.run(["--", node(), program("node_gc.js"), "alloc", "9"], timeout=120)
+    try:
+        check(r.returncode == 0 and "alloc done" in r.stdout, r.describe())
+        check(len(r.reports) == 1, f"{len(r.reports)} reports of one 9 s spin\n" + r.describe())
+        frames = hwtest.frames(r.reports[0])
+        culprit = r.reports[0]["hangwatch"]["hung_thread"].get("culprit_frame", -1)
+        check(culprit >= 0 and frames[culprit].get("symbol_name") == "buildRows",
+              "the culprit is not buildRows:\n" + hwtest.describe_frames(frames))
+    finally:
+        hwtest.cleanup(r)
+    proc = subprocess.Popen([node(), program("node_gc.js"), "alloc", "120"], stdout=subprocess.PIPE, text=True)
+    d = tempfile.mkdtemp(prefix="hw-it-")
+    try:
+        check("ready" in proc.stdout.readline(), "node_gc.js did not start")
+        path = os.path.join(d, "stack.json")
+
+        def spinning():
+            p = hwtest.hw("stack", str(proc.pid), "--json", path)
+            return p.returncode == 0 and find(hwtest.frames(hwtest.load_report(path)), "buildRows") >= 0
+        hwtest.wait_for(spinning, "the main thread to spin in buildRows", 30)
+        in_gc = 0
+        for k in range(20):
+            p = hwtest.hw("stack", str(proc.pid), "--json", path)
+            check(p.returncode == 0, f"stack failed: {p.stderr}")
+            report = hwtest.load_report(path)
+            frames = hwtest.frames(report)
+            check(find(frames, "buildRows") >= 0, f"capture {k + 1} of 20 has no buildRows:\n" +
+                  hwtest.describe_frames(frames))
+            in_gc += report["hangwatch"].get("gc") is not None
+        print(f"20 of 20 captures named buildRows, {in_gc} of them in garbage collection")
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def case_metadata_off():
     """`stack --js-frames off`: no JavaScript frame, and the report says how to get them."""
     spinner = Spinner()
@@ -338,4 +411,6 @@ if __name__ == "__main__":
         "worker_loops": case_worker_loops,
         "point_stack": case_point_stack,
         "metadata_off": case_metadata_off,
+        "gc_pause": case_gc_pause,
+        "alloc_spin": case_alloc_spin,
     })

@@ -466,6 +466,70 @@ static void test_runtime_frames_group_and_are_marked(void **state)
         hw_frame_clear(&c[i]);
 }
 
+/* A GC pause: its collector's functions change from look to look (marking,
+ * then sweeping) under one entry point, and the key, which starts no deeper
+ * than the collector's outermost frame, stays; the report names the pause
+ * and its phase.  A collection under the user's own code keys at that code. */
+static void test_gc_pause_keeps_its_key(void **state)
+{
+    (void)state;
+    hw_frame marking[] = {
+        make_frame(0x114b147, "v8::internal::MarkCompactCollector::ProcessMarkingWorklist(unsigned long)", "/usr/bin/node", NULL, 0),
+        make_frame(0x1180000, "v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)", "/usr/bin/node", NULL, 0),
+        make_frame(0x1190000, "v8::internal::MemoryReducer::TimerTask::RunInternal()", "/usr/bin/node", NULL, 0),
+        make_frame(0x2000000, "uv_run", "/usr/bin/node", NULL, 0)};
+    hw_frame sweeping[] = {
+        make_frame(0x1200000, "v8::internal::Sweeper::RawSweep(v8::internal::Page*)", "/usr/bin/node", NULL, 0),
+        make_frame(0x1210000, "v8::internal::Heap::EnsureSweepingCompleted(int)", "/usr/bin/node", NULL, 0),
+        make_frame(0x1180010, "v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)", "/usr/bin/node", NULL, 0),
+        make_frame(0x1190000, "v8::internal::MemoryReducer::TimerTask::RunInternal()", "/usr/bin/node", NULL, 0),
+        make_frame(0x2000000, "uv_run", "/usr/bin/node", NULL, 0)};
+    hw_backtrace bm = {.frames = marking, .count = 4}, bs = {.frames = sweeping, .count = 5};
+    char km[17], ks[17];
+    grouping_key_of(&bm, "/usr/bin/node", km);
+    grouping_key_of(&bs, "/usr/bin/node", ks);
+    assert_string_equal(km, ks);
+    hw_gc_stop gc;
+    assert_true(hw_frames_gc(bs.frames, bs.count, &gc));
+    assert_int_equal(gc.phase, HW_GC_SWEEPING);
+    assert_int_equal(gc.outermost, 2);
+    assert_int_equal(hw_frames_site_start(bs.frames, bs.count), 2);
+    /* JavaScript running inside the collector (a finalizer) is no pause */
+    hw_frame finalizer[] = {
+        make_frame(0x114b147, "v8::internal::Runtime_DateCurrentTime(int)", "/usr/bin/node", NULL, 0),
+        python_frame("cleanup", "/srv/app.js", 3),
+        make_frame(0x1180000, "v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)", "/usr/bin/node", NULL, 0)};
+    finalizer[1].language = HW_LANG_JAVASCRIPT;
+    assert_false(hw_frames_gc(finalizer, 3, &gc));
+    assert_int_equal(gc.phase, HW_GC_NONE);
+
+    fixture fx;
+    make_fixture(&fx);
+    hw_backtrace_free(&fx.bts[1]);
+    fx.bts[1] = bs;
+    hw_in_app_context ctx = {.executable = "/usr/bin/node"};
+    hw_backtrace_classify(&fx.bts[1], &ctx);
+    char id[37];
+    json_t *r = hw_report_build(&fx.info, &fx.snap, fx.bts, fx.images, 1, id);
+    assert_non_null(r);
+    json_t *g = json_object_get(json_object_get(r, "hangwatch"), "gc");
+    assert_string_equal(json_string_value(json_object_get(g, "runtime")), "v8");
+    assert_string_equal(json_string_value(json_object_get(g, "phase")), "sweeping");
+    assert_int_equal(json_integer_value(json_object_get(g, "frame")), 2);
+    assert_string_equal(json_string_value(json_object_get(g, "function")),
+                        "v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace)");
+    json_decref(r);
+    fx.bts[1].frames = NULL;
+    fx.bts[1].count = 0;
+    free_fixture(&fx);
+    for (size_t i = 0; i < 4; i++)
+        hw_frame_clear(&marking[i]);
+    for (size_t i = 0; i < 5; i++)
+        hw_frame_clear(&sweeping[i]);
+    for (size_t i = 0; i < 3; i++)
+        hw_frame_clear(&finalizer[i]);
+}
+
 /* The grouping key of the same hang site does not depend on the build or
  * the machine: addresses, the executable's path and offsets in it, a shared
  * library's version, a compiler's clone suffixes and the C library's start
@@ -538,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_uuids_are_v4_and_distinct),
         cmocka_unit_test(test_runtime_frames_group_and_are_marked),
         cmocka_unit_test(test_grouping_key_ignores_builds_and_machines),
+        cmocka_unit_test(test_gc_pause_keeps_its_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -226,6 +226,34 @@ static void frame_place(const json_t *f, char *buf, size_t len)
         buf[0] = '\0';
 }
 
+/* The event's message, Sentry's title: hang_message's, and where: "... in
+ * crunch_numbers (work.py:36)", or for a hang on a lock, "... waiting for
+ * the GIL held by thread 4243 in crunch_numbers (work.py:36)".  Returns
+ * the frame it names (label_frame's), NULL when none. */
+static const json_t *titled_message(const json_t *apm, const json_t *threads, const char *process, json_int_t pid,
+                                    char *message, size_t len)
+{
+    hang_message(apm, process, pid, message, len);
+    const json_t *holder = NULL;
+    const char *lock = NULL;
+    const json_t *label = label_frame(apm, threads, &holder, &lock);
+    if (label == NULL)
+        return NULL;
+    char place[300] = "";
+    frame_place(label, place, sizeof place);
+    if (holder != NULL) {
+        char held[96];
+        snprintf(held, sizeof held, ", waiting for %s held by thread %" PRId64 " in ", lock,
+                 (int64_t)num(holder, "thread_identifier"));
+        append_text(message, len, held);
+    } else {
+        append_text(message, len, " in ");
+    }
+    append_text(message, len, str(label, "symbol_name"));
+    append_text(message, len, place);
+    return label;
+}
+
 /* The report id as an event id: 32 lower-case hex digits. */
 static int event_id_of(const char *id, char out[33])
 {
@@ -264,27 +292,7 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
     const char *executable = str(apm, "executable");
     json_int_t hung_tid = num(json_object_get(apm, "hung_thread"), "thread_identifier");
     char message[512];
-    hang_message(apm, process, pid, message, sizeof message);
-    /* and where: "... in crunch_numbers (work.py:36)", or for a hang on a
-     * lock, "... waiting for the GIL held by thread 4243 in crunch_numbers
-     * (work.py:36)": Sentry's title, and its culprit */
-    const json_t *holder = NULL;
-    const char *lock = NULL;
-    const json_t *label = label_frame(apm, threads, &holder, &lock);
-    char place[300] = "";
-    if (label != NULL) {
-        frame_place(label, place, sizeof place);
-        if (holder != NULL) {
-            char held[96];
-            snprintf(held, sizeof held, ", waiting for %s held by thread %" PRId64 " in ", lock,
-                     (int64_t)num(holder, "thread_identifier"));
-            append_text(message, sizeof message, held);
-        } else {
-            append_text(message, sizeof message, " in ");
-        }
-        append_text(message, sizeof message, str(label, "symbol_name"));
-        append_text(message, sizeof message, place);
-    }
+    const json_t *label = titled_message(apm, threads, process, pid, message, sizeof message);
 
     json_t *ev = json_object();
     json_object_set_new(ev, "event_id", json_string(event_id));

@@ -156,6 +156,39 @@ static size_t stack_part(const hw_backtrace *bt, char *frames, size_t size)
     return used;
 }
 
+/* A stack inside a garbage collector, as the line says it: "garbage
+ * collection (mark-compact) under buildRows (app.js:12) < ...", the
+ * program's own frames from its culprit outwards when the collection runs
+ * under them.  0 when the stack is in no collector. */
+static size_t gc_part(const hw_backtrace *bt, char *frames, size_t size)
+{
+    hw_gc_stop gc;
+    if (bt == NULL || !hw_frames_gc(bt->frames, bt->count, &gc))
+        return 0;
+    int n = gc.phase == HW_GC_COLLECTION
+                ? snprintf(frames, size, "garbage collection")
+                : snprintf(frames, size, "garbage collection (%s)", hw_gc_phase_name(gc.phase));
+    if (n < 0 || (size_t)n >= size)
+        return 0;
+    size_t culprit = hw_frames_culprit(bt->frames, bt->count);
+    if (culprit == SIZE_MAX || culprit <= gc.outermost)
+        return (size_t)n;
+    /* the rest as stack_part says it, from the culprit */
+    hw_backtrace from_culprit = *bt;
+    from_culprit.frames += culprit;
+    from_culprit.count -= culprit;
+    size_t used = (size_t)n;
+    if (used + 8 < size) {
+        memcpy(frames + used, " under ", 8);
+        used += 7;
+        size_t more = stack_part(&from_culprit, frames + used, size - used);
+        if (more == 0)
+            frames[used -= 7] = '\0';
+        used += more;
+    }
+    return used;
+}
+
 /* The line people see on stderr, up to where the report's path goes. */
 const char *hw_line_pid(const hw_process_snapshot *snap, pid_t pid, char *buf, size_t len)
 {
@@ -175,7 +208,9 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     hw_format_duration(c->busy_ns / 1000000 * 1000000, busy, sizeof busy);
     hw_format_duration(opts->detector.threshold_ns, thr, sizeof thr);
     char frames[1024];
-    size_t used = stack_part(bt, frames, sizeof frames);
+    size_t used = gc_part(bt, frames, sizeof frames);
+    if (used == 0)
+        used = stack_part(bt, frames, sizeof frames);
     char no_stack[160] = "";
     if (!used)
         no_stack_reason(snap, no_stack, sizeof no_stack);

@@ -210,11 +210,22 @@ static bool is_process_start(const char *symbol)
            strcmp(symbol, "__libc_start_main_impl") == 0 || strcmp(symbol, "_start") == 0;
 }
 
+/* hangwatch.gc: the hung stack stopped inside a garbage collector, a GC
+ * pause named so; NULL when it is not (bt may be NULL). */
+static json_t *gc_json(const hw_backtrace *bt)
+{
+    hw_gc_stop gc;
+    if (bt == NULL || !hw_frames_gc(bt->frames, bt->count, &gc))
+        return NULL;
+    return json_pack("{s:s, s:s, s:o, s:I}", "runtime", hw_gc_runtime(gc.phase), "phase", hw_gc_phase_name(gc.phase),
+                     "function", FOREIGN(gc.function), "frame", (json_int_t)gc.outermost);
+}
+
 void hw_grouping_key(const hw_backtrace *bt, char out[17])
 {
     uint64_t h = 1469598103934665603ull;
-    size_t culprit = bt ? hw_frames_culprit(bt->frames, bt->count) : SIZE_MAX;
-    size_t first = culprit == SIZE_MAX ? 0 : culprit;
+    size_t site = bt ? hw_frames_site_start(bt->frames, bt->count) : SIZE_MAX;
+    size_t first = site == SIZE_MAX ? 0 : site;
     bool runtime = hw_backtrace_has_runtime_frames(bt);
     /* FNV-1a over up to 8 frames from the culprit outwards (what it called,
      * a library's leaf, varies between hangs at the same site).  A program
@@ -225,7 +236,8 @@ void hw_grouping_key(const hw_backtrace *bt, char out[17])
      * of the process.  A Python function by its own name, not the qualified
      * one only 3.11 and later give (key_python_name).  Only names go in: no address, load address or
      * build-id, and no library version or compiler clone suffix
-     * (decisions.md §12). */
+     * (decisions.md §12).  Inside a garbage collector the site starts at
+     * its outermost frame (hw_frames_site_start): one pause, one key. */
     size_t taken = 0;
     for (size_t i = first; bt && i < bt->count && taken < 8; i++) {
         const hw_frame *f = &bt->frames[i];
@@ -235,7 +247,7 @@ void hw_grouping_key(const hw_backtrace *bt, char out[17])
             snprintf(part, sizeof part, "%s:%s!%s|", hw_frame_language_name(f->language),
                      f->source_file ? hw_base_name(f->source_file) : "?",
                      f->language == HW_LANG_PYTHON ? key_python_name(name) : name);
-        } else if (runtime && i != culprit) {
+        } else if (runtime && i != site) {
             continue;
         } else {
             const char *object = f->object_path ? hw_base_name(f->object_path) : "?";
@@ -447,6 +459,9 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     if (apm && hung_culprit != SIZE_MAX)
         json_object_set_new(json_object_get(apm, "hung_thread"), "culprit_frame",
                             json_integer((json_int_t)hung_culprit));
+    json_t *gc = apm ? gc_json(hung_bt) : NULL;
+    if (gc)
+        json_object_set_new(apm, "gc", gc);
     if (apm && info->stutter_window_ns)
         json_object_set_new(apm, "stutter",
                             json_pack("{s:I, s:I, s:i}", "window_us", as_int(info->stutter_window_ns / 1000), "busy_us",

@@ -196,12 +196,14 @@ uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns)
 /* Function keys of a classified backtrace for the annealing comparison:
  * from its culprit outwards (decisions.md §39), so that
  * what the user's frame calls (a library's leaf, the interpreter's
- * helpers, which change at every look) does not count as a move. */
+ * helpers, which change at every look) does not count as a move; never
+ * from inside a garbage collector (its phases follow one another in one
+ * pause: hw_frames_site_start). */
 static size_t function_keys(const hw_backtrace *bt, uint64_t *keys, size_t max)
 {
     size_t n = 0;
-    size_t culprit = bt ? hw_frames_culprit(bt->frames, bt->count) : SIZE_MAX;
-    for (size_t i = culprit == SIZE_MAX ? 0 : culprit; bt && i < bt->count && n < max; i++)
+    size_t site = bt ? hw_frames_site_start(bt->frames, bt->count) : SIZE_MAX;
+    for (size_t i = site == SIZE_MAX ? 0 : site; bt && i < bt->count && n < max; i++)
         keys[n++] = hw_frame_function_key(&bt->frames[i]);
     return n;
 }

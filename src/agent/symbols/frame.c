@@ -96,6 +96,30 @@ size_t hw_frames_culprit(const hw_frame *frames, size_t count)
     return hw_culprit_index(facts, n);
 }
 
+bool hw_frames_gc(const hw_frame *frames, size_t count, hw_gc_stop *out)
+{
+    *out = (hw_gc_stop){.phase = HW_GC_NONE, .outermost = SIZE_MAX, .function = NULL};
+    for (size_t i = 0; i < count && frames[i].language == HW_LANG_NATIVE; i++) {
+        hw_gc_phase phase = hw_gc_phase_of(frames[i].symbol_name);
+        if (phase == HW_GC_NONE)
+            continue;
+        if (out->phase == HW_GC_NONE || out->phase == HW_GC_COLLECTION)
+            out->phase = phase; /* a phase's own function says more than the entry point */
+        out->outermost = i;
+        out->function = frames[i].symbol_name;
+    }
+    return out->phase != HW_GC_NONE;
+}
+
+size_t hw_frames_site_start(const hw_frame *frames, size_t count)
+{
+    size_t culprit = hw_frames_culprit(frames, count);
+    hw_gc_stop gc;
+    if (hw_frames_gc(frames, count, &gc) && (culprit == SIZE_MAX || culprit < gc.outermost))
+        return gc.outermost;
+    return culprit;
+}
+
 void hw_runtime_names_free(hw_runtime_names *names, size_t count)
 {
     for (size_t t = 0; names && t < count; t++) {

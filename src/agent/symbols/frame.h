@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/gc_phase.h"
 #include "core/in_app.h"
 
 /* What ran a frame: native code, or an interpreter's or JIT's function
@@ -93,6 +94,28 @@ bool hw_backtrace_has_runtime_frames(const hw_backtrace *bt);
 /* The culprit of `count` classified frames, innermost first
  * (hw_culprit_index): SIZE_MAX when there is none. */
 size_t hw_frames_culprit(const hw_frame *frames, size_t count);
+
+/* A stack stopped inside a runtime's garbage collector (core/gc_phase.h). */
+typedef struct hw_gc_stop {
+    hw_gc_phase phase;    /* the innermost phase its frames say; HW_GC_NONE: not in a collector */
+    size_t outermost;     /* the index of the collector's outermost frame */
+    const char *function; /* that frame's name (the frame's own string) */
+} hw_gc_stop;
+
+/* Is the stack (innermost first) inside a garbage collector: its native
+ * frames from the innermost, up to its first Python or JavaScript frame (a
+ * collector that runs the program's code, a finalizer, is that code's
+ * time), hold a collector's?  The phase is the innermost one that names
+ * its phase (mark-compact under Heap::CollectGarbage), else "garbage
+ * collection".  False (out->phase HW_GC_NONE) when not. */
+bool hw_frames_gc(const hw_frame *frames, size_t count, hw_gc_stop *out);
+
+/* Where a stack's site starts for the grouping key and annealing: its
+ * culprit (hw_frames_culprit), but never inside a garbage collector, whose
+ * functions change while one pause goes on: the collector's outermost
+ * frame when the culprit is inside it or there is none.  SIZE_MAX when
+ * neither. */
+size_t hw_frames_site_start(const hw_frame *frames, size_t count);
 
 /* Free a frame's strings and zero it. */
 void hw_frame_clear(hw_frame *f);
