@@ -199,6 +199,8 @@ static json_t *frame_json(const hw_sframe *f)
         set(o, "file", hw_json_text(f->file));
     if (f->line > 0)
         set(o, "line", jint(f->line));
+    if (f->line_is_start)
+        set(o, "line_is_start", json_true());
     if (f->object != NULL)
         set(o, "object", hw_json_text(f->object));
     if (strcmp(f->language, "native") != 0)

@@ -113,6 +113,7 @@ static int frame_of(json_t *frame, hw_sframe *out)
     out->file = dup_at(frame, "source_file", NULL, &oom);
     json_int_t line = hw_int_at(frame, "source_line", 0);
     out->line = line > 0 ? line : 0;
+    out->line_is_start = out->line > 0 && json_is_true(json_object_get(frame, "source_line_is_function_start"));
     out->object = dup_at(frame, "object_name", NULL, &oom);
     json_int_t repeat = hw_int_at(frame, "repeat_count", 0);
     out->repeat_count = repeat > 0 ? repeat : 0;

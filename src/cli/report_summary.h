@@ -27,6 +27,7 @@ typedef struct hw_sframe {
     bool named;           /* name is the function's */
     char *file;           /* source file, or NULL */
     int64_t line;         /* source line, 0 when unknown */
+    bool line_is_start;   /* the line is its function's first: where in it is not known */
     char *object;         /* the ELF image's name, or NULL */
     const char *language; /* "native", "python" or "javascript" (static strings) */
     int64_t repeat_count; /* Point Stack frames: occurrences over the ring; else 0 */

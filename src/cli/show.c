@@ -72,6 +72,8 @@ static bool print_runtime_frame(FILE *out, size_t i, json_t *f, const char *mark
         json_int_t line = hw_int_at(f, "source_line", 0);
         if (line > 0)
             fprintf(out, ":%" JSON_INTEGER_FORMAT, line);
+        if (line > 0 && json_is_true(json_object_get(f, "source_line_is_function_start")))
+            fputs(" (the function's first line: where in it is not known, optimised code)", out);
     }
     fputs(mark_text, out);
     fputc('\n', out);

@@ -24,10 +24,15 @@ hangwatch did not start (js_frames.h, docs/runtime-frames.md).
                   culprit is compactHeap, one report for the pause
   alloc_spin      an allocation-heavy 9 s spin: one report, culprit
                   buildRows; 20 of 20 `stack` captures name buildRows
+  optimised_line  a loop optimised while it ran, under run and watch: its
+                  line is its function's first, and report, show and page
+                  say so
 
 express comes from the npm registry once (scripts/fetch-express.sh, kept
 in the build tree; HW_EXPRESS_CACHE says where).
 """
+import glob
+import json
 import os
 import re
 import shutil
@@ -388,6 +393,59 @@ def case_alloc_spin():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def case_optimised_line():
+    """A loop V8 optimised while it ran: its frame's line is the function's first, and the report,
+    `show` and the page say so, never silently; under run and watch alike."""
+    for mode in ("run", "watch"):
+        d = tempfile.mkdtemp(prefix="hw-it-")
+        try:
+            if mode == "run":
+                r = hwtest.run(["--", node(), program("node_hot.js"), "3"], report_dir=d, timeout=90)
+                check(r.returncode == 0 and "hot done" in r.stdout, r.describe())
+                out, reports, paths = r.stdout, r.reports, r.report_paths
+            else:
+                proc = subprocess.Popen([node(), program("node_hot.js"), "5"], stdout=subprocess.PIPE, text=True)
+                first = proc.stdout.readline()
+                watcher = subprocess.Popen([hwtest.binary("hangwatch"), "watch", "-q", "-p", str(proc.pid),
+                                            "--report-dir", d], stderr=subprocess.PIPE, text=True)
+                try:
+                    rest, _ = proc.communicate(timeout=60)
+                    out = first + rest
+                    hwtest.wait_for(lambda: watcher.poll() is not None, "watch to end with its program", 30)
+                finally:
+                    if watcher.poll() is None:
+                        watcher.kill()
+                    watcher.communicate()
+                check("hot done" in out, f"{mode}: node_hot.js said {out!r}")
+                paths = sorted(glob.glob(os.path.join(d, "*.json")))
+                reports = [hwtest.load_report(p) for p in paths]
+            with open(program("node_hot.js")) as fp:
+                first_line = 1 + [k for k, text in enumerate(fp) if text.startswith("function spinHot(")][0]
+            check(len(reports) >= 1, f"{mode}: no report")
+            frames = hwtest.frames(reports[0])
+            i = find(frames, "spinHot")
+            check(i >= 0, f"{mode}: spinHot is not in the stack:\n" + hwtest.describe_frames(frames))
+            f = frames[i]
+            flagged = f.get("source_line_is_function_start") is True
+            check(flagged == (f["source_line"] == first_line),
+                  f"{mode}: spinHot at line {f['source_line']} (its first is {first_line}), flagged {flagged}")
+            check(flagged, f"{mode}: the optimised loop's frame is not marked (line {f['source_line']})")
+            shown = hwtest.hw("show", paths[0])
+            check(f"node_hot.js:{first_line} (the function's first line: where in it is not known" in shown.stdout,
+                  f"{mode}: show does not say it:\n" + shown.stdout)
+            page = os.path.join(d, "page.html")
+            p = hwtest.hw("html", "-o", page, d)
+            check(p.returncode == 0, p.stderr)
+            with open(page, encoding="utf-8") as fp:
+                data = json.loads(re.search(r'<script type="application/json" id="hw-data">(.*?)</script>',
+                                            fp.read(), re.S).group(1))
+            stack = data["groups"][0]["detail"]["stack"]
+            hot = [s for s in stack if s["name"] == "spinHot"]
+            check(hot and hot[0].get("line_is_start") is True, f"{mode}: the page's frame: {hot}")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def case_metadata_off():
     """`stack --js-frames off`: no JavaScript frame, and the report says how to get them."""
     spinner = Spinner()
@@ -412,5 +470,6 @@ if __name__ == "__main__":
         "point_stack": case_point_stack,
         "metadata_off": case_metadata_off,
         "gc_pause": case_gc_pause,
+        "optimised_line": case_optimised_line,
         "alloc_spin": case_alloc_spin,
     })

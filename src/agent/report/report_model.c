@@ -72,6 +72,8 @@ static json_t *frame_json(const hw_frame *f)
     if (f->source_file) {
         json_object_set_new(o, "source_file", FOREIGN(f->source_file));
         json_object_set_new(o, "source_line", json_integer(f->source_line));
+        if (f->line_is_function_start)
+            json_object_set_new(o, "source_line_is_function_start", json_true());
     }
     json_object_set_new(o, "in_app", json_boolean(f->in_app));
     json_object_set_new(o, "origin", json_string(hw_frame_origin_name(f->origin)));

@@ -39,6 +39,8 @@ typedef struct hw_frame {
                                   pc - 1 for a caller frame) - bias, as addr2line wants it */
     char *source_file;         /* NULL without debug info */
     int source_line;           /* 0 without debug info */
+    bool line_is_function_start; /* a JavaScript frame whose current position V8 keeps nowhere
+                                    hangwatch reads (optimised code): source_line is its function's first */
     hw_frame_language language;
     uint64_t runtime_key;      /* a runtime frame's identity for samples (below), else 0 */
     /* whose code it is (core/in_app.h), once hw_frame_classify has run */

@@ -733,6 +733,7 @@ static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
         out->source_file = strdup(script->name);
         int64_t at = position_in(n, f, in);
         out->source_line = line_of(script, at >= 0 ? at : f->start);
+        out->line_is_function_start = at < 0 && out->source_line > 0;
     }
     return out->symbol_name != NULL;
 }
@@ -794,6 +795,7 @@ static bool rename_frame(const hw_frame *js, hw_frame *native)
     native->symbol_name = name;
     native->source_file = file;
     native->source_line = js->source_line;
+    native->line_is_function_start = js->line_is_function_start;
     native->object_path = NULL;
     native->object_addr = native->object_offset = 0;
     native->symbol_addr = 0;

@@ -286,6 +286,9 @@
       var where = place(f);
       var li = h('li', {}, h('span', {class: 'idx'}, String(k)), langBadge(f), f.name,
         where ? h('span', {class: 'place'}, '  ' + where) : null,
+        f.line_is_start ? h('span', {class: 'place line-start', title: 'V8 keeps no position for this ' +
+          'optimised code that hangwatch reads: the line is where the function starts, not where it was'},
+          ' (the function\'s first line)') : null,
         repeat ? h('span', {class: 'place'}, '  \u00d7' + f.repeat) : null);
       if (k === culprit) {
         li.className = 'culprit';
