@@ -66,6 +66,7 @@ static const syscall_kind syscalls[] = {
     {SYS_msgrcv, "msgrcv", false, HW_BLOCKED_ON_OTHER},
     {SYS_semop, "semop", false, HW_BLOCKED_ON_LOCK},
     {SYS_semtimedop, "semtimedop", false, HW_BLOCKED_ON_LOCK},
+    {SYS_restart_syscall, "restart_syscall", false, HW_BLOCKED_ON_OTHER},
 };
 
 static const syscall_kind *find_syscall(long nr)
@@ -88,11 +89,76 @@ bool hw_syscall_takes_fd(long nr)
     return k != NULL && k->takes_fd;
 }
 
+bool hw_syscall_waits_on_set(long nr)
+{
+    return nr == SYS_poll || nr == SYS_ppoll || nr == SYS_select || nr == SYS_pselect6;
+}
+
+/* The C library's wait functions whose call the kernel restarts through
+ * restart_syscall, and that call. */
+static const struct {
+    const char *function;
+    long nr;
+} restartable[] = {
+    {"clock_nanosleep", SYS_clock_nanosleep},
+    {"__clock_nanosleep", SYS_clock_nanosleep},
+    {"__GI___clock_nanosleep", SYS_clock_nanosleep},
+    {"__clock_nanosleep_time64", SYS_clock_nanosleep},
+    {"nanosleep", SYS_nanosleep},
+    {"__nanosleep", SYS_nanosleep},
+    {"__GI___nanosleep", SYS_nanosleep},
+    {"usleep", SYS_clock_nanosleep},
+    {"sleep", SYS_clock_nanosleep},
+    {"__sleep", SYS_clock_nanosleep},
+    {"thrd_sleep", SYS_clock_nanosleep},
+    {"__futex_abstimed_wait_common", SYS_futex},
+    {"__futex_abstimed_wait_common64", SYS_futex},
+    {"__GI___futex_abstimed_wait64", SYS_futex},
+    {"__futex_abstimed_wait64", SYS_futex},
+    {"__futex_abstimed_wait_cancelable64", SYS_futex},
+    {"futex_wait", SYS_futex},
+    {"poll", SYS_poll},
+    {"__poll", SYS_poll},
+    {"__GI___poll", SYS_poll},
+    {"ppoll", SYS_ppoll},
+    {"__ppoll", SYS_ppoll},
+    {"__GI_ppoll", SYS_ppoll},
+};
+
+long hw_restarted_syscall(const char *symbol)
+{
+    for (size_t i = 0; symbol != NULL && i < sizeof restartable / sizeof restartable[0]; i++)
+        if (strcmp(symbol, restartable[i].function) == 0)
+            return restartable[i].nr;
+    return -1;
+}
+
+bool hw_look_resolve_restart(hw_blocked_look *look, const char *const *innermost, size_t count)
+{
+    if (!look->valid || !look->in_syscall || look->syscall != SYS_restart_syscall)
+        return false;
+    for (size_t i = 0; i < count; i++) {
+        if (innermost[i] == NULL)
+            continue;
+        long nr = hw_restarted_syscall(innermost[i]);
+        if (nr < 0)
+            return false; /* the innermost named function is no restartable wait */
+        look->syscall = nr;
+        look->restarted = true;
+        return true;
+    }
+    return false;
+}
+
 hw_blocked_on hw_blocked_on_classify(long nr, hw_fd_class fd)
 {
     const syscall_kind *k = find_syscall(nr);
     if (k == NULL)
         return HW_BLOCKED_ON_OTHER;
+    if (hw_syscall_waits_on_set(nr))
+        return fd == HW_FD_CLASS_SOCKET ? HW_BLOCKED_ON_NETWORK
+               : fd == HW_FD_CLASS_IO   ? HW_BLOCKED_ON_IO
+                                        : HW_BLOCKED_ON_OTHER;
     if (k->always != HW_BLOCKED_ON_NONE)
         return k->always;
     if (fd == HW_FD_CLASS_SOCKET)
@@ -169,6 +235,10 @@ void hw_cause_decide(hw_time_section *t)
             t->cause = HW_CAUSE_BLOCKED;
             t->blocked_on = look->valid && look->in_syscall ? hw_blocked_on_classify(look->syscall, look->fd_class)
                                                             : HW_BLOCKED_ON_OTHER;
+            /* a poll or select on no descriptor: a sleep with a timeout */
+            if (look->valid && look->in_syscall && hw_syscall_waits_on_set(look->syscall) &&
+                look->wait_fd_count == 0)
+                t->blocked_on = HW_BLOCKED_ON_SLEEP;
         }
     } else {
         t->cause = HW_CAUSE_MIXED;
@@ -232,9 +302,16 @@ static void blocked_in(const hw_blocked_look *look, char *out, size_t len, size_
         add(out, len, used, " in %s", name);
     else
         add(out, len, used, " in system call %ld", look->syscall);
+    if (look->restarted)
+        add(out, len, used, " (restarted after a stop)");
     if (look->fd >= 0 && look->fd_text[0]) {
         char text[512];
         add(out, len, used, " on %s", escaped(look->fd_text, text, sizeof text));
+        if (look->wait_fd_count > 1)
+            add(out, len, used, " and %d other descriptor%s", look->wait_fd_count - 1,
+                look->wait_fd_count == 2 ? "" : "s");
+    } else if (look->wait_fd_count == 0 && hw_syscall_waits_on_set(look->syscall)) {
+        add(out, len, used, " on no descriptor");
     }
 }
 

@@ -58,6 +58,13 @@ typedef struct hw_blocked_look {
     char fd_kind[12];    /* "tcp", "pipe", "file", ... ("" if none) */
     char fd_text[256];   /* the descriptor in words ("TCP 127.0.0.1:40312 → 127.0.0.1:5432 (ESTABLISHED)") */
     hw_fd_class fd_class;
+    /* poll, ppoll, select, pselect6: how many descriptors the call waits on,
+     * read from the process (fd is the first of them); -1 unknown.  0 with
+     * a timeout is a sleep (Python 3.8-3.10's time.sleep is a select). */
+    int wait_fd_count;
+    /* the call is one the kernel restarted after a stop (restart_syscall),
+     * resolved from the stack's wait function (hw_restarted_syscall) */
+    bool restarted;
     /* a futex wait on a lock (a glibc pthread_mutex_t, or a PI futex): the
      * thread that holds it, read from the lock in the process's memory
      * (0: not a lock, or no owner that is a thread of the process), and
@@ -123,6 +130,23 @@ hw_blocked_on hw_blocked_on_classify(long nr, hw_fd_class fd);
 
 /* Does system call `nr` take a file descriptor as its first argument? */
 bool hw_syscall_takes_fd(long nr);
+
+/* Does system call `nr` wait on a set of descriptors it is given (poll,
+ * ppoll, select, pselect6)? */
+bool hw_syscall_waits_on_set(long nr);
+
+/* A thread stopped in a sleep, a futex wait or a poll (by a debugger, or
+ * by hangwatch's own captures) goes on in restart_syscall: the kernel
+ * resumes the call it was in, and /proc says only "219".  The call is the
+ * one the thread's innermost wait function makes: that function's name
+ * (`symbol`, the C library's: clock_nanosleep, __futex_abstimed_wait_common,
+ * poll ...) gives its number; -1 when it is none of those. */
+long hw_restarted_syscall(const char *symbol);
+
+/* Put the restarted call in place of restart_syscall in `look`, from the
+ * innermost `count` function names of its thread's stack (NULL entries
+ * skipped): true when it was one and is now resolved. */
+bool hw_look_resolve_restart(hw_blocked_look *look, const char *const *innermost, size_t count);
 
 /* A system call's name ("recvfrom"), or NULL for one this table lacks. */
 const char *hw_syscall_name(long nr);

@@ -355,6 +355,52 @@ def case_pipe():
         s.close()
 
 
+def case_restarted_sleep():
+    """A relative sleep stopped again and again by early sampling's captures goes on in
+    restart_syscall: still blocked on sleep, in nanosleep, restarted, in the report and at its end."""
+    s = Scenario(options=["--early-sampling", "--sampler", "ptrace"])
+    try:
+        s.do("nap 3000")
+        report, err = s.finish()
+        t = time_of(report, err)
+        b = t.get("blocked_in", {})
+        check(t["cause"] == "blocked" and t.get("blocked_on") == "sleep", json.dumps(t))
+        check(b.get("syscall") in ("nanosleep", "clock_nanosleep") and b.get("syscall") != "restart_syscall",
+              json.dumps(b))
+        end = t.get("at_end", {})
+        check(end.get("cause") == "blocked" and end.get("blocked_on") == "sleep", json.dumps(end))
+        check("blocked on sleep" in hang_line(err), hang_line(err))
+    finally:
+        s.close()
+
+
+def case_poll_waits():
+    """poll on one socket with a timeout (every Python socket with a timeout waits so): blocked on
+    the network, the socket named; select on no descriptor (3.8-3.10's time.sleep): a sleep."""
+    s = Scenario()
+    try:
+        s.do("poll 3000")
+        report, err = s.finish()
+        t = time_of(report, err)
+        b = t.get("blocked_in", {})
+        check(t["cause"] == "blocked" and t.get("blocked_on") == "network", json.dumps(t))
+        check(b.get("syscall") == "poll" and b.get("wait_fds") == 1 and b.get("fd_kind") == "unix", json.dumps(b))
+        check("in poll on " in hang_line(err), hang_line(err))
+    finally:
+        s.close()
+    s = Scenario()
+    try:
+        s.do("tick 3000")
+        report, err = s.finish()
+        t = time_of(report, err)
+        b = t.get("blocked_in", {})
+        check(t["cause"] == "blocked" and t.get("blocked_on") == "sleep", json.dumps(t))
+        check(b.get("syscall") in ("select", "pselect6") and b.get("wait_fds") == 0, json.dumps(b))
+        check("on no descriptor" in hang_line(err), hang_line(err))
+    finally:
+        s.close()
+
+
 def thread_named(report, tid):
     for t in report["crash"]["threads"]:
         if t.get("thread_identifier") == tid:
@@ -450,6 +496,8 @@ CASES = {
     "starved": case_starved,
     "network": case_network,
     "pipe": case_pipe,
+    "restarted_sleep": case_restarted_sleep,
+    "poll_waits": case_poll_waits,
     "mutex": case_mutex,
     "deadlock": case_deadlock,
     "tools": case_tools,

@@ -17,6 +17,11 @@
  *                  a pair that nobody writes to: a socket's own wait for
  *                  its timeout, nested in the loop's callback (every
  *                  Python socket with a timeout waits this way)
+ *   nap MS         rest_between_orders() sleeps MS ms in nanosleep (a
+ *                  relative sleep: stopped, the kernel resumes it as
+ *                  restart_syscall)
+ *   tick MS        wait_a_tick() waits MS ms in select() on no descriptor
+ *                  (Python 3.8-3.10's time.sleep)
  *   pipe MS        read_report() reads a pipe whose writer, a child,
  *                  writes after MS ms (blocked on I/O)
  *   mutex MS       update_totals() locks a mutex a second thread ("cache")
@@ -30,6 +35,7 @@
  * Function bodies differ, so -O2 folds none of them.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -37,7 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,6 +114,23 @@ __attribute__((noinline)) static void wait_for_quote(long ms)
     printf("quote ready %d\n", ready);
     close(pair[0]);
     close(pair[1]);
+}
+
+__attribute__((noinline)) static void rest_between_orders(long ms)
+{
+    struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
+    /* a stop's signal ends no relative sleep (the kernel restarts it), but
+     * a real one would: sleep on for what is left */
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+    printf("rested %ld ms\n", ms);
+}
+
+__attribute__((noinline)) static void wait_a_tick(long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    int rc = select(0, NULL, NULL, NULL, &tv);
+    printf("ticked %d\n", rc);
 }
 
 __attribute__((noinline)) static void read_report(long ms)
@@ -213,6 +238,10 @@ static void on_command(const char *line)
         wait_for_quote(n);
     else if (sscanf(line, "pipe %ld", &n) == 1)
         read_report(n);
+    else if (sscanf(line, "nap %ld", &n) == 1)
+        rest_between_orders(n);
+    else if (sscanf(line, "tick %ld", &n) == 1)
+        wait_a_tick(n);
     else if (sscanf(line, "mutex %ld", &n) == 1)
         update_totals(n);
     else if (strcmp(line, "deadlock") == 0)

@@ -2,7 +2,9 @@
  * test_hang_cause.c - the verdict of a hang's `time` section
  * (core/hang_cause.h): each cause from the fractions decisions.md §44
  * gives, the boundaries, what a blocked call waits for by its system call
- * and descriptor, and the words of the stderr clause (escaped).
+ * and descriptor (a poll's first descriptor, a call the kernel restarted
+ * after a stop named from the stack), and the words of the stderr clause
+ * (escaped).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -185,6 +187,86 @@ static void syscall_table(void **state)
     assert_false(hw_syscall_takes_fd(SYS_futex));
 }
 
+static void a_restarted_call_is_the_stacks_wait(void **state)
+{
+    (void)state;
+    /* a capture stopped clock_nanosleep: the look after it sees restart_syscall */
+    hw_time_section t = window(10, 5);
+    blocked_in(&t, SYS_restart_syscall, -1, HW_FD_CLASS_NONE, "");
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_OTHER);
+    const char *stack[] = {NULL, "__GI___clock_nanosleep", "__nanosleep", "rest_between_orders"};
+    assert_true(hw_look_resolve_restart(&t.look, stack, 4));
+    assert_int_equal(t.look.syscall, SYS_clock_nanosleep);
+    assert_true(t.look.restarted);
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_SLEEP);
+    char clause[256];
+    assert_string_equal(hw_time_clause(&t, clause, sizeof clause),
+                        "blocked on sleep: 0.0 s on CPU, 2.0 s asleep in clock_nanosleep (restarted after a stop) of "
+                        "2.0 s");
+    /* a futex wait restarted is a lock wait */
+    blocked_in(&t, SYS_restart_syscall, -1, HW_FD_CLASS_NONE, "");
+    t.look.restarted = false;
+    const char *futex_stack[] = {"__futex_abstimed_wait_common", "pthread_cond_timedwait"};
+    assert_true(hw_look_resolve_restart(&t.look, futex_stack, 2));
+    assert_int_equal(t.look.syscall, SYS_futex);
+    /* the innermost named function is no wait: nothing is guessed */
+    blocked_in(&t, SYS_restart_syscall, -1, HW_FD_CLASS_NONE, "");
+    t.look.restarted = false;
+    const char *odd[] = {"my_own_syscall_stub", "clock_nanosleep"};
+    assert_false(hw_look_resolve_restart(&t.look, odd, 2));
+    assert_int_equal(t.look.syscall, SYS_restart_syscall);
+    assert_false(t.look.restarted);
+    /* only restart_syscall is resolved */
+    blocked_in(&t, SYS_read, 3, HW_FD_CLASS_IO, "pipe:[1]");
+    assert_false(hw_look_resolve_restart(&t.look, stack, 4));
+    assert_int_equal(hw_restarted_syscall(NULL), -1);
+    assert_int_equal(hw_restarted_syscall("poll"), SYS_poll);
+}
+
+static void a_poll_waits_on_its_descriptors(void **state)
+{
+    (void)state;
+    /* a socket with a timeout: poll on one descriptor */
+    hw_time_section t = window(10, 5);
+    blocked_in(&t, SYS_poll, 7, HW_FD_CLASS_SOCKET, "TCP 127.0.0.1:40312 \xe2\x86\x92 127.0.0.1:8080 (ESTABLISHED)");
+    t.look.wait_fd_count = 1;
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_NETWORK);
+    char clause[512];
+    hw_time_clause(&t, clause, sizeof clause);
+    assert_non_null(strstr(clause, "asleep in poll on TCP 127.0.0.1:40312"));
+    assert_null(strstr(clause, "other descriptor"));
+    /* a pipe first among three */
+    blocked_in(&t, SYS_ppoll, 3, HW_FD_CLASS_IO, "pipe:[81234]");
+    t.look.wait_fd_count = 3;
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_IO);
+    hw_time_clause(&t, clause, sizeof clause);
+    assert_non_null(strstr(clause, "on pipe:[81234] and 2 other descriptors"));
+    /* select on no descriptor: a sleep (time.sleep on CPython 3.8-3.10) */
+    blocked_in(&t, SYS_pselect6, -1, HW_FD_CLASS_NONE, "");
+    t.look.wait_fd_count = 0;
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_SLEEP);
+    hw_time_clause(&t, clause, sizeof clause);
+    assert_non_null(strstr(clause, "asleep in pselect6 on no descriptor"));
+    /* the set unread: nothing is said of its descriptors */
+    t.look.wait_fd_count = -1;
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_OTHER);
+    hw_time_clause(&t, clause, sizeof clause);
+    assert_null(strstr(clause, "descriptor"));
+    /* an eventfd (neither socket nor file) is not guessed */
+    blocked_in(&t, SYS_poll, 4, HW_FD_CLASS_NONE, "anon_inode:[eventfd]");
+    t.look.wait_fd_count = 1;
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_OTHER);
+    assert_true(hw_syscall_waits_on_set(SYS_select));
+    assert_false(hw_syscall_waits_on_set(SYS_epoll_wait));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +274,7 @@ int main(void)
         cmocka_unit_test(starved_when_waiting_for_a_cpu), cmocka_unit_test(blocked_on_what_the_call_waits_for),
         cmocka_unit_test(paging_when_asleep_on_faults), cmocka_unit_test(mixed_and_unknown),
         cmocka_unit_test(foreign_text_is_escaped),      cmocka_unit_test(syscall_table),
+        cmocka_unit_test(a_restarted_call_is_the_stacks_wait), cmocka_unit_test(a_poll_waits_on_its_descriptors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -114,10 +114,100 @@ static void follow_lock_holders(pid_t pid, pid_t tid, hw_blocked_look *out)
     }
 }
 
+#define WAIT_SET_POLLFDS 64 /* pollfd entries read of a poll's array */
+#define WAIT_SET_BITS 1024  /* descriptors read of a select's sets (FD_SETSIZE) */
+
+/* A poll's or select's descriptors, read from the process (untrusted: the
+ * counts are bounded, the memory may be gone): how many it waits on, and
+ * the first of them in out->fd.  wait_fd_count stays -1 when unreadable. */
+static void read_wait_set(pid_t pid, hw_blocked_look *out)
+{
+    if (out->syscall == SYS_poll || out->syscall == SYS_ppoll) {
+        uint64_t nfds = out->args[1];
+        if (nfds == 0) {
+            out->wait_fd_count = 0;
+            return;
+        }
+        struct pollfd_words {
+            int32_t fd;
+            int16_t events, revents;
+        } fds[WAIT_SET_POLLFDS];
+        size_t n = nfds < WAIT_SET_POLLFDS ? (size_t)nfds : WAIT_SET_POLLFDS;
+        struct iovec local = {fds, n * sizeof fds[0]}, remote = {(void *)(uintptr_t)out->args[0], n * sizeof fds[0]};
+        if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)(n * sizeof fds[0]))
+            return;
+        int count = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (fds[i].fd < 0)
+                continue; /* poll skips a negative descriptor */
+            if (count++ == 0)
+                out->fd = fds[i].fd;
+        }
+        out->wait_fd_count = count + (nfds > n ? (int)(nfds - n < 65536 ? nfds - n : 65536) : 0);
+        return;
+    }
+    /* select and pselect6: nfds, then the read, write and except sets */
+    uint64_t nfds = out->args[0] < WAIT_SET_BITS ? out->args[0] : WAIT_SET_BITS;
+    uint64_t words[WAIT_SET_BITS / 64] = {0};
+    size_t nwords = (size_t)((nfds + 63) / 64);
+    bool any_set = false;
+    for (int s = 1; s <= 3 && nwords > 0; s++) {
+        if (out->args[s] == 0)
+            continue;
+        uint64_t set[WAIT_SET_BITS / 64];
+        struct iovec local = {set, nwords * 8}, remote = {(void *)(uintptr_t)out->args[s], nwords * 8};
+        if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)(nwords * 8))
+            return;
+        for (size_t w = 0; w < nwords; w++)
+            words[w] |= set[w];
+        any_set = true;
+    }
+    int count = 0;
+    for (uint64_t fd = 0; any_set && fd < nfds; fd++) {
+        if (!(words[fd / 64] >> (fd % 64) & 1))
+            continue;
+        if (count++ == 0)
+            out->fd = (int)fd;
+    }
+    out->wait_fd_count = count;
+}
+
+/* The call and its arguments, and what they lead to: the descriptor, a
+ * lock's holders, a poll's or select's set. */
+static void set_call(pid_t pid, pid_t tid, long nr, const uint64_t args[6], hw_blocked_look *out)
+{
+    out->syscall = nr;
+    out->in_syscall = true;
+    memcpy(out->args, args, sizeof out->args);
+    if (hw_syscall_takes_fd(out->syscall) && out->args[0] <= (uint64_t)INT32_MAX)
+        out->fd = (int)out->args[0];
+    if (out->syscall == SYS_futex)
+        follow_lock_holders(pid, tid, out);
+    if (hw_syscall_waits_on_set(out->syscall))
+        read_wait_set(pid, out);
+}
+
+#define ERESTARTSYS_CODE 512       /* the kernel's restart codes, as rax holds them negated */
+#define ERESTART_RESTARTBLOCK_CODE 516
+
+bool hw_blocked_look_from_stop(pid_t pid, pid_t tid, const struct user_regs_struct *regs, hw_blocked_look *look)
+{
+    long rax = (long)regs->rax;
+    long nr = (long)regs->orig_rax;
+    if (!look->valid || look->in_syscall || look->syscall_unreadable || nr < 0 || rax < -ERESTART_RESTARTBLOCK_CODE ||
+        rax > -ERESTARTSYS_CODE)
+        return false;
+    const uint64_t args[6] = {regs->rdi, regs->rsi, regs->rdx, regs->r10, regs->r8, regs->r9};
+    look->state = 'S';
+    set_call(pid, tid, nr, args, look);
+    return true;
+}
+
 void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
 {
     memset(out, 0, sizeof *out);
     out->fd = -1;
+    out->wait_fd_count = -1;
     hw_task_stat st;
     if (hw_task_stat_read(pid, tid, &st) != 0)
         return;
@@ -132,13 +222,7 @@ void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
     out->syscall_unreadable = rc == -EACCES || rc == -EPERM;
     if (rc != 0 || call.nr < 0)
         return; /* running, blocked outside a system call, or unreadable */
-    out->syscall = call.nr;
-    out->in_syscall = true;
-    memcpy(out->args, call.args, sizeof out->args);
-    if (hw_syscall_takes_fd(out->syscall) && out->args[0] <= (uint64_t)INT32_MAX)
-        out->fd = (int)out->args[0];
-    if (out->syscall == SYS_futex)
-        follow_lock_holders(pid, tid, out);
+    set_call(pid, tid, call.nr, call.args, out);
 }
 
 void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look)

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include "agent/capture/cgroup_cpu.h"
 #include "core/hang_cause.h"
@@ -46,6 +47,13 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
  * capture, the descriptor the call is on, in words. */
 void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out);
 void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look);
+
+/* A look that found the thread running (just let go by an earlier stop,
+ * early sampling's, on its way back into its call) corrected from the
+ * capture's stop, which found it in a system call: `regs`, the stopped
+ * thread's registers, when the stop interrupted one (orig_rax, and rax a
+ * restart code).  True when `look` now says that call. */
+bool hw_blocked_look_from_stop(pid_t pid, pid_t tid, const struct user_regs_struct *regs, hw_blocked_look *look);
 
 /* The owner of the lock a thread blocked in `futex` (system call
  * arguments `args`) waits for: a glibc pthread_mutex_t's __owner, or a PI

@@ -42,6 +42,10 @@ struct hang_record {
     bool seen;        /* a report of it was made (written, held, refused or ignored) */
     bool ignored;     /* its first report was ignored (--ignore-frame) */
     bool shutdown;    /* its first capture found the process exiting: no hang (exiting_in) */
+    /* the detection's look as its capture settled it (settle_look): the
+     * final verdict's, whose look the watch thread took before that */
+    bool settled;
+    hw_blocked_look settled_look;
 };
 
 typedef struct job job;

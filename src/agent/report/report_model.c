@@ -550,6 +550,10 @@ static json_t *blocked_in_json(const hw_blocked_look *look)
     const char *name = hw_syscall_name(look->syscall);
     json_object_set_new(o, "syscall", json_string(name ? name : "unknown"));
     json_object_set_new(o, "syscall_nr", json_integer(look->syscall));
+    if (look->restarted)
+        json_object_set_new(o, "restarted", json_true());
+    if (hw_syscall_waits_on_set(look->syscall) && look->wait_fd_count >= 0)
+        json_object_set_new(o, "wait_fds", json_integer(look->wait_fd_count));
     json_t *args = json_array();
     for (int i = 0; i < 6; i++) {
         char hex[24];

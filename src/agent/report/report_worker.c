@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 
 #include "agent/common/report_dir.h"
+#include "core/hang_cause.h"
 #include "core/parse/duration.h"
 #include "core/text_escape.h"
 #include "report_internal.h"
@@ -431,10 +432,50 @@ static void make_report(report_worker *wk, hang_record *h, const report_request 
     free(cpu_parts);
 }
 
+/*
+ * What the look before the capture saw, settled with the capture:
+ *  - a thread found running, just let go by an earlier stop (early
+ *    sampling's) on its way back into its call, is in the call the
+ *    capture's stop found it in (its registers);
+ *  - restart_syscall (the thread was stopped in a sleep, a futex wait or
+ *    a poll, and the kernel resumes that call) is the call it restarts,
+ *    from the captured stack's innermost functions.
+ * The verdict is decided again when either changed the look, and the
+ * stretch keeps the first report's look for its final verdict (the watch
+ * thread's is the detection's look, as it was before this).
+ */
+static void settle_look(hang_record *h, report_request *req, const hw_backtrace *bt)
+{
+    hw_time_section *t = &req->time;
+    bool changed = false;
+    for (size_t i = 0; i < req->snap.thread_count; i++) {
+        const hw_thread_snapshot *th = &req->snap.threads[i];
+        if (th->is_target && th->status == HW_THREAD_CAPTURED &&
+            hw_blocked_look_from_stop(req->pid, req->tid, &th->regs, &t->look)) {
+            hw_blocked_look_describe_fd(req->pid, &t->look);
+            changed = true;
+        }
+    }
+    const char *names[4] = {NULL};
+    size_t n = 0;
+    for (size_t i = 0; bt && i < bt->count && n < 4; i++)
+        if (bt->frames[i].language == HW_LANG_NATIVE && bt->frames[i].origin != HW_ORIGIN_HANGWATCH)
+            names[n++] = bt->frames[i].symbol_name;
+    changed |= hw_look_resolve_restart(&t->look, names, n);
+    if (changed)
+        hw_cause_decide(t);
+    if (h && !h->settled && h->reports == 0 && t->look.valid) {
+        h->settled = true;
+        h->settled_look = t->look;
+    }
+}
+
 static void do_report(report_worker *wk, job *j)
 {
     hw_named_capture nc;
     hw_name_capture(j->req, true, &nc);
+    if (j->req->time.present)
+        settle_look(j->hang, j->req, hw_named_target(&nc));
     if (annealing_reports(j->hang, j, hw_named_target(&nc))) {
         hw_name_capture_rest(j->req, &nc);
         make_report(wk, j->hang, j->req, &nc);
@@ -513,6 +554,14 @@ static void do_finish(report_worker *wk, job *j)
 {
     hang_record *h = j->hang;
     bool counted = h->seen && !h->shutdown && (!h->launch || j->keep_launch);
+    /* The final verdict's look is the detection's (kept out of the final
+     * section's own, hence not valid there): restarted as it was. */
+    if (h->settled && j->end.time.present) {
+        bool shown = j->end.time.look.valid;
+        j->end.time.look = h->settled_look;
+        hw_cause_decide(&j->end.time);
+        j->end.time.look.valid = shown;
+    }
     if (h->launch) {
         for (size_t i = 0; i < MAX_STRETCH_REPORTS && h->held[i]; i++) {
             if (!j->keep_launch)
