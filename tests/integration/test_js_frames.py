@@ -404,7 +404,8 @@ def case_optimised_line():
                 check(r.returncode == 0 and "hot done" in r.stdout, r.describe())
                 out, reports, paths = r.stdout, r.reports, r.report_paths
             else:
-                proc = subprocess.Popen([node(), program("node_hot.js"), "5"], stdout=subprocess.PIPE, text=True)
+                proc = subprocess.Popen([node(), program("node_hot.js"), "5"], stdout=subprocess.PIPE,
+                                        text=True)
                 first = proc.stdout.readline()
                 watcher = subprocess.Popen([hwtest.binary("hangwatch"), "watch", "-q", "-p", str(proc.pid),
                                             "--report-dir", d], stderr=subprocess.PIPE, text=True)
