@@ -1,6 +1,6 @@
 /*
- * fuzz_proc_net.c - hw_proc_net_inet_find and hw_proc_net_unix_find, which
- * read another process's socket tables (/proc/PID/net/tcp, tcp6, udp,
+ * fuzz_proc_net.c - hw_proc_net_inet_find, hw_proc_net_inet_peer and
+ * hw_proc_net_unix_find, which read another process's socket tables (/proc/PID/net/tcp, tcp6, udp,
  * udp6, unix) inside the root-run agent; a unix socket's path in them is
  * whatever the process that bound it chose.
  *
@@ -106,6 +106,18 @@ static void check_inet(const uint8_t *in, size_t len, unsigned long long inode, 
     char digits[24];
     snprintf(digits, sizeof digits, "%llu", inode);
     CHECK(memmem(in, len, digits, strlen(digits)) != NULL);
+    /* the other end of the socket found: an inode the text holds, never its own line's for a
+     * connection to itself unless the text says so, and the same from the whole lines */
+    bool listening, listening_again;
+    unsigned long long peer = hw_proc_net_inet_peer((const char *)in, len, ipv6, s.local, s.remote, &listening);
+    CHECK(hw_proc_net_inet_peer((const char *)in, whole_lines(in, len), ipv6, s.local, s.remote, &listening_again) ==
+          peer);
+    CHECK(listening == listening_again);
+    CHECK(peer != 0 || !listening);
+    if (peer != 0) {
+        snprintf(digits, sizeof digits, "%llu", peer);
+        CHECK(memmem(in, len, digits, strlen(digits)) != NULL);
+    }
 }
 
 static void check_unix(const uint8_t *in, size_t len, unsigned long long inode)
@@ -156,5 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t len)
     check_inet(in, len, inode, true);
     check_unix(in, len, inode);
     CHECK(!hw_proc_net_inet_find((const char *)in, len, 0, false, &(hw_inet_socket){{0}, {0}, 0}));
+    bool listening;
+    CHECK(hw_proc_net_inet_peer((const char *)in, len, false, "127.0.0.1:1", "no port", &listening) == 0);
+    CHECK(!listening);
     return 0;
 }

@@ -355,6 +355,12 @@ static void print_time_figures(FILE *out, json_t *t)
     fputs("; cause: ", out);
     put_string_at(out, t, "cause", "?");
     put_string_if(out, t, "blocked_on", " (", ")");
+    json_t *secondary = json_object_get(t, "secondary");
+    if (json_is_object(secondary)) {
+        fputs(", and ", out);
+        put_string_at(out, secondary, "cause", "?");
+        fprintf(out, " %.3f s", (double)hw_int_at(secondary, "us", 0) / 1e6);
+    }
     fputc('\n', out);
 }
 

@@ -213,20 +213,52 @@ static double share(uint64_t part, uint64_t whole)
     return whole ? (double)part / (double)whole : 0.0;
 }
 
+/* The largest share besides the verdict's, when it is one that matters. */
+static void decide_secondary(hw_time_section *t, uint64_t throttled)
+{
+    /* a throttled thread's time shows as waiting for a CPU too */
+    uint64_t queue_beyond_quota = t->runqueue_ns > throttled ? t->runqueue_ns - throttled : 0;
+    const struct {
+        hw_cause cause;
+        uint64_t ns;
+    } shares[] = {
+        {HW_CAUSE_THROTTLED, throttled},
+        {HW_CAUSE_STARVED, queue_beyond_quota},
+        {HW_CAUSE_WORKING, t->on_cpu_ns},
+        {HW_CAUSE_BLOCKED, t->blocked_ns},
+    };
+    t->secondary = HW_CAUSE_UNKNOWN;
+    t->secondary_ns = 0;
+    if (t->cause == HW_CAUSE_MIXED || t->cause == HW_CAUSE_UNKNOWN)
+        return; /* mixed says its shares itself */
+    for (size_t i = 0; i < sizeof shares / sizeof shares[0]; i++) {
+        bool same = shares[i].cause == t->cause ||
+                    (shares[i].cause == HW_CAUSE_BLOCKED && t->cause == HW_CAUSE_PAGING) ||
+                    (shares[i].cause == HW_CAUSE_STARVED && t->cause == HW_CAUSE_THROTTLED);
+        if (!same && share(shares[i].ns, t->window_ns) >= HW_CAUSE_SECONDARY_SHARE && shares[i].ns > t->secondary_ns) {
+            t->secondary = shares[i].cause;
+            t->secondary_ns = shares[i].ns;
+        }
+    }
+}
+
 void hw_cause_decide(hw_time_section *t)
 {
     t->cause = HW_CAUSE_UNKNOWN;
     t->blocked_on = HW_BLOCKED_ON_NONE;
+    t->secondary = HW_CAUSE_UNKNOWN;
+    t->secondary_ns = 0;
     if (!t->present || !t->has_schedstat || t->window_ns == 0)
         return;
     uint64_t w = t->window_ns;
     const hw_blocked_look *look = &t->look;
-    if (t->has_cgroup && t->cgroup_limited && share(t->throttled_ns, w) >= HW_CAUSE_THROTTLED_SHARE)
+    uint64_t throttled = t->has_cgroup && t->cgroup_limited ? t->throttled_ns : 0;
+    if (share(throttled, w) >= HW_CAUSE_THROTTLED_SHARE)
         t->cause = HW_CAUSE_THROTTLED;
     else if (share(t->on_cpu_ns, w) >= HW_CAUSE_WORKING_SHARE)
         t->cause = HW_CAUSE_WORKING;
     else if (share(t->runqueue_ns, w) >= HW_CAUSE_STARVED_SHARE)
-        t->cause = HW_CAUSE_STARVED;
+        t->cause = share(throttled, t->runqueue_ns) >= 0.5 ? HW_CAUSE_THROTTLED : HW_CAUSE_STARVED;
     else if (share(t->blocked_ns, w) >= HW_CAUSE_BLOCKED_SHARE) {
         bool faulting = look->valid && !look->in_syscall && look->state == 'D';
         if (faulting && t->has_faults && t->major_faults > 0) {
@@ -243,6 +275,7 @@ void hw_cause_decide(hw_time_section *t)
     } else {
         t->cause = HW_CAUSE_MIXED;
     }
+    decide_secondary(t, throttled);
 }
 
 /* Append to out[len] at *used, bounded. */
@@ -313,6 +346,21 @@ static void blocked_in(const hw_blocked_look *look, char *out, size_t len, size_
     } else if (look->wait_fd_count == 0 && hw_syscall_waits_on_set(look->syscall)) {
         add(out, len, used, " on no descriptor");
     }
+    const hw_wait_peer *peer = &look->peer;
+    if (peer->pid > 0 && peer->role != NULL) {
+        char name[80];
+        hw_escape_text(peer->name, name, sizeof name);
+        const char *how = strcmp(peer->role, "child") == 0      ? "child"
+                          : strcmp(peer->role, "writer") == 0   ? "written by"
+                          : strcmp(peer->role, "listener") == 0 ? "not yet accepted by"
+                                                                : "held by";
+        add(out, len, used, ", %s pid %d (%s)", how, (int)peer->pid, name);
+        const char *in = peer->syscall >= 0 ? hw_syscall_name(peer->syscall) : NULL;
+        if (in && peer->syscall == SYS_restart_syscall)
+            add(out, len, used, " in a call resumed after a stop");
+        else if (in)
+            add(out, len, used, " in %s", in);
+    }
 }
 
 char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
@@ -351,6 +399,23 @@ char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
     case HW_CAUSE_WORKING:
     case HW_CAUSE_UNKNOWN:
         break;
+    }
+    switch (t->secondary) {
+    case HW_CAUSE_THROTTLED: {
+        char dir[768];
+        add(out, len, &used, ", also %.1f s throttled by cgroup %s (quota %llu ms per %llu ms)",
+            seconds(t->secondary_ns), escaped(t->cgroup, dir, sizeof dir), (unsigned long long)(t->quota_us / 1000),
+            (unsigned long long)(t->period_us / 1000));
+        break;
+    }
+    case HW_CAUSE_STARVED:
+        add(out, len, &used, ", also %.1f s waiting for a CPU", seconds(t->secondary_ns));
+        break;
+    case HW_CAUSE_BLOCKED:
+        add(out, len, &used, ", also %.1f s asleep", seconds(t->secondary_ns));
+        break;
+    default:
+        break; /* working: the time on a CPU is said first */
     }
     add(out, len, &used, " of %.1f s", seconds(t->window_ns));
     return out;

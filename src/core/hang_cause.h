@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef enum hw_cause {
     HW_CAUSE_UNKNOWN = 0, /* no figures (no schedstat, no window) */
@@ -45,6 +46,20 @@ typedef enum hw_fd_class {
 } hw_fd_class;
 
 /* The thread's state at one look (/proc/PID/task/TID/{stat,syscall,wchan}). */
+/* Who is at the other end of what a blocked thread waits for, when it is on
+ * this machine (agent/capture/wait_peer.h): the process holding the other
+ * end of its TCP or unix socket (or listening on the port it connected
+ * to), the writer of the pipe it reads, the child it waits for. */
+typedef struct hw_wait_peer {
+    pid_t pid;            /* 0: none named */
+    char name[16];        /* its comm (the process's bytes: escape to print) */
+    const char *role;     /* static: "peer", "listener", "writer", "child" */
+    char state;           /* its state letter (its thread that holds the end, or the child's) */
+    long syscall;         /* the system call it is in, -1 running or unknown */
+    char wchan[48];       /* the kernel function it sleeps in ("" unknown): what a restart_syscall resumes */
+    const char *missing;  /* static: why none is named when one was looked for, else NULL */
+} hw_wait_peer;
+
 typedef struct hw_blocked_look {
     bool valid;
     char state;          /* R, S, D, T, t, ... */
@@ -62,6 +77,7 @@ typedef struct hw_blocked_look {
      * read from the process (fd is the first of them); -1 unknown.  0 with
      * a timeout is a sleep (Python 3.8-3.10's time.sleep is a select). */
     int wait_fd_count;
+    hw_wait_peer peer;
     /* the call is one the kernel restarted after a stop (restart_syscall),
      * resolved from the stack's wait function (hw_restarted_syscall) */
     bool restarted;
@@ -92,6 +108,9 @@ typedef struct hw_time_section {
     bool has_schedstat;
     uint64_t on_cpu_ns, runqueue_ns, blocked_ns; /* blocked: the rest of the window but stopped_ns */
     uint64_t stopped_ns; /* held stopped by hangwatch's captures (decisions.md §44) */
+    /* of runqueue_ns, the wait for a CPU the kernel had not counted yet (a
+     * thread that never slept in the window, waiting for a CPU at its end) */
+    uint64_t runqueue_pending_ns;
     bool has_faults;
     uint64_t major_faults;
     /* the process's CPU cgroup (the nearest with a quota) */
@@ -102,6 +121,7 @@ typedef struct hw_time_section {
     bool cgroup_limited;
     uint64_t quota_us, period_us;
     uint64_t throttled_ns, throttled_periods; /* over the window; throttled_ns at most the window */
+    const char *throttle_missing; /* why there are no throttling figures (static), else NULL */
     /* pressure stall figures at the reading (cpu, memory, io "some avg10"), -1 when unknown: the
      * process's own cgroup's (v2) where the kernel keeps them, else the machine's */
     double psi_cpu, psi_memory, psi_io;
@@ -109,17 +129,27 @@ typedef struct hw_time_section {
     hw_blocked_look look; /* what it was blocked in at the reading */
     hw_cause cause;
     hw_blocked_on blocked_on; /* when cause is blocked (or paging) */
+    /* the largest other share of at least HW_CAUSE_SECONDARY_SHARE
+     * (HW_CAUSE_UNKNOWN: none): working, starved (waiting for a CPU beyond
+     * the quota's throttling), throttled or blocked, and its time */
+    hw_cause secondary;
+    uint64_t secondary_ns;
 } hw_time_section;
 
 /* The verdict's rules, on the fractions of the window (decisions.md §44):
  * throttled when the cgroup was throttled for at least half the window;
  * else working when on a CPU for at least 60 %; starved when waiting for a
  * CPU at least half; blocked (or paging: major faults and asleep outside
- * any system call) when asleep at least 60 %; else mixed. */
+ * any system call) when asleep at least 60 %; else mixed.  A thread
+ * waiting for a CPU at least half the window whose cgroup's quota held it
+ * for at least half of that wait is throttled, not starved: the quota, not
+ * the neighbours, kept the CPU from it.  A second cause is named beside
+ * the first when its share is at least a fifth of the window. */
 #define HW_CAUSE_THROTTLED_SHARE 0.5
 #define HW_CAUSE_WORKING_SHARE 0.6
 #define HW_CAUSE_STARVED_SHARE 0.5
 #define HW_CAUSE_BLOCKED_SHARE 0.6
+#define HW_CAUSE_SECONDARY_SHARE 0.2
 
 /* Fill t->cause and t->blocked_on from its figures and its look. */
 void hw_cause_decide(hw_time_section *t);

@@ -265,6 +265,67 @@ def case_throttled():
                 time.sleep(0.1)
 
 
+def quota_group(root, version, name):
+    """A cgroup under `root` limited to 20 ms per 100 ms."""
+    group = os.path.join(root, name)
+    os.mkdir(group)
+    if version == 1:
+        open(os.path.join(group, "cpu.cfs_period_us"), "w").write("100000")
+        open(os.path.join(group, "cpu.cfs_quota_us"), "w").write("20000")
+    else:
+        with open(os.path.join(root, "cgroup.subtree_control"), "w") as f:
+            f.write("+cpu")
+        open(os.path.join(group, "cpu.max"), "w").write("20000 100000")
+    return group
+
+
+def remove_group(group):
+    for _ in range(50):
+        try:
+            os.rmdir(group)
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def case_moved_into_quota():
+    """Moved into a 20 % quota while it waits, 2 s before its hang: throttled, in the cgroup it is in now."""
+    if os.geteuid() != 0:
+        print("SKIP: making a cgroup needs root")
+        return SKIP
+    root, version = cpu_cgroup_dir()
+    if root is None:
+        print(f"SKIP: {version}")
+        return SKIP
+    group = quota_group(root, version, f"hw-time-moved-{os.getpid()}")
+    s = None
+    try:
+        s = Scenario()
+        # one hang in the cgroup it started in, so that its cgroup is known before the move
+        s.do("work 2300", timeout=90)
+        with open(os.path.join(group, "cgroup.procs"), "w") as f:
+            f.write(str(s.pid))
+        time.sleep(2)  # the move is 2 s before the hang, as an operator's would be
+        s.do("work 600", timeout=90)
+        s.send("quit")
+        code = s.proc.wait(60)
+        check(code == 0, f"hangwatch run exited {code}\n{s.stderr()}")
+        names = sorted(n for n in os.listdir(s.report_dir) if n.startswith("hang-") and n.endswith(".json"))
+        hangs = [hwtest.load_report(os.path.join(s.report_dir, n)) for n in names]
+        hangs = [r for r in hangs if r["hangwatch"]["hang_type"] == "hang"]
+        check(len(hangs) == 2, f"{len(hangs)} hang reports\n{s.stderr()}")
+        first, second = (time_of(r, s.stderr()) for r in hangs)
+        check(first.get("cgroup", {}).get("path") != group, json.dumps(first))
+        check(second["cause"] == "throttled", json.dumps(second))
+        cg = second.get("cgroup", {})
+        check(cg.get("path") == group and cg.get("limited") and cg.get("quota_us") == 20000, json.dumps(cg))
+        check(second["throttled_us"] >= 0.5 * second["window_us"], json.dumps(second))
+    finally:
+        if s:
+            s.close()
+        remove_group(group)
+
+
 def case_starved():
     """At nice 19 on one CPU beside two spinners at nice -20 on it: cause starved (and the loop's own clock agrees)."""
     if os.geteuid() != 0:
@@ -289,6 +350,47 @@ def case_starved():
     finally:
         for sp in spinners:
             os.killpg(sp.pid, signal.SIGKILL)  # the shell and anything it started
+            sp.wait()
+        s.close()
+
+
+def case_starving_now():
+    """Nice 19 beside three nice -10 spinners on its CPU, three hangs: each starved, never 'asleep' while runnable.
+
+    The kernel adds a wait for a CPU to schedstat only once the thread gets
+    one: a thread waiting at the window's end shows that wait as nothing.
+    """
+    if os.geteuid() != 0:
+        print("SKIP: nice -10 needs root")
+        return SKIP
+    cpu = str(max(os.sched_getaffinity(0)))
+    s = Scenario(prefix=["nice", "-n", "19", "taskset", "-c", cpu])
+    spinners = []
+    try:
+        spinners = [subprocess.Popen(["nice", "-n", "-10", "taskset", "-c", cpu, "sh", "-c", "while :; do :; done"],
+                                     start_new_session=True) for _ in range(3)]
+        for _ in range(3):
+            s.do("spin 3000", timeout=120)
+        s.send("quit")
+        code = s.proc.wait(60)
+        check(code == 0, f"hangwatch run exited {code}\n{s.stderr()}")
+        names = sorted(n for n in os.listdir(s.report_dir) if n.startswith("hang-") and n.endswith(".json"))
+        reports = [hwtest.load_report(os.path.join(s.report_dir, n)) for n in names]
+        hangs = [r for r in reports if r["hangwatch"]["hang_type"] == "hang"]
+        check(len(hangs) == 3, f"{len(hangs)} hang reports of 3 starved spins\n{s.stderr()}")
+        for r in hangs:
+            t = time_of(r, s.stderr())
+            verdicts = [t["cause"]] + ([t["at_end"]["cause"]] if "cause" in t.get("at_end", {}) else [])
+            check(all(v == "starved" for v in verdicts), json.dumps(t))
+            check(t["runqueue_wait_us"] >= 0.5 * t["window_us"], json.dumps(t))
+            hung = [th for th in r["hangwatch"]["collection"]["scene_threads"]["items"] if th["is_hung_thread"]][0]
+            # a stack, or exactly why not
+            check(hung["status"] == "captured" or "waiting for a CPU" in hung.get("not_stopped_because", ""),
+                  json.dumps(hung))
+        check("asleep outside any system call" not in s.stderr(), s.stderr())
+    finally:
+        for sp in spinners:
+            os.killpg(sp.pid, signal.SIGKILL)
             sp.wait()
         s.close()
 
@@ -334,6 +436,10 @@ def case_network():
         line = hang_line(err)
         check("blocked on network" in line and f"127.0.0.1:{server.port}" in line, line)
         check(f"127.0.0.1:{server.port}" in show(report), show(report))
+        # the other end is this test's own server
+        peer = b.get("peer", {})
+        check(peer.get("pid") == os.getpid() and peer.get("role") == "peer", json.dumps(b))
+        check(f"held by pid {os.getpid()}" in line, line)
     finally:
         s.close()
         server.close()
@@ -351,6 +457,50 @@ def case_pipe():
         check(b.get("syscall") == "read" and b.get("fd_kind") == "pipe" and b.get("fd_is", "").startswith("pipe:["),
               json.dumps(b))
         check("in read on pipe:[" in hang_line(err), hang_line(err))
+        writer = int(s.said("writer ").split()[1])
+        peer = b.get("peer", {})
+        check(peer.get("pid") == writer and peer.get("role") == "writer" and peer.get("name") == "time-scenarios",
+              json.dumps(b))
+        check(f"written by pid {writer} (time-scenarios)" in hang_line(err), hang_line(err))
+    finally:
+        s.close()
+
+
+def case_peers():
+    """A unix socket's peer and a waited-for child: each named with its pid and name (the child with its call)."""
+    s = Scenario()
+    try:
+        s.do("unix 3000")
+        s.do("child 3000")
+        s.send("quit")
+        code = s.proc.wait(30)
+        check(code == 0, f"hangwatch run exited {code}\n{s.stderr()}")
+        names = sorted(n for n in os.listdir(s.report_dir) if n.startswith("hang-") and n.endswith(".json"))
+        hangs = [hwtest.load_report(os.path.join(s.report_dir, n)) for n in names]
+        hangs = [r for r in hangs if r["hangwatch"]["hang_type"] == "hang"]
+        check(len(hangs) == 2, f"{len(hangs)} hang reports\n{s.stderr()}")
+        by_kind = {}
+        for r in hangs:
+            b = time_of(r, s.stderr()).get("blocked_in", {})
+            by_kind[b.get("fd_kind") or b.get("syscall")] = (r, b)
+        check("unix" in by_kind and "wait4" in by_kind, json.dumps({k: v[1] for k, v in by_kind.items()}))
+        ledger = int(s.said("peer ").split()[1])
+        r, b = by_kind["unix"]
+        check(time_of(r, "")["cause"] == "blocked" and time_of(r, "").get("blocked_on") == "network",
+              json.dumps(time_of(r, "")))
+        peer = b.get("peer", {})
+        check(peer.get("pid") == ledger and peer.get("role") == "peer" and peer.get("name") == "time-scenarios",
+              json.dumps(b))
+        exporter = int(s.said("child ").split()[1])
+        r, b = by_kind["wait4"]
+        check(time_of(r, "")["cause"] == "blocked" and time_of(r, "").get("blocked_on") == "child", json.dumps(b))
+        peer = b.get("peer", {})
+        # its sleep, or that sleep resumed after a stop
+        check(peer.get("pid") == exporter and peer.get("role") == "child" and peer.get("state") == "S"
+              and peer.get("syscall") in ("nanosleep", "clock_nanosleep", "restart_syscall"), json.dumps(b))
+        lines = [ln for ln in s.stderr().splitlines() if ln.startswith("hangwatch: hang in")]
+        check(any(f"child pid {exporter} (time-scenarios) in " in ln for ln in lines), s.stderr())
+        check(any(f"held by pid {ledger} (time-scenarios)" in ln for ln in lines), s.stderr())
     finally:
         s.close()
 
@@ -494,6 +644,9 @@ CASES = {
     "stopped": case_stopped,
     "throttled": case_throttled,
     "starved": case_starved,
+    "starving_now": case_starving_now,
+    "moved_into_quota": case_moved_into_quota,
+    "peers": case_peers,
     "network": case_network,
     "pipe": case_pipe,
     "restarted_sleep": case_restarted_sleep,

@@ -23,7 +23,11 @@
  *   tick MS        wait_a_tick() waits MS ms in select() on no descriptor
  *                  (Python 3.8-3.10's time.sleep)
  *   pipe MS        read_report() reads a pipe whose writer, a child,
- *                  writes after MS ms (blocked on I/O)
+ *                  writes after MS ms (blocked on I/O); prints "writer PID"
+ *   unix MS        ask_the_ledger() reads a unix socket whose peer, a
+ *                  child, answers after MS ms; prints "peer PID"
+ *   child MS       wait_for_export() waits for a child that sleeps MS ms
+ *                  (blocked on a child); prints "child PID"
  *   mutex MS       update_totals() locks a mutex a second thread ("cache")
  *                  holds for MS ms in flush_cache() (blocked on a lock)
  *   deadlock       post_to_journal() holds the ledger's mutex and waits for
@@ -147,11 +151,51 @@ __attribute__((noinline)) static void read_report(long ms)
         _exit(0);
     }
     close(fds[1]);
+    printf("writer %d\n", (int)writer);
+    fflush(stdout);
     char buf[16];
     ssize_t n = read(fds[0], buf, sizeof buf);
     printf("report %zd bytes\n", n);
     close(fds[0]);
     waitpid(writer, NULL, 0);
+}
+
+__attribute__((noinline)) static void ask_the_ledger(long ms)
+{
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0)
+        exit(1);
+    pid_t ledger = fork();
+    if (ledger == 0) {
+        close(pair[0]);
+        usleep((useconds_t)ms * 1000);
+        if (write(pair[1], "balance 42\n", 11) != 11)
+            _exit(1);
+        _exit(0);
+    }
+    close(pair[1]);
+    printf("peer %d\n", (int)ledger);
+    fflush(stdout);
+    char buf[32];
+    ssize_t n = recv(pair[0], buf, sizeof buf, 0);
+    printf("ledger said %zd bytes\n", n);
+    close(pair[0]);
+    waitpid(ledger, NULL, 0);
+}
+
+__attribute__((noinline)) static void wait_for_export(long ms)
+{
+    pid_t exporter = fork();
+    if (exporter == 0) {
+        struct timespec rest = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&rest, NULL);
+        _exit(3);
+    }
+    printf("child %d\n", (int)exporter);
+    fflush(stdout);
+    int status = 0;
+    waitpid(exporter, &status, 0);
+    printf("export exited %d\n", WEXITSTATUS(status));
 }
 
 static pthread_mutex_t totals_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -238,6 +282,10 @@ static void on_command(const char *line)
         wait_for_quote(n);
     else if (sscanf(line, "pipe %ld", &n) == 1)
         read_report(n);
+    else if (sscanf(line, "unix %ld", &n) == 1)
+        ask_the_ledger(n);
+    else if (sscanf(line, "child %ld", &n) == 1)
+        wait_for_export(n);
     else if (sscanf(line, "nap %ld", &n) == 1)
         rest_between_orders(n);
     else if (sscanf(line, "tick %ld", &n) == 1)

@@ -267,6 +267,64 @@ static void a_poll_waits_on_its_descriptors(void **state)
     assert_false(hw_syscall_waits_on_set(SYS_epoll_wait));
 }
 
+static void a_second_cause_that_matters_is_named(void **state)
+{
+    (void)state;
+    /* 0.67 s throttled of 2.03 s, most of the run-queue wait: the quota
+     * held it back, not the neighbours (was starved) */
+    hw_time_section t = window(0, 0);
+    t.window_ns = 2030 * MS;
+    t.on_cpu_ns = 400 * MS;
+    t.runqueue_ns = 1100 * MS;
+    t.blocked_ns = 530 * MS;
+    t.has_cgroup = t.cgroup_limited = true;
+    t.throttled_ns = 670 * MS;
+    t.quota_us = 20000;
+    t.period_us = 100000;
+    strcpy(t.cgroup, "/sys/fs/cgroup/cpu/app");
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_THROTTLED);
+    assert_int_equal(t.secondary, HW_CAUSE_BLOCKED); /* 0.53 s asleep: 26 % */
+    /* working, with a third of the window throttled */
+    t = window(1400, 600);
+    t.has_cgroup = t.cgroup_limited = true;
+    t.throttled_ns = 550 * MS;
+    t.quota_us = 20000;
+    t.period_us = 100000;
+    strcpy(t.cgroup, "/sys/fs/cgroup/cpu/app");
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_WORKING);
+    assert_int_equal(t.secondary, HW_CAUSE_THROTTLED);
+    assert_int_equal(t.secondary_ns, 550 * MS);
+    char clause[512];
+    assert_string_equal(hw_time_clause(&t, clause, sizeof clause),
+                        "working: 1.4 s on CPU, also 0.6 s throttled by cgroup /sys/fs/cgroup/cpu/app (quota 20 ms per "
+                        "100 ms) of 2.0 s");
+    /* starved by neighbours, throttled a little: the wait beyond the
+     * quota is the starvation, and the quota's share under a fifth is not named */
+    t = window(500, 1500);
+    t.has_cgroup = t.cgroup_limited = true;
+    t.throttled_ns = 300 * MS;
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_STARVED);
+    assert_int_equal(t.secondary, HW_CAUSE_WORKING);
+    /* blocked, and working a quarter of the window */
+    t = window(500, 0);
+    blocked_in(&t, SYS_clock_nanosleep, -1, HW_FD_CLASS_NONE, "");
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_BLOCKED);
+    assert_int_equal(t.secondary, HW_CAUSE_WORKING);
+    /* nothing else over a fifth: none */
+    t = window(1900, 50);
+    hw_cause_decide(&t);
+    assert_int_equal(t.secondary, HW_CAUSE_UNKNOWN);
+    /* mixed names its shares itself */
+    t = window(800, 600);
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_MIXED);
+    assert_int_equal(t.secondary, HW_CAUSE_UNKNOWN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +333,7 @@ int main(void)
         cmocka_unit_test(paging_when_asleep_on_faults), cmocka_unit_test(mixed_and_unknown),
         cmocka_unit_test(foreign_text_is_escaped),      cmocka_unit_test(syscall_table),
         cmocka_unit_test(a_restarted_call_is_the_stacks_wait), cmocka_unit_test(a_poll_waits_on_its_descriptors),
+        cmocka_unit_test(a_second_cause_that_matters_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

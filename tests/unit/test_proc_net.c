@@ -162,6 +162,33 @@ static void test_ipv4_tcp(void **state)
     expect_inet(TCP_TABLE, 1520, false, "0.0.0.0:2024", "0.0.0.0:0", 10);
 }
 
+/* The other end of a local connection: the swapped line, else the listener. */
+static void test_ipv4_peer(void **state)
+{
+    (void)state;
+    bool listening = true;
+    /* 2608705 (49026 -> 59873) and 2608706 (59873 -> 49026) are the two ends */
+    assert_int_equal(hw_proc_net_inet_peer(TCP_TABLE, strlen(TCP_TABLE), false, "127.0.0.1:49026", "127.0.0.1:59873",
+                                           &listening),
+                     2608706);
+    assert_false(listening);
+    /* a connection to 59873 not accepted yet: the socket listening on it */
+    assert_int_equal(hw_proc_net_inet_peer(TCP_TABLE, strlen(TCP_TABLE), false, "127.0.0.1:40000", "127.0.0.1:59873",
+                                           &listening),
+                     2608704);
+    assert_true(listening);
+    /* to port 2024, listened on every address */
+    assert_int_equal(hw_proc_net_inet_peer(TCP_TABLE, strlen(TCP_TABLE), false, "127.0.0.1:40001", "127.0.0.1:2024",
+                                           &listening),
+                     1520);
+    /* another machine's port: none (the TIME_WAIT line, inode 0, is never one) */
+    assert_int_equal(hw_proc_net_inet_peer(TCP_TABLE, strlen(TCP_TABLE), false, "127.0.0.1:40312", "127.0.0.1:5432",
+                                           &listening),
+                     0);
+    assert_false(listening);
+    assert_int_equal(hw_proc_net_inet_peer(TCP_TABLE, strlen(TCP_TABLE), false, "x", "no-port", &listening), 0);
+}
+
 static void test_ipv6_tcp(void **state)
 {
     (void)state;
@@ -488,6 +515,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ipv4_tcp),
+        cmocka_unit_test(test_ipv4_peer),
         cmocka_unit_test(test_ipv6_tcp),
         cmocka_unit_test(test_udp),
         cmocka_unit_test(test_missing_inode_and_inode_zero),

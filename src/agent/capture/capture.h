@@ -11,7 +11,9 @@
  *                   threads (state, system call, CPU time, tracer);
  *   thread_time.h   a hung thread's time over a window (schedstat, its CPU
  *                   cgroup's throttling: cgroup_cpu.h) and what it is
- *                   blocked in (a descriptor in words: fd_describe.h).
+ *                   blocked in (a descriptor in words: fd_describe.h);
+ *   wait_peer.h     who is at the other end of that wait on this machine
+ *                   (a socket's or pipe's other process, the child).
  *
  * Everything captured is the watched program's memory or its word and is
  * handled as untrusted by whoever reads it next (the symbols stage).  The
@@ -24,5 +26,6 @@
 #include "proc_task.h"
 #include "snapshot.h"
 #include "thread_time.h"
+#include "wait_peer.h"
 
 #endif

@@ -107,6 +107,17 @@ const char *hw_thread_status_name(hw_thread_status status)
     return "unknown";
 }
 
+const char *hw_thread_timeout_reason(const hw_thread_snapshot *t, char *buf, size_t len)
+{
+    /* A stop is a signal the thread takes on its way back to user space:
+     * it must run to stop. */
+    const char *why = t->state_at_timeout == 'R'   ? ": it was waiting for a CPU (state R)"
+                      : t->state_at_timeout == 'D' ? ": it was in uninterruptible sleep (state D)"
+                                                   : "";
+    snprintf(buf, len, "not stopped within %u ms%s", t->timeout_ms, why);
+    return buf;
+}
+
 void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid)
 {
     if (opts == NULL)
@@ -352,6 +363,8 @@ static void await_stop(session *s, size_t i, uint64_t deadline)
     }
     th->status = HW_THREAD_TIMEOUT; /* still seized: released when the helper ends */
     th->error = e;
+    th->state_at_timeout = hw_task_state(s->pid, th->tid);
+    th->timeout_ms = (unsigned)(s->timeout_ns / NS_PER_MS);
 }
 
 static ssize_t read_remote(pid_t tid, uint64_t addr, unsigned char *buf, size_t len)

@@ -49,6 +49,7 @@ typedef enum hw_thread_status {
 
 const char *hw_thread_status_name(hw_thread_status status);
 
+
 /* One frame of a runtime (CPython's, V8's), as read while the thread was
  * stopped: only the parts that change as it runs (python_frames.h and
  * js_frames.h name the code after the resume). */
@@ -83,6 +84,9 @@ typedef struct hw_thread_snapshot {
     bool is_target;         /* the loop thread the capture is about */
     hw_thread_status status;
     int error;              /* errno behind DENIED / TIMEOUT, else 0 */
+    char state_at_timeout;  /* TIMEOUT: its state letter when the wait for its stop gave up (R: it waited
+                               for a CPU all along; D: in uninterruptible sleep), 0 if unread */
+    unsigned timeout_ms;    /* TIMEOUT: how long the stop was waited for */
     struct user_regs_struct regs;
     uint64_t stack_start;   /* address that stack[0] was copied from (rsp - 128: red zone) */
     size_t stack_len;       /* bytes copied */
@@ -93,11 +97,17 @@ typedef struct hw_thread_snapshot {
     hw_interp_stack interp; /* filled by the capture's while_stopped reader, if any */
 } hw_thread_snapshot;
 
+/* Why a thread of status TIMEOUT was not stopped, in words ("not stopped
+ * within 500 ms: it was waiting for a CPU (state R)"), into buf. */
+const char *hw_thread_timeout_reason(const hw_thread_snapshot *t, char *buf, size_t len);
+
 typedef struct hw_process_snapshot hw_process_snapshot;
 
 struct hw_process_snapshot {
     pid_t pid;
     pid_t namespace_pid;    /* its pid in its own pid namespace (a container's), 0 if the same */
+    bool retried_after_timeout; /* the caller's: this is a second try, the loop thread having not
+                                   stopped in the first for want of a CPU */
     char process_name[16];  /* comm of the main thread */
     hw_thread_snapshot *threads;
     size_t thread_count;

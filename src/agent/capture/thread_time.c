@@ -33,6 +33,25 @@ static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *on_cpu, uint64_t *que
     return true;
 }
 
+/* "voluntary_ctxt_switches:\tN" of /proc/PID/task/TID/status. */
+static bool read_voluntary_switches(pid_t pid, pid_t tid, uint64_t *out)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+        return false;
+    const char *p = strstr(buf, "\nvoluntary_ctxt_switches:");
+    if (p == NULL)
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(p + 26, &end, 10);
+    if (end == p + 26 || errno != 0)
+        return false;
+    *out = n;
+    return true;
+}
+
 void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thread_counters *out)
 {
     memset(out, 0, sizeof *out);
@@ -40,7 +59,9 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
     if (hw_task_stat_read(pid, tid, &st) == 0) {
         out->has_faults = true;
         out->major_faults = st.major_faults;
+        out->state = st.state;
     }
+    out->has_switches = read_voluntary_switches(pid, tid, &out->voluntary_switches);
     out->valid = out->has_faults; /* the thread is there to be read */
     if (cgroup != NULL && cgroup->version != 0 && hw_cgroup_cpu_read(cgroup) == 0) {
         out->has_throttle = true;
@@ -280,6 +301,23 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
         if (t->runqueue_ns > left - t->on_cpu_ns)
             t->runqueue_ns = left - t->on_cpu_ns;
         t->blocked_ns = left - t->on_cpu_ns - t->runqueue_ns;
+        /* The kernel adds a wait for a CPU to the run-queue figure only
+         * when the thread gets one: a thread waiting right now shows that
+         * wait as nothing, which the rest would call asleep.  A thread
+         * awake at the window's start (it starts where the loop left its
+         * wait, or the reading found it runnable) and runnable at its end
+         * that made no voluntary switch of its own in between (each sleep
+         * is one; the captures' stops, counted, are the others) never
+         * slept: the rest was spent runnable.  A thread asleep all along
+         * makes no switch either, hence the states. */
+        bool awake_at_start =
+            (window_from != NULL && strcmp(window_from, "stretch_start") == 0) || from->state == 'R';
+        if (t->blocked_ns > 0 && awake_at_start && to->state == 'R' && from->has_switches && to->has_switches &&
+            since(to->voluntary_switches, from->voluntary_switches) <= since(to->agent_stops, from->agent_stops)) {
+            t->runqueue_pending_ns = t->blocked_ns;
+            t->runqueue_ns += t->blocked_ns;
+            t->blocked_ns = 0;
+        }
     } else {
         t->missing = "the kernel keeps no schedstat for its threads (CONFIG_SCHED_INFO)";
     }
@@ -292,7 +330,9 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
         t->cgroup_limited = cgroup->limited;
         t->quota_us = cgroup->quota_us;
         t->period_us = cgroup->period_us;
-        if (from->has_throttle && to->has_throttle) {
+        if (from->cgroup_generation != to->cgroup_generation) {
+            t->throttle_missing = "the process moved to this cgroup during the window";
+        } else if (from->has_throttle && to->has_throttle) {
             /* Summed over the CPUs the group's run queues were throttled
              * on: held to the window, the thread's own clock. */
             t->throttled_ns = since(to->throttled_ns, from->throttled_ns);

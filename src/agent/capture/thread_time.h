@@ -35,6 +35,15 @@ typedef struct hw_thread_counters {
     /* how long hangwatch's own captures have held the thread stopped so
      * far (the agent's count, exact; the caller fills it in) */
     uint64_t agent_stopped_ns;
+    /* the thread's voluntary context switches (/proc/.../status): each
+     * sleep is one, and so is each stop by a capture (agent_stops, the
+     * agent's count of them, filled in by the caller) */
+    bool has_switches;
+    uint64_t voluntary_switches, agent_stops;
+    char state; /* its state letter at the reading ('R', 'S', ...; 0 unknown) */
+    /* which of the process's CPU cgroups (the caller's count of its moves):
+     * throttling counters of two different ones do not subtract */
+    unsigned cgroup_generation;
 } hw_thread_counters;
 
 /* Read thread `tid` of `pid` now, and `cgroup`'s counters (NULL, or one

@@ -45,6 +45,8 @@ static void no_stack_reason(const hw_process_snapshot *snap, char *buf, size_t l
         char tracer[96];
         if (t->status == HW_THREAD_DENIED && hw_capture_denied_reason(snap, tracer, sizeof tracer))
             snprintf(buf, len, ", no stack (%s)", tracer);
+        else if (t->status == HW_THREAD_TIMEOUT && t->timeout_ms > 0)
+            snprintf(buf, len, ", no stack (%s)", hw_thread_timeout_reason(t, tracer, sizeof tracer));
         else if (t->status == HW_THREAD_DENIED || t->status == HW_THREAD_TIMEOUT)
             snprintf(buf, len, ", no stack (%s: %s)", hw_thread_status_name(t->status),
                      t->error ? strerror(t->error) : "unknown");

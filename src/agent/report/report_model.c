@@ -354,6 +354,16 @@ static json_t *cpu_high_json(const hw_cpu_high_info *c)
                      as_int(c->sample_interval_ns / 1000), "threads", threads);
 }
 
+/* Why a scene thread has no stack: its errno, and for a stop that timed out, why in words. */
+static void add_thread_status(json_t *item, const hw_thread_snapshot *t)
+{
+    if (item && t->error)
+        json_object_set_new(item, "error", json_string(strerror(t->error)));
+    char why[96];
+    if (item && t->status == HW_THREAD_TIMEOUT && t->timeout_ms > 0)
+        json_object_set_new(item, "not_stopped_because", json_string(hw_thread_timeout_reason(t, why, sizeof why)));
+}
+
 json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *snap, const hw_backtrace *backtraces,
                         const hw_image *images, size_t image_count, char id[37])
 {
@@ -377,8 +387,7 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                  "name", foreign_text(t->name, sizeof t->name), "is_main_thread", t->is_main, "is_hung_thread", t->is_target,
                                  "status", hw_thread_status_name(t->status), "frame_count", (json_int_t)frames,
                                  "report_array_index", (json_int_t)k);
-        if (item && t->error)
-            json_object_set_new(item, "error", json_string(strerror(t->error)));
+        add_thread_status(item, t);
         if (item && bt && bt->runtime_thread_name && t->status == HW_THREAD_CAPTURED)
             json_object_set_new(item, "python_name", FOREIGN(bt->runtime_thread_name));
         json_array_append_new(items, item);
@@ -414,6 +423,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                                 snap->process_exited);
     if (capture && snap->tracer_pid > 0)
         add_tracer(capture, snap);
+    if (capture && snap->retried_after_timeout)
+        json_object_set_new(capture, "retried", json_true());
     if (capture && info->js_frames_from != NULL)
         json_object_set_new(capture, "js_frames", json_string(info->js_frames_from));
     json_t *main_thread = json_pack("{s:s, s:s}", "state", info->main_thread_state, "reason", info->main_thread_reason);
@@ -575,6 +586,23 @@ static json_t *blocked_in_json(const hw_blocked_look *look)
         json_object_set_new(o, "fd_kind", json_string(look->fd_kind));
         json_object_set_new(o, "fd_is", FOREIGN(look->fd_text));
     }
+    const hw_wait_peer *peer = &look->peer;
+    if (peer->pid > 0 && peer->role != NULL) {
+        json_t *p = json_pack("{s:s, s:i, s:o}", "role", peer->role, "pid", (int)peer->pid, "name",
+                              foreign_text(peer->name, sizeof peer->name));
+        if (p && peer->state) {
+            char st[2] = {peer->state, '\0'};
+            json_object_set_new(p, "state", json_string(st));
+        }
+        const char *in = peer->syscall >= 0 ? hw_syscall_name(peer->syscall) : NULL;
+        if (p && in)
+            json_object_set_new(p, "syscall", json_string(in));
+        if (p && peer->wchan[0])
+            json_object_set_new(p, "wchan", FOREIGN(peer->wchan));
+        json_object_set_new(o, "peer", p);
+    } else if (peer->missing) {
+        json_object_set_new(o, "peer_missing", json_string(peer->missing));
+    }
     return o;
 }
 
@@ -592,6 +620,8 @@ json_t *hw_time_json(const hw_time_section *t)
         json_object_set_new(o, "runqueue_wait_us", json_integer(as_int(t->runqueue_ns / 1000)));
         json_object_set_new(o, "blocked_us", json_integer(as_int(t->blocked_ns / 1000)));
         json_object_set_new(o, "stopped_us", json_integer(as_int(t->stopped_ns / 1000)));
+        if (t->runqueue_pending_ns > 0)
+            json_object_set_new(o, "runqueue_pending_us", json_integer(as_int(t->runqueue_pending_ns / 1000)));
     } else {
         json_object_set_new(o, "missing", json_string(t->missing ? t->missing : "no schedstat"));
     }
@@ -605,8 +635,12 @@ json_t *hw_time_json(const hw_time_section *t)
             json_object_set_new(cg, "period_us", json_integer(as_int(t->period_us)));
         }
         json_object_set_new(o, "cgroup", cg);
-        json_object_set_new(o, "throttled_us", json_integer(as_int(t->throttled_ns / 1000)));
-        json_object_set_new(o, "throttled_periods", json_integer(as_int(t->throttled_periods)));
+        if (t->throttle_missing) {
+            json_object_set_new(o, "throttled_missing", json_string(t->throttle_missing));
+        } else {
+            json_object_set_new(o, "throttled_us", json_integer(as_int(t->throttled_ns / 1000)));
+            json_object_set_new(o, "throttled_periods", json_integer(as_int(t->throttled_periods)));
+        }
     } else if (t->cgroup_missing) {
         json_object_set_new(o, "cgroup_missing", json_string(t->cgroup_missing));
     }
@@ -623,6 +657,9 @@ json_t *hw_time_json(const hw_time_section *t)
     if (t->look.valid)
         json_object_set_new(o, "blocked_in", blocked_in_json(&t->look));
     json_object_set_new(o, "cause", json_string(hw_cause_name(t->cause)));
+    if (t->secondary != HW_CAUSE_UNKNOWN)
+        json_object_set_new(o, "secondary", json_pack("{s:s, s:I}", "cause", hw_cause_name(t->secondary), "us",
+                                                      as_int(t->secondary_ns / 1000)));
     if (t->blocked_on != HW_BLOCKED_ON_NONE)
         json_object_set_new(o, "blocked_on", json_string(hw_blocked_on_name(t->blocked_on)));
     return o;

@@ -129,7 +129,10 @@ static void count_agent_stops(watched_process *w, const hw_process_snapshot *sna
         for (unsigned s = 0; s < HW_PAGE_SLOTS; s++) {
             loop_watch *l = w->loops[s];
             if (l != NULL && l->tid == snap->threads[i].tid)
+            {
                 l->agent_stopped_ns += snap->threads[i].stopped_ns;
+                l->agent_stops++;
+            }
         }
     }
 }
@@ -181,6 +184,15 @@ static hw_loop_wait_seen loop_wait_of(const watched_process *w, pid_t tid)
     return seen;
 }
 
+/* The loop thread timed out of its stop while runnable: starved. */
+static bool target_waited_for_a_cpu(const hw_process_snapshot *snap)
+{
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].is_target)
+            return snap->threads[i].status == HW_THREAD_TIMEOUT && snap->threads[i].state_at_timeout == 'R';
+    return false;
+}
+
 void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req)
 {
     hw_capture_options copt;
@@ -197,6 +209,14 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->detected_unix_ns = hw_realtime_ns();
     req->captured_ns = now;
     int rc = hw_capture_process(w->pid, &copt, &req->snap);
+    if (rc >= 0 && target_waited_for_a_cpu(&req->snap)) {
+        /* On a machine busy enough that the loop did not get a CPU to
+         * stop on in time: once more, before the hang has no stack. */
+        count_agent_stops(w, &req->snap);
+        hw_process_snapshot_free(&req->snap);
+        rc = hw_capture_process(w->pid, &copt, &req->snap);
+        req->snap.retried_after_timeout = true;
+    }
     req->resumed_ns = hw_monotonic_ns();
     count_agent_stops(w, &req->snap);
     /* Names of the Python or JavaScript code now, while the process most

@@ -21,11 +21,29 @@
  */
 #include "watch.h"
 
-/* The process's CPU cgroup, found at its first reading. */
+/* FNV-1a of the process's /proc/PID/cgroup: which cgroups it is in. */
+static uint64_t membership_of(pid_t pid)
+{
+    char path[48], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+    ssize_t n = hw_proc_read_small(path, buf, sizeof buf);
+    uint64_t h = 1469598103934665603ull;
+    for (ssize_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+    return n > 0 ? h : 0;
+}
+
+/* The process's CPU cgroup, found again whenever the process has moved
+ * to another cgroup (a small /proc read at each reading: a container
+ * runtime or an operator moves a running service into a quota). */
 static hw_cgroup_cpu *process_cgroup(watched_process *w)
 {
-    if (!w->cgroup_looked) {
+    uint64_t membership = membership_of(w->pid);
+    if (!w->cgroup_looked || (membership != 0 && membership != w->cgroup_membership)) {
+        if (w->cgroup_looked)
+            w->cgroup_generation++;
         w->cgroup_looked = true;
+        w->cgroup_membership = membership;
         w->cgroup_error = hw_cgroup_cpu_find("/proc", "", w->pid, &w->cgroup);
         if (w->cgroup_error != 0)
             w->cgroup.version = 0;
@@ -40,7 +58,9 @@ static hw_cgroup_cpu *process_cgroup(watched_process *w)
 static void read_counters(watched_process *w, loop_watch *l, hw_thread_counters *out)
 {
     hw_thread_counters_read(w->pid, l->tid, process_cgroup(w), out);
+    out->cgroup_generation = w->cgroup_generation;
     out->agent_stopped_ns = l->agent_stopped_ns;
+    out->agent_stops = l->agent_stops;
 }
 
 void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq)
@@ -52,7 +72,11 @@ void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq)
 
 uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
-    if (l->time_base.valid) {
+    /* A reading from before the process moved to another cgroup does not
+     * subtract from one after: take it again (in the wait, it still stands
+     * for the stretch's start). */
+    process_cgroup(w);
+    if (l->time_base.valid && l->time_base.cgroup_generation == w->cgroup_generation) {
         if (l->time_base_seq == r->seq)
             return UINT64_MAX; /* this wait's, or this stretch's, is kept */
         if (r->busy && l->time_base_seq + 1 == r->seq && !(l->time_base_seq & 1))
@@ -70,6 +94,7 @@ uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_re
 void hang_time_thread_reading(watched_process *w, pid_t tid, hw_thread_counters *out)
 {
     hw_thread_counters_read(w->pid, tid, process_cgroup(w), out);
+    out->cgroup_generation = w->cgroup_generation;
 }
 
 void hang_time_cpu_section(watched_process *w, pid_t tid, const hw_thread_counters *from, uint64_t capture_stop_ns,
@@ -78,6 +103,7 @@ void hang_time_cpu_section(watched_process *w, pid_t tid, const hw_thread_counte
     hw_thread_counters now;
     hang_time_thread_reading(w, tid, &now);
     now.agent_stopped_ns = from != NULL ? from->agent_stopped_ns + capture_stop_ns : capture_stop_ns;
+    now.agent_stops = (from != NULL ? from->agent_stops : 0) + (capture_stop_ns > 0);
     uint64_t start = from != NULL && from->valid ? from->at_ns : 0;
     hw_time_section_fill(out, from, &now, process_cgroup(w), w->cgroup_error, start, start, "cpu_window", NULL);
     if (!out->present && now.valid)
@@ -87,11 +113,11 @@ void hang_time_cpu_section(watched_process *w, pid_t tid, const hw_thread_counte
 void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
                        hw_blocked_look *look, hw_time_section *out)
 {
-    hw_cgroup_cpu *cgroup = process_cgroup(w);
     if (look)
         hw_blocked_look_describe_fd(w->pid, look);
     hw_thread_counters now;
-    read_counters(w, l, &now);
+    read_counters(w, l, &now); /* finds the cgroup again if the process moved */
+    hw_cgroup_cpu *cgroup = process_cgroup(w);
     const hw_thread_counters *from = NULL;
     uint64_t window_start = 0;
     const char *window_from = NULL;

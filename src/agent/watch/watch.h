@@ -126,6 +126,7 @@ typedef struct loop_watch {
     bool time_base_stopped; /* time_base was read at a look that found the process stopped */
     hw_blocked_look hang_look; /* what it was blocked in at its hang's detection (for the final verdict) */
     uint64_t agent_stopped_ns; /* how long hangwatch's captures have held this thread stopped, in all */
+    uint64_t agent_stops;      /* and how many times */
 } loop_watch;
 
 typedef struct watched_process {
@@ -151,6 +152,8 @@ typedef struct watched_process {
     cpu_watch *cpu;             /* --cpu-high, created at its first look */
     hw_cgroup_cpu cgroup;       /* its CPU cgroup (hang_time.c), found at its first reading */
     bool cgroup_looked;
+    uint64_t cgroup_membership; /* a hash of /proc/PID/cgroup when it was found: a change finds it again */
+    unsigned cgroup_generation; /* how many times it moved; each reading carries it */
     int cgroup_error;           /* 0 when found, else -errno */
 } watched_process;
 

@@ -204,6 +204,57 @@ bool hw_proc_net_inet_find(const char *text, size_t len, unsigned long long inod
     return false;
 }
 
+/* The port of "ADDRESS:PORT" text, and the address's length; false when malformed. */
+static bool split_endpoint(const char *text, size_t *address_len, const char **port)
+{
+    const char *colon = strrchr(text, ':');
+    if (colon == NULL || colon == text || colon[1] == '\0')
+        return false;
+    *address_len = (size_t)(colon - text);
+    *port = colon + 1;
+    return true;
+}
+
+static bool is_any_address(const char *text, size_t n)
+{
+    return (n == 7 && memcmp(text, "0.0.0.0", 7) == 0) || (n == 4 && memcmp(text, "[::]", 4) == 0);
+}
+
+#define TCP_LISTEN 0x0A
+
+unsigned long long hw_proc_net_inet_peer(const char *text, size_t len, bool ipv6, const char *local, const char *remote,
+                                         bool *listening)
+{
+    *listening = false;
+    size_t remote_address_len;
+    const char *remote_port;
+    if (text == NULL || local == NULL || remote == NULL || !split_endpoint(remote, &remote_address_len, &remote_port))
+        return 0;
+    unsigned long long listener = 0;
+    size_t at = 0, after;
+    span line, f[INET_FIELDS];
+    while (next_line(text, len, &at, &line)) {
+        if (split_fields(line, f, INET_FIELDS, &after) < INET_FIELDS || memchr(line.p, '\0', line.n) != NULL ||
+            !is_slot(f[0], false))
+            continue;
+        char l[HW_INET_TEXT_MAX], r[HW_INET_TEXT_MAX];
+        unsigned long long inode;
+        uint32_t state;
+        if (!endpoint_text(f[1], ipv6, l) || !endpoint_text(f[2], ipv6, r) || !parse_decimal(f[INET_INODE_FIELD], &inode) ||
+            inode == 0 || f[3].n != 2 || !parse_hex_digits(f[3].p, 2, &state))
+            continue;
+        if (strcmp(l, remote) == 0 && strcmp(r, local) == 0)
+            return inode;
+        size_t la;
+        const char *lport;
+        if (listener == 0 && state == TCP_LISTEN && split_endpoint(l, &la, &lport) && strcmp(lport, remote_port) == 0 &&
+            ((la == remote_address_len && memcmp(l, remote, la) == 0) || is_any_address(l, la)))
+            listener = inode;
+    }
+    *listening = listener != 0;
+    return listener;
+}
+
 bool hw_proc_net_unix_find(const char *text, size_t len, unsigned long long inode, char *path, size_t path_len)
 {
     if (text == NULL || inode == 0)

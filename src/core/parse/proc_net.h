@@ -57,6 +57,15 @@ typedef struct hw_inet_socket {
  * when there is none (then *out is untouched). */
 bool hw_proc_net_inet_find(const char *text, size_t len, unsigned long long inode, bool ipv6, hw_inet_socket *out);
 
+/* The other end of a connection on this machine: the inode of the line of
+ * inet table `text` whose local endpoint is `remote` and whose remote is
+ * `local` (texts as hw_inet_socket writes them), else, with *listening
+ * set, of the socket listening on `remote`'s port (on its address or on
+ * every address: a connection not yet accepted has no inode of its own).
+ * 0 when there is none. */
+unsigned long long hw_proc_net_inet_peer(const char *text, size_t len, bool ipv6, const char *local, const char *remote,
+                                         bool *listening);
+
 /* The path of the socket with inode `inode` in unix table `text` (`len`
  * bytes), into path (at most path_len - 1 bytes and a NUL; "" for a socket
  * that is not bound).  False when no line, or lines that disagree, name
