@@ -363,6 +363,15 @@ static void blocked_in(const hw_blocked_look *look, char *out, size_t len, size_
     }
 }
 
+/* ", 1.5 s throttled by cgroup DIR (quota 20 ms per 100 ms)", `also` before the time. */
+static void throttled_by(const hw_time_section *t, const char *also, uint64_t ns, char *out, size_t len, size_t *used)
+{
+    char dir[768];
+    add(out, len, used, ", %s%.1f s throttled by cgroup %s (quota %llu ms per %llu ms)", also, seconds(ns),
+        escaped(t->cgroup, dir, sizeof dir), (unsigned long long)(t->quota_us / 1000),
+        (unsigned long long)(t->period_us / 1000));
+}
+
 char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
 {
     size_t used = 0;
@@ -374,13 +383,9 @@ char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
         add(out, len, &used, " on %s", hw_blocked_on_name(t->blocked_on));
     add(out, len, &used, ": %.1f s on CPU", seconds(t->on_cpu_ns));
     switch (t->cause) {
-    case HW_CAUSE_THROTTLED: {
-        char dir[768];
-        add(out, len, &used, ", %.1f s throttled by cgroup %s (quota %llu ms per %llu ms)", seconds(t->throttled_ns),
-            escaped(t->cgroup, dir, sizeof dir), (unsigned long long)(t->quota_us / 1000),
-            (unsigned long long)(t->period_us / 1000));
+    case HW_CAUSE_THROTTLED:
+        throttled_by(t, "", t->throttled_ns, out, len, &used);
         break;
-    }
     case HW_CAUSE_STARVED:
         add(out, len, &used, ", %.1f s waiting for a CPU", seconds(t->runqueue_ns));
         break;
@@ -401,13 +406,9 @@ char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
         break;
     }
     switch (t->secondary) {
-    case HW_CAUSE_THROTTLED: {
-        char dir[768];
-        add(out, len, &used, ", also %.1f s throttled by cgroup %s (quota %llu ms per %llu ms)",
-            seconds(t->secondary_ns), escaped(t->cgroup, dir, sizeof dir), (unsigned long long)(t->quota_us / 1000),
-            (unsigned long long)(t->period_us / 1000));
+    case HW_CAUSE_THROTTLED:
+        throttled_by(t, "also ", t->secondary_ns, out, len, &used);
         break;
-    }
     case HW_CAUSE_STARVED:
         add(out, len, &used, ", also %.1f s waiting for a CPU", seconds(t->secondary_ns));
         break;

@@ -221,50 +221,6 @@ def cpu_cgroup_dir():
     return None, "no CPU cgroup controller is mounted"
 
 
-def case_throttled():
-    """0.6 s of computing in a cgroup limited to 20 %: cause throttled, >= 50 % of the window, the cgroup named."""
-    if os.geteuid() != 0:
-        print("SKIP: making a cgroup needs root")
-        return SKIP
-    root, version = cpu_cgroup_dir()
-    if root is None:
-        print(f"SKIP: {version}")
-        return SKIP
-    group = os.path.join(root, f"hw-time-{os.getpid()}")
-    os.mkdir(group)
-    s = None
-    try:
-        if version == 1:
-            open(os.path.join(group, "cpu.cfs_period_us"), "w").write("100000")
-            open(os.path.join(group, "cpu.cfs_quota_us"), "w").write("20000")
-        else:
-            with open(os.path.join(root, "cgroup.subtree_control"), "w") as f:
-                f.write("+cpu")
-            open(os.path.join(group, "cpu.max"), "w").write("20000 100000")
-        # The program joins the group before it becomes the loop; the agent stays out.
-        s = Scenario(prefix=["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0"'])
-        s.do("work 600", timeout=90)
-        report, err = s.finish()
-        t = time_of(report, err)
-        check(t["cause"] == "throttled", json.dumps(t))
-        check(t["throttled_us"] >= 0.5 * t["window_us"], json.dumps(t))
-        cg = t.get("cgroup", {})
-        check(cg.get("path") == group and cg.get("limited") and cg.get("quota_us") == 20000
-              and cg.get("period_us") == 100000, json.dumps(cg))
-        line = hang_line(err)
-        check(f"throttled by cgroup {group} (quota 20 ms per 100 ms)" in line, line)
-        check("cause: throttled" in show(report), show(report))
-    finally:
-        if s:
-            s.close()
-        for _ in range(50):
-            try:
-                os.rmdir(group)
-                break
-            except OSError:
-                time.sleep(0.1)
-
-
 def quota_group(root, version, name):
     """A cgroup under `root` limited to 20 ms per 100 ms."""
     group = os.path.join(root, name)
@@ -286,6 +242,37 @@ def remove_group(group):
             return
         except OSError:
             time.sleep(0.1)
+
+
+def case_throttled():
+    """0.6 s of computing in a cgroup limited to 20 %: cause throttled, >= 50 % of the window, the cgroup named."""
+    if os.geteuid() != 0:
+        print("SKIP: making a cgroup needs root")
+        return SKIP
+    root, version = cpu_cgroup_dir()
+    if root is None:
+        print(f"SKIP: {version}")
+        return SKIP
+    group = quota_group(root, version, f"hw-time-{os.getpid()}")
+    s = None
+    try:
+        # The program joins the group before it becomes the loop; the agent stays out.
+        s = Scenario(prefix=["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0"'])
+        s.do("work 600", timeout=90)
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["cause"] == "throttled", json.dumps(t))
+        check(t["throttled_us"] >= 0.5 * t["window_us"], json.dumps(t))
+        cg = t.get("cgroup", {})
+        check(cg.get("path") == group and cg.get("limited") and cg.get("quota_us") == 20000
+              and cg.get("period_us") == 100000, json.dumps(cg))
+        line = hang_line(err)
+        check(f"throttled by cgroup {group} (quota 20 ms per 100 ms)" in line, line)
+        check("cause: throttled" in show(report), show(report))
+    finally:
+        if s:
+            s.close()
+        remove_group(group)
 
 
 def case_moved_into_quota():

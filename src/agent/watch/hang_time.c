@@ -55,12 +55,18 @@ static hw_cgroup_cpu *process_cgroup(watched_process *w)
  * turns at each of them gets a reading at most this often. */
 #define TIME_READING_MIN_INTERVAL_NS 50000000ull
 
-static void read_counters(watched_process *w, loop_watch *l, hw_thread_counters *out)
+/* A reading of loop `l`'s thread, with `cgroup` (process_cgroup's, just found). */
+static void read_counters_in(watched_process *w, loop_watch *l, hw_cgroup_cpu *cgroup, hw_thread_counters *out)
 {
-    hw_thread_counters_read(w->pid, l->tid, process_cgroup(w), out);
+    hw_thread_counters_read(w->pid, l->tid, cgroup, out);
     out->cgroup_generation = w->cgroup_generation;
     out->agent_stopped_ns = l->agent_stopped_ns;
     out->agent_stops = l->agent_stops;
+}
+
+static void read_counters(watched_process *w, loop_watch *l, hw_thread_counters *out)
+{
+    read_counters_in(w, l, process_cgroup(w), out);
 }
 
 void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq)
@@ -75,7 +81,7 @@ uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_re
     /* A reading from before the process moved to another cgroup does not
      * subtract from one after: take it again (in the wait, it still stands
      * for the stretch's start). */
-    process_cgroup(w);
+    hw_cgroup_cpu *cgroup = process_cgroup(w);
     if (l->time_base.valid && l->time_base.cgroup_generation == w->cgroup_generation) {
         if (l->time_base_seq == r->seq)
             return UINT64_MAX; /* this wait's, or this stretch's, is kept */
@@ -85,7 +91,7 @@ uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_re
         if (now < allowed)
             return r->busy ? allowed : UINT64_MAX; /* a stretch without its reading: look again then */
     }
-    read_counters(w, l, &l->time_base);
+    read_counters_in(w, l, cgroup, &l->time_base);
     l->time_base_seq = r->seq;
     l->time_base_stopped = false;
     return UINT64_MAX;
@@ -115,9 +121,9 @@ void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t
 {
     if (look)
         hw_blocked_look_describe_fd(w->pid, look);
+    hw_cgroup_cpu *cgroup = process_cgroup(w); /* found again if the process moved */
     hw_thread_counters now;
-    read_counters(w, l, &now); /* finds the cgroup again if the process moved */
-    hw_cgroup_cpu *cgroup = process_cgroup(w);
+    read_counters_in(w, l, cgroup, &now);
     const hw_thread_counters *from = NULL;
     uint64_t window_start = 0;
     const char *window_from = NULL;
