@@ -259,6 +259,9 @@ void hw_cause_decide(hw_time_section *t)
         t->cause = HW_CAUSE_WORKING;
     else if (share(t->runqueue_ns, w) >= HW_CAUSE_STARVED_SHARE)
         t->cause = share(throttled, t->runqueue_ns) >= 0.5 ? HW_CAUSE_THROTTLED : HW_CAUSE_STARVED;
+    else if (share(t->on_cpu_ns + t->runqueue_ns, w) >= HW_CAUSE_WORKING_SHARE)
+        /* runnable, on a busy machine: it worked for the larger part */
+        t->cause = t->on_cpu_ns >= t->runqueue_ns ? HW_CAUSE_WORKING : HW_CAUSE_STARVED;
     else if (share(t->blocked_ns, w) >= HW_CAUSE_BLOCKED_SHARE) {
         bool faulting = look->valid && !look->in_syscall && look->state == 'D';
         if (faulting && t->has_faults && t->major_faults > 0) {

@@ -229,6 +229,22 @@ def symbols(frame_list):
     return [f.get("symbol_name", "?") for f in frame_list]
 
 
+def runnable_cause(t):
+    """The verdict decisions.md §44's rules give a time section `t` (or its
+    at_end) of a thread that was not throttled, from its shares on a CPU and
+    waiting for one: "working", "starved", or None (asleep for most of it,
+    or mixed).  A test holds a busy machine's verdict to what the kernel
+    counted this way, not to what an idle machine gives."""
+    w, on, queue = t["window_us"], t["on_cpu_us"], t["runqueue_wait_us"]
+    if on >= 0.6 * w:
+        return "working"
+    if queue >= 0.5 * w:
+        return "starved"
+    if on + queue >= 0.6 * w:
+        return "working" if on >= queue else "starved"
+    return None
+
+
 def main(cases):
     """Entry point: hwtest.main({name: function}) with argv BIN_DIR SOURCE_DIR CASE.
     A case that returns SKIP exits 77 (skipped)."""
