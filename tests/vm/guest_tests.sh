@@ -161,6 +161,42 @@ test_first_hang_after_attach() {
     verdict first_hang_after_attach "$(grep -c 'hangwatch: hang in' $d/err) hangs: $(grep 'hangwatch: hang in' $d/err | sed 's/.*busy/busy/; s/;.*//' | tr '\n' ' ')"
 }
 
+# The same for an asyncio loop (Debian's Python, the coverage matrix's
+# program): idle in a 10 s wait (a call_later, as `await asyncio.sleep`)
+# when watch attaches; its wait has a timeout, so the agent's stop makes it
+# return EINTR once and Python enters it again, through the trampoline.
+# Then a time.sleep(3) and a urlopen(timeout=30) against a server that
+# answers after 3 s (busybox nc on loopback): each one report, its
+# function the culprit (the socket's poll inside urlopen is work).
+test_asyncio_first_hang_after_attach() {
+    begin asyncio_first_hang_after_attach
+    command -v python3 >/dev/null || { problem "no Python in the machine"; verdict asyncio_first_hang_after_attach; return; }
+    ip link set lo up
+    printf '#!/bin/sh\nsleep 3\nprintf "HTTP/1.0 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok"\n' >$d/answer
+    chmod +x $d/answer
+    nc -ll -p 8080 -e $d/answer &
+    server=$!
+    python3 /loop_cell.py asyncio sleep,http 8080 $d/go 10 3 idle-first >$d/out 2>$d/python-err &
+    loop=$!
+    poll $d/out ready 120 || problem "the asyncio loop did not start: $(cat $d/python-err)"
+    touch $d/go
+    poll $d/out idle 60 || problem "the loop did not go idle"
+    start_watch $d $loop
+    grep -q held $d/out && problem "watch was ready only after the idle wait had ended"
+    grep -q "(fentry)" $d/err || problem "not through fentry: $(cat $d/err)"
+    poll $d/out done 180 || { problem "the loop did not end: $(cat $d/out) $(tail -n 3 $d/python-err)"; kill $loop; }
+    wait $loop
+    wait $watcher
+    kill $server
+    count=$(ls $d/r/hang-*.json 2>/dev/null | wc -l)
+    [ "$count" = 2 ] || problem "$count hang reports, not 2: $(cat $d/err)"
+    for culprit in hold_the_loop_with_sleep hold_the_loop_with_http; do
+        grep "hangwatch: hang in" $d/err | grep -q $culprit || problem "no hang line naming $culprit: $(cat $d/err)"
+    done
+    grep -q '"decided": *"primed"' $d/r/hang-*.json || problem "the loop's wait is not the one it was found in"
+    verdict asyncio_first_hang_after_attach "$(grep 'hangwatch: hang in' $d/err | sed 's/.*hang in/hang in/; s/;.*//' | tr '\n' ' ')$(grep held $d/out | tr '\n' ' ')"
+}
+
 # as_nobody CAPS COMMAND...: COMMAND as user nobody (65534) holding exactly
 # the capabilities CAPS (comma-separated, e.g. bpf,perfmon), util-linux's
 # setpriv (by its path: busybox's shell would run its own applet).

@@ -39,9 +39,15 @@ BOOT_DEADLINE_S = 300  # software emulation on a loaded machine
 KVM_PROBE_DEADLINE_S = 30
 KVM_PROBE_WORD = "HANGWATCH-KVM-PROBE-RAN"
 TESTS = ["watch_auto", "not_watched", "follow", "raw_syscall", "least_privilege", "cgroup_v2_throttled",
-         "first_hang_after_attach", "other_user_idle"]
+         "first_hang_after_attach", "asyncio_first_hang_after_attach", "other_user_idle"]
 # What goes in the initramfs's /bin, from the build tree's bin/.
 BUILT_PROGRAMS = ["hangwatch", "kernel-loop", "time-scenarios"]
+# Debian's Python, for the asyncio loop of the coverage matrix
+# (tests/coverage/loop_cell.py, put in the initramfs as /loop_cell.py):
+# the interpreter and the files of the modules that program's asyncio row
+# imports, found by importing them here.
+PYTHON = "/usr/bin/python3"
+PYTHON_IMPORTS = "asyncio, encodings.idna, selectors, subprocess, tempfile, threading, urllib.request, zlib"
 
 
 def log(message):
@@ -103,10 +109,28 @@ def copy_into(root, path, where=None):
     shutil.copy2(os.path.realpath(path), target)
 
 
-def build_initramfs(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
+def python_files():
+    """Debian's Python (its real path, first) and the source, compiled and
+    extension files of every module PYTHON_IMPORTS loads, or [] when it is
+    not installed."""
+    if not os.access(PYTHON, os.X_OK):
+        return []
+    listing = run([PYTHON, "-c", f"import sys, {PYTHON_IMPORTS}\n"
+                   "for m in list(sys.modules.values()):\n"
+                   "    for f in (getattr(m, '__file__', None), getattr(m, '__cached__', None)):\n"
+                   "        print(f or '')"])
+    if listing.returncode != 0:
+        raise RuntimeError(f"{PYTHON} could not import what the guest's asyncio loop needs: {listing.stderr[-300:]}")
+    modules = {f for f in listing.stdout.splitlines() if f.startswith("/") and os.path.isfile(f)}
+    return [os.path.realpath(PYTHON)] + sorted(modules)
+
+
+def build_initramfs(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS, with_python=False):
     """The initramfs (newc cpio, uncompressed) with `init_script` as its
     /init (which sources /guest_common.sh, tests/vm/guest_common.sh) and
-    `programs` from the build tree's bin/: its path."""
+    `programs` from the build tree's bin/, and with Python and
+    /loop_cell.py if `with_python` and Debian's Python is installed: its
+    path."""
     root = os.path.join(vm_dir, "root")
     shutil.rmtree(root, ignore_errors=True)
     for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "lib64", "etc"):
@@ -129,6 +153,17 @@ def build_initramfs(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
     for program in programs:
         copy_into(root, program, "/bin/" + os.path.basename(program))
         libraries.update(shared_libraries(program))
+    # Python at its own paths (it finds its library from where it is), its
+    # extension modules' libraries too, and the program it runs.
+    python = python_files() if with_python else []
+    for path in python:
+        copy_into(root, path)
+        if path.endswith(".so") or path == python[0]:
+            libraries.update(shared_libraries(path))
+    if python:
+        os.symlink(os.path.basename(os.path.realpath(PYTHON)), os.path.join(root, PYTHON.lstrip("/")))
+        copy_into(root, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "coverage", "loop_cell.py"),
+                  "/loop_cell.py")
     for library in libraries:
         copy_into(root, library)
     init = os.path.join(root, "init")
@@ -146,7 +181,7 @@ def build_initramfs(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
     return image
 
 
-def prepare(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
+def prepare(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS, with_python=False):
     """(qemu, kernel, initramfs), or raise RuntimeError saying what is missing."""
     qemu = shutil.which("qemu-system-x86_64")
     if qemu is None:
@@ -155,7 +190,7 @@ def prepare(vm_dir, build_dir, init_script, programs=BUILT_PROGRAMS):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} is not installed")
     kernel = stock_kernel(os.path.join(vm_dir, "kernel"))
-    return qemu, kernel, build_initramfs(vm_dir, build_dir, init_script, programs)
+    return qemu, kernel, build_initramfs(vm_dir, build_dir, init_script, programs, with_python)
 
 
 KVM = ["-accel", "kvm", "-cpu", "host"]
@@ -238,7 +273,8 @@ def boot(build_dir, source_dir):
     os.makedirs(vm_dir, exist_ok=True)
     results = os.path.join(vm_dir, "results")
     try:
-        machine = prepare(vm_dir, build_dir, os.path.join(source_dir, "tests", "vm", "guest_tests.sh"))
+        machine = prepare(vm_dir, build_dir, os.path.join(source_dir, "tests", "vm", "guest_tests.sh"),
+                          with_python=True)
     except RuntimeError as e:
         with open(results, "w") as f:
             f.write(f"unavailable {e}\n")
