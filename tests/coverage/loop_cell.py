@@ -10,15 +10,17 @@ between them; then turns a while longer and exits.
 LIBRARY: asyncio (its default selector, epoll), asyncio_poll,
 asyncio_select, uvloop, tornado, twisted, gevent (not monkey-patched: the
 blocking call blocks its hub), glib (GLib.MainLoop through python3-gi),
-select_loop, poll_loop, epoll_loop (hand-written loops of the select
-module).
+gtk (a GTK 3 window on $DISPLAY whose button's clicked handler holds, each
+hold a click through the X server), select_loop, poll_loop, epoll_loop
+(hand-written loops of the select module).
 KINDS, comma-separated: sleep, spin, http (urlopen with a timeout from the driver's slow
 server at PORT, which answers after HOLD s), fifo (read a FIFO whose
 writer comes after HOLD s), child (subprocess.run of sleep HOLD), lock (a
 lock another thread holds for HOLD s), cext (a C extension's work:
-zlib.compress, HOLD s of it), nested (glib only: a modal loop, a GLib
-main loop run from the callback on the same context for HOLD s, which
-dispatches the program's events: not a hang); or none: the loop turns
+zlib.compress, HOLD s of it), nested (glib and gtk only: a modal loop, a
+GLib main loop run from the callback on the same context for HOLD s, or
+gtk's modal dialog, which dispatches the program's events: not a hang);
+or none: the loop turns
 every 1 ms for 60 s.
 It prints "ready PID" once its loop turns, waits until GO_FILE exists, and
 blocks DELAY s later; "held KIND S" after each (the program's own measure
@@ -104,6 +106,14 @@ def hold_the_loop_with_cext():
 
 def hold_the_loop_with_nested():
     from gi.repository import GLib
+    if LIBRARY == "gtk":
+        # a modal dialog's own loop (Gtk.Dialog.run), closed after HOLD s
+        from gi.repository import Gtk
+        dialog = Gtk.Dialog(title="modal", modal=True)
+        GLib.timeout_add(int(HOLD * 1000), lambda: dialog.response(Gtk.ResponseType.CLOSE) or False)
+        dialog.run()
+        dialog.destroy()
+        return
     inner = GLib.MainLoop()
     GLib.timeout_add(int(HOLD * 1000), inner.quit)
     inner.run()
@@ -118,12 +128,23 @@ class Cell:
     """What every library's loop does at each tick: say ready, wait for the
     go, block once, end after the tail.  `stop` ends the library's loop."""
 
-    def __init__(self, stop):
+    def __init__(self, stop, start_hold=None):
         self.stop = stop
+        self.start_hold = start_hold or self.hold  # gtk's: a click on a button whose handler holds
         self.turns = 0
         self.next_at = None  # the next hold's time, once told to go
         self.holds = [] if IDLE else list(KINDS)
         self.end_at = None
+
+    def hold(self, kind):
+        """Block the loop as `kind` says, timed by the program's own clock;
+        the next hold GAP s after."""
+        start = time.monotonic()
+        HOLDERS[kind]()
+        print(f"held {kind} {time.monotonic() - start:.3f}", flush=True)
+        self.next_at = time.monotonic() + GAP
+        if not self.holds:
+            self.end_at = time.monotonic() + TAIL
 
     def tick(self):
         """One turn: the time to the next one, or None to stop."""
@@ -139,13 +160,8 @@ class Cell:
                 print("idle", flush=True)
                 return DELAY  # no turn until the first hold: idle in the wait
         if self.holds and self.next_at is not None and now >= self.next_at:
-            kind = self.holds.pop(0)
-            start = time.monotonic()
-            HOLDERS[kind]()
-            print(f"held {kind} {time.monotonic() - start:.3f}", flush=True)
-            self.next_at = time.monotonic() + GAP
-            if not self.holds:
-                self.end_at = time.monotonic() + TAIL
+            self.next_at = float("inf")  # until the hold has run
+            self.start_hold(self.holds.pop(0))
         if self.end_at is not None and now >= self.end_at:
             print("done", flush=True)
             self.stop()
@@ -164,6 +180,42 @@ def run_asyncio(loop):
             loop.call_later(after, tick)
     loop.call_soon(tick)
     loop.run_forever()
+
+
+def run_gtk():
+    """A GTK 3 window (on $DISPLAY, an Xvfb the test starts) whose button's
+    clicked handler holds the loop: each hold is a real click, pressed
+    through the X server by xdotool (XTEST; GDK's own simulated click is a
+    sent event, which GTK's XInput2 devices ignore) and dispatched by GTK
+    from its connection's events, as a user's would be."""
+    import gi
+    gi.require_version("Gtk", "3.0")
+    gi.require_version("GdkX11", "3.0")
+    from gi.repository import GdkX11, GLib, Gtk  # noqa: F401 (GdkX11: the window's X id)
+    window = Gtk.Window(title="loop_cell")
+    button = Gtk.Button(label="hold the loop")
+    window.add(button)
+    window.show_all()
+    clicks = []  # the kinds whose click is on its way
+
+    def on_button_clicked(_button):
+        cell.hold(clicks.pop(0))
+
+    def click(kind):
+        clicks.append(kind)
+        where = button.get_allocation()
+        subprocess.Popen(["xdotool", "mousemove", "--window", str(window.get_window().get_xid()),
+                          str(where.x + where.width // 2), str(where.y + where.height // 2), "click", "1"])
+    button.connect("clicked", on_button_clicked)
+    cell = Cell(Gtk.main_quit, click)
+
+    def tick():
+        after = cell.tick()
+        if after is not None:
+            GLib.timeout_add(max(1, int(after * 1000)), tick)
+        return False
+    GLib.timeout_add(max(1, int(TICK * 1000)), tick)
+    Gtk.main()
 
 
 def main():
@@ -223,6 +275,8 @@ def main():
             return False
         GLib.timeout_add(max(1, int(TICK * 1000)), tick)
         main_loop.run()
+    elif LIBRARY == "gtk":
+        run_gtk()
     elif LIBRARY in ("select_loop", "poll_loop", "epoll_loop"):
         import select
         import socket

@@ -1,5 +1,6 @@
 """test_coverage - the loop-library coverage matrix: every real loop library
-this machine has (Debian's python3-uvloop, -tornado, -twisted, -gevent, -gi,
+this machine has (Debian's python3-uvloop, -tornado, -twisted, -gevent, -gi
+with GLib alone and a GTK 3 window on Xvfb, clicked through the X server,
 asyncio on each selector, hand-written select/poll/epoll loops, node's
 libuv, and libevent, libuv and GLib from C) blocked from a callback in every
 way a handler blocks (a sleep, a CPU spin, an HTTP call with a timeout to a
@@ -20,9 +21,10 @@ thread holds, a C extension's work), under `hangwatch run` and under
                       minute, under run and under watch, with two CPU hogs
                       beside: no report at all.
     nested_main_loop  a GLib main loop run from a callback on the loop's own
-                      context for 2.5 s (a modal dialog's), under run and
-                      watch: it dispatches the program's events, so no
-                      report (its waits are the loop's, from a deeper call).
+                      context for 2.5 s (a modal dialog's), and GTK's modal
+                      Gtk.Dialog.run, under run and watch: it dispatches
+                      the program's events, so no report (its waits are
+                      the loop's, from a deeper call).
     pythons           asyncio and a hand-written select loop on every CPython
                       3.8-3.13 (pyenv's; a missing one fails the case),
                       idle in their wait for 4 s when watching begins, then
@@ -60,7 +62,7 @@ KINDS = ["sleep", "spin", "http", "fifo", "child", "lock", "cext"]
 PY_LIBRARIES = [("asyncio", "asyncio (epoll)"), ("asyncio_poll", "asyncio (poll)"),
                 ("asyncio_select", "asyncio (select)"), ("uvloop", "uvloop"), ("tornado", "Tornado"),
                 ("twisted", "Twisted (epoll reactor)"), ("gevent", "gevent (libev)"), ("glib", "GLib (python3-gi)"),
-                ("select_loop", "hand-written select"), ("poll_loop", "hand-written poll"),
+                ("gtk", "GTK 3 (python3-gi, Xvfb)"), ("select_loop", "hand-written select"), ("poll_loop", "hand-written poll"),
                 ("epoll_loop", "hand-written epoll")]
 C_LIBRARIES = [("libevent", "libevent (C)"), ("libuv", "libuv (C)"), ("glib", "GLib (C)")]
 MODES = ["run", "watch tracepoint", "watch uprobe"]
@@ -91,6 +93,32 @@ class SlowServer(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+class XServer:
+    """Xvfb on a display of its own choosing (`display`), for a mode's GTK
+    row: each mode has its own, so that a click through the X server,
+    which lands on the topmost window at its place, is on that row's
+    window and no other mode's."""
+
+    def __init__(self):
+        if shutil.which("Xvfb") is None or shutil.which("xdotool") is None:
+            fail("Xvfb and xdotool are not installed (scripts/ensure-deps.sh test installs xvfb and xdotool)")
+        read_end, write_end = os.pipe()
+        self.proc = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-nolisten", "tcp", "-screen", "0",
+                                      "640x480x24"], pass_fds=(write_end,), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        os.close(write_end)
+        with os.fdopen(read_end) as f:
+            number = f.readline().strip()  # written once the server takes connections
+        if not number.isdigit():
+            self.stop()
+            fail("Xvfb did not start")
+        self.display = ":" + number
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
 
 
 def start_slow_server():
@@ -137,6 +165,7 @@ class Mode:
         self.pids = {}  # row name -> pid
         self.agent = None
         self.cells = []
+        self.x_server = None
 
     def out_of(self, name):
         path = os.path.join(self.dir, slug(name) + ".out")
@@ -148,16 +177,20 @@ class Mode:
 
     def start(self):
         common = ["--threshold", self.threshold, "--daily-limit", "0", "--report-dir", self.report_dir, "-q"]
+        env = dict(os.environ)
+        if any("gtk" in argv for _, argv, _ in self.rows):
+            self.x_server = XServer()
+            env["DISPLAY"] = self.x_server.display
         if self.mode == "run":
             launcher = [PYTHON, os.path.join(hwtest.SOURCE_DIR, "tests", "coverage", "launch_cells.py"), self.dir]
             for name, argv, _ in self.rows:
                 launcher += [slug(name), json.dumps(argv)]
             self.agent = subprocess.Popen([hwtest.binary("hangwatch"), "run"] + common + ["--"] + launcher,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             return
         for name, argv, _ in self.rows:
             with open(os.path.join(self.dir, slug(name) + ".out"), "w") as out:
-                self.cells.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
+                self.cells.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env))
             self.pids[name] = self.cells[-1].pid
 
     def wait_ready(self):
@@ -204,6 +237,8 @@ class Mode:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        if self.x_server:
+            self.x_server.stop()
 
 
 def culprit_of(report):
@@ -366,17 +401,20 @@ def run_modes(modes, go_file, attach_after_go=False):
 
 
 def case_nested_main_loop():
-    """A GLib main loop nested on the same context (a modal dialog's) is the loop waiting: no report."""
+    """A GLib main loop nested on the same context (a modal dialog's: GLib's own, and GTK's
+    Gtk.Dialog.run) is the loop waiting: no report."""
     work = tempfile.mkdtemp(prefix="hw-coverage-nested-")
     go_file = os.path.join(work, "go")
     cell = os.path.join(hwtest.SOURCE_DIR, "tests", "coverage", "loop_cell.py")
-    row_list = [("GLib (python3-gi) nested", [PYTHON, cell, "glib", "nested", "0", go_file, "0.5", "2.5"], ["nested"])]
+    row_list = [(f"{lib} nested", [PYTHON, cell, lib, "nested", "0", go_file, "0.5", "2.5"], ["nested"])
+                for lib in ("glib", "gtk")]
     modes = [Mode(m, row_list, work) for m in MODES]
     try:
         run_modes(modes, go_file)
         for m in modes:
             check(m.returncode == 0, f"{m.mode}: hangwatch exited {m.returncode}:\n{m.stderr}")
-            check("held nested" in m.out_of(row_list[0][0]), f"{m.mode}: no nested loop ran")
+            for name, _, _ in row_list:
+                check("held nested" in m.out_of(name), f"{m.mode}: no nested loop ran in {name}")
             hangs = [r for r in m.reports if r["hangwatch"]["hang_type"] != "launch_hang"]
             check(hangs == [], f"{m.mode}: a nested main loop was reported:\n" + "\n".join(
                 hwtest.describe_frames(hwtest.frames(r)[:8]) for r in hangs) + "\n" + m.stderr)

@@ -187,9 +187,10 @@ int hw_wait_probes_find(pid_t pid, hw_wait_probe *out, size_t max, char *why, si
         return -ESRCH;
     }
     size_t count = 0;
-    uint64_t seen_inodes[64];
+    uint64_t *seen_inodes = calloc(HW_WAIT_PROBE_MAX_FILES, sizeof *seen_inodes);
     size_t seen = 0;
-    for (char *line = maps, *next; line != NULL && *line != '\0'; line = next) {
+    bool too_many = false;
+    for (char *line = maps, *next; seen_inodes != NULL && line != NULL && *line != '\0'; line = next) {
         next = strchr(line, '\n');
         if (next != NULL)
             *next++ = '\0';
@@ -201,9 +202,10 @@ int hw_wait_probes_find(pid_t pid, hw_wait_probe *out, size_t max, char *why, si
             line[path_at] != '/' || strchr(perms, 'x') == NULL || inode == 0)
             continue;
         bool known = false;
-        for (size_t i = 0; i < seen; i++)
-            known |= seen_inodes[i] == inode;
-        if (known || seen == sizeof seen_inodes / sizeof seen_inodes[0])
+        for (size_t i = 0; i < seen && !known; i++)
+            known = seen_inodes[i] == inode;
+        too_many |= !known && seen == HW_WAIT_PROBE_MAX_FILES;
+        if (known || too_many)
             continue;
         seen_inodes[seen++] = inode;
         /* The file the process has, by a path the kernel resolves for us. */
@@ -217,9 +219,16 @@ int hw_wait_probes_find(pid_t pid, hw_wait_probe *out, size_t max, char *why, si
                 out[i].address = lo + (out[i].offset - map_offset);
     }
     free(maps);
+    free(seen_inodes);
     if (count == 0) {
-        snprintf(why, why_len, "no wait function (%s, ...) with a system call of its own in the files pid %d maps",
-                 wait_functions[0], (int)pid);
+        if (too_many)
+            snprintf(why, why_len,
+                     "no wait function (%s, ...) with a system call of its own in the first %d executable files pid "
+                     "%d maps (it maps more; the rest were not looked at)",
+                     wait_functions[0], HW_WAIT_PROBE_MAX_FILES, (int)pid);
+        else
+            snprintf(why, why_len, "no wait function (%s, ...) with a system call of its own in the files pid %d maps",
+                     wait_functions[0], (int)pid);
         return -ENOENT;
     }
     return (int)count;

@@ -24,6 +24,10 @@
 
 #define HW_WAIT_PROBE_MAX 64
 #define HW_WAIT_PROBE_MAX_CODE 4096
+/* Executable files looked at per process: a GTK program maps some 120, a
+ * browser several hundred; the C library, mapped first, comes last in the
+ * maps (the highest address), so the bound must hold them all. */
+#define HW_WAIT_PROBE_MAX_FILES 4096
 
 typedef struct hw_wait_probe {
     char path[320];   /* the file, by a path the kernel resolves to it now (ours, /proc/PID/root/..., map_files) */
