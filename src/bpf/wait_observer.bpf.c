@@ -65,7 +65,22 @@ struct pt_regs {
     unsigned long ip;
 } __attribute__((preserve_access_index));
 
-struct task_struct;
+/* The counters of a thread the stretch start keeps (CO-RE: the running
+ * kernel's offsets; a field its BTF lacks is left at 0). */
+struct sched_entity {
+    unsigned long long sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
+struct sched_info {
+    unsigned long long run_delay;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+    struct sched_entity se;
+    struct sched_info sched_info;
+    unsigned long nvcsw;
+    unsigned long maj_flt;
+} __attribute__((preserve_access_index));
 
 /* The per-system-call tracepoints' records (tracefs format files). */
 struct sys_enter_record {
@@ -101,6 +116,15 @@ struct {
     __type(key, __u32);
     __type(value, struct hw_kobs_process);
 } processes SEC(".maps");
+
+/* Each slot's counters at its stretch's start (wait_observer.h). */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, HW_KOBS_MAX_PAGES * HW_KOBS_SLOTS);
+    __type(key, __u32);
+    __type(value, struct hw_kobs_stretch_start);
+} stretch_starts SEC(".maps");
 
 /* New processes of watched ones (--follow), for the agent to watch. */
 struct {
@@ -235,6 +259,27 @@ static __always_inline int wait_begins(int waits, __u32 call, __u64 a0, __u64 a1
     return 0;
 }
 
+/* The current thread's counters into its slot's stretch start, for the
+ * stretch with odd sequence number `seq`, before the slot publishes it. */
+static __always_inline void keep_stretch_start(const struct hw_kobs_thread *t, __u64 seq)
+{
+    __u32 index = t->page * HW_KOBS_SLOTS + t->slot;
+    struct hw_kobs_stretch_start *start = bpf_map_lookup_elem(&stretch_starts, &index);
+    if (!start)
+        return;
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+    __u64 flags = 0;
+    start->on_cpu_ns = BPF_CORE_READ(task, se.sum_exec_runtime);
+    if (bpf_core_field_exists(task->sched_info)) {
+        start->runqueue_ns = BPF_CORE_READ(task, sched_info.run_delay);
+        flags |= HW_KOBS_STARTS_SCHEDSTAT;
+    }
+    start->voluntary_switches = BPF_CORE_READ(task, nvcsw);
+    start->major_faults = BPF_CORE_READ(task, maj_flt);
+    start->flags = flags;
+    *(volatile __u64 *)&start->seq = seq;
+}
+
 static __always_inline int wait_ends(long ret)
 {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -249,6 +294,7 @@ static __always_inline int wait_ends(long ret)
         return 0;
     __u64 seq = *(volatile __u64 *)&s->seq;
     if (!(seq & 1)) {
+        keep_stretch_start(t, seq + 1);
         *(volatile __u64 *)&s->busy_start_ns = bpf_ktime_get_ns();
         *(volatile __u64 *)&s->seq = seq + 1;
     }

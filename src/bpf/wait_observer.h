@@ -39,6 +39,27 @@ struct hw_kobs_page {
     struct hw_kobs_slot slots[HW_KOBS_SLOTS - 1];
 };
 
+/* A loop thread's own counters where its current busy stretch began, at
+ * its loop wait's return (the kernel observer alone has that moment with
+ * the thread's task at hand): the `time` section's window then starts at
+ * the stretch's start however often the loop turns.  One per slot, in the
+ * map `stretch_starts` (page * HW_KOBS_SLOTS + slot), mapped by the agent.
+ * `seq` is the slot's odd sequence number of that stretch, written after
+ * the counters and before the slot's own; a reader that sees it equal to
+ * the slot's odd seq before and after reading the counters holds that
+ * stretch's. */
+struct hw_kobs_stretch_start {
+    unsigned long long seq;
+    unsigned long long on_cpu_ns;          /* schedstat's first figure: se.sum_exec_runtime */
+    unsigned long long runqueue_ns;        /* its second: sched_info.run_delay */
+    unsigned long long voluntary_switches; /* nvcsw */
+    unsigned long long major_faults;       /* maj_flt */
+    unsigned long long flags;              /* HW_KOBS_STARTS_* */
+    unsigned long long unused_[2];
+};
+
+#define HW_KOBS_STARTS_SCHEDSTAT 1ull /* the kernel has run_delay (CONFIG_SCHED_INFO) */
+
 /* A watched process, for its threads that are not watched yet. */
 struct hw_kobs_process {
     unsigned int page;

@@ -129,6 +129,7 @@ int hw_stats_add(hw_stats *st, const hw_hang_summary *s, const hw_hang_summary *
         for (size_t c = 0; s->cause != NULL && c < HW_CAUSE_LABELS; c++)
             if (s->cause == hw_cause_label_at(c))
                 g->causes[c]++;
+        g->partial_causes += s->cause_partial;
     } else {
         g->follow_ups++;
         if (s->has_label && note_moved(g, &s->label) != 0)

@@ -41,6 +41,7 @@ typedef struct hw_stats_group {
     bool has_culprit;
     hw_sframe culprit;     /* from the group's newest report that names one */
     size_t causes[HW_CAUSE_LABELS]; /* its hangs by where their time went (hw_cause_label_at) */
+    size_t partial_causes;          /* of which found over part of the hang */
     /* where its hangs moved: the culprits of its follow-up reports that are
      * not the group's, each once, in the order seen (at most
      * HW_STATS_MOVED_MAX; moved_more counts the others) */

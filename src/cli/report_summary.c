@@ -382,6 +382,7 @@ int hw_hang_summary_of(json_t *root, const char *path, hw_hang_summary *out)
     out->hang_end = dup_at(apm, "hang_end", NULL, &oom);
     json_t *time = json_object_get(apm, "time");
     out->cause = hw_cause_label(hw_str_at(time, "cause", NULL), hw_str_at(time, "blocked_on", NULL));
+    out->cause_partial = out->cause != NULL && json_is_true(json_object_get(time, "partial"));
     out->time_known = uint_at(time, "window_us", &out->window_us) && uint_at(time, "on_cpu_us", &out->on_cpu_us) &&
                       uint_at(time, "runqueue_wait_us", &out->runqueue_us) &&
                       uint_at(time, "blocked_us", &out->blocked_us);

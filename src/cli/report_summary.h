@@ -57,6 +57,7 @@ typedef struct hw_hang_summary {
      * says it ("working", "blocked on network" ...), a static string, or
      * NULL when the report has none hangwatch writes; and the figures */
     const char *cause;
+    bool cause_partial; /* the verdict is of part of the hang (time.partial) */
     bool time_known;
     uint64_t window_us, on_cpu_us, runqueue_us, blocked_us, throttled_us;
     char *runtime_note; /* why the hung thread's runtime frames are missing or partial

@@ -99,7 +99,8 @@ static void put_processes(FILE *out, const hw_stats_group *g)
 }
 
 /* "    cause: blocked on network (3), working (1)": the group's hangs by
- * where their time went, most first (nothing when no report says). */
+ * where their time went, most first (nothing when no report says), and
+ * "; 1 of them over part of the hang" for verdicts of partial windows. */
 static void put_causes(FILE *out, const hw_stats_group *g)
 {
     bool done[HW_CAUSE_LABELS] = {false};
@@ -115,6 +116,8 @@ static void put_causes(FILE *out, const hw_stats_group *g)
         fprintf(out, "%s%s (%zu)", sep, hw_cause_label_at(best), g->causes[best]);
         sep = ", ";
     }
+    if (sep[0] == ',' && g->partial_causes > 0)
+        fprintf(out, "; %zu of them over part of the hang", g->partial_causes);
     if (sep[0] == ',')
         fputc('\n', out);
 }
@@ -223,6 +226,7 @@ json_t *hw_stats_to_json(const hw_stats *st, const hw_report_walk_counts *counts
             if (g->causes[c] > 0)
                 json_object_set_new(causes, hw_cause_label_at(c), hw_json_u64(g->causes[c]));
         json_object_set_new(o, "causes", causes);
+        json_object_set_new(o, "partial_causes", hw_json_u64(g->partial_causes));
         json_array_append_new(groups, o);
     }
     json_t *root = json_object();

@@ -422,5 +422,7 @@ char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
         break; /* working: the time on a CPU is said first */
     }
     add(out, len, &used, " of %.1f s", seconds(t->window_ns));
+    if (t->partial)
+        add(out, len, &used, " (partial: the stretch's first %.1f s are not in it)", seconds(t->window_offset_ns));
     return out;
 }

@@ -100,11 +100,15 @@ typedef struct hw_blocked_look {
 typedef struct hw_time_section {
     bool present;             /* false: `missing` says why there are no figures */
     const char *missing;      /* a static sentence */
-    const char *window_from;  /* "stretch_start" (a reading while the loop last waited), "stop" (one at the
+    const char *window_from;  /* "wait_return" (the kernel observer's counters at the loop wait's return),
+                                 "stretch_start" (a reading while the loop last waited), "stop" (one at the
                                  last look that found its process stopped, where the stretch's clock
-                                 starts again) or "earlier_look" */
+                                 starts again), "earlier_look" or "cpu_window" */
     uint64_t window_ns;       /* from the window's start to the reading */
     uint64_t window_offset_ns; /* the window's start minus the stretch's start */
+    /* the window covers less than HW_TIME_WHOLE_SHARE of the stretch up to
+     * its end: the verdict is of part of it */
+    bool partial;
     bool has_schedstat;
     uint64_t on_cpu_ns, runqueue_ns, blocked_ns; /* blocked: the rest of the window but stopped_ns */
     uint64_t stopped_ns; /* held stopped by hangwatch's captures (decisions.md §44) */
@@ -150,6 +154,8 @@ typedef struct hw_time_section {
 #define HW_CAUSE_STARVED_SHARE 0.5
 #define HW_CAUSE_BLOCKED_SHARE 0.6
 #define HW_CAUSE_SECONDARY_SHARE 0.2
+/* A window this much of its stretch or more is the whole hang's. */
+#define HW_TIME_WHOLE_SHARE 0.9
 
 /* Fill t->cause and t->blocked_on from its figures and its look. */
 void hw_cause_decide(hw_time_section *t);

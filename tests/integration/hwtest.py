@@ -229,12 +229,13 @@ def symbols(frame_list):
     return [f.get("symbol_name", "?") for f in frame_list]
 
 
-def runnable_cause(t):
+def cause_by_rule(t):
     """The verdict decisions.md §44's rules give a time section `t` (or its
-    at_end) of a thread that was not throttled, from its shares on a CPU and
-    waiting for one: "working", "starved", or None (asleep for most of it,
-    or mixed).  A test holds a busy machine's verdict to what the kernel
-    counted this way, not to what an idle machine gives."""
+    at_end) of a thread that was not throttled, from its shares on a CPU,
+    waiting for one and asleep: "working", "starved", "blocked" (or
+    paging, which the shares do not tell apart) or "mixed".  A test holds a
+    busy machine's verdict to what the kernel counted this way, not to what
+    an idle machine gives."""
     w, on, queue = t["window_us"], t["on_cpu_us"], t["runqueue_wait_us"]
     if on >= 0.6 * w:
         return "working"
@@ -242,7 +243,9 @@ def runnable_cause(t):
         return "starved"
     if on + queue >= 0.6 * w:
         return "working" if on >= queue else "starved"
-    return None
+    if t["blocked_us"] >= 0.6 * w:
+        return "blocked"
+    return "mixed"
 
 
 def main(cases):

@@ -348,7 +348,7 @@ def case_cpu_high():
               and t.get("on_cpu_us", 0) >= 0.4 * t["window_us"], f"the time section: {t}")
         parts = t["on_cpu_us"] + t["runqueue_wait_us"] + t["blocked_us"] + t["stopped_us"]
         check(0 < t["stopped_us"] < 500_000, f"the capture's stop of the hottest thread: {t}")
-        spun = hwtest.runnable_cause(t) == "working"  # the verdict's rule for working (decisions.md §44)
+        spun = hwtest.cause_by_rule(t) == "working"  # the verdict's rule for working (decisions.md §44)
         check(abs(parts - t["window_us"]) <= 4 and (t.get("cause") == "working") == spun, f"the time section: {t}")
         text = show(r.report_paths[0])
         check("CPU high in loop-scenarios" in text and "x  spin_in_worker" in text, text)

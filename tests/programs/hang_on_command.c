@@ -39,5 +39,5 @@ __attribute__((noinline)) static void on_command(const char *line)
 
 int main(void)
 {
-    return serve_stdin_commands(on_command, "ready\n");
+    return serve_stdin_commands(on_command, "ready\n", -1);
 }

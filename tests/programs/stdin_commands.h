@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 /* Print `ready` (a whole line) once the loop is about to wait, then run
- * each line of stdin through on_command.  Returns 0 at the end of stdin,
- * 1 when epoll cannot be had. */
-static int serve_stdin_commands(void (*on_command)(const char *line), const char *ready)
+ * each line of stdin through on_command; the loop turns at least every
+ * `turn_ms` (-1: only for a line).  Returns 0 at the end of stdin, 1 when
+ * epoll cannot be had. */
+static int serve_stdin_commands(void (*on_command)(const char *line), const char *ready, int turn_ms)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = 0};
@@ -31,7 +32,7 @@ static int serve_stdin_commands(void (*on_command)(const char *line), const char
     size_t used = 0;
     for (;;) {
         struct epoll_event got;
-        if (epoll_wait(ep, &got, 1, -1) <= 0)
+        if (epoll_wait(ep, &got, 1, turn_ms) <= 0)
             continue;
         ssize_t r = read(0, buf + used, sizeof buf - 1 - used);
         if (r <= 0)

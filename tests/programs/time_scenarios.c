@@ -3,7 +3,10 @@
  * for the tests of a report's `time` section (where the time went: on a
  * CPU, waiting for one, throttled, blocked on what).
  *
- * It waits in epoll_wait on stdin; each line is a command:
+ * It waits in epoll_wait on stdin (with --turn-every MS, for MS ms at most:
+ * a loop that turns all the time); each line is a command:
+ *   close MS1 MS2  close_the_books() computes for MS1 ms of CPU time, then
+ *                  sleeps MS2 ms (a hang of two halves)
  *   work MS        compute_invoice() computes for MS ms of its own CPU
  *                  time (CLOCK_THREAD_CPUTIME_ID): 2.5 s of it is a working
  *                  hang; in a cgroup limited to 20 %, 0.6 s of it takes
@@ -106,6 +109,22 @@ __attribute__((noinline)) static void fetch_price(int port)
     ssize_t n = recv(s, buf, sizeof buf, 0);
     printf("price %zd bytes\n", n);
     close(s);
+}
+
+/* Half and half: computes for WORK_MS of CPU time, then sleeps SLEEP_MS. */
+__attribute__((noinline)) static void close_the_books(long work_ms, long sleep_ms)
+{
+    double end = clock_seconds(CLOCK_THREAD_CPUTIME_ID) + (double)work_ms / 1000.0;
+    unsigned long long x = 0x9e3779b97f4a7c15ull;
+    while (clock_seconds(CLOCK_THREAD_CPUTIME_ID) < end) {
+        for (int i = 0; i < 8000; i++)
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+        invoice_total ^= x;
+    }
+    struct timespec left = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000L};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+    printf("closed the books\n");
 }
 
 __attribute__((noinline)) static void wait_for_quote(long ms)
@@ -271,8 +290,10 @@ __attribute__((noinline)) static void update_totals(long ms)
 
 static void on_command(const char *line)
 {
-    long n = 0;
-    if (sscanf(line, "work %ld", &n) == 1)
+    long n = 0, m = 0;
+    if (sscanf(line, "close %ld %ld", &n, &m) == 2)
+        close_the_books(n, m);
+    else if (sscanf(line, "work %ld", &n) == 1)
         compute_invoice(n);
     else if (sscanf(line, "spin %ld", &n) == 1)
         spin_for_wall_time(n);
@@ -302,9 +323,10 @@ static void on_command(const char *line)
     fflush(stdout);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     char ready[32];
     snprintf(ready, sizeof ready, "ready %d\n", (int)getpid());
-    return serve_stdin_commands(on_command, ready);
+    int turn_ms = argc == 3 && strcmp(argv[1], "--turn-every") == 0 ? atoi(argv[2]) : -1;
+    return serve_stdin_commands(on_command, ready, turn_ms);
 }

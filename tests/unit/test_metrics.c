@@ -39,9 +39,9 @@ static void test_hangs_and_histogram(void **state)
     hw_metrics *m = hw_metrics_new("runloop");
     assert_non_null(m);
     hw_metrics_watched(m, "my-server", 1);
-    hw_metrics_hang_detected(m, "my-server", HW_METRICS_HANG, HW_CAUSE_BLOCKED);
+    hw_metrics_hang_detected(m, "my-server", HW_METRICS_HANG, HW_CAUSE_BLOCKED, false);
     hw_metrics_hang_ended(m, "my-server", HW_METRICS_HANG, 2500000000ull); /* 2.5 s */
-    hw_metrics_hang_detected(m, "my-server", HW_METRICS_HANG, HW_CAUSE_BLOCKED);
+    hw_metrics_hang_detected(m, "my-server", HW_METRICS_HANG, HW_CAUSE_BLOCKED, true);
     hw_metrics_hang_ended(m, "my-server", HW_METRICS_HANG, 100000000ull); /* exactly 0.1 s: le="0.1" */
     hw_metrics_hung_time(m, "my-server", 2600000000ull);
     size_t len = 0;
@@ -50,6 +50,8 @@ static void test_hangs_and_histogram(void **state)
     assert_int_equal(strlen(text), len);
     assert_true(value_of(text, "hangwatch_hangs_total{process=\"my-server\",detector=\"runloop\",hang_type=\"hang\",cause=\"blocked\"}") == 2);
     assert_true(value_of(text, "hangwatch_hangs_total{process=\"my-server\",detector=\"runloop\",hang_type=\"hang\",cause=\"working\"}") == 0);
+    /* one of the two verdicts was over part of its hang */
+    assert_true(value_of(text, "hangwatch_partial_verdicts_total{process=\"my-server\",detector=\"runloop\",hang_type=\"hang\"}") == 1);
     const char *h = "hangwatch_hang_duration_seconds";
     char series[256];
     snprintf(series, sizeof series, "%s_count{process=\"my-server\",detector=\"runloop\",hang_type=\"hang\"}", h);
@@ -137,7 +139,7 @@ static void test_labels_escaped_and_bounded(void **state)
     for (int i = 0; i < HW_METRICS_MAX_PROCESSES + 10; i++) {
         char name[16];
         snprintf(name, sizeof name, "p%d", i);
-        hw_metrics_hang_detected(m, name, HW_METRICS_HANG, HW_CAUSE_BLOCKED);
+        hw_metrics_hang_detected(m, name, HW_METRICS_HANG, HW_CAUSE_BLOCKED, false);
     }
     char *text = hw_metrics_render(m, NULL);
     /* The comm as hw_escape_text prints it (\\, \x0a, \x1b), then the
@@ -160,7 +162,7 @@ static void test_sentry_and_null(void **state)
 {
     (void)state;
     /* A NULL registry (metrics off) takes every call. */
-    hw_metrics_hang_detected(NULL, "x", HW_METRICS_HANG, HW_CAUSE_BLOCKED);
+    hw_metrics_hang_detected(NULL, "x", HW_METRICS_HANG, HW_CAUSE_BLOCKED, false);
     hw_metrics_sentry_sent(NULL);
     assert_null(hw_metrics_render(NULL, NULL));
     hw_metrics *m = hw_metrics_new("runloop");

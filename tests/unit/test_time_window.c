@@ -114,6 +114,24 @@ static void a_working_thread_is_unchanged(void **state)
     assert_true(t.runqueue_pending_ns <= 4 * MS);
 }
 
+/* A window from a look 1.2 s into a 2 s stretch is partial, and the
+ * clause says what it leaves out; one 50 ms in is the whole hang's. */
+static void a_window_of_part_of_the_stretch_says_so(void **state)
+{
+    (void)state;
+    hw_thread_counters from = reading(2200, 500, 50, 40, 0), to = reading(3000, 1290, 50, 40, 0);
+    hw_time_section t;
+    hw_time_section_fill(&t, &from, &to, NULL, -ENOENT, from.at_ns, 1000 * MS, "earlier_look", NULL);
+    assert_true(t.partial);
+    assert_int_equal(t.window_offset_ns, 1200 * MS);
+    char clause[256];
+    assert_non_null(strstr(hw_time_clause(&t, clause, sizeof clause), "(partial: the stretch's first 1.2 s"));
+    from.at_ns = 1050 * MS;
+    hw_time_section_fill(&t, &from, &to, NULL, -ENOENT, from.at_ns, 1000 * MS, "earlier_look", NULL);
+    assert_false(t.partial);
+    assert_null(strstr(hw_time_clause(&t, clause, sizeof clause), "partial"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +140,7 @@ int main(void)
         cmocka_unit_test(a_thread_asleep_all_along_is_asleep),
         cmocka_unit_test(without_the_switch_count_nothing_is_guessed),
         cmocka_unit_test(a_working_thread_is_unchanged),
+        cmocka_unit_test(a_window_of_part_of_the_stretch_says_so),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

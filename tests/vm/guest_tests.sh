@@ -75,6 +75,8 @@ test_watch_auto() {
     wait $watcher
     grep -q "pays on each of its system calls" $d/err && problem "auto said the tracepoints' cost: $(cat $d/err)"
     check_one_report $d render_report_synchronously
+    grep -q '"window_from": *"wait_return"' $d/r/hang-*.json ||
+        problem "the time window is not from the loop wait's return: $(grep -o '"window_from": *"[a-z_]*"' $d/r/hang-*.json)"
     verdict watch_auto "$(grep 'hangwatch: hang in' $d/err)"
 }
 
@@ -158,6 +160,8 @@ test_first_hang_after_attach() {
     count=$(ls $d/r/hang-*.json 2>/dev/null | wc -l)
     [ "$count" = 2 ] || problem "$count hang reports, not 2: $(cat $d/err)"
     grep -q '"decided": *"primed"' $d/r/hang-*.json || problem "the loop's wait is not the one it was found in"
+    [ "$(grep -c '"window_from": *"wait_return"' $d/r/hang-*.json | grep -c ':[1-9]')" = 2 ] ||
+        problem "a time window is not from the loop wait's return: $(grep -o '"window_from": *"[a-z_]*"' $d/r/hang-*.json)"
     verdict first_hang_after_attach "$(grep -c 'hangwatch: hang in' $d/err) hangs: $(grep 'hangwatch: hang in' $d/err | sed 's/.*busy/busy/; s/;.*//' | tr '\n' ' ')"
 }
 

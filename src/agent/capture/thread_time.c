@@ -283,6 +283,7 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
     t->window_from = window_from;
     t->window_ns = since(to->at_ns, window_start_ns);
     t->window_offset_ns = since(window_start_ns, stretch_start_ns);
+    t->partial = (double)t->window_ns < HW_TIME_WHOLE_SHARE * (double)since(to->at_ns, stretch_start_ns);
     t->has_schedstat = from->has_schedstat && to->has_schedstat;
     if (t->has_schedstat) {
         /* Held stopped by the agent's captures: asleep in the kernel's
@@ -310,8 +311,9 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
          * is one; the captures' stops, counted, are the others) never
          * slept: the rest was spent runnable.  A thread asleep all along
          * makes no switch either, hence the states. */
-        bool awake_at_start =
-            (window_from != NULL && strcmp(window_from, "stretch_start") == 0) || from->state == 'R';
+        bool awake_at_start = (window_from != NULL && (strcmp(window_from, "stretch_start") == 0 ||
+                                                       strcmp(window_from, "wait_return") == 0)) ||
+                              from->state == 'R';
         if (t->blocked_ns > 0 && awake_at_start && to->state == 'R' && from->has_switches && to->has_switches &&
             since(to->voluntary_switches, from->voluntary_switches) <= since(to->agent_stops, from->agent_stops)) {
             t->runqueue_pending_ns = t->blocked_ns;

@@ -173,7 +173,7 @@ void hw_exports_ping(hw_exports *ex, pid_t tid, unsigned slot, uint64_t token)
 /* ---- a hang's metrics, on the watch thread ---- */
 
 void hw_exports_hang_begin(hw_exports *ex, hw_hang_metrics *hm, const char *process, bool launch, uint64_t start_ns,
-                           uint64_t now, hw_cause cause)
+                           uint64_t now, hw_cause cause, bool partial)
 {
     hw_metrics *m = hw_exports_metrics(ex);
     if (!m)
@@ -182,9 +182,10 @@ void hw_exports_hang_begin(hw_exports *ex, hw_hang_metrics *hm, const char *proc
     hm->launch = launch;
     hm->counted_ns = now;
     hm->cause = cause;
+    hm->partial = partial;
     if (launch)
         return; /* a launch is a hang only if the process turns out to be a loop */
-    hw_metrics_hang_detected(m, hm->process, HW_METRICS_HANG, hm->cause);
+    hw_metrics_hang_detected(m, hm->process, HW_METRICS_HANG, hm->cause, hm->partial);
     hw_metrics_loops_hung(m, hm->process, 1);
     /* It has been busy since its start. */
     hw_metrics_hung_time(m, hm->process, now > start_ns ? now - start_ns : 0);
@@ -207,7 +208,7 @@ void hw_exports_hang_end(hw_exports *ex, hw_hang_metrics *hm, uint64_t now, uint
     if (hm->launch) {
         if (!keep_launch)
             return; /* a command that simply ran: no loop, no hang */
-        hw_metrics_hang_detected(m, hm->process, HW_METRICS_LAUNCH_HANG, hm->cause);
+        hw_metrics_hang_detected(m, hm->process, HW_METRICS_LAUNCH_HANG, hm->cause, hm->partial);
         hw_metrics_hung_time(m, hm->process, final_ns);
         hw_metrics_hang_ended(m, hm->process, HW_METRICS_LAUNCH_HANG, final_ns);
         return;

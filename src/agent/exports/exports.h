@@ -70,13 +70,14 @@ typedef struct hw_hang_metrics {
     bool launch;         /* a launch: counted only once kept */
     uint64_t counted_ns; /* hung time counted up to here (monotonic) */
     hw_cause cause;      /* where its time went, at its detection */
+    bool partial;        /* ... found over part of the hang */
 } hw_hang_metrics;
 
 /* A hang of `process`, busy since `start_ns`, began at `now` (a launch is
  * counted only once kept); it is still on at `now`; it ended with
  * `final_ns` (a launch's `keep_launch`: the process proved a loop). */
 void hw_exports_hang_begin(hw_exports *ex, hw_hang_metrics *hm, const char *process, bool launch, uint64_t start_ns,
-                           uint64_t now, hw_cause cause);
+                           uint64_t now, hw_cause cause, bool partial);
 void hw_exports_hang_still_on(hw_exports *ex, hw_hang_metrics *hm, uint64_t now);
 void hw_exports_hang_end(hw_exports *ex, hw_hang_metrics *hm, uint64_t now, uint64_t final_ns, bool keep_launch);
 

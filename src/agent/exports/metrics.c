@@ -33,6 +33,7 @@ typedef struct process_counts {
     int64_t loops_hung;
     uint64_t hung_ns;
     uint64_t hangs[HW_METRICS_HANG_TYPES][HW_METRICS_CAUSES]; /* by type and cause (hw_cause) */
+    uint64_t partial[HW_METRICS_HANG_TYPES]; /* of which the cause was found over part of the hang */
     uint64_t bucket[HW_METRICS_HANG_TYPES][HW_METRICS_BUCKETS]; /* per bucket, not cumulative */
     uint64_t duration_count[HW_METRICS_HANG_TYPES];
     uint64_t duration_sum_ns[HW_METRICS_HANG_TYPES];
@@ -124,10 +125,15 @@ void hw_metrics_watched(hw_metrics *m, const char *process, int delta)
     UPDATE(m, find(m, process)->watched += delta);
 }
 
-void hw_metrics_hang_detected(hw_metrics *m, const char *process, hw_metrics_hang_type type, hw_cause cause)
+void hw_metrics_hang_detected(hw_metrics *m, const char *process, hw_metrics_hang_type type, hw_cause cause,
+                              bool partial)
 {
     unsigned c = (unsigned)cause < HW_METRICS_CAUSES ? (unsigned)cause : HW_CAUSE_UNKNOWN;
-    UPDATE(m, find(m, process)->hangs[type_index(type)][c]++);
+    UPDATE(m, {
+        process_counts *p = find(m, process);
+        p->hangs[type_index(type)][c]++;
+        p->partial[type_index(type)] += partial;
+    });
 }
 
 void hw_metrics_loops_hung(hw_metrics *m, const char *process, int delta)
@@ -288,6 +294,19 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
                 fprintf(f, "\",detector=\"%s\",hang_type=\"%s\",cause=\"%s\"} %llu\n", detector,
                         hang_type_names[t], hw_cause_name((hw_cause)c), (unsigned long long)procs[i]->hangs[t][c]);
             }
+        }
+
+    family(f, "hangwatch_partial_verdicts_total", "counter",
+           "Of hangwatch_hangs_total, the hangs whose cause was found over part of the hang (its window covers "
+           "less than 90 % of the stretch): a less certain cause.");
+    for (size_t i = 0; i < n; i++)
+        for (unsigned t = 0; t < HW_METRICS_HANG_TYPES; t++) {
+            if (!shown(procs[i], t) || t == HW_METRICS_CPU_HIGH)
+                continue;
+            fputs("hangwatch_partial_verdicts_total{process=\"", f);
+            put_label_value(f, procs[i]->name);
+            fprintf(f, "\",detector=\"%s\",hang_type=\"%s\"} %llu\n", detector, hang_type_names[t],
+                    (unsigned long long)procs[i]->partial[t]);
         }
 
     family(f, "hangwatch_hang_duration_seconds", "histogram",

@@ -80,7 +80,8 @@ void hw_metrics_free(hw_metrics *m);
 void hw_metrics_watched(hw_metrics *m, const char *process, int delta);
 /* A hang was detected (a launch hang: once it is kept), with the verdict
  * of where its time went (hangwatch.time.cause: the `cause` label). */
-void hw_metrics_hang_detected(hw_metrics *m, const char *process, hw_metrics_hang_type type, hw_cause cause);
+void hw_metrics_hang_detected(hw_metrics *m, const char *process, hw_metrics_hang_type type, hw_cause cause,
+                              bool partial);
 /* A loop of this process is hung from now on (+1) or no more (-1). */
 void hw_metrics_loops_hung(hw_metrics *m, const char *process, int delta);
 /* Time a loop of this process spent hung, counted as it passes. */

@@ -615,6 +615,8 @@ json_t *hw_time_json(const hw_time_section *t)
                           as_int(t->window_offset_ns / 1000));
     if (!o)
         return NULL;
+    if (t->partial)
+        json_object_set_new(o, "partial", json_true());
     if (t->has_schedstat) {
         json_object_set_new(o, "on_cpu_us", json_integer(as_int(t->on_cpu_ns / 1000)));
         json_object_set_new(o, "runqueue_wait_us", json_integer(as_int(t->runqueue_ns / 1000)));

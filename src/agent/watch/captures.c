@@ -128,10 +128,17 @@ static void count_agent_stops(watched_process *w, const hw_process_snapshot *sna
             continue;
         for (unsigned s = 0; s < HW_PAGE_SLOTS; s++) {
             loop_watch *l = w->loops[s];
-            if (l != NULL && l->tid == snap->threads[i].tid)
-            {
+            if (l != NULL && l->tid == snap->threads[i].tid) {
                 l->agent_stopped_ns += snap->threads[i].stopped_ns;
                 l->agent_stops++;
+                /* the stretch the stop was in: the loop's, right after it */
+                uint64_t seq = atomic_load_explicit(&w->page->slots[s].seq, memory_order_acquire);
+                if (seq != l->stretch_stops_seq) {
+                    l->stretch_stops_seq = seq;
+                    l->stretch_stopped_ns = l->stretch_stops = 0;
+                }
+                l->stretch_stopped_ns += snap->threads[i].stopped_ns;
+                l->stretch_stops++;
             }
         }
     }

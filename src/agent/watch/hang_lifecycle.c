@@ -71,7 +71,7 @@ static void capture_for_report(agent *a, watched_process *w, loop_watch *l, cons
     capture_for_request(a, w, l->tid, now, req);
     early_sampler_fill_request(l->sampler, w, c->seq, req);
     if (!req->snap.process_exited)
-        hang_time_section(w, l, c->seq, c->busy_start_ns, &look, &req->time);
+        hang_time_section(a, w, l, c->seq, c->busy_start_ns, &look, &req->time);
     else
         req->time.missing = "the process ended during the capture";
 }
@@ -85,7 +85,7 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
         return;
     capture_for_report(a, w, l, c, req);
     hw_metrics_hang_detected(hw_exports_metrics(a->exports), w->metrics_name,
-                             c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG, req->time.cause);
+                             c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG, req->time.cause, req->time.partial);
     submit_request(a, NULL, req, false);
     free(req);
 }
@@ -115,7 +115,7 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
         capture_for_report(a, w, l, &c, req);
     /* Counted once its cause is known (the capture's time section). */
     hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
-                          req ? req->time.cause : HW_CAUSE_UNKNOWN);
+                          req ? req->time.cause : HW_CAUSE_UNKNOWN, req && req->time.partial);
     if (req) {
         submit_request(a, l->hang, req, false);
         free(req);
@@ -253,7 +253,7 @@ static void end_hang(agent *a, loop_watch *l, uint64_t now, const char *end, boo
         send_followup(a, l);
     if (l->hang) {
         hw_hang_end e = {.final_ns = final_ns, .precision_ns = precision_ns, .end = end, .wait_status = wait_status};
-        hang_time_section(l->process, l, l->hung_seq, l->hung_start_ns, NULL, &e.time);
+        hang_time_section(a, l->process, l, l->hung_seq, l->hung_start_ns, NULL, &e.time);
         worker_submit_finish(a->worker, l->hang, &e, keep_launch);
     }
     l->hang = NULL;

@@ -21,6 +21,8 @@
  */
 #include "watch.h"
 
+#include <string.h>
+
 /* FNV-1a of the process's /proc/PID/cgroup: which cgroups it is in. */
 static uint64_t membership_of(pid_t pid)
 {
@@ -76,12 +78,23 @@ void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq)
     l->time_base_stopped = true;
 }
 
-uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
+/* Does the kernel observer keep `w`'s stretch starts (wait_observer.h)? */
+static bool kernel_keeps_starts(const agent *a, const watched_process *w)
+{
+    return hw_kobs_owns(a->kobs, w->page);
+}
+
+uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
     /* A reading from before the process moved to another cgroup does not
      * subtract from one after: take it again (in the wait, it still stands
      * for the stretch's start). */
     hw_cgroup_cpu *cgroup = process_cgroup(w);
+    /* Looks every 50 ms while the loop turns, so that a stretch's first
+     * reading is no later than that into it; where the kernel keeps each
+     * stretch's start, only for the cgroup's throttling counters, which
+     * are the group's (none without a quota). */
+    bool cadence = !kernel_keeps_starts(a, w) || (cgroup != NULL && cgroup->limited);
     if (l->time_base.valid && l->time_base.cgroup_generation == w->cgroup_generation) {
         if (l->time_base_seq == r->seq)
             return UINT64_MAX; /* this wait's, or this stretch's, is kept */
@@ -89,12 +102,12 @@ uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_re
             return UINT64_MAX; /* taken in the wait right before this stretch: it stands for its start */
         uint64_t allowed = l->time_base.at_ns + TIME_READING_MIN_INTERVAL_NS;
         if (now < allowed)
-            return r->busy ? allowed : UINT64_MAX; /* a stretch without its reading: look again then */
+            return r->busy || cadence ? allowed : UINT64_MAX; /* the loop turned: look again then */
     }
     read_counters_in(w, l, cgroup, &l->time_base);
     l->time_base_seq = r->seq;
     l->time_base_stopped = false;
-    return UINT64_MAX;
+    return cadence ? now + TIME_READING_MIN_INTERVAL_NS : UINT64_MAX;
 }
 
 void hang_time_thread_reading(watched_process *w, pid_t tid, hw_thread_counters *out)
@@ -116,18 +129,65 @@ void hang_time_cpu_section(watched_process *w, pid_t tid, const hw_thread_counte
         out->missing = "no reading of the thread's counters from the start of the report's window";
 }
 
-void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
+/* The loop's counters where stretch `seq` (begun at `stretch_start_ns`)
+ * began, kept by the kernel at its loop wait's return (the kernel
+ * observer's pages): the window is the whole stretch however often the
+ * loop turns.  The cgroup's throttling counters are the group's, not the
+ * thread's: they come from the agent's own reading of this cgroup, the
+ * nearest before, or none.  The captures' stops in this stretch are not
+ * in its start. */
+static bool kernel_stretch_start(const agent *a, watched_process *w, loop_watch *l, uint64_t seq,
+                                 uint64_t stretch_start_ns, hw_thread_counters *out)
+{
+    if (l->kernel_start.valid && l->kernel_start_seq == seq) {
+        *out = l->kernel_start; /* the hang's final update: as at its detection */
+        return true;
+    }
+    hw_kobs_stretch_counters k;
+    if (!kernel_keeps_starts(a, w) || !hw_kobs_stretch_start(a->kobs, w->page, l->slot, seq, &k))
+        return false;
+    memset(out, 0, sizeof *out);
+    out->valid = true;
+    out->at_ns = stretch_start_ns;
+    out->state = 'R'; /* just back from its wait */
+    out->has_schedstat = k.has_runqueue;
+    out->on_cpu_ns = k.on_cpu_ns;
+    out->runqueue_ns = k.runqueue_ns;
+    out->has_faults = out->has_switches = true;
+    out->major_faults = k.major_faults;
+    out->voluntary_switches = k.voluntary_switches;
+    out->cgroup_generation = w->cgroup_generation;
+    const hw_thread_counters *base = &l->time_base;
+    if (base->valid && base->has_throttle && base->cgroup_generation == w->cgroup_generation &&
+        base->at_ns <= stretch_start_ns) {
+        out->has_throttle = true;
+        out->throttled_ns = base->throttled_ns;
+        out->throttled_periods = base->throttled_periods;
+    }
+    bool stopped_in_it = l->stretch_stops_seq == seq;
+    out->agent_stopped_ns = l->agent_stopped_ns - (stopped_in_it ? l->stretch_stopped_ns : 0);
+    out->agent_stops = l->agent_stops - (stopped_in_it ? l->stretch_stops : 0);
+    l->kernel_start = *out;
+    l->kernel_start_seq = seq;
+    return true;
+}
+
+void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
                        hw_blocked_look *look, hw_time_section *out)
 {
     if (look)
         hw_blocked_look_describe_fd(w->pid, look);
     hw_cgroup_cpu *cgroup = process_cgroup(w); /* found again if the process moved */
-    hw_thread_counters now;
+    hw_thread_counters now, at_start;
     read_counters_in(w, l, cgroup, &now);
     const hw_thread_counters *from = NULL;
     uint64_t window_start = 0;
     const char *window_from = NULL;
-    if (l->time_base.valid && l->time_base_seq + 1 == seq && !(l->time_base_seq & 1)) {
+    if (kernel_stretch_start(a, w, l, seq, stretch_start_ns, &at_start)) {
+        from = &at_start;
+        window_start = stretch_start_ns;
+        window_from = "wait_return";
+    } else if (l->time_base.valid && l->time_base_seq + 1 == seq && !(l->time_base_seq & 1)) {
         from = &l->time_base; /* read in the wait before the stretch */
         window_start = stretch_start_ns;
         window_from = "stretch_start";

@@ -55,6 +55,9 @@ _Static_assert(HW_KOBS_AFTER_WAITING == HW_ACTIVITY_AFTER_WAITING, "activity val
 
 #define MAX_PENDING_CHILDREN 1024
 #define MAX_SHARED_LINKS 32 /* fentry/fexit or tracepoint programs */
+#define STARTS_BYTES ((size_t)HW_KOBS_MAX_PAGES * HW_KOBS_SLOTS * sizeof(struct hw_kobs_stretch_start))
+_Static_assert(sizeof(struct hw_kobs_stretch_start) == 64, "a stretch start per cache line");
+_Static_assert(STARTS_BYTES % 4096 == 0, "the stretch starts fill whole pages");
 
 /* The uprobes of one watched process (--attach uprobe). */
 typedef struct process_probes {
@@ -74,6 +77,7 @@ struct hw_kernel_observer {
     hw_link_reaper *reaper;                    /* uprobe: destroys a process's probes off the watch thread */
     struct bpf_link *fork_link;                /* fentry or uprobe with --follow: the fork tracepoint */
     hw_shared_page *pages; /* HW_KOBS_MAX_PAGES pages, mapped from the BPF map */
+    const struct hw_kobs_stretch_start *starts; /* HW_KOBS_MAX_PAGES * HW_KOBS_SLOTS, mapped read-only */
     bool used[HW_KOBS_MAX_PAGES];
     bool wait_end_unseen[HW_KOBS_MAX_PAGES]; /* fentry: found in a wait whose end fexit cannot see */
     struct ring_buffer *children; /* new processes of watched ones (--follow) */
@@ -320,6 +324,15 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
             snprintf(reason, sizeof reason, "its pages could not be mapped: %s", strerror(e));
         } else {
             k->pages = m;
+        }
+    }
+    if (e == 0) {
+        void *m = mmap(NULL, STARTS_BYTES, PROT_READ, MAP_SHARED, bpf_map__fd(k->skel->maps.stretch_starts), 0);
+        if (m == MAP_FAILED) {
+            e = errno;
+            snprintf(reason, sizeof reason, "its stretch starts could not be mapped: %s", strerror(e));
+        } else {
+            k->starts = m;
         }
     }
     if (e == 0) {
@@ -672,6 +685,27 @@ bool hw_kobs_wait_end_unseen(const hw_kernel_observer *k, const hw_shared_page *
     return k->wait_end_unseen[page_index(k, page)];
 }
 
+bool hw_kobs_stretch_start(const hw_kernel_observer *k, const hw_shared_page *page, unsigned slot, uint64_t seq,
+                           hw_kobs_stretch_counters *out)
+{
+    if (!hw_kobs_owns(k, page) || k->starts == NULL || slot >= HW_PAGE_SLOTS || !(seq & 1))
+        return false;
+    const _Atomic uint64_t *slot_seq = &page->slots[slot].seq;
+    const volatile struct hw_kobs_stretch_start *start = &k->starts[page_index(k, page) * HW_KOBS_SLOTS + slot];
+    /* loop_state.h's order, as wait_observer.h says: the start's seq, then
+     * its counters, then the slot's seq again */
+    if (atomic_load_explicit(slot_seq, memory_order_acquire) != seq || start->seq != seq)
+        return false;
+    atomic_thread_fence(memory_order_acquire);
+    out->on_cpu_ns = start->on_cpu_ns;
+    out->runqueue_ns = start->runqueue_ns;
+    out->has_runqueue = (start->flags & HW_KOBS_STARTS_SCHEDSTAT) != 0;
+    out->voluntary_switches = start->voluntary_switches;
+    out->major_faults = start->major_faults;
+    atomic_thread_fence(memory_order_acquire);
+    return start->seq == seq && atomic_load_explicit(slot_seq, memory_order_acquire) == seq;
+}
+
 bool hw_kobs_owns(const hw_kernel_observer *k, const hw_shared_page *page)
 {
     const char *p = (const char *)page, *base = k ? (const char *)k->pages : NULL;
@@ -737,6 +771,8 @@ void hw_kobs_close(hw_kernel_observer *k)
     bpf_link__destroy(k->fork_link);
     if (k->pages)
         munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);
+    if (k->starts)
+        munmap((void *)k->starts, STARTS_BYTES);
     unload(k);
     free(k);
 }

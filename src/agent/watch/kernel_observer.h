@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "core/abi/shared_page.h"
@@ -98,6 +99,19 @@ void hw_kobs_thread_ended(hw_kernel_observer *k, const hw_shared_page *page, uns
  * only from calls entered after it was attached): the stretch after it is
  * not watched; from the next wait call on, the loop is. */
 bool hw_kobs_wait_end_unseen(const hw_kernel_observer *k, const hw_shared_page *page);
+
+/* A loop thread's own counters where its busy stretch `seq` (odd) began,
+ * read by the kernel at its loop wait's return (wait_observer.h). */
+typedef struct hw_kobs_stretch_counters {
+    uint64_t on_cpu_ns, runqueue_ns; /* schedstat's two figures (runqueue: has_runqueue) */
+    bool has_runqueue;
+    uint64_t voluntary_switches, major_faults;
+} hw_kobs_stretch_counters;
+
+/* Slot `slot` of `page`'s counters at the start of its stretch `seq`: true
+ * when the kernel kept them for that very stretch (and it still goes on). */
+bool hw_kobs_stretch_start(const hw_kernel_observer *k, const hw_shared_page *page, unsigned slot, uint64_t seq,
+                           hw_kobs_stretch_counters *out);
 
 /* Is `page` one of the kernel observer's? */
 bool hw_kobs_owns(const hw_kernel_observer *k, const hw_shared_page *page);

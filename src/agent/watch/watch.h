@@ -127,6 +127,15 @@ typedef struct loop_watch {
     hw_blocked_look hang_look; /* what it was blocked in at its hang's detection (for the final verdict) */
     uint64_t agent_stopped_ns; /* how long hangwatch's captures have held this thread stopped, in all */
     uint64_t agent_stops;      /* and how many times */
+    /* of which in the loop's stretch stretch_stops_seq (its sequence
+     * number right after those captures), for a window from that
+     * stretch's start */
+    uint64_t stretch_stopped_ns, stretch_stops, stretch_stops_seq;
+    /* the kernel observer's counters at the start of stretch
+     * kernel_start_seq, kept for its final update (the kernel's own record
+     * goes with the stretch) */
+    hw_thread_counters kernel_start;
+    uint64_t kernel_start_seq;
 } loop_watch;
 
 typedef struct watched_process {
@@ -315,9 +324,10 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
 /* hang_time.c */
 /* A look at loop `l` found reading `r` at `now`: keep a reading of its
  * counters for the stretch (at most one per wait and per stretch, and one
- * per 50 ms).  Returns when to look again for a stretch whose reading had
- * to wait (UINT64_MAX: no need). */
-uint64_t hang_time_note_look(watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
+ * per 50 ms).  Returns when to look again (UINT64_MAX: no need): 50 ms on
+ * while the loop turns, so that a stretch's window starts no later than
+ * that after it, unless the kernel observer keeps its start. */
+uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 /* A reading of thread `tid` of `w` (with its process's CPU cgroup) now. */
 void hang_time_thread_reading(watched_process *w, pid_t tid, hw_thread_counters *out);
 /* A CPU-high report's time section: thread `tid` from reading `from`
@@ -331,7 +341,7 @@ void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq);
 /* The `time` section of stretch `seq` (started at `stretch_start_ns`),
  * read now; with what the thread was blocked in when `look` (taken before
  * the capture; its descriptor is described here), or NULL. */
-void hang_time_section(watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
+void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
                        hw_blocked_look *look, hw_time_section *out);
 
 /* early_sampler.c */
