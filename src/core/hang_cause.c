@@ -242,6 +242,11 @@ static void decide_secondary(hw_time_section *t, uint64_t throttled)
     }
 }
 
+const hw_blocked_look *hw_time_blocked_look(const hw_time_section *t)
+{
+    return t->slept.valid ? &t->slept : &t->look;
+}
+
 void hw_cause_decide(hw_time_section *t)
 {
     t->cause = HW_CAUSE_UNKNOWN;
@@ -251,7 +256,7 @@ void hw_cause_decide(hw_time_section *t)
     if (!t->present || !t->has_schedstat || t->window_ns == 0)
         return;
     uint64_t w = t->window_ns;
-    const hw_blocked_look *look = &t->look;
+    const hw_blocked_look *look = hw_time_blocked_look(t);
     uint64_t throttled = t->has_cgroup && t->cgroup_limited ? t->throttled_ns : 0;
     if (share(throttled, w) >= HW_CAUSE_THROTTLED_SHARE)
         t->cause = HW_CAUSE_THROTTLED;
@@ -329,6 +334,11 @@ static void blocked_in(const hw_blocked_look *look, char *out, size_t len, size_
             look->wchan[0] ? ", in " : "", look->wchan);
         return;
     }
+    if (look->state == 'R') {
+        /* running now: what it slept in earlier was not seen */
+        add(out, len, used, " (in what is not known: it runs now, and no look found it asleep)");
+        return;
+    }
     if (!look->in_syscall) {
         add(out, len, used, " outside any system call%s%s", look->wchan[0] ? " in " : "", look->wchan);
         return;
@@ -395,10 +405,13 @@ char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
     case HW_CAUSE_BLOCKED:
     case HW_CAUSE_PAGING:
         add(out, len, &used, ", %.1f s asleep", seconds(t->blocked_ns));
-        if (t->cause == HW_CAUSE_PAGING)
+        if (t->cause == HW_CAUSE_PAGING) {
             add(out, len, &used, " on %llu major faults", (unsigned long long)t->major_faults);
-        else
-            blocked_in(&t->look, out, len, &used);
+        } else {
+            blocked_in(hw_time_blocked_look(t), out, len, &used);
+            if (t->slept.valid)
+                add(out, len, &used, " (%u of %u looks at the stretch)", t->slept_looks, t->looks);
+        }
         break;
     case HW_CAUSE_MIXED:
         add(out, len, &used, ", %.1f s waiting for a CPU, %.1f s asleep", seconds(t->runqueue_ns),

@@ -131,6 +131,12 @@ typedef struct hw_time_section {
     double psi_cpu, psi_memory, psi_io;
     bool psi_of_cgroup;
     hw_blocked_look look; /* what it was blocked in at the reading */
+    /* what it slept in over the window, from the agent's looks at the
+     * stretch (core/sleep_tally.h), when that is the verdict's reason and
+     * not `look`: the looks found it running at the end, or asleep in
+     * another kind of wait more often; slept_looks of `looks` found it so */
+    hw_blocked_look slept;
+    unsigned slept_looks, looks;
     hw_cause cause;
     hw_blocked_on blocked_on; /* when cause is blocked (or paging) */
     /* the largest other share of at least HW_CAUSE_SECONDARY_SHARE
@@ -157,8 +163,13 @@ typedef struct hw_time_section {
 /* A window this much of its stretch or more is the whole hang's. */
 #define HW_TIME_WHOLE_SHARE 0.9
 
-/* Fill t->cause and t->blocked_on from its figures and its look. */
+/* Fill t->cause and t->blocked_on from its figures and its look (its
+ * `slept` look when there is one). */
 void hw_cause_decide(hw_time_section *t);
+
+/* The look that says what the thread slept in: `slept` when valid, else
+ * `look`. */
+const hw_blocked_look *hw_time_blocked_look(const hw_time_section *t);
 
 /* What a thread blocked in system call `nr` on a descriptor of class
  * `fd` waits for. */

@@ -239,6 +239,29 @@ def case_whole_hang():
             s.close()
 
 
+def case_slept_then_ran():
+    """2.2 s of sleep, then 1.5 s of spinning, caught at a 2.5 s threshold while it spins: blocked on a
+    sleep, from the looks at the stretch (slept_in), never 'asleep outside any system call'."""
+    s = Scenario(options=["--threshold", "2500ms"])
+    try:
+        s.do("rush 2200 1500")
+        report, err = s.finish()
+        t = time_of(report, err)
+        line = hang_line(err)
+        check(t["cause"] == hwtest.cause_by_rule(t), json.dumps(t))
+        if t["cause"] == "blocked":
+            slept = t.get("slept_in", {})
+            check(t.get("blocked_on") == "sleep" and slept.get("syscall") in ("nanosleep", "clock_nanosleep")
+                  and slept["looks"] >= 5, json.dumps(t))
+            check("outside any system call" not in line and "looks at the stretch" in line, line)
+        at_end = t["at_end"]
+        check(at_end["cause"] == hwtest.cause_by_rule(at_end), json.dumps(at_end))
+        check(at_end["cause"] != "blocked" or at_end.get("blocked_on") == "sleep", json.dumps(at_end))
+        check("outside any system call" not in show(report), show(report))
+    finally:
+        s.close()
+
+
 def cpu_cgroup_dir():
     """The cgroup v1 cpu hierarchy's or the v2 root's directory, and the version, or (None, why)."""
     with open("/proc/self/mountinfo") as f:
@@ -682,6 +705,7 @@ def case_tools():
 CASES = {
     "working": case_working,
     "whole_hang": case_whole_hang,
+    "slept_then_ran": case_slept_then_ran,
     "stopped": case_stopped,
     "throttled": case_throttled,
     "starved": case_starved,

@@ -7,6 +7,7 @@
  * a loop that turns all the time); each line is a command:
  *   close MS1 MS2  close_the_books() computes for MS1 ms of CPU time, then
  *                  sleeps MS2 ms (a hang of two halves)
+ *   rush MS1 MS2   rest_then_rush() sleeps MS1 ms, then spins MS2 ms
  *   work MS        compute_invoice() computes for MS ms of its own CPU
  *                  time (CLOCK_THREAD_CPUTIME_ID): 2.5 s of it is a working
  *                  hang; in a cgroup limited to 20 %, 0.6 s of it takes
@@ -109,6 +110,19 @@ __attribute__((noinline)) static void fetch_price(int port)
     ssize_t n = recv(s, buf, sizeof buf, 0);
     printf("price %zd bytes\n", n);
     close(s);
+}
+
+/* Sleeps SLEEP_MS, then spins for SPIN_MS of wall time: asleep for most of
+ * its hang, running when it is caught late in it. */
+__attribute__((noinline)) static void rest_then_rush(long sleep_ms, long spin_ms)
+{
+    struct timespec left = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000L};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+    double end = clock_seconds(CLOCK_MONOTONIC) + (double)spin_ms / 1000.0;
+    while (clock_seconds(CLOCK_MONOTONIC) < end)
+        spins += 3;
+    printf("rushed\n");
 }
 
 /* Half and half: computes for WORK_MS of CPU time, then sleeps SLEEP_MS. */
@@ -293,6 +307,8 @@ static void on_command(const char *line)
     long n = 0, m = 0;
     if (sscanf(line, "close %ld %ld", &n, &m) == 2)
         close_the_books(n, m);
+    else if (sscanf(line, "rush %ld %ld", &n, &m) == 2)
+        rest_then_rush(n, m);
     else if (sscanf(line, "work %ld", &n) == 1)
         compute_invoice(n);
     else if (sscanf(line, "spin %ld", &n) == 1)

@@ -194,15 +194,15 @@ static void read_wait_set(pid_t pid, hw_blocked_look *out)
 }
 
 /* The call and its arguments, and what they lead to: the descriptor, a
- * lock's holders, a poll's or select's set. */
-static void set_call(pid_t pid, pid_t tid, long nr, const uint64_t args[6], hw_blocked_look *out)
+ * lock's holders (not for a `brief` look), a poll's or select's set. */
+static void set_call(pid_t pid, pid_t tid, long nr, const uint64_t args[6], bool brief, hw_blocked_look *out)
 {
     out->syscall = nr;
     out->in_syscall = true;
     memcpy(out->args, args, sizeof out->args);
     if (hw_syscall_takes_fd(out->syscall) && out->args[0] <= (uint64_t)INT32_MAX)
         out->fd = (int)out->args[0];
-    if (out->syscall == SYS_futex)
+    if (out->syscall == SYS_futex && !brief)
         follow_lock_holders(pid, tid, out);
     if (hw_syscall_waits_on_set(out->syscall))
         read_wait_set(pid, out);
@@ -220,11 +220,11 @@ bool hw_blocked_look_from_stop(pid_t pid, pid_t tid, const struct user_regs_stru
         return false;
     const uint64_t args[6] = {regs->rdi, regs->rsi, regs->rdx, regs->r10, regs->r8, regs->r9};
     look->state = 'S';
-    set_call(pid, tid, nr, args, look);
+    set_call(pid, tid, nr, args, false, look);
     return true;
 }
 
-void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
+static void take_look(pid_t pid, pid_t tid, bool brief, hw_blocked_look *out)
 {
     memset(out, 0, sizeof *out);
     out->fd = -1;
@@ -236,14 +236,24 @@ void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
     out->state = st.state;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
-    if (hw_proc_read_small(path, out->wchan, sizeof out->wchan) <= 0 || strcmp(out->wchan, "0") == 0)
+    if (!brief && (hw_proc_read_small(path, out->wchan, sizeof out->wchan) <= 0 || strcmp(out->wchan, "0") == 0))
         out->wchan[0] = '\0';
     hw_task_syscall_info call;
     int rc = hw_task_syscall_read(pid, tid, &call);
     out->syscall_unreadable = rc == -EACCES || rc == -EPERM;
     if (rc != 0 || call.nr < 0)
         return; /* running, blocked outside a system call, or unreadable */
-    set_call(pid, tid, call.nr, call.args, out);
+    set_call(pid, tid, call.nr, call.args, brief, out);
+}
+
+void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out)
+{
+    take_look(pid, tid, false, out);
+}
+
+void hw_blocked_look_brief(pid_t pid, pid_t tid, hw_blocked_look *out)
+{
+    take_look(pid, tid, true, out);
 }
 
 void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look)

@@ -55,6 +55,10 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
  * thread takes a moment to be back in its call).  Then, after the
  * capture, the descriptor the call is on, in words. */
 void hw_blocked_look_take(pid_t pid, pid_t tid, hw_blocked_look *out);
+/* The same without the wait channel and a lock's holders: its state, its
+ * call, the descriptor (a poll's first), for the tally of what a stretch
+ * sleeps in (core/sleep_tally.h), taken every 100 ms of a long one. */
+void hw_blocked_look_brief(pid_t pid, pid_t tid, hw_blocked_look *out);
 void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look);
 
 /* A look that found the thread running (just let go by an earlier stop,

@@ -658,6 +658,12 @@ json_t *hw_time_json(const hw_time_section *t)
         json_decref(pressure);
     if (t->look.valid)
         json_object_set_new(o, "blocked_in", blocked_in_json(&t->look));
+    if (t->slept.valid) {
+        json_t *slept = blocked_in_json(&t->slept);
+        json_object_set_new(slept, "looks", json_integer(t->slept_looks));
+        json_object_set_new(slept, "of_looks", json_integer(t->looks));
+        json_object_set_new(o, "slept_in", slept);
+    }
     json_object_set_new(o, "cause", json_string(hw_cause_name(t->cause)));
     if (t->secondary != HW_CAUSE_UNKNOWN)
         json_object_set_new(o, "secondary", json_pack("{s:s, s:I}", "cause", hw_cause_name(t->secondary), "us",

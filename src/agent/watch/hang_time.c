@@ -110,6 +110,53 @@ uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const 
     return cadence ? now + TIME_READING_MIN_INTERVAL_NS : UINT64_MAX;
 }
 
+/* What a long stretch sleeps in: looked at every SLEEP_LOOK_NS from a
+ * quarter of the threshold on (a stretch that short never costs a look). */
+#define SLEEP_LOOK_NS 100000000ull
+
+uint64_t hang_time_note_sleep(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
+{
+    if (!r->busy)
+        return UINT64_MAX;
+    uint64_t from = r->busy_start_ns + a->opts->detector.threshold_ns / 4;
+    if (now < from)
+        return from;
+    if (l->sleeps.seq != r->seq || now >= l->next_sleep_look_ns) {
+        hw_blocked_look look;
+        hw_blocked_look_brief(w->pid, l->tid, &look);
+        hw_sleep_tally_add(&l->sleeps, r->seq, &look);
+        l->next_sleep_look_ns = now + SLEEP_LOOK_NS;
+    }
+    return l->next_sleep_look_ns;
+}
+
+/* What the thread slept in over the window, when that is not what `look`
+ * (the capture's) says: the kind the looks at the stretch found most,
+ * where `look` found it running, or asleep in a kind found less often. */
+static void slept_in(watched_process *w, loop_watch *l, uint64_t seq, hw_time_section *t)
+{
+    unsigned looks = 0, current = 0;
+    hw_blocked_look top;
+    if (!hw_sleep_tally_top(&l->sleeps, seq, &top, &looks))
+        return;
+    for (unsigned i = 0; i < l->sleeps.kinds; i++) {
+        hw_blocked_look k = {.valid = true,
+                             .state = l->sleeps.kind[i].state,
+                             .in_syscall = l->sleeps.kind[i].in_syscall,
+                             .syscall = l->sleeps.kind[i].syscall,
+                             .fd = l->sleeps.kind[i].fd};
+        if (hw_look_same_sleep(&k, &t->look))
+            current = l->sleeps.kind[i].looks;
+    }
+    if (hw_look_asleep(&t->look) && (hw_look_same_sleep(&top, &t->look) || current >= looks))
+        return; /* the look says it */
+    hw_blocked_look_describe_fd(w->pid, &top);
+    t->slept = top;
+    t->slept_looks = looks;
+    t->looks = l->sleeps.looks;
+    hw_cause_decide(t);
+}
+
 void hang_time_thread_reading(watched_process *w, pid_t tid, hw_thread_counters *out)
 {
     hw_thread_counters_read(w->pid, tid, process_cgroup(w), out);
@@ -200,16 +247,23 @@ void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq
         window_start = l->time_base.at_ns > stretch_start_ns ? l->time_base.at_ns : stretch_start_ns;
         window_from = "earlier_look";
     }
+    if (look != NULL)
+        hw_sleep_tally_add(&l->sleeps, seq, look); /* the capture's look counts too */
     hw_time_section_fill(out, from, &now, cgroup, w->cgroup_error, window_start, stretch_start_ns, window_from,
                          look);
     if (look != NULL) {
         if (!l->hang_look.valid)
             l->hang_look = *look; /* the detection's */
+        if (out->present)
+            slept_in(w, l, seq, out);
     } else if (l->hang_look.valid && out->present) {
         /* The final verdict says what it was blocked on from the
-         * detection's look; that look is the capture's to show, not this. */
+         * detection's look, or from the looks at the whole stretch where
+         * they say more; the detection's look is the capture's to show,
+         * not this. */
         out->look = l->hang_look;
         hw_cause_decide(out);
+        slept_in(w, l, seq, out);
         out->look.valid = false;
     }
     if (from == NULL) {

@@ -490,6 +490,9 @@ void check_process(agent *a, watched_process *w, uint64_t now)
                 uint64_t sample_at = l->sampler && !l->held ? early_sampler_tick(a, w, l, &r, now) : UINT64_MAX;
                 check_loop(a, w, l, r, now);
                 uint64_t reading_at = hang_time_note_look(a, w, l, &r, now);
+                uint64_t sleep_look_at = hang_time_note_sleep(a, w, l, &r, now);
+                if (sleep_look_at < reading_at)
+                    reading_at = sleep_look_at;
                 if (sample_at < l->next_wake_ns)
                     l->next_wake_ns = sample_at;
                 /* (the other detectors' looks keep their own schedules) */

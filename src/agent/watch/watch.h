@@ -57,6 +57,7 @@
 #include "core/frame_gap.h"
 #include "core/ping_detector.h"
 #include "core/semaphore_detector.h"
+#include "core/sleep_tally.h"
 #include "core/stutter.h"
 #include "core/tsc_clock.h"
 #include "kernel_observer.h"
@@ -136,6 +137,9 @@ typedef struct loop_watch {
      * goes with the stretch) */
     hw_thread_counters kernel_start;
     uint64_t kernel_start_seq;
+    /* what its long stretch sleeps in, from looks every 100 ms (hang_time.c) */
+    hw_sleep_tally sleeps;
+    uint64_t next_sleep_look_ns;
 } loop_watch;
 
 typedef struct watched_process {
@@ -328,6 +332,11 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
  * while the loop turns, so that a stretch's window starts no later than
  * that after it, unless the kernel observer keeps its start. */
 uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
+/* A look at loop `l` found reading `r` at `now`: a stretch that has lasted
+ * a quarter of the threshold is looked at every 100 ms for what it sleeps
+ * in (core/sleep_tally.h).  Returns when to look again (UINT64_MAX: no
+ * need). */
+uint64_t hang_time_note_sleep(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 /* A reading of thread `tid` of `w` (with its process's CPU cgroup) now. */
 void hang_time_thread_reading(watched_process *w, pid_t tid, hw_thread_counters *out);
 /* A CPU-high report's time section: thread `tid` from reading `from`
