@@ -34,6 +34,7 @@
 #include "hang_stretches.h"
 #include "html.h"
 #include "html_internal.h"
+#include "core/hang_cause.h"
 #include "core/hw_version.h"
 #include "report_read.h"
 #include "report_summary.h"
@@ -317,7 +318,9 @@ static json_t *other_threads_json(json_t *root, size_t *more)
 static json_t *holder_json(json_t *root)
 {
     json_t *apm = json_object_get(root, "hangwatch");
-    static const char *const kinds[][2] = {{"gil_holder", "the GIL"}, {"lock_holder", "a mutex"}};
+    json_t *lock = json_object_get(json_object_get(json_object_get(apm, "time"), "blocked_in"), "lock");
+    const char *const kinds[][2] = {{"gil_holder", "the GIL"},
+                                    {"lock_holder", hw_report_lock_words(hw_str_at(lock, "kind", NULL))}};
     for (size_t k = 0; k < 2; k++) {
         json_t *holder = json_object_get(apm, kinds[k][0]);
         json_int_t at = hw_int_at(holder, "report_array_index", -1);

@@ -27,6 +27,7 @@
 
 #include "foreign_text.h"
 #include "report_read.h"
+#include "core/hang_cause.h"
 
 /* The string at `key`, escaped, or `fallback` (ours, printed as it is). */
 static void put_string_at(FILE *out, json_t *obj, const char *key, const char *fallback)
@@ -367,6 +368,42 @@ static void print_time_figures(FILE *out, json_t *t)
 /* Where the hung thread's time went (hangwatch.time): the window to the
  * detection and to the hang's end, the cgroup that limits it, what it was
  * blocked in. */
+/* The lock the hung thread waits for: its holder in this process (whose
+ * stack is in the report), in another, its readers, or that it has none. */
+static void print_lock(FILE *out, json_t *apm)
+{
+    json_t *lock = json_object_get(json_object_get(json_object_get(apm, "time"), "blocked_in"), "lock");
+    json_t *holder = json_object_get(apm, "lock_holder");
+    const char *kind = hw_str_at(lock, "kind", NULL);
+    const char *words = hw_report_lock_words(kind);
+    if (json_is_object(holder)) {
+        fprintf(out, "  waiting for %s held by thread %" JSON_INTEGER_FORMAT " (", words,
+                hw_int_at(holder, "thread_identifier", 0));
+        put_thread_names(out, holder);
+        fputs(")\n", out);
+        return;
+    }
+    if (!json_is_object(lock) || kind == NULL || strcmp(kind, "unknown") == 0)
+        return;
+    fprintf(out, "  waiting for %s", words);
+    json_t *process = json_object_get(lock, "owner_process");
+    if (!hw_lock_kind_has_holder(hw_lock_kind_of_name(kind))) {
+        fputs(" (it has no holder)", out);
+    } else if (json_is_object(process)) {
+        fprintf(out, " held by thread %" JSON_INTEGER_FORMAT " of pid %" JSON_INTEGER_FORMAT " (",
+                hw_int_at(lock, "owner", 0), hw_int_at(process, "pid", 0));
+        put_string_at(out, process, "name", "?");
+        fputc(')', out);
+    } else if (json_is_integer(json_object_get(lock, "readers"))) {
+        fprintf(out, " held for reading by %" JSON_INTEGER_FORMAT " threads", hw_int_at(lock, "readers", 0));
+    } else if (json_is_string(json_object_get(lock, "owner_missing"))) {
+        fputs(" (its holder is not known: ", out);
+        put_string_at(out, lock, "owner_missing", "?");
+        fputc(')', out);
+    }
+    fputc('\n', out);
+}
+
 static void print_time(FILE *out, json_t *apm)
 {
     json_t *t = json_object_get(apm, "time");
@@ -474,6 +511,8 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         put_thread_names(out, gil);
         fputs(")\n", out);
     }
+
+    print_lock(out, apm);
 
     json_t *capture = json_object_get(apm, "capture");
     fputs("  group ", out);

@@ -150,6 +150,173 @@ bool hw_look_resolve_restart(hw_blocked_look *look, const char *const *innermost
     return false;
 }
 
+/* ---- the lock a futex wait is on ---- */
+
+static const struct {
+    hw_lock_kind kind;
+    const char *name;
+    const char *words;
+    bool has_holder;
+} lock_kinds[] = {
+    {HW_LOCK_UNKNOWN, "unknown", "a lock", true},
+    {HW_LOCK_MUTEX, "mutex", "a mutex", true},
+    {HW_LOCK_ROBUST_MUTEX, "robust_mutex", "a robust mutex", true},
+    {HW_LOCK_PI_MUTEX, "pi_mutex", "a priority-inheriting mutex", true},
+    {HW_LOCK_SHARED_MUTEX, "shared_mutex", "a process-shared mutex", true},
+    {HW_LOCK_RWLOCK_READ, "rwlock_read", "an rwlock (to read)", true},
+    {HW_LOCK_RWLOCK_WRITE, "rwlock_write", "an rwlock (to write)", true},
+    {HW_LOCK_CONDVAR, "condition_variable", "a condition variable", false},
+    {HW_LOCK_SEMAPHORE, "semaphore", "a semaphore", false},
+    {HW_LOCK_BARRIER, "barrier", "a barrier", false},
+    {HW_LOCK_INTERNAL, "internal_lock", "the C library's own lock", true},
+};
+
+static size_t lock_kind_index(hw_lock_kind kind)
+{
+    for (size_t i = 0; i < sizeof lock_kinds / sizeof lock_kinds[0]; i++)
+        if (lock_kinds[i].kind == kind)
+            return i;
+    return 0;
+}
+
+const char *hw_lock_kind_words(hw_lock_kind kind)
+{
+    return lock_kinds[lock_kind_index(kind)].words;
+}
+
+const char *hw_lock_kind_name(hw_lock_kind kind)
+{
+    return lock_kinds[lock_kind_index(kind)].name;
+}
+
+hw_lock_kind hw_lock_kind_of_name(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < sizeof lock_kinds / sizeof lock_kinds[0]; i++)
+        if (strcmp(name, lock_kinds[i].name) == 0)
+            return lock_kinds[i].kind;
+    return HW_LOCK_UNKNOWN;
+}
+
+const char *hw_report_lock_words(const char *kind_name)
+{
+    hw_lock_kind kind = hw_lock_kind_of_name(kind_name);
+    return kind == HW_LOCK_UNKNOWN ? "a mutex" : hw_lock_kind_words(kind);
+}
+
+bool hw_lock_kind_has_holder(hw_lock_kind kind)
+{
+    return lock_kinds[lock_kind_index(kind)].has_holder;
+}
+
+/* The C library's (glibc's) functions a futex wait is made in, by the
+ * start of their names; the first of the innermost functions that is one
+ * says the lock's kind.  The private lock wait before the shared one: its
+ * name starts the same. */
+static const struct {
+    const char *prefix;
+    hw_lock_kind kind;
+} lock_functions[] = {
+    {"pthread_rwlock_rdlock", HW_LOCK_RWLOCK_READ},
+    {"pthread_rwlock_timedrdlock", HW_LOCK_RWLOCK_READ},
+    {"pthread_rwlock_clockrdlock", HW_LOCK_RWLOCK_READ},
+    {"__pthread_rwlock_rdlock", HW_LOCK_RWLOCK_READ},
+    {"pthread_rwlock_wrlock", HW_LOCK_RWLOCK_WRITE},
+    {"pthread_rwlock_timedwrlock", HW_LOCK_RWLOCK_WRITE},
+    {"pthread_rwlock_clockwrlock", HW_LOCK_RWLOCK_WRITE},
+    {"__pthread_rwlock_wrlock", HW_LOCK_RWLOCK_WRITE},
+    {"pthread_cond_", HW_LOCK_CONDVAR},
+    {"__pthread_cond_", HW_LOCK_CONDVAR},
+    {"___pthread_cond_", HW_LOCK_CONDVAR},
+    {"sem_wait", HW_LOCK_SEMAPHORE},
+    {"sem_timedwait", HW_LOCK_SEMAPHORE},
+    {"sem_clockwait", HW_LOCK_SEMAPHORE},
+    {"__new_sem_wait", HW_LOCK_SEMAPHORE},
+    {"__sem_wait", HW_LOCK_SEMAPHORE},
+    {"pthread_barrier_wait", HW_LOCK_BARRIER},
+    {"__pthread_barrier_wait", HW_LOCK_BARRIER},
+    {"__lll_lock_wait_private", HW_LOCK_INTERNAL},
+    {"pthread_mutex_", HW_LOCK_MUTEX},
+    {"__pthread_mutex_", HW_LOCK_MUTEX},
+    {"___pthread_mutex_", HW_LOCK_MUTEX},
+    {"__lll_lock_wait", HW_LOCK_MUTEX},
+};
+
+static hw_lock_kind lock_function_kind(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < sizeof lock_functions / sizeof lock_functions[0]; i++)
+        if (strncmp(name, lock_functions[i].prefix, strlen(lock_functions[i].prefix)) == 0)
+            return lock_functions[i].kind;
+    return HW_LOCK_UNKNOWN;
+}
+
+static uint32_t u32_at(const uint8_t *bytes, size_t at)
+{
+    uint32_t v;
+    memcpy(&v, bytes + at, sizeof v);
+    return v;
+}
+
+/* glibc's pthread_rwlock_t (2.25 and later, x86-64): __readers (its count
+ * above bit 3; bit 1: write-locked), __writers, __wrphase_futex,
+ * __writers_futex, two pads, __cur_writer, __shared, __rwelision, pads,
+ * __flags; a reader waits on __wrphase_futex, a writer on __writers_futex
+ * or __wrphase_futex.  The lock starts where one of those two puts it and
+ * its fields look like an rwlock's. */
+#define RW_READERS 0
+#define RW_CUR_WRITER 24
+#define RW_SHARED 28
+#define RW_FLAGS 48
+#define RW_WRITE_LOCKED 2u
+#define RW_READER_SHIFT 3
+static void decode_rwlock(hw_blocked_look *look)
+{
+    /* __writers_futex, __wrphase_futex: a reader's is the second */
+    static const size_t writer_futex_at[] = {12, 8}, reader_futex_at[] = {8, 12};
+    const size_t *futex_at = look->lock_kind == HW_LOCK_RWLOCK_READ ? reader_futex_at : writer_futex_at;
+    for (size_t i = 0; look->lock_bytes_valid && i < 2; i++) {
+        size_t base = HW_LOCK_BYTES_BEFORE - futex_at[i];
+        if (base + RW_FLAGS + 4 > HW_LOCK_BYTES || u32_at(look->lock_bytes, base + RW_FLAGS) > 2 ||
+            u32_at(look->lock_bytes, base + RW_SHARED) > 1)
+            continue;
+        uint32_t readers = u32_at(look->lock_bytes, base + RW_READERS);
+        uint32_t writer = u32_at(look->lock_bytes, base + RW_CUR_WRITER);
+        look->lock_address -= futex_at[i];
+        if ((readers & RW_WRITE_LOCKED) && writer > 0 && writer <= (uint32_t)INT32_MAX) {
+            look->lock_owner = (int)writer;
+        } else if (readers >> RW_READER_SHIFT) {
+            look->lock_readers = (int)(readers >> RW_READER_SHIFT);
+            look->lock_missing = "held for reading: which threads read is not kept";
+        }
+        return;
+    }
+    look->lock_missing = "its bytes are not an rwlock's";
+}
+
+bool hw_look_classify_lock(hw_blocked_look *look, const char *const *innermost, size_t count)
+{
+    if (!look->valid || !look->in_syscall || look->syscall != SYS_futex)
+        return false;
+    hw_lock_kind kind = HW_LOCK_UNKNOWN;
+    for (size_t i = 0; i < count && kind == HW_LOCK_UNKNOWN; i++)
+        kind = lock_function_kind(innermost[i]);
+    if (kind == HW_LOCK_UNKNOWN || (kind == HW_LOCK_MUTEX && look->lock_kind != HW_LOCK_UNKNOWN))
+        return false; /* not named, or a mutex its bytes told more of */
+    if (kind == HW_LOCK_MUTEX && look->lock_kind == HW_LOCK_UNKNOWN) {
+        look->lock_kind = kind;
+        return true;
+    }
+    look->lock_kind = kind;
+    look->lock_owner = 0;
+    look->holder_count = 0;
+    look->deadlock = false;
+    look->lock_readers = 0;
+    look->lock_owner_pid = 0;
+    look->lock_missing = NULL;
+    if (kind == HW_LOCK_RWLOCK_READ || kind == HW_LOCK_RWLOCK_WRITE)
+        decode_rwlock(look);
+    return true;
+}
+
 hw_blocked_on hw_blocked_on_classify(long nr, hw_fd_class fd)
 {
     const syscall_kind *k = find_syscall(nr);
@@ -324,6 +491,28 @@ static const char *escaped(const char *in, char *out, size_t len)
     return out;
 }
 
+/* " on an rwlock, to write, held for reading by 3 threads": the lock of a
+ * futex wait as far as it is known (its holder in this process is the
+ * line's to name, with its stack). */
+static void lock_in_words(const hw_blocked_look *look, char *out, size_t len, size_t *used)
+{
+    if (look->lock_kind != HW_LOCK_UNKNOWN)
+        add(out, len, used, " on %s", hw_lock_kind_words(look->lock_kind));
+    if (look->lock_kind != HW_LOCK_UNKNOWN && !hw_lock_kind_has_holder(look->lock_kind)) {
+        add(out, len, used, " (it has no holder)");
+        return;
+    }
+    if (look->lock_owner_pid > 0) {
+        char name[80];
+        hw_escape_text(look->lock_owner_name, name, sizeof name);
+        add(out, len, used, ", held by thread %d of pid %d (%s)", look->lock_owner, look->lock_owner_pid, name);
+    } else if (look->lock_readers > 0) {
+        add(out, len, used, ", held for reading by %d thread%s", look->lock_readers, look->lock_readers == 1 ? "" : "s");
+    } else if (look->lock_missing != NULL && look->lock_owner <= 0) {
+        add(out, len, used, " (its holder is not known: %s)", look->lock_missing);
+    }
+}
+
 /* "in recvfrom on TCP ... " for a blocked look. */
 static void blocked_in(const hw_blocked_look *look, char *out, size_t len, size_t *used)
 {
@@ -350,6 +539,8 @@ static void blocked_in(const hw_blocked_look *look, char *out, size_t len, size_
         add(out, len, used, " in system call %ld", look->syscall);
     if (look->restarted)
         add(out, len, used, " (restarted after a stop)");
+    if (look->syscall == SYS_futex)
+        lock_in_words(look, out, len, used);
     if (look->fd >= 0 && look->fd_text[0]) {
         char text[512];
         add(out, len, used, " on %s", escaped(look->fd_text, text, sizeof text));

@@ -38,6 +38,35 @@ typedef enum hw_blocked_on {
     HW_BLOCKED_ON_OTHER,
 } hw_blocked_on;
 
+/* What a futex wait waits on.  The mutex kinds come from the lock's own
+ * bytes (its __kind); the others from the C library function the captured
+ * stack waits in (hw_look_classify_lock). */
+typedef enum hw_lock_kind {
+    HW_LOCK_UNKNOWN = 0,
+    HW_LOCK_MUTEX,         /* a plain pthread mutex */
+    HW_LOCK_ROBUST_MUTEX,  /* PTHREAD_MUTEX_ROBUST: the lock word is its owner's thread id */
+    HW_LOCK_PI_MUTEX,      /* priority inheritance (FUTEX_LOCK_PI): the same */
+    HW_LOCK_SHARED_MUTEX,  /* PTHREAD_PROCESS_SHARED: its owner may be another process's thread */
+    HW_LOCK_RWLOCK_READ,   /* an rwlock, waiting to read (a writer holds or waits) */
+    HW_LOCK_RWLOCK_WRITE,  /* an rwlock, waiting to write (a writer or readers hold it) */
+    HW_LOCK_CONDVAR,       /* a condition variable: no holder, it waits to be signalled */
+    HW_LOCK_SEMAPHORE,     /* a semaphore: no holder, it waits for a post */
+    HW_LOCK_BARRIER,       /* a barrier: it waits for the other threads to arrive */
+    HW_LOCK_INTERNAL,      /* the C library's own lock (malloc's arena, a stdio stream) */
+} hw_lock_kind;
+
+/* "a mutex", "a condition variable", ... */
+const char *hw_lock_kind_words(hw_lock_kind kind);
+/* "mutex", "condition_variable", ... (the report's lock.kind) */
+const char *hw_lock_kind_name(hw_lock_kind kind);
+/* The kind a report's lock.kind names (HW_LOCK_UNKNOWN: none of them). */
+hw_lock_kind hw_lock_kind_of_name(const char *name);
+/* What a report's lock holder holds, in words: its time.blocked_in.lock's
+ * kind ("a mutex" for a report without one: the only kind there was). */
+const char *hw_report_lock_words(const char *kind_name);
+/* Has a lock of this kind a holder to name? */
+bool hw_lock_kind_has_holder(hw_lock_kind kind);
+
 /* What a file descriptor is, as far as the verdict cares. */
 typedef enum hw_fd_class {
     HW_FD_CLASS_NONE = 0, /* no descriptor, or unknown */
@@ -89,6 +118,17 @@ typedef struct hw_blocked_look {
      * a thread already in it */
     int lock_owner;
     uint64_t lock_address;
+    hw_lock_kind lock_kind;
+    int lock_readers;         /* an rwlock held for reading: by how many threads (0 unknown) */
+    int lock_owner_pid;       /* a process-shared lock's owner in another process: that process */
+    char lock_owner_name[16]; /* ... its comm (the process's bytes: escape to print) */
+    const char *lock_missing; /* static: why no holder is named, when one was looked for */
+#define HW_LOCK_BYTES 64
+#define HW_LOCK_BYTES_BEFORE 16
+    /* the lock's memory at the look, from HW_LOCK_BYTES_BEFORE before the
+     * futex word (an rwlock's word is inside it), for its kind's layout */
+    uint8_t lock_bytes[HW_LOCK_BYTES];
+    bool lock_bytes_valid;
 #define HW_LOCK_CHAIN_MAX 8
     int holders[HW_LOCK_CHAIN_MAX];
     size_t holder_count;
@@ -194,6 +234,15 @@ long hw_restarted_syscall(const char *symbol);
  * innermost `count` function names of its thread's stack (NULL entries
  * skipped): true when it was one and is now resolved. */
 bool hw_look_resolve_restart(hw_blocked_look *look, const char *const *innermost, size_t count);
+
+/* A futex wait's lock named by the C library function the captured stack
+ * waits in (`innermost`: its innermost native functions, some NULL): an
+ * rwlock (its writer from the lock's bytes, or how many readers hold it),
+ * a condition variable, a semaphore, a barrier, the C library's own lock;
+ * a mutex keeps the kind its bytes gave.  A kind without a holder clears
+ * the owner.  True when the look changed.  The writer is only a candidate:
+ * the caller checks that it is a thread of the process. */
+bool hw_look_classify_lock(hw_blocked_look *look, const char *const *innermost, size_t count);
 
 /* A system call's name ("recvfrom"), or NULL for one this table lacks. */
 const char *hw_syscall_name(long nr);

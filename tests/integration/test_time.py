@@ -9,6 +9,7 @@ here and stopped at the end; cgroups are made and removed here.
 """
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -27,11 +28,11 @@ class Scenario:
     """`hangwatch run [options] -- [prefix...] time-scenarios [args...]`, driven through its stdin;
     with watch=True, time-scenarios started alone and `hangwatch watch [options] -p PID` on it."""
 
-    def __init__(self, prefix=(), options=(), args=(), watch=False):
+    def __init__(self, prefix=(), options=(), args=(), watch=False, program="time-scenarios"):
         self.report_dir = tempfile.mkdtemp(prefix="hw-time-")
         os.rmdir(self.report_dir)
         self.stderr_file = tempfile.TemporaryFile("w+")
-        program = [*prefix, hwtest.binary("time-scenarios"), *args]
+        program = [*prefix, hwtest.binary(program), *args]
         agent = [hwtest.binary("hangwatch"), "run" if not watch else "watch", "--report-dir", self.report_dir,
                  *options]
         self.agent = None
@@ -260,6 +261,61 @@ def case_slept_then_ran():
         check("outside any system call" not in show(report), show(report))
     finally:
         s.close()
+
+
+def case_lock_kinds():
+    """Each kind of lock a futex wait is on, named (lock-scenarios): an rwlock's writer, a robust mutex's
+    owner, a process-shared mutex's owner in another process, and a condition variable and a semaphore
+    as what they are, with no holder."""
+    s = Scenario(program="lock-scenarios")
+    try:
+        holders = {}
+        for what in ("rwlock", "robust", "shared", "cond", "sem"):
+            s.send(f"{what} 2600")
+            holders[what] = int(s.expect("child" if what == "shared" else "holder", 30).split()[1])
+            s.expect("did " + what, 60)
+            hwtest.wait_for(s.finished, "the hang's final update", 30)
+        s.finish()
+        reports = {}
+        for name in os.listdir(s.report_dir):
+            r = hwtest.load_report(os.path.join(s.report_dir, name))
+            if r["hangwatch"]["hang_type"] == "hang":
+                reports[culprit_names(r)] = r
+        err = s.stderr()
+
+        def lock_of(function):
+            r = reports.get(function)
+            check(r is not None, f"no report of {function}: {list(reports)}\n{err}")
+            t = r["hangwatch"]["time"]
+            check(t.get("blocked_on") == "lock", f"{function}: {json.dumps(t)}")
+            return r, t["blocked_in"].get("lock", {})
+        r, lock = lock_of("read_catalog")
+        check(lock.get("kind") == "rwlock_read" and lock.get("owner") == holders["rwlock"], json.dumps(lock))
+        check(r["hangwatch"].get("lock_holder", {}).get("thread_identifier") == holders["rwlock"], "no lock_holder")
+        check(re.search(r"waiting for an rwlock \(to read\) held by thread \d+ \(rebuild_index", err), err)
+        r, lock = lock_of("settle_account")
+        check(lock.get("kind") == "robust_mutex" and lock.get("owner") == holders["robust"], json.dumps(lock))
+        check("held by thread" in err and "audit_accounts" in err, err)
+        r, lock = lock_of("reserve_seat")
+        check(lock.get("kind") == "shared_mutex" and lock.get("owner_process", {}).get("pid") == holders["shared"]
+              and lock["owner_process"].get("name") == "lock-scenarios", json.dumps(lock))
+        check(f"of pid {holders['shared']} (lock-scenarios)" in err, err)
+        check(f"waiting for a process-shared mutex held by thread {holders['shared']} of pid" in show(r), show(r))
+        for function, kind, words in (("await_delivery", "condition_variable", "a condition variable"),
+                                      ("await_ticket", "semaphore", "a semaphore")):
+            r, lock = lock_of(function)
+            check(lock.get("kind") == kind and "owner" not in lock and "lock_holder" not in r["hangwatch"],
+                  json.dumps(lock))
+            check(f"on {words} (it has no holder)" in err, err)
+            check(f"waiting for {words} (it has no holder)" in show(r), show(r))
+    finally:
+        s.close()
+
+
+def culprit_names(report):
+    """The hung thread's culprit function."""
+    index = report["hangwatch"]["hung_thread"].get("culprit_frame")
+    return hwtest.frames(report)[index].get("symbol_name") if index is not None else None
 
 
 def cpu_cgroup_dir():
@@ -706,6 +762,7 @@ CASES = {
     "working": case_working,
     "whole_hang": case_whole_hang,
     "slept_then_ran": case_slept_then_ran,
+    "lock_kinds": case_lock_kinds,
     "stopped": case_stopped,
     "throttled": case_throttled,
     "starved": case_starved,

@@ -340,12 +340,88 @@ static void a_second_cause_that_matters_is_named(void **state)
     assert_int_equal(t.secondary, HW_CAUSE_UNKNOWN);
 }
 
+static hw_blocked_look futex_wait_at(uint64_t address)
+{
+    hw_blocked_look l = {.valid = true, .state = 'S', .in_syscall = true, .syscall = SYS_futex, .fd = -1};
+    l.args[0] = l.lock_address = address;
+    l.lock_bytes_valid = true;
+    return l;
+}
+
+static void put_u32(hw_blocked_look *l, size_t at, uint32_t v)
+{
+    memcpy(l->lock_bytes + at, &v, sizeof v);
+}
+
+/* The lock of a futex wait, from the C library function it waits in: an
+ * rwlock's writer or readers from its bytes, no holder for a condition
+ * variable or a semaphore, a mutex's kind from its own bytes kept. */
+static void lock_kinds_from_the_stack(void **state)
+{
+    (void)state;
+    /* a reader waits on __wrphase_futex (the lock's 8th byte): the lock
+     * starts 8 bytes into the bytes kept (16 before the word) */
+    hw_blocked_look l = futex_wait_at(0x1008);
+    put_u32(&l, 8 + 0, 2u | 1u);   /* __readers: write-locked, write phase */
+    put_u32(&l, 8 + 24, 4242);     /* __cur_writer */
+    const char *rd[] = {"__futex_abstimed_wait_common", "pthread_rwlock_rdlock", "main"};
+    assert_true(hw_look_classify_lock(&l, rd, 3));
+    assert_int_equal(l.lock_kind, HW_LOCK_RWLOCK_READ);
+    assert_int_equal(l.lock_owner, 4242);
+    assert_int_equal(l.lock_address, 0x1000);
+    /* a writer waits on __writers_futex (the 12th) while 3 threads read */
+    l = futex_wait_at(0x200c);
+    put_u32(&l, 4 + 0, 3u << 3);
+    const char *wr[] = {"__futex_abstimed_wait_common", "pthread_rwlock_wrlock"};
+    assert_true(hw_look_classify_lock(&l, wr, 2));
+    assert_int_equal(l.lock_kind, HW_LOCK_RWLOCK_WRITE);
+    assert_int_equal(l.lock_owner, 0);
+    assert_int_equal(l.lock_readers, 3);
+    char clause[256];
+    hw_time_section t = window(0, 0);
+    t.look = l;
+    hw_cause_decide(&t);
+    assert_non_null(strstr(hw_time_clause(&t, clause, sizeof clause), "on an rwlock (to write), held for reading by 3"));
+    /* bytes that are no rwlock's say so */
+    l = futex_wait_at(0x3008);
+    memset(l.lock_bytes, 0xff, sizeof l.lock_bytes);
+    assert_true(hw_look_classify_lock(&l, rd, 3));
+    assert_int_equal(l.lock_owner, 0);
+    assert_non_null(l.lock_missing);
+    /* a condition variable has no holder, whatever the bytes looked like */
+    l = futex_wait_at(0x4028);
+    l.lock_owner = 77;
+    const char *cond[] = {"__futex_abstimed_wait_common", "pthread_cond_wait"};
+    assert_true(hw_look_classify_lock(&l, cond, 2));
+    assert_int_equal(l.lock_kind, HW_LOCK_CONDVAR);
+    assert_int_equal(l.lock_owner, 0);
+    t.look = l;
+    assert_non_null(strstr(hw_time_clause(&t, clause, sizeof clause), "on a condition variable (it has no holder)"));
+    const char *sem[] = {"__futex_abstimed_wait_common", "__new_sem_wait_slow64.constprop.0"};
+    l = futex_wait_at(0x5000);
+    assert_true(hw_look_classify_lock(&l, sem, 2));
+    assert_int_equal(l.lock_kind, HW_LOCK_SEMAPHORE);
+    /* a robust mutex its bytes told of stays one */
+    l = futex_wait_at(0x6000);
+    l.lock_kind = HW_LOCK_ROBUST_MUTEX;
+    l.lock_owner = 99;
+    const char *mutex[] = {"__pthread_mutex_lock_full", "main"};
+    assert_false(hw_look_classify_lock(&l, mutex, 2));
+    assert_int_equal(l.lock_kind, HW_LOCK_ROBUST_MUTEX);
+    assert_int_equal(l.lock_owner, 99);
+    /* no C library function named: nothing said */
+    const char *unnamed[] = {NULL, "main"};
+    l = futex_wait_at(0x7000);
+    assert_false(hw_look_classify_lock(&l, unnamed, 2));
+    assert_int_equal(l.lock_kind, HW_LOCK_UNKNOWN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(working_when_mostly_on_cpu),   cmocka_unit_test(throttled_before_anything_else),
         cmocka_unit_test(starved_when_waiting_for_a_cpu), cmocka_unit_test(blocked_on_what_the_call_waits_for),
-        cmocka_unit_test(paging_when_asleep_on_faults), cmocka_unit_test(runnable_on_a_busy_machine), cmocka_unit_test(mixed_and_unknown),
+        cmocka_unit_test(paging_when_asleep_on_faults), cmocka_unit_test(runnable_on_a_busy_machine), cmocka_unit_test(lock_kinds_from_the_stack), cmocka_unit_test(mixed_and_unknown),
         cmocka_unit_test(foreign_text_is_escaped),      cmocka_unit_test(syscall_table),
         cmocka_unit_test(a_restarted_call_is_the_stacks_wait), cmocka_unit_test(a_poll_waits_on_its_descriptors),
         cmocka_unit_test(a_second_cause_that_matters_is_named),

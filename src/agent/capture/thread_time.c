@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "agent/capture/fd_describe.h"
 #include "agent/common/clock.h"
@@ -89,34 +90,108 @@ static bool is_thread_of(pid_t pid, pid_t tid)
 #define FUTEX_WAIT_BITSET_OP 9
 #define FUTEX_LOCK_PI2_OP 13
 #define FUTEX_TID_BITS 0x3fffffffu
-#define MUTEX_KIND_UNSUPPORTED 0x7c /* robust, PI, PP: their waits are not the plain lock word's */
+/* glibc's __kind bits */
+#define MUTEX_ROBUST 16u
+#define MUTEX_PI 32u
+#define MUTEX_PP 64u
+#define MUTEX_PSHARED 128u
+#define MUTEX_KIND_UNSUPPORTED 0x7cu /* robust, PI, PP: their waits are not the plain lock word's */
+
+/* Thread `owner` of another process than `pid` holds the lock (a
+ * process-shared one): name its process, only where the thread id means
+ * the same here (one pid namespace) and the agent's user may see that
+ * process (root, or its own user's). */
+static void other_process_owner(pid_t pid, pid_t owner, hw_blocked_look *out)
+{
+    char path[64], buf[2048];
+    struct stat ours, theirs;
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
+    if (stat("/proc/self/ns/pid", &ours) != 0 || stat(path, &theirs) != 0 || ours.st_ino != theirs.st_ino) {
+        out->lock_missing = "its owner is a thread of another process, in a pid namespace not the agent's";
+        return;
+    }
+    snprintf(path, sizeof path, "/proc/%d/status", (int)owner);
+    const char *tgid = hw_proc_read_small(path, buf, sizeof buf) > 0 ? strstr(buf, "\nTgid:") : NULL;
+    const char *uid = tgid ? strstr(buf, "\nUid:") : NULL;
+    long owner_pid = tgid ? strtol(tgid + 6, NULL, 10) : 0;
+    long owner_uid = uid ? strtol(uid + 5, NULL, 10) : -1;
+    if (owner_pid <= 0 || owner_uid < 0) {
+        out->lock_missing = "its owner, a thread of another process, is gone";
+        return;
+    }
+    if (geteuid() != 0 && (uid_t)owner_uid != geteuid()) {
+        out->lock_missing = "its owner is a thread of another user's process";
+        return;
+    }
+    out->lock_owner = owner;
+    out->lock_owner_pid = (int)owner_pid;
+    snprintf(path, sizeof path, "/proc/%ld/comm", owner_pid);
+    if (hw_proc_read_small(path, out->lock_owner_name, sizeof out->lock_owner_name) > 0)
+        out->lock_owner_name[strcspn(out->lock_owner_name, "\n")] = '\0';
+}
+
+/* The lock a thread of `pid` waits for in futex (arguments `args`): its
+ * bytes around the word (for an rwlock, whose word is inside it), and for
+ * a mutex its kind and owner.  glibc's pthread_mutex_t on x86-64: int
+ * __lock, unsigned __count, int __owner, unsigned __nusers, int __kind;
+ * the waiters sleep on __lock, which a plain mutex sets to 1 or 2 (2:
+ * with waiters) and a robust one to its owner's thread id (with the
+ * waiters bit); a PI mutex is locked with FUTEX_LOCK_PI, its word the
+ * owner's.  Taken only when the call waits for the very value the lock
+ * holds (a mutex, not a condition).  The owner must be another thread of
+ * `pid`, or of a process the lock is shared with. */
+static void read_lock(pid_t pid, pid_t waiter, const uint64_t args[6], hw_blocked_look *out)
+{
+    uint64_t addr = args[0];
+    out->lock_address = addr;
+    int32_t words[5];
+    if (addr >= HW_LOCK_BYTES_BEFORE) {
+        struct iovec local = {out->lock_bytes, HW_LOCK_BYTES},
+                     remote = {(void *)(uintptr_t)(addr - HW_LOCK_BYTES_BEFORE), HW_LOCK_BYTES};
+        out->lock_bytes_valid = process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)HW_LOCK_BYTES;
+    }
+    if (out->lock_bytes_valid) {
+        memcpy(words, out->lock_bytes + HW_LOCK_BYTES_BEFORE, sizeof words);
+    } else {
+        struct iovec local = {words, sizeof words}, remote = {(void *)(uintptr_t)addr, sizeof words};
+        if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof words)
+            return;
+    }
+    unsigned op = (unsigned)args[1] & FUTEX_OP_MASK;
+    uint32_t lock = (uint32_t)words[0], kind = (uint32_t)words[4];
+    bool waits_for_it = (op == FUTEX_WAIT_OP || op == FUTEX_WAIT_BITSET_OP) && (uint32_t)args[2] == lock;
+    pid_t owner = 0;
+    if (op == FUTEX_LOCK_PI_OP || op == FUTEX_LOCK_PI2_OP) {
+        owner = (pid_t)(lock & FUTEX_TID_BITS); /* a PI futex's word is its owner */
+        out->lock_kind = HW_LOCK_PI_MUTEX;
+    } else if (waits_for_it && (lock == 1 || lock == 2) && (kind & MUTEX_KIND_UNSUPPORTED) == 0) {
+        owner = words[2];
+        out->lock_kind = kind & MUTEX_PSHARED ? HW_LOCK_SHARED_MUTEX : HW_LOCK_MUTEX;
+    } else if (waits_for_it && (kind & MUTEX_ROBUST) && !(kind & (MUTEX_PI | MUTEX_PP)) && (lock & FUTEX_TID_BITS)) {
+        owner = (pid_t)(lock & FUTEX_TID_BITS);
+        out->lock_kind = HW_LOCK_ROBUST_MUTEX;
+    }
+    if (owner <= 0 || owner == waiter)
+        return;
+    if (is_thread_of(pid, owner))
+        out->lock_owner = owner;
+    else if (kind & MUTEX_PSHARED)
+        other_process_owner(pid, owner, out);
+}
 
 pid_t hw_lock_owner(pid_t pid, pid_t waiter, const uint64_t args[6])
 {
-    unsigned op = (unsigned)args[1] & FUTEX_OP_MASK;
-    /* glibc's pthread_mutex_t on x86-64: int __lock, unsigned __count,
-     * int __owner, unsigned __nusers, int __kind; the waiters sleep on
-     * __lock (2: locked, with waiters). */
-    int32_t words[5];
-    struct iovec local = {words, sizeof words}, remote = {(void *)(uintptr_t)args[0], sizeof words};
-    if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof words)
-        return 0;
-    pid_t owner = 0;
-    if (op == FUTEX_LOCK_PI_OP || op == FUTEX_LOCK_PI2_OP)
-        owner = (pid_t)((uint32_t)words[0] & FUTEX_TID_BITS); /* a PI futex's word is its owner */
-    else if ((op == FUTEX_WAIT_OP || op == FUTEX_WAIT_BITSET_OP) && (words[0] == 1 || words[0] == 2) &&
-             (words[4] & MUTEX_KIND_UNSUPPORTED) == 0 && (unsigned)args[2] == (unsigned)words[0])
-        owner = words[2]; /* it waits for the very value the lock holds: a mutex, not a condition */
-    return owner != waiter && is_thread_of(pid, owner) ? owner : 0;
+    hw_blocked_look look = {.fd = -1};
+    read_lock(pid, waiter, args, &look);
+    return look.lock_owner_pid > 0 ? 0 : look.lock_owner;
 }
 
 /* From a thread waiting for a lock: its holder, the lock that one waits
  * for, ... up to HW_LOCK_CHAIN_MAX; a holder seen before is a deadlock. */
 static void follow_lock_holders(pid_t pid, pid_t tid, hw_blocked_look *out)
 {
-    out->lock_address = out->args[0];
-    out->lock_owner = hw_lock_owner(pid, tid, out->args);
-    pid_t next = out->lock_owner;
+    read_lock(pid, tid, out->args, out);
+    pid_t next = out->lock_owner_pid > 0 ? 0 : out->lock_owner; /* another process's: not followed */
     while (next > 0 && out->holder_count < HW_LOCK_CHAIN_MAX) {
         for (size_t i = 0; i < out->holder_count; i++)
             if (out->holders[i] == next)

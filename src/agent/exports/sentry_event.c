@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hang_cause.h"
 #include "core/hw_version.h"
 #include "core/text_bits.h"
 
@@ -199,7 +200,11 @@ static const json_t *culprit_frame_of(const json_t *threads, json_int_t at, json
  */
 static const json_t *label_frame(const json_t *apm, const json_t *threads, const json_t **holder, const char **lock)
 {
-    static const char *const holders[][2] = {{"gil_holder", "the GIL"}, {"lock_holder", "a mutex"}};
+    const json_t *kind = json_object_get(json_object_get(json_object_get(json_object_get(apm, "time"), "blocked_in"),
+                                                         "lock"),
+                                         "kind");
+    const char *const holders[][2] = {{"gil_holder", "the GIL"},
+                                      {"lock_holder", hw_report_lock_words(json_string_value(kind))}};
     for (size_t k = 0; k < 2; k++) {
         const json_t *h = json_object_get(apm, holders[k][0]);
         const json_t *f = culprit_frame_of(threads, num(h, "report_array_index"), num(h, "culprit_frame"));

@@ -542,6 +542,33 @@ static void set_pressure(json_t *o, const char *key, double value)
         json_object_set_new(o, key, json_real(value));
 }
 
+/* A futex wait's lock: where, what kind, who holds it (its chain of
+ * holders), or why that is not known. */
+static json_t *lock_json(const hw_blocked_look *look)
+{
+    char hex[24];
+    snprintf(hex, sizeof hex, "0x%" PRIx64, look->lock_address);
+    json_t *o = json_pack("{s:s, s:s}", "address", hex, "kind", hw_lock_kind_name(look->lock_kind));
+    if (!o)
+        return NULL;
+    if (look->lock_owner > 0) {
+        json_object_set_new(o, "owner", json_integer(look->lock_owner));
+        json_t *holders = json_array();
+        for (size_t i = 0; i < look->holder_count; i++)
+            json_array_append_new(holders, json_integer(look->holders[i]));
+        json_object_set_new(o, "holders", holders);
+    }
+    if (look->lock_owner_pid > 0)
+        json_object_set_new(o, "owner_process", json_pack("{s:i, s:o}", "pid", look->lock_owner_pid, "name",
+                                                          foreign_text(look->lock_owner_name,
+                                                                       sizeof look->lock_owner_name)));
+    if (look->lock_readers > 0)
+        json_object_set_new(o, "readers", json_integer(look->lock_readers));
+    if (look->lock_missing && look->lock_owner <= 0)
+        json_object_set_new(o, "owner_missing", json_string(look->lock_missing));
+    return o;
+}
+
 static json_t *blocked_in_json(const hw_blocked_look *look)
 {
     char state[2] = {look->state, '\0'};
@@ -572,15 +599,8 @@ static json_t *blocked_in_json(const hw_blocked_look *look)
         json_array_append_new(args, json_string(hex));
     }
     json_object_set_new(o, "args", args);
-    if (look->lock_owner > 0) {
-        char hex[24];
-        snprintf(hex, sizeof hex, "0x%" PRIx64, look->lock_address);
-        json_t *holders = json_array();
-        for (size_t i = 0; i < look->holder_count; i++)
-            json_array_append_new(holders, json_integer(look->holders[i]));
-        json_object_set_new(o, "lock", json_pack("{s:s, s:i, s:o}", "address", hex, "owner", look->lock_owner,
-                                                 "holders", holders));
-    }
+    if (look->lock_owner > 0 || look->lock_kind != HW_LOCK_UNKNOWN || look->lock_missing)
+        json_object_set_new(o, "lock", lock_json(look));
     if (look->fd >= 0) {
         json_object_set_new(o, "fd", json_integer(look->fd));
         json_object_set_new(o, "fd_kind", json_string(look->fd_kind));

@@ -414,7 +414,7 @@ static void make_report(report_worker *wk, hang_record *h, const report_request 
     hw_in_app_context in_app = hw_request_in_app(req);
     if (cpu_parts)
         hw_cpu_parts_build(nc->sym, &in_app, req->cpu, cpu_parts);
-    /* What it waits for, held by another thread: the GIL, or a mutex. */
+    /* What it waits for, held by another thread: the GIL, or a lock. */
     const hw_backtrace *holder_bt = NULL;
     pid_t gil_holder = hw_gil_holder_of(req, nc, &holder_bt);
     pid_t lock_holder = gil_holder ? 0 : hw_lock_holder_of(req, nc, &holder_bt);
@@ -424,7 +424,8 @@ static void make_report(report_worker *wk, hang_record *h, const report_request 
     json_t *report = hw_report_of_capture(req, nc, &info, id);
     char *line = cpu_parts ? hw_cpu_line(req, cpu_parts)
                            : hw_hang_line(o, req, target_bt, gil_holder ? gil_holder : lock_holder,
-                                          gil_holder ? "the GIL" : "a mutex", holder_bt);
+                                          gil_holder ? "the GIL" : hw_lock_kind_words(req->time.look.lock_kind),
+                                          holder_bt);
     dispose(wk, h, req, report, line, target_bt);
     hw_report_samples_free(&samples);
     if (cpu_parts)
@@ -439,7 +440,10 @@ static void make_report(report_worker *wk, hang_record *h, const report_request 
  *    capture's stop found it in (its registers);
  *  - restart_syscall (the thread was stopped in a sleep, a futex wait or
  *    a poll, and the kernel resumes that call) is the call it restarts,
- *    from the captured stack's innermost functions.
+ *    from the captured stack's innermost functions;
+ *  - a futex wait's lock is what the C library function it waits in says
+ *    (an rwlock, whose writer must be a thread of the process, a
+ *    condition variable, a semaphore ...).
  * The verdict is decided again when either changed the look, and the
  * stretch keeps the first report's look for its final verdict (the watch
  * thread's is the detection's look, as it was before this).
@@ -462,6 +466,16 @@ static void settle_look(hang_record *h, report_request *req, const hw_backtrace 
         if (bt->frames[i].language == HW_LANG_NATIVE && bt->frames[i].origin != HW_ORIGIN_HANGWATCH)
             names[n++] = bt->frames[i].symbol_name;
     changed |= hw_look_resolve_restart(&t->look, names, n);
+    if (hw_look_classify_lock(&t->look, names, n)) {
+        changed = true;
+        bool of_the_process = false;
+        for (size_t i = 0; i < req->snap.thread_count && t->look.lock_owner > 0; i++)
+            of_the_process |= req->snap.threads[i].tid == t->look.lock_owner;
+        if (t->look.lock_owner > 0 && !of_the_process) {
+            t->look.lock_owner = 0;
+            t->look.lock_missing = "its writer is not one of the process's threads";
+        }
+    }
     if (changed)
         hw_cause_decide(t);
     if (h && !h->settled && h->reports == 0 && t->look.valid) {
