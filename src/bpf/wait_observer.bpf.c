@@ -80,6 +80,8 @@ struct task_struct {
     struct sched_info sched_info;
     unsigned long nvcsw;
     unsigned long maj_flt;
+    unsigned long long utime;
+    unsigned long long stime;
 } __attribute__((preserve_access_index));
 
 /* The per-system-call tracepoints' records (tracefs format files). */
@@ -276,6 +278,8 @@ static __always_inline void keep_stretch_start(const struct hw_kobs_thread *t, _
     }
     start->voluntary_switches = BPF_CORE_READ(task, nvcsw);
     start->major_faults = BPF_CORE_READ(task, maj_flt);
+    start->utime_ns = BPF_CORE_READ(task, utime);
+    start->stime_ns = BPF_CORE_READ(task, stime);
     start->flags = flags;
     *(volatile __u64 *)&start->seq = seq;
 }

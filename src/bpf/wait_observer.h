@@ -55,7 +55,7 @@ struct hw_kobs_stretch_start {
     unsigned long long voluntary_switches; /* nvcsw */
     unsigned long long major_faults;       /* maj_flt */
     unsigned long long flags;              /* HW_KOBS_STARTS_* */
-    unsigned long long unused_[2];
+    unsigned long long utime_ns, stime_ns; /* user and system time as the kernel samples them (not /proc's) */
 };
 
 #define HW_KOBS_STARTS_SCHEDSTAT 1ull /* the kernel has run_delay (CONFIG_SCHED_INFO) */

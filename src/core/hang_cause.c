@@ -409,6 +409,17 @@ static void decide_secondary(hw_time_section *t, uint64_t throttled)
     }
 }
 
+void hw_cputime_adjust(uint64_t utime, uint64_t stime, uint64_t rtime, uint64_t *user, uint64_t *system)
+{
+    if (stime == 0)
+        *system = 0;
+    else if (utime == 0)
+        *system = rtime;
+    else
+        *system = (uint64_t)((double)rtime * ((double)stime / ((double)stime + (double)utime)));
+    *user = rtime - *system;
+}
+
 const hw_blocked_look *hw_time_blocked_look(const hw_time_section *t)
 {
     return t->slept.valid ? &t->slept : &t->look;
@@ -423,6 +434,9 @@ void hw_cause_decide(hw_time_section *t)
     if (!t->present || !t->has_schedstat || t->window_ns == 0)
         return;
     uint64_t w = t->window_ns;
+    /* the thread's own doing: the window but its waits for a CPU (the
+     * machine's) and hangwatch's stops */
+    uint64_t own = t->on_cpu_ns + t->blocked_ns;
     const hw_blocked_look *look = hw_time_blocked_look(t);
     uint64_t throttled = t->has_cgroup && t->cgroup_limited ? t->throttled_ns : 0;
     if (share(throttled, w) >= HW_CAUSE_THROTTLED_SHARE)
@@ -434,9 +448,11 @@ void hw_cause_decide(hw_time_section *t)
     else if (share(t->on_cpu_ns + t->runqueue_ns, w) >= HW_CAUSE_WORKING_SHARE)
         /* runnable, on a busy machine: it worked for the larger part */
         t->cause = t->on_cpu_ns >= t->runqueue_ns ? HW_CAUSE_WORKING : HW_CAUSE_STARVED;
-    else if (share(t->blocked_ns, w) >= HW_CAUSE_BLOCKED_SHARE) {
+    else if (share(t->blocked_ns, own) >= HW_CAUSE_BLOCKED_SHARE) {
+        /* asleep on faults: found so, or faulting fast with no system call to sleep in */
         bool faulting = look->valid && !look->in_syscall && look->state == 'D';
-        if (faulting && t->has_faults && t->major_faults > 0) {
+        bool fault_rate = t->has_faults && (double)t->major_faults >= HW_CAUSE_PAGING_FAULTS_PER_S * (double)w / 1e9;
+        if (t->has_faults && t->major_faults > 0 && (faulting || (fault_rate && !(look->valid && look->in_syscall)))) {
             t->cause = HW_CAUSE_PAGING;
         } else {
             t->cause = HW_CAUSE_BLOCKED;
@@ -447,6 +463,8 @@ void hw_cause_decide(hw_time_section *t)
                 look->wait_fd_count == 0)
                 t->blocked_on = HW_BLOCKED_ON_SLEEP;
         }
+    } else if (share(t->on_cpu_ns, own) >= HW_CAUSE_WORKING_SHARE) {
+        t->cause = HW_CAUSE_WORKING;
     } else {
         t->cause = HW_CAUSE_MIXED;
     }
@@ -586,6 +604,8 @@ char *hw_time_clause(const hw_time_section *t, char *out, size_t len)
     if (t->cause == HW_CAUSE_BLOCKED)
         add(out, len, &used, " on %s", hw_blocked_on_name(t->blocked_on));
     add(out, len, &used, ": %.1f s on CPU", seconds(t->on_cpu_ns));
+    if (t->has_cputime && t->on_cpu_ns >= 100000000ull && t->system_ns * 2 >= t->on_cpu_ns)
+        add(out, len, &used, " (%.1f s of it in the kernel)", seconds(t->system_ns));
     switch (t->cause) {
     case HW_CAUSE_THROTTLED:
         throttled_by(t, "", t->throttled_ns, out, len, &used);

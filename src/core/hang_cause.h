@@ -157,6 +157,10 @@ typedef struct hw_time_section {
     uint64_t runqueue_pending_ns;
     bool has_faults;
     uint64_t major_faults;
+    /* of on_cpu_ns, in user space and in the kernel (/proc's tick-sampled
+     * split, held to on_cpu_ns) */
+    bool has_cputime;
+    uint64_t user_ns, system_ns;
     /* the process's CPU cgroup (the nearest with a quota) */
     bool has_cgroup;
     const char *cgroup_missing; /* why not, when !has_cgroup (static) */
@@ -189,8 +193,13 @@ typedef struct hw_time_section {
 /* The verdict's rules, on the fractions of the window (decisions.md §44):
  * throttled when the cgroup was throttled for at least half the window;
  * else working when on a CPU for at least 60 %; starved when waiting for a
- * CPU at least half; blocked (or paging: major faults and asleep outside
- * any system call) when asleep at least 60 %; else mixed.  A thread
+ * CPU at least half; when runnable (on a CPU or waiting for one) 60 %, the
+ * larger of working and starved; then on the thread's own time (the window
+ * but its waits for a CPU and hangwatch's stops): blocked (or paging:
+ * asleep outside any system call in state D, or with at least
+ * HW_CAUSE_PAGING_FAULTS_PER_S major faults a second and no system call)
+ * when asleep at least 60 % of it, working when on a CPU 60 % of it; else
+ * mixed.  A thread
  * waiting for a CPU at least half the window whose cgroup's quota held it
  * for at least half of that wait is throttled, not starved: the quota, not
  * the neighbours, kept the CPU from it.  A second cause is named beside
@@ -200,8 +209,18 @@ typedef struct hw_time_section {
 #define HW_CAUSE_STARVED_SHARE 0.5
 #define HW_CAUSE_BLOCKED_SHARE 0.6
 #define HW_CAUSE_SECONDARY_SHARE 0.2
+/* Asleep with this many major faults a second and no system call to sleep
+ * in: paging. */
+#define HW_CAUSE_PAGING_FAULTS_PER_S 50.0
 /* A window this much of its stretch or more is the whole hang's. */
 #define HW_TIME_WHOLE_SHARE 0.9
+
+/* The user and system time /proc shows for a thread whose kernel counts
+ * (tick-sampled) are `utime` and `stime` and whose time on a CPU is
+ * `rtime` (all ns): its split of rtime in their proportion, as the
+ * kernel's cputime_adjust makes it (without its memory of what it showed
+ * before). */
+void hw_cputime_adjust(uint64_t utime, uint64_t stime, uint64_t rtime, uint64_t *user, uint64_t *system);
 
 /* Fill t->cause and t->blocked_on from its figures and its look (its
  * `slept` look when there is one). */

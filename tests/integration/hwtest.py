@@ -236,15 +236,18 @@ def cause_by_rule(t):
     paging, which the shares do not tell apart) or "mixed".  A test holds a
     busy machine's verdict to what the kernel counted this way, not to what
     an idle machine gives."""
-    w, on, queue = t["window_us"], t["on_cpu_us"], t["runqueue_wait_us"]
+    w, on, queue, asleep = t["window_us"], t["on_cpu_us"], t["runqueue_wait_us"], t["blocked_us"]
     if on >= 0.6 * w:
         return "working"
     if queue >= 0.5 * w:
         return "starved"
     if on + queue >= 0.6 * w:
         return "working" if on >= queue else "starved"
-    if t["blocked_us"] >= 0.6 * w:
+    own = on + asleep  # the thread's own time: not its waits for a CPU, nor hangwatch's stops
+    if asleep >= 0.6 * own:
         return "blocked"
+    if on >= 0.6 * own:
+        return "working"
     return "mixed"
 
 

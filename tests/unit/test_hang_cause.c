@@ -160,10 +160,58 @@ static void runnable_on_a_busy_machine(void **state)
     assert_int_equal(t.secondary, HW_CAUSE_WORKING);
 }
 
+/* On a busy machine the waits for a CPU are the machine's: an fsync loop
+ * 0.5 s on a CPU, 0.5 s waiting for one, 1 s asleep is blocked on its own
+ * time; a thread faulting fast with no system call is paging. */
+static void the_threads_own_time(void **state)
+{
+    (void)state;
+    hw_time_section t = window(500, 500);
+    blocked_in(&t, SYS_fsync, 3, HW_FD_CLASS_IO, "/var/lib/db/journal");
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_BLOCKED);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_IO);
+    assert_int_equal(t.secondary, HW_CAUSE_STARVED);
+    t = window(500, 500);
+    t.has_faults = true;
+    t.major_faults = 9392; /* in 2 s, asleep outside any call, found running */
+    t.look.valid = true;
+    t.look.state = 'R';
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_PAGING);
+    t.major_faults = 50; /* 25 a second: too few to say */
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_BLOCKED);
+    /* working for most of its own time */
+    t = window(900, 600);
+    hw_cause_decide(&t);
+    assert_int_equal(t.cause, HW_CAUSE_WORKING);
+}
+
+static void system_time_is_said(void **state)
+{
+    (void)state;
+    uint64_t user, system;
+    hw_cputime_adjust(100, 300, 2000, &user, &system);
+    assert_int_equal(system, 1500);
+    assert_int_equal(user, 500);
+    hw_cputime_adjust(0, 0, 2000, &user, &system);
+    assert_int_equal(user, 2000);
+    hw_time_section t = window(1500, 0);
+    t.has_cputime = true;
+    t.system_ns = 1200 * MS;
+    t.user_ns = 300 * MS;
+    hw_cause_decide(&t);
+    char clause[256];
+    assert_non_null(strstr(hw_time_clause(&t, clause, sizeof clause), "1.5 s on CPU (1.2 s of it in the kernel)"));
+    t.system_ns = 100 * MS;
+    assert_null(strstr(hw_time_clause(&t, clause, sizeof clause), "in the kernel"));
+}
+
 static void mixed_and_unknown(void **state)
 {
     (void)state;
-    hw_time_section t = window(600, 500);
+    hw_time_section t = window(700, 400);
     hw_cause_decide(&t);
     assert_int_equal(t.cause, HW_CAUSE_MIXED);
     t.has_schedstat = false;
@@ -171,7 +219,7 @@ static void mixed_and_unknown(void **state)
     assert_int_equal(t.cause, HW_CAUSE_UNKNOWN);
     char clause[64];
     assert_string_equal(hw_time_clause(&t, clause, sizeof clause), "");
-    t = window(600, 500);
+    t = window(700, 400);
     t.window_ns = 0;
     hw_cause_decide(&t);
     assert_int_equal(t.cause, HW_CAUSE_UNKNOWN);
@@ -334,7 +382,7 @@ static void a_second_cause_that_matters_is_named(void **state)
     hw_cause_decide(&t);
     assert_int_equal(t.secondary, HW_CAUSE_UNKNOWN);
     /* mixed names its shares itself */
-    t = window(600, 500);
+    t = window(700, 400);
     hw_cause_decide(&t);
     assert_int_equal(t.cause, HW_CAUSE_MIXED);
     assert_int_equal(t.secondary, HW_CAUSE_UNKNOWN);
@@ -421,7 +469,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(working_when_mostly_on_cpu),   cmocka_unit_test(throttled_before_anything_else),
         cmocka_unit_test(starved_when_waiting_for_a_cpu), cmocka_unit_test(blocked_on_what_the_call_waits_for),
-        cmocka_unit_test(paging_when_asleep_on_faults), cmocka_unit_test(runnable_on_a_busy_machine), cmocka_unit_test(lock_kinds_from_the_stack), cmocka_unit_test(mixed_and_unknown),
+        cmocka_unit_test(paging_when_asleep_on_faults), cmocka_unit_test(runnable_on_a_busy_machine), cmocka_unit_test(lock_kinds_from_the_stack), cmocka_unit_test(the_threads_own_time),
+        cmocka_unit_test(system_time_is_said), cmocka_unit_test(mixed_and_unknown),
         cmocka_unit_test(foreign_text_is_escaped),      cmocka_unit_test(syscall_table),
         cmocka_unit_test(a_restarted_call_is_the_stacks_wait), cmocka_unit_test(a_poll_waits_on_its_descriptors),
         cmocka_unit_test(a_second_cause_that_matters_is_named),

@@ -296,7 +296,8 @@ test_cgroup_v2_throttled() {
     wait $watcher
     r=$(ls $d/r/hang-*.json 2>/dev/null | head -n 1)
     [ -n "$r" ] || problem "no hang report: $(cat $d/err); the program said: $(cat $d/out); cpu.stat: $(cat $cg/cpu.stat)"
-    grep -q '"cause": *"throttled"' "$r" || problem "the cause is not throttled: $(grep -o '"cause": *"[a-z]*"' "$r")"
+    grep -q '"cause": *"throttled"' "$r" ||
+        problem "the cause is not throttled: $(grep -o '"\(cause\|window_from\|throttled_[a-z]*\|runqueue_wait_us\|on_cpu_us\)": *"*[a-z0-9_ ]*"*' "$r" | tr '\n' ' ')"
     grep -q '"path": *"/sys/fs/cgroup/app"' "$r" || problem "the cgroup is not named"
     grep -q '"version": *2' "$r" || problem "not cgroup v2"
     grep -q '"quota_us": *20000' "$r" || problem "the quota is not 20000 us"

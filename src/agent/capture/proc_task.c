@@ -149,7 +149,7 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
     ps->ppid = 0;
     ps->exit_code = -1;
     ps->processor = -1;
-    ps->cpu_ticks = 0;
+    ps->cpu_ticks = ps->user_ticks = ps->system_ticks = 0;
     ps->start_ticks = 0;
     ps->major_faults = 0;
     /* Fields after the comm, numbered as in proc(5): 3 = state, 4 = ppid,
@@ -164,8 +164,10 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
             ps->ppid = (pid_t)strtol(tok, NULL, 10);
         else if (field == 12)
             ps->major_faults = strtoull(tok, NULL, 10);
-        else if (field == 14 || field == 15)
-            ps->cpu_ticks += strtoull(tok, NULL, 10);
+        else if (field == 14)
+            ps->user_ticks = strtoull(tok, NULL, 10);
+        else if (field == 15)
+            ps->system_ticks = strtoull(tok, NULL, 10);
         else if (field == 22)
             ps->start_ticks = strtoull(tok, NULL, 10);
         else if (field == 39)
@@ -173,7 +175,14 @@ int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *ps)
         else if (field == 52)
             ps->exit_code = (int)strtol(tok, NULL, 10);
     }
+    ps->cpu_ticks = ps->user_ticks + ps->system_ticks;
     return ps->state != 0 ? 0 : -EINVAL;
+}
+
+uint64_t hw_clock_tick_ns(void)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull;
 }
 
 bool hw_syscall_line_parse(const char *line, hw_task_syscall_info *out)

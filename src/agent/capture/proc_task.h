@@ -35,12 +35,16 @@ typedef struct hw_task_stat {
     int processor; /* CPU it last ran on, -1 if unknown */
     int exit_code; /* wait status of a dead task, -1 if absent */
     unsigned long long cpu_ticks; /* utime + stime, in clock ticks (the process's: its dead threads' too) */
+    unsigned long long user_ticks, system_ticks; /* the two apart */
     unsigned long long start_ticks; /* when it started, in clock ticks after boot */
     unsigned long long major_faults; /* page faults that had to read from disk (the thread's own) */
 } hw_task_stat;
 
 /* 0, or -errno (-ENOENT when the thread is gone). */
 int hw_task_stat_read(pid_t pid, pid_t tid, hw_task_stat *out);
+
+/* A clock tick of /proc's times (sysconf(_SC_CLK_TCK)), in ns. */
+uint64_t hw_clock_tick_ns(void);
 
 /* What /proc/PID/task/TID/syscall says of a thread: "NR A1..A6 SP PC"
  * (hex) while it is blocked in system call NR, "-1 SP PC" while it is

@@ -58,9 +58,11 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
     memset(out, 0, sizeof *out);
     hw_task_stat st;
     if (hw_task_stat_read(pid, tid, &st) == 0) {
-        out->has_faults = true;
+        out->has_faults = out->has_cputime = true;
         out->major_faults = st.major_faults;
         out->state = st.state;
+        out->user_ns = st.user_ticks * hw_clock_tick_ns();
+        out->system_ns = st.system_ticks * hw_clock_tick_ns();
     }
     out->has_switches = read_voluntary_switches(pid, tid, &out->voluntary_switches);
     out->valid = out->has_faults; /* the thread is there to be read */
@@ -410,6 +412,14 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
     }
     t->has_faults = from->has_faults && to->has_faults;
     t->major_faults = t->has_faults ? since(to->major_faults, from->major_faults) : 0;
+    t->has_cputime = t->has_schedstat && from->has_cputime && to->has_cputime;
+    if (t->has_cputime) {
+        /* clock ticks: the split, held to the exact time on a CPU */
+        uint64_t user = since(to->user_ns, from->user_ns), system = since(to->system_ns, from->system_ns);
+        t->system_ns = user + system > 0 ? (uint64_t)((double)t->on_cpu_ns * (double)system / (double)(user + system))
+                                         : 0;
+        t->user_ns = t->on_cpu_ns - t->system_ns;
+    }
     if (cgroup != NULL && cgroup->version != 0) {
         t->has_cgroup = true;
         snprintf(t->cgroup, sizeof t->cgroup, "%s", cgroup->dir);
@@ -426,6 +436,8 @@ void hw_time_section_fill(hw_time_section *t, const hw_thread_counters *from, co
             if (t->throttled_ns > t->window_ns)
                 t->throttled_ns = t->window_ns;
             t->throttled_periods = since(to->throttled_periods, from->throttled_periods);
+        } else {
+            t->throttle_missing = "the cgroup's counters were not read at the window's start";
         }
     } else {
         t->cgroup_missing = cgroup_error == -ENOENT ? "no CPU controller holds the process"

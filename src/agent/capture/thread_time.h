@@ -30,6 +30,8 @@ typedef struct hw_thread_counters {
     uint64_t on_cpu_ns, runqueue_ns;
     bool has_faults;
     uint64_t major_faults;
+    bool has_cputime; /* its user and system time as /proc shows them (clock ticks, in ns) */
+    uint64_t user_ns, system_ns;
     bool has_throttle;
     uint64_t throttled_ns, throttled_periods;
     /* how long hangwatch's own captures have held the thread stopped so

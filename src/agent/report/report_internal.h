@@ -46,6 +46,7 @@ struct hang_record {
      * final verdict's, whose look the watch thread took before that */
     bool settled;
     hw_blocked_look settled_look;
+    long settled_restarted; /* the call its restart_syscall resumed, from the first capture's stack (-1: none) */
 };
 
 typedef struct job job;

@@ -639,6 +639,10 @@ json_t *hw_time_json(const hw_time_section *t)
         json_object_set_new(o, "partial", json_true());
     if (t->has_schedstat) {
         json_object_set_new(o, "on_cpu_us", json_integer(as_int(t->on_cpu_ns / 1000)));
+        if (t->has_cputime) {
+            json_object_set_new(o, "user_us", json_integer(as_int(t->user_ns / 1000)));
+            json_object_set_new(o, "system_us", json_integer(as_int(t->system_ns / 1000)));
+        }
         json_object_set_new(o, "runqueue_wait_us", json_integer(as_int(t->runqueue_ns / 1000)));
         json_object_set_new(o, "blocked_us", json_integer(as_int(t->blocked_ns / 1000)));
         json_object_set_new(o, "stopped_us", json_integer(as_int(t->stopped_ns / 1000)));

@@ -31,11 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "agent/common/report_dir.h"
 #include "core/hang_cause.h"
 #include "core/parse/duration.h"
+#include "core/sleep_tally.h"
 #include "core/text_escape.h"
 #include "report_internal.h"
 
@@ -448,6 +450,24 @@ static void make_report(report_worker *wk, hang_record *h, const report_request 
  * stretch keeps the first report's look for its final verdict (the watch
  * thread's is the detection's look, as it was before this).
  */
+/* What the looks at the stretch found it asleep in most (the watch
+ * thread's), settled as the look is: a restart_syscall is the call the
+ * capture's stack resumes, `restarted` (-1: none); the same kind of sleep
+ * as the look is the look's to say.  True when it changed. */
+static bool settle_slept(hw_time_section *t, long restarted)
+{
+    if (!t->slept.valid)
+        return false;
+    if (t->slept.in_syscall && t->slept.syscall == SYS_restart_syscall && restarted >= 0) {
+        t->slept.syscall = restarted;
+        t->slept.restarted = true;
+    }
+    if (!hw_look_same_sleep(&t->slept, &t->look))
+        return t->slept.restarted;
+    t->slept.valid = false;
+    return true;
+}
+
 static void settle_look(hang_record *h, report_request *req, const hw_backtrace *bt)
 {
     hw_time_section *t = &req->time;
@@ -466,6 +486,8 @@ static void settle_look(hang_record *h, report_request *req, const hw_backtrace 
         if (bt->frames[i].language == HW_LANG_NATIVE && bt->frames[i].origin != HW_ORIGIN_HANGWATCH)
             names[n++] = bt->frames[i].symbol_name;
     changed |= hw_look_resolve_restart(&t->look, names, n);
+    long restarted = t->look.restarted ? t->look.syscall : -1;
+    changed |= settle_slept(t, restarted);
     if (hw_look_classify_lock(&t->look, names, n)) {
         changed = true;
         bool of_the_process = false;
@@ -481,6 +503,7 @@ static void settle_look(hang_record *h, report_request *req, const hw_backtrace 
     if (h && !h->settled && h->reports == 0 && t->look.valid) {
         h->settled = true;
         h->settled_look = t->look;
+        h->settled_restarted = restarted;
     }
 }
 
@@ -577,6 +600,7 @@ static void do_finish(report_worker *wk, job *j)
     if (h->settled && j->end.time.present) {
         bool shown = j->end.time.look.valid;
         j->end.time.look = h->settled_look;
+        settle_slept(&j->end.time, h->settled_restarted);
         hw_cause_decide(&j->end.time);
         j->end.time.look.valid = shown;
     }

@@ -64,12 +64,6 @@ struct cpu_watch {
     cpu_hot_thread hot[CPU_HOT_THREADS];
 };
 
-static uint64_t ns_per_clock_tick(void)
-{
-    long hz = sysconf(_SC_CLK_TCK);
-    return hz > 0 ? 1000000000ull / (uint64_t)hz : 10000000ull;
-}
-
 /* Sampling interval: at least early sampling's, and about 100 samples of a
  * busy thread per window. */
 static uint64_t sample_interval(const agent *a)
@@ -127,7 +121,7 @@ static void read_threads(cpu_watch *cw, watched_process *w, bool fresh)
     size_t n = 0;
     if (hw_task_list(pid, &tids, &n) != 0)
         return;
-    uint64_t unit = ns_per_clock_tick();
+    uint64_t unit = hw_clock_tick_ns();
     for (size_t i = 0; i < cw->thread_count; i++)
         cw->threads[i].seen = false;
     for (size_t i = 0; i < n; i++) {
@@ -367,7 +361,7 @@ uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now)
     hw_task_stat st;
     if (hw_task_stat_read(w->pid, 0, &st) != 0 || st.state == 'Z')
         return cw->next_tick_ns;
-    uint64_t cpu_ns = st.cpu_ticks * ns_per_clock_tick();
+    uint64_t cpu_ns = st.cpu_ticks * hw_clock_tick_ns();
     uint64_t since = now > cw->last_time_ns ? now - cw->last_time_ns : 0;
     bool hot_tick = cw->last_time_ns != 0 && cpu_ns >= cw->last_cpu_ns && since > 0 &&
                     (cpu_ns - cw->last_cpu_ns) * 100 > (uint64_t)cfg->percent * since;

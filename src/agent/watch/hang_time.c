@@ -181,7 +181,7 @@ void hang_time_cpu_section(watched_process *w, pid_t tid, const hw_thread_counte
  * observer's pages): the window is the whole stretch however often the
  * loop turns.  The cgroup's throttling counters are the group's, not the
  * thread's: they come from the agent's own reading of this cgroup, the
- * nearest before, or none.  The captures' stops in this stretch are not
+ * nearest before, or the first in the stretch, or none.  The captures' stops in this stretch are not
  * in its start. */
 static bool kernel_stretch_start(const agent *a, watched_process *w, loop_watch *l, uint64_t seq,
                                  uint64_t stretch_start_ns, hw_thread_counters *out)
@@ -203,10 +203,14 @@ static bool kernel_stretch_start(const agent *a, watched_process *w, loop_watch 
     out->has_faults = out->has_switches = true;
     out->major_faults = k.major_faults;
     out->voluntary_switches = k.voluntary_switches;
+    out->has_cputime = true;
+    hw_cputime_adjust(k.utime_ns, k.stime_ns, k.on_cpu_ns, &out->user_ns, &out->system_ns);
     out->cgroup_generation = w->cgroup_generation;
+    /* the agent's reading before the stretch, or its first one in it (a
+     * loop that turned again at once: the throttling from there on) */
     const hw_thread_counters *base = &l->time_base;
     if (base->valid && base->has_throttle && base->cgroup_generation == w->cgroup_generation &&
-        base->at_ns <= stretch_start_ns) {
+        (base->at_ns <= stretch_start_ns || l->time_base_seq == seq)) {
         out->has_throttle = true;
         out->throttled_ns = base->throttled_ns;
         out->throttled_periods = base->throttled_periods;

@@ -702,6 +702,8 @@ bool hw_kobs_stretch_start(const hw_kernel_observer *k, const hw_shared_page *pa
     out->has_runqueue = (start->flags & HW_KOBS_STARTS_SCHEDSTAT) != 0;
     out->voluntary_switches = start->voluntary_switches;
     out->major_faults = start->major_faults;
+    out->utime_ns = start->utime_ns;
+    out->stime_ns = start->stime_ns;
     atomic_thread_fence(memory_order_acquire);
     return start->seq == seq && atomic_load_explicit(slot_seq, memory_order_acquire) == seq;
 }

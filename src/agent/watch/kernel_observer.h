@@ -106,6 +106,7 @@ typedef struct hw_kobs_stretch_counters {
     uint64_t on_cpu_ns, runqueue_ns; /* schedstat's two figures (runqueue: has_runqueue) */
     bool has_runqueue;
     uint64_t voluntary_switches, major_faults;
+    uint64_t utime_ns, stime_ns; /* as the kernel samples them: split on_cpu_ns with hw_cputime_adjust */
 } hw_kobs_stretch_counters;
 
 /* Slot `slot` of `page`'s counters at the start of its stretch `seq`: true

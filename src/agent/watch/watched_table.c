@@ -30,12 +30,11 @@
 static uint64_t process_born_ns(pid_t pid)
 {
     hw_task_stat st;
-    long hz = sysconf(_SC_CLK_TCK);
     struct timespec boot;
-    if (hw_task_stat_read(pid, 0, &st) != 0 || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+    if (hw_task_stat_read(pid, 0, &st) != 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
         return 0;
     uint64_t mono = hw_monotonic_ns();
-    uint64_t tick = 1000000000ull / (uint64_t)hz;
+    uint64_t tick = hw_clock_tick_ns();
     uint64_t boot_now = (uint64_t)boot.tv_sec * 1000000000ull + (uint64_t)boot.tv_nsec;
     if (st.start_ticks > (boot_now / tick))
         return 0; /* not a start we can believe */
