@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/common/pi_mutex.h"
 #include "core/hw_version.h"
 #include "core/text_escape.h"
 
@@ -66,11 +67,7 @@ hw_metrics *hw_metrics_new(const char *detector)
     hw_metrics *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
-    pthread_mutex_init(&m->lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    hw_pi_mutex_init(&m->lock);
     snprintf(m->detector, sizeof m->detector, "%s", detector ? detector : "runloop");
     m->start_unix = (int64_t)time(NULL);
     return m;

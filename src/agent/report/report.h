@@ -184,6 +184,17 @@ void worker_submit_dropped(report_worker *wk, hang_record *hang, report_request 
  * ended the hang (end "killed" or "exited"), else -1.  The record is the
  * worker's afterwards. */
 void worker_submit_finish(report_worker *wk, hang_record *hang, const hw_hang_end *end, bool keep_launch);
+/* The worker runs on idle time (SCHED_IDLE); on a machine that has none,
+ * the watch thread raises it to the normal policy at nice
+ * WORKER_BOOST_NICE once a job has waited WORKER_BOOST_AFTER_NS, and it
+ * goes back to idle time when its queue is empty: a busy machine delays a
+ * report by about that and a little of the CPU, never for good.  When the
+ * oldest job (queued or under way) turns late (UINT64_MAX: none), and the
+ * raise, done when it is due by `now`. */
+#define WORKER_BOOST_AFTER_NS 250000000ull
+#define WORKER_BOOST_NICE 10
+uint64_t worker_boost_due(report_worker *wk);
+void worker_boost_if_late(report_worker *wk, uint64_t now);
 /* How many re-checks the worker found with a moved stack (and reported),
  * and when the newest of them was captured. */
 uint64_t worker_resets(hang_record *hang, uint64_t *captured_ns);

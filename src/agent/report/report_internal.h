@@ -62,6 +62,12 @@ struct report_worker {
     size_t jobs;
     uint64_t bytes;
     bool stopping;
+    /* priority aging (worker_boost_due): its thread id, when the job under
+     * way was queued (0: none), whether the watch thread raised it */
+    pid_t tid;
+    bool idle_policy; /* it runs at SCHED_IDLE (not HANGWATCH_WORKER_POLICY=normal) */
+    uint64_t current_queued_ns;
+    bool boosted;
     /* the worker's own from here on */
     unsigned report_serial;
     uint64_t last_report_bytes;

@@ -31,9 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "agent/common/clock.h"
+#include "agent/common/pi_mutex.h"
 #include "agent/common/report_dir.h"
 #include "core/hang_cause.h"
 #include "core/parse/duration.h"
@@ -54,6 +58,7 @@ struct job {
     /* JOB_FINISH */
     hw_hang_end end;
     bool keep_launch;
+    uint64_t queued_ns; /* when it was handed over (priority aging) */
     struct job *next;
 };
 
@@ -74,6 +79,7 @@ static bool enqueue(report_worker *wk, job *j, bool bounded)
     pthread_mutex_lock(&wk->lock);
     bool room = !bounded || (wk->jobs < wk->max_jobs && wk->bytes + j->bytes <= MAX_QUEUED_BYTES);
     if (room) {
+        j->queued_ns = hw_monotonic_ns();
         j->next = NULL;
         if (wk->tail)
             wk->tail->next = j;
@@ -88,13 +94,26 @@ static bool enqueue(report_worker *wk, job *j, bool bounded)
     return room;
 }
 
+/* Back to idle time once nothing waits (the watch thread raised it). */
+static void unboost_when_idle(report_worker *wk)
+{
+    if (!wk->boosted || wk->head)
+        return;
+    wk->boosted = false;
+    struct sched_param sp = {0};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+}
+
 static job *dequeue(report_worker *wk)
 {
     pthread_mutex_lock(&wk->lock);
+    wk->current_queued_ns = 0;
+    unboost_when_idle(wk);
     while (!wk->head && !wk->stopping)
         pthread_cond_wait(&wk->wake, &wk->lock);
     job *j = wk->head;
     if (j) {
+        wk->current_queued_ns = j->queued_ns;
         wk->head = j->next;
         if (!wk->head)
             wk->tail = NULL;
@@ -106,6 +125,31 @@ static job *dequeue(report_worker *wk)
 }
 
 /* ---- the watch thread's side ---- */
+
+uint64_t worker_boost_due(report_worker *wk)
+{
+    if (!wk || !wk->idle_policy)
+        return UINT64_MAX;
+    pthread_mutex_lock(&wk->lock);
+    uint64_t oldest = wk->current_queued_ns ? wk->current_queued_ns : wk->head ? wk->head->queued_ns : 0;
+    uint64_t due = oldest && !wk->boosted ? oldest + WORKER_BOOST_AFTER_NS : UINT64_MAX;
+    pthread_mutex_unlock(&wk->lock);
+    return due;
+}
+
+void worker_boost_if_late(report_worker *wk, uint64_t now)
+{
+    if (worker_boost_due(wk) > now)
+        return;
+    pthread_mutex_lock(&wk->lock);
+    if (!wk->boosted && wk->tid > 0) {
+        /* nice first: the thread must not run at nice 0 for a moment */
+        setpriority(PRIO_PROCESS, (id_t)wk->tid, WORKER_BOOST_NICE);
+        struct sched_param sp = {0};
+        wk->boosted = pthread_setschedparam(wk->thread, SCHED_OTHER, &sp) == 0;
+    }
+    pthread_mutex_unlock(&wk->lock);
+}
 
 hang_record *worker_new_hang(bool launch)
 {
@@ -637,10 +681,13 @@ static void *worker_main(void *arg)
     /* Never take the CPU from the program: run only on idle time.  (The
      * benchmark compares with the normal policy, HANGWATCH_WORKER_POLICY.) */
     const char *policy = getenv("HANGWATCH_WORKER_POLICY");
+    pthread_mutex_lock(&wk->lock);
+    wk->tid = (pid_t)syscall(SYS_gettid);
     if (!policy || strcmp(policy, "normal") != 0) {
         struct sched_param sp = {0};
-        pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+        wk->idle_policy = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0;
     }
+    pthread_mutex_unlock(&wk->lock);
     /* What every report's symbolizer shares: the processes of one program
      * look each address up once, a node's perf map is read once. */
     hw_symbol_caches *caches = hw_symbol_caches_start();
@@ -676,7 +723,7 @@ report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex)
     const char *queue = getenv("HANGWATCH_REPORT_QUEUE");
     long n = queue != NULL ? strtol(queue, NULL, 10) : 0;
     wk->max_jobs = n > 0 && n < MAX_JOBS ? (size_t)n : MAX_JOBS;
-    pthread_mutex_init(&wk->lock, NULL);
+    hw_pi_mutex_init(&wk->lock);
     pthread_cond_init(&wk->wake, NULL);
     if (pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
         pthread_mutex_destroy(&wk->lock);

@@ -16,6 +16,8 @@
 
 #include <bpf/libbpf.h>
 
+#include "agent/common/pi_mutex.h"
+
 struct hw_link_reaper {
     pthread_t thread;
     pthread_mutex_t lock;
@@ -58,7 +60,7 @@ hw_link_reaper *hw_link_reaper_start(void)
     hw_link_reaper *r = calloc(1, sizeof *r);
     if (r == NULL)
         return NULL;
-    pthread_mutex_init(&r->lock, NULL);
+    hw_pi_mutex_init(&r->lock);
     pthread_cond_init(&r->wake, NULL);
     /* Not the watch thread's real-time priority, whoever starts it. */
     pthread_attr_t attr;

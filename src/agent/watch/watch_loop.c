@@ -142,12 +142,16 @@ static void raise_watch_priority(void)
 }
 
 /* When the loop must look next: the earliest next look of any watched
- * process, the end of `watch --duration`, the registration warning. */
+ * process, the end of `watch --duration`, the registration warning, the
+ * report worker's raise when a job waits too long (report.h). */
 static uint64_t next_wake(const agent *a, uint64_t now, uint64_t deadline)
 {
     uint64_t next = now + 60ull * 1000000000ull;
     if (deadline < next)
         next = deadline;
+    uint64_t boost = worker_boost_due(a->worker);
+    if (boost < next)
+        next = boost;
     for (size_t i = 0; i < a->table.end; i++)
         if (a->table.slots[i] && a->table.slots[i]->next_wake_ns < next)
             next = a->table.slots[i]->next_wake_ns;
@@ -262,6 +266,7 @@ static void watch(agent *a)
         drop_faulted_pages(a);
         check_processes(a);
         now = hw_monotonic_ns();
+        worker_boost_if_late(a->worker, now);
         if (!a->warned_unregistered && !a->ever_registered && now >= a->started_ns + REGISTRATION_GRACE_NS) {
             a->warned_unregistered = true;
             fprintf(stderr,
