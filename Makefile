@@ -9,8 +9,10 @@
 #                 build (whole suite, with the kernel observer's fentry
 #                 tests on Debian's stock kernel booted under QEMU: tests/vm)
 #   make bench    benchmarks (bench/), results in docs/benchmarks.md
-#   make compare  every detector on every scenario (compare/), table in
-#                 docs/comparison.md (about 12 minutes)
+#   make compare  every detector on every scenario (compare/), and the
+#                 verdict corpus (hangs made of one known thing each, beside
+#                 two CPU hogs: the verdict's accuracy), tables in
+#                 docs/comparison.md (about 13 minutes)
 #   make coverage every loop library x every way a callback blocks, under
 #                 run and watch (tests/integration/test_coverage.py, which
 #                 make test runs too), table in docs/coverage.md

@@ -6,7 +6,10 @@ Runs compare-scenarios (a hand-written loop watched through the C library)
 once per (scenario, detector), sets the reports each run wrote against what
 the program says it did, prints the table and puts it into
 docs/comparison.md between the "results" markers (the discussion around it
-is prose kept by hand).  Progress goes to stderr.
+is prose kept by hand).  Then the verdict corpus
+(tests/integration/test_causes.py: hangs each made of one known thing,
+beside two CPU hogs) and its accuracy, between the "causes" markers.
+Progress goes to stderr.
 
     /usr/bin/python3 compare/run.py [--build build] [--doc docs/comparison.md | --no-doc]
                                     [--scenarios a,b] [--detectors x,y]
@@ -186,8 +189,25 @@ def machine():
     return "%s, %d CPUs, Linux %s" % (model, os.cpu_count() or 0, platform.release())
 
 
-def update_doc(doc, text):
-    begin, end = "<!-- results: begin (compare/run.py writes this part) -->", "<!-- results: end -->"
+def run_causes(build):
+    """The verdict corpus (tests/integration/test_causes.py), run beside two
+    CPU hogs: its table and accuracy line, or why there are none."""
+    script = os.path.join(ROOT, "tests", "integration", "test_causes.py")
+    log("compare: the verdict corpus (about a minute)")
+    run = subprocess.run(["/usr/bin/python3", script, os.path.join(build, "bin"), ROOT, "corpus"],
+                         capture_output=True, text=True, timeout=900)
+    try:
+        with open(os.path.join(build, "causes", "causes.md")) as f:
+            table = f.read()
+    except OSError:
+        table = ""
+    if run.returncode != 0:
+        table += "\nThe corpus failed: %s\n" % (run.stderr.strip().splitlines() or ["?"])[-1]
+    return table
+
+
+def update_doc(doc, text, part="results", writer="compare/run.py"):
+    begin, end = "<!-- %s: begin (%s writes this part) -->" % (part, writer), "<!-- %s: end -->" % part
     with open(doc) as f:
         content = f.read()
     if begin not in content or end not in content:
@@ -235,9 +255,12 @@ def main():
     text = "Run %s on %s; threshold 2 s.\n\nReports written:\n\n%s\n\n%s" % (
         stamp, machine(), build_summary(rows), build_table(rows))
     print(text)
+    causes = "Run %s on %s.\n\n%s" % (stamp, machine(), run_causes(args.build))
+    print(causes)
     if not args.no_doc:
         update_doc(args.doc, text)
-        log("compare: table written to %s" % args.doc)
+        update_doc(args.doc, causes, part="causes")
+        log("compare: tables written to %s" % args.doc)
     return 0
 
 

@@ -43,7 +43,7 @@ test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3
     command -v npm >/dev/null 2>&1 || packages="$packages npm" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools qemu-system-x86 busybox-static cpio" ;;
-compare) packages="$packages python3" ;;
+compare) packages="$packages python3 python3-jsonschema" ;;
 # make soak: bench/soak.py, its Sentry receiver parsing envelopes with the SDK.
 soak) packages="$packages python3 python3-sentry-sdk" ;;
 *) echo "usage: $0 [build|test|fuzz|bench|compare|soak]" >&2; exit 2 ;;
