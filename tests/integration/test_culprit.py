@@ -172,6 +172,14 @@ def case_urllib():
               f"aiohttp's own frames:\n{describe(aio or frames)}")
         line = hang_lines(r)[0]
         check("fetch_exchange_rates (aio_fetch.py:4)" in line and "library frames" in line, line)
+        # why: a socket's poll with a timeout is a wait on the network, the slow server named (this process)
+        t = rep["hangwatch"].get("time", {})
+        b = t.get("blocked_in", {})
+        slow_port = slow.server_address[1]
+        check(t.get("cause") == "blocked" and t.get("blocked_on") == "network", json.dumps(t))
+        check(f"127.0.0.1:{slow_port}" in b.get("fd_is", "") and b.get("peer", {}).get("pid") == os.getpid(),
+              json.dumps(b))
+        check(f"127.0.0.1:{slow_port}" in line and f"held by pid {os.getpid()}" in line, line)
         out = show(r.report_paths[0])
         check(re.search(r"fetch_exchange_rates  at .*aio_fetch.py:4  <- culprit", out), out)
         g = stats_json(r.report_dir)["groups"][0]

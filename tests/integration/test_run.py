@@ -155,8 +155,14 @@ def own_frame(report, prefixes):
 
 
 def case_annealing_abca():
-    """Blocked in A, B, C, then A again in one busy stretch: four reports, in that order."""
-    r = hwtest.run(["--"] + scenario("abca", 2.5))
+    """Blocked in A, B, C, then A again in one busy stretch: four reports, in that order; each one's cause
+    a sleep; the same with early sampling, whose stops make the kernel resume each sleep as restart_syscall."""
+    annealing_abca([])
+    annealing_abca(["--early-sampling"])
+
+
+def annealing_abca(options):
+    r = hwtest.run(options + ["--"] + scenario("abca", 2.5))
     try:
         check(r.returncode == 0, r.describe())
         reports = sorted(r.reports, key=lambda rep: rep["hangwatch"]["stretch_report_index"])
@@ -170,6 +176,8 @@ def case_annealing_abca():
             apm = rep["hangwatch"]
             check(apm.get("hang_end") == "returned_to_wait", f"hang_end {apm.get('hang_end')}")
             check(9_800_000 <= apm["final_duration_us"] <= 10_600_000, f"final_duration_us {apm['final_duration_us']}")
+            t = apm.get("time", {})
+            check(t.get("cause") == "blocked" and t.get("blocked_on") == "sleep", f"{options}: {json.dumps(t)}")
         # stats: one hang in A's group, which says where it moved
         stats = hwtest.hw("stats", "--json", r.report_dir)
         check(stats.returncode == 0, stats.stderr)
