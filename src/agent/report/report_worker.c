@@ -128,11 +128,11 @@ static job *dequeue(report_worker *wk)
 
 uint64_t worker_boost_due(report_worker *wk)
 {
-    if (!wk || !wk->idle_policy)
+    if (!wk)
         return UINT64_MAX;
     pthread_mutex_lock(&wk->lock);
     uint64_t oldest = wk->current_queued_ns ? wk->current_queued_ns : wk->head ? wk->head->queued_ns : 0;
-    uint64_t due = oldest && !wk->boosted ? oldest + WORKER_BOOST_AFTER_NS : UINT64_MAX;
+    uint64_t due = oldest && wk->idle_policy && !wk->boosted ? oldest + WORKER_BOOST_AFTER_NS : UINT64_MAX;
     pthread_mutex_unlock(&wk->lock);
     return due;
 }
