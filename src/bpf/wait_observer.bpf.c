@@ -433,4 +433,15 @@ int on_fork(struct trace_event_raw_sched_process_fork *ctx)
     return 0;
 }
 
+/* watch --all: a process of the machine exec'd a program; the agent looks
+ * whether to watch it (attached only then; one ring write per exec). */
+SEC("tracepoint/sched/sched_process_exec")
+int on_exec(void *ctx)
+{
+    (void)ctx;
+    __u32 news = (__u32)(bpf_get_current_pid_tgid() >> 32) | HW_KOBS_EXEC_NEWS;
+    bpf_ringbuf_output(&new_children, &news, sizeof news, 0);
+    return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";

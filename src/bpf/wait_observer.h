@@ -12,8 +12,9 @@
 
 #include "core/abi/wait_point.h"
 
-#define HW_KOBS_MAX_PAGES 64        /* processes watched at once */
-#define HW_KOBS_MAX_THREADS 4096    /* threads watched at once */
+#define HW_KOBS_MAX_PAGES 1024      /* processes watched at once (watch --all: a machine's) */
+#define HW_KOBS_MAX_THREADS 16384   /* threads watched at once */
+#define HW_KOBS_EXEC_NEWS 0x80000000u /* a pid in the news ring with this bit: it exec'd (watch --all) */
 #define HW_KOBS_EVENTS_BYTES 65536  /* ring of new children's pids for the agent */
 #define HW_KOBS_SLOTS 64            /* slots per page (63 used, as HW_PAGE_SLOTS) */
 #define HW_KOBS_BEFORE_WAITING 32u  /* HW_ACTIVITY_BEFORE_WAITING */

@@ -122,8 +122,9 @@ int hw_watch_main(int argc, char **argv)
     int rc = hw_agent_options_parse(HW_AGENT_WATCH, argc, argv, &line);
     if (rc >= 0)
         return rc;
-    if (line.watch_pid_count == 0)
-        return hw_cli_usage_error("%swatch needs a process: hangwatch watch -p PID [-p PID...] [OPTIONS]", "");
+    if (line.watch_pid_count == 0 && !line.opts.watch_all)
+        return hw_cli_usage_error("%swatch needs processes: hangwatch watch -p PID [-p PID...] [OPTIONS], or every "
+                                  "loop of the machine: hangwatch watch --all [selectors] [OPTIONS]", "");
     if (line.operands < argc)
         return hw_cli_usage_error("watch takes no program ('%s'): use hangwatch run to start one",
                                   argv[line.operands]);

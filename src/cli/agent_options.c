@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +37,12 @@ enum {
     OPT_CPU_HIGH,
     OPT_JS_FRAMES,
     OPT_ATTACH,
+    OPT_ALL,
+    OPT_COMM,
+    OPT_EXE,
+    OPT_CGROUP,
+    OPT_USER,
+    OPT_EXCLUDE,
 };
 #define MAX_IGNORE_FRAME_LEN 255
 
@@ -61,6 +68,9 @@ static const struct option longopts[] = {
     {"in-app", required_argument, NULL, OPT_IN_APP},
     {"not-in-app", required_argument, NULL, OPT_NOT_IN_APP},
     {"cpu-high", required_argument, NULL, OPT_CPU_HIGH},
+    {"all", no_argument, NULL, OPT_ALL}, {"comm", required_argument, NULL, OPT_COMM},
+    {"exe", required_argument, NULL, OPT_EXE}, {"cgroup", required_argument, NULL, OPT_CGROUP},
+    {"user", required_argument, NULL, OPT_USER}, {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {NULL, 0, NULL, 0},
 };
 
@@ -363,6 +373,70 @@ static int take_process_option(hw_agent_command command, int c, const char *valu
     return OPTION_TAKEN;
 }
 
+/* One selector of watch --all of `kind` with `value` (an exclusion if
+ * `exclude`): OPTION_TAKEN, or 2 after a usage error. */
+static int take_selector(hw_select_kind kind, const char *value, bool exclude, hw_agent_command_line *line)
+{
+    static const char *const names[] = {[HW_SELECT_COMM] = "--comm", [HW_SELECT_EXE] = "--exe",
+                                        [HW_SELECT_CGROUP] = "--cgroup", [HW_SELECT_USER] = "--user"};
+    char shown[128], said[256];
+    hw_escape_text(value, shown, sizeof shown);
+    hw_process_selector s = {.kind = kind, .exclude = exclude, .pattern = value};
+    const char *wrong = NULL;
+    long n = 0;
+    struct passwd *pw = NULL;
+    if (kind == HW_SELECT_COMM && (value[0] == '\0' || strlen(value) > 15))
+        wrong = "a process name of 1 to 15 characters (its comm)";
+    else if ((kind == HW_SELECT_EXE || kind == HW_SELECT_CGROUP) && !hw_select_path_pattern_valid(value))
+        wrong = "a path pattern starting with '/' or '*'";
+    else if (kind == HW_SELECT_USER && whole_number(value, 0, INT32_MAX, &n) != 0 && (pw = getpwnam(value)) == NULL)
+        wrong = "no such user (a name or a uid)";
+    if (wrong != NULL) {
+        snprintf(said, sizeof said, "invalid %s '%s': %s", names[kind], shown, wrong);
+        return hw_cli_usage_error("%s", said);
+    }
+    if (kind == HW_SELECT_USER)
+        s.uid = pw != NULL ? pw->pw_uid : (uid_t)n;
+    if (line->opts.selector_count == HW_MAX_SELECTORS)
+        return hw_cli_usage_error("%stoo many selectors: at most 64", "");
+    line->selectors[line->opts.selector_count++] = s;
+    line->opts.selectors = line->selectors;
+    return OPTION_TAKEN;
+}
+
+/* --all and its selectors, watch's. */
+static int take_machine_option(hw_agent_command command, int c, const char *value, hw_agent_command_line *line)
+{
+    if (c < OPT_ALL || c > OPT_EXCLUDE)
+        return NOT_THIS_GROUP;
+    if (command != HW_AGENT_WATCH)
+        return hw_cli_usage_error("%s--all and its selectors (--comm, --exe, --cgroup, --user, --exclude) belong to "
+                                  "hangwatch watch", "");
+    switch (c) {
+    case OPT_ALL:
+        line->opts.watch_all = true;
+        return OPTION_TAKEN;
+    case OPT_COMM:
+        return take_selector(HW_SELECT_COMM, value, false, line);
+    case OPT_EXE:
+        return take_selector(HW_SELECT_EXE, value, false, line);
+    case OPT_CGROUP:
+        return take_selector(HW_SELECT_CGROUP, value, false, line);
+    case OPT_USER:
+        return take_selector(HW_SELECT_USER, value, false, line);
+    default: {
+        hw_select_kind kind;
+        const char *what;
+        if (!hw_select_exclusion_parse(value, &kind, &what)) {
+            char shown[128];
+            return hw_cli_usage_error("invalid --exclude '%s': comm=NAME, exe=PATTERN, cgroup=PATTERN or user=USER",
+                                      hw_escape_text(value, shown, sizeof shown));
+        }
+        return take_selector(kind, what, true, line);
+    }
+    }
+}
+
 /* ---- the command line ------------------------------------------------------------ */
 
 /* One option (getopt_long's `c`) of `command`: OPTION_TAKEN, or the exit
@@ -384,6 +458,8 @@ static int take_option(hw_agent_command command, int c, char **argv, hw_agent_co
         rc = take_command_option(command, c, optarg, &line->opts);
     if (rc == NOT_THIS_GROUP)
         rc = take_process_option(command, c, optarg, line);
+    if (rc == NOT_THIS_GROUP)
+        rc = take_machine_option(command, c, optarg, line);
     if (rc != NOT_THIS_GROUP)
         return rc;
     int handled = hw_metrics_sentry_option(c, optarg, &line->opts);
@@ -406,6 +482,17 @@ static int finish_options(hw_agent_command command, hw_agent_options *opts)
         opts->frame_interval_ns = HW_FRAME_INTERVAL_DEFAULT_NS;
     if (opts->stutter && opts->detector_kind != HW_DETECTOR_RUNLOOP)
         return hw_cli_usage_error("%s--stutter works with the runloop detector only", "");
+    if (opts->selector_count > 0 && !opts->watch_all)
+        return hw_cli_usage_error("%s--comm, --exe, --cgroup, --user and --exclude choose among --all's processes: "
+                                  "add --all", "");
+    if (opts->watch_all && opts->attach == HW_ATTACH_UPROBE)
+        return hw_cli_usage_error("%s--all cannot use --attach uprobe: it puts probes in each process it watches, "
+                                  "and with --all it would watch them all; use fentry (the default where the "
+                                  "kernel has it) or the tracepoints", "");
+    if (opts->watch_all) {
+        opts->all_loop_threads = true; /* the loop threads of each, found by their waits */
+        opts->follow_children = true;
+    }
     if (opts->ring_size == 0) {
         uint64_t n = opts->detector.check_period_ns / opts->sample_interval_ns;
         opts->ring_size = n < 1 ? 1 : n > 10000 ? 10000 : (size_t)n;

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "agent/agent.h"
+#include "core/process_select.h"
 
 /* Which command the options are for. */
 typedef enum hw_agent_command {
@@ -29,6 +30,8 @@ typedef enum hw_agent_command {
 #define HW_MAX_IGNORE_FRAMES 64
 /* The most --in-app and --not-in-app rules, together. */
 #define HW_MAX_IN_APP_RULES 64
+/* The most selectors of watch --all (--comm, --exe, --cgroup, --user, --exclude). */
+#define HW_MAX_SELECTORS 64
 
 /* What a command line says: the agent's options and what they point to. */
 typedef struct hw_agent_command_line {
@@ -37,6 +40,7 @@ typedef struct hw_agent_command_line {
     size_t watch_pid_count;
     const char *ignore_frames[HW_MAX_IGNORE_FRAMES]; /* opts.ignore_frames points here */
     hw_in_app_rule in_app_rules[HW_MAX_IN_APP_RULES]; /* opts.in_app_rules points here */
+    hw_process_selector selectors[HW_MAX_SELECTORS];  /* opts.selectors points here */
     int operands; /* the index in argv of the first argument after the options */
 } hw_agent_command_line;
 

@@ -717,13 +717,20 @@ def case_watch_errors():
             cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all"] + cmd
         return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
 
-    for args, needle in ((["watch"], "needs a process"), (["watch", "-p", "abc"], "invalid -p"),
+    for args, needle in ((["watch"], "needs processes"), (["watch", "-p", "abc"], "invalid -p"),
                          (["watch", "-p", "0"], "invalid -p"), (["watch", "-p", "1", "--duration", "x"], "--duration"),
                          (["watch", "-p", "1", "--", "ls"], "takes no program"),
                          (["watch", "-p", "1", "--no-follow"], "belongs to hangwatch run"),
                          (["run", "--follow", "--", "true"], "--follow belongs to hangwatch watch"),
                          (["run", "--observer", "magic", "--", "true"], "--observer"),
-                         (["watch", "-p", "1", "--attach", "kprobe"], "invalid --attach 'kprobe' (auto, fentry, tracepoint or uprobe)")):
+                         (["watch", "-p", "1", "--attach", "kprobe"], "invalid --attach 'kprobe' (auto, fentry, tracepoint or uprobe)"),
+                         (["watch", "--comm", "nginx"], "add --all"),
+                         (["watch", "--all", "--attach", "uprobe"], "--all cannot use --attach uprobe"),
+                         (["watch", "--all", "--exclude", "pid=3"], "invalid --exclude 'pid=3'"),
+                         (["watch", "--all", "--comm", "a-name-too-long-for-comm"], "invalid --comm"),
+                         (["watch", "--all", "--cgroup", "kubepods"], "a path pattern starting with '/'"),
+                         (["watch", "--all", "--user", "no-such-user-here"], "no such user"),
+                         (["run", "--all", "--", "true"], "belong to hangwatch watch")):
         p = run(args)
         check(p.returncode == 2 and needle in p.stderr, f"{args}: exit {p.returncode}\n{p.stderr}")
     if os.geteuid() == 0:

@@ -97,6 +97,11 @@ typedef struct hw_agent_options {
     size_t watch_pid_count;
     uint64_t duration_ns;
     bool follow_children; /* watch --follow: also the processes they fork */
+    /* watch --all: every process of the machine that waits in a loop, as
+     * the selectors choose (core/process_select.h; watch/machine_scan.c) */
+    bool watch_all;
+    const struct hw_process_selector *selectors;
+    size_t selector_count;
     /* ---- exports beyond the machine (exports/exports.h; docs/metrics.md) ---- */
     const char *metrics_listen; /* --metrics-listen ADDR:PORT: serve /metrics, or NULL */
     const char *metrics_file;   /* --metrics-file PATH: node_exporter's textfile, or NULL */

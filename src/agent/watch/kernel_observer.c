@@ -75,7 +75,8 @@ struct hw_kernel_observer {
     size_t link_count;
     process_probes *probes[HW_KOBS_MAX_PAGES]; /* uprobe: per page */
     hw_link_reaper *reaper;                    /* uprobe: destroys a process's probes off the watch thread */
-    struct bpf_link *fork_link;                /* fentry or uprobe with --follow: the fork tracepoint */
+    struct bpf_link *fork_link;                /* with --follow (and --all): the fork tracepoint */
+    struct bpf_link *exec_link;                /* with --all: the exec tracepoint */
     hw_shared_page *pages; /* HW_KOBS_MAX_PAGES pages, mapped from the BPF map */
     const struct hw_kobs_stretch_start *starts; /* HW_KOBS_MAX_PAGES * HW_KOBS_SLOTS, mapped read-only */
     bool used[HW_KOBS_MAX_PAGES];
@@ -83,17 +84,25 @@ struct hw_kernel_observer {
     struct ring_buffer *children; /* new processes of watched ones (--follow) */
     pid_t pending[MAX_PENDING_CHILDREN];
     size_t pending_count;
+    pid_t pending_execs[MAX_PENDING_CHILDREN]; /* --all: processes that exec'd */
+    size_t pending_exec_count;
 };
 
+/* News of a process: forked (a child of a watched one), or exec'd
+ * (HW_KOBS_EXEC_NEWS). */
 static int note_child(void *ctx, void *data, size_t size)
 {
     hw_kernel_observer *k = ctx;
-    int32_t pid;
-    if (size < sizeof pid || k->pending_count == MAX_PENDING_CHILDREN)
-        return 0; /* a full list drops the rest: those children go unwatched */
-    memcpy(&pid, data, sizeof pid);
-    if (pid > 0)
-        k->pending[k->pending_count++] = pid;
+    uint32_t news;
+    if (size < sizeof news)
+        return 0;
+    memcpy(&news, data, sizeof news);
+    bool exec = (news & HW_KOBS_EXEC_NEWS) != 0;
+    pid_t pid = (pid_t)(news & ~HW_KOBS_EXEC_NEWS);
+    pid_t *list = exec ? k->pending_execs : k->pending;
+    size_t *count = exec ? &k->pending_exec_count : &k->pending_count;
+    if (pid > 0 && *count < MAX_PENDING_CHILDREN)
+        list[(*count)++] = pid; /* a full list drops the rest: found by the next scan, or unwatched */
     return 0;
 }
 
@@ -170,10 +179,12 @@ static int need_tracefs(char *why, size_t len, const char *for_what)
 }
 
 /* Which attachment a program of the object belongs to, by its section. */
-static hw_kobs_attach program_attachment(const struct bpf_program *prog, bool *is_fork)
+/* Which attachment a program is of; *is_news: the fork and exec
+ * tracepoints', loaded with any and attached when asked for. */
+static hw_kobs_attach program_attachment(const struct bpf_program *prog, bool *is_news)
 {
     const char *sec = bpf_program__section_name(prog);
-    *is_fork = strcmp(sec, "tracepoint/sched/sched_process_fork") == 0;
+    *is_news = strncmp(sec, "tracepoint/sched/", 17) == 0;
     if (strncmp(sec, "fentry/", 7) == 0 || strncmp(sec, "fexit/", 6) == 0)
         return HW_KOBS_ATTACH_FENTRY;
     if (strncmp(sec, "uprobe", 6) == 0)
@@ -261,8 +272,7 @@ static int load_as(hw_kernel_observer *k, hw_kobs_attach attach, char *why, size
     bpf_object__for_each_program(prog, k->skel->obj)
     {
         bool is_fork;
-        if (!bpf_program__autoload(prog) || program_attachment(prog, &is_fork) != attach ||
-            (is_fork && attach == HW_KOBS_ATTACH_FENTRY))
+        if (!bpf_program__autoload(prog) || program_attachment(prog, &is_fork) != attach || is_fork)
             continue;
         struct bpf_link *link = k->link_count < MAX_SHARED_LINKS ? bpf_program__attach(prog) : NULL;
         if (link == NULL) {
@@ -487,7 +497,7 @@ static void remove_probes(hw_kernel_observer *k, size_t index)
  * first process that asks (the tracepoint attachment has it already). */
 static bool attach_fork_tracepoint(hw_kernel_observer *k, char *why, size_t len)
 {
-    if (k->attach == HW_KOBS_ATTACH_TRACEPOINT || k->fork_link != NULL)
+    if (k->fork_link != NULL)
         return true;
     if (need_tracefs(why, len, "--follow") != 0)
         return false;
@@ -628,7 +638,8 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
     hw_loop_slot *slot = &page->slots[0];
     hw_task_syscall_info waiting;
     bool restart_wait = false, stopped = false;
-    bool found_waiting = start == HW_KOBS_START_AS_FOUND && is_waiting_now(pid, &waiting, &stopped);
+    bool found_waiting =
+        (start == HW_KOBS_START_AS_FOUND || start == HW_KOBS_START_QUIET) && is_waiting_now(pid, &waiting, &stopped);
     if (found_waiting) {
         /* Blocked in a wait call now: its exit will be seen, except by
          * fexit, whose trampoline only returns from calls made after it
@@ -638,6 +649,10 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
         prime_loop_wait(&t, slot, &waiting);
         k->wait_end_unseen[index] = k->attach == HW_KOBS_ATTACH_FENTRY && !stopped;
         restart_wait = k->wait_end_unseen[index];
+        atomic_store_explicit(&slot->activity, HW_ACTIVITY_BEFORE_WAITING, memory_order_relaxed);
+    } else if (start == HW_KOBS_START_QUIET) {
+        /* not a loop until it waits: idle (seq 0) until its first wait ends */
+        k->wait_end_unseen[index] = false;
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_BEFORE_WAITING, memory_order_relaxed);
     } else {
         k->wait_end_unseen[index] = false;
@@ -750,6 +765,32 @@ int hw_kobs_children_fd(hw_kernel_observer *k)
     return k && k->children ? ring_buffer__epoll_fd(k->children) : -1;
 }
 
+bool hw_kobs_watch_execs(hw_kernel_observer *k, char *why, size_t len)
+{
+    if (k->exec_link != NULL)
+        return true;
+    if (need_tracefs(why, len, "--all") != 0)
+        return false;
+    k->exec_link = bpf_program__attach(k->skel->progs.on_exec);
+    if (k->exec_link == NULL) {
+        say(why, len, 0, "--all: the exec tracepoint could not be attached: %s", strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+size_t hw_kobs_take_execs(hw_kernel_observer *k, pid_t *out, size_t max)
+{
+    if (k == NULL || k->children == NULL)
+        return 0;
+    ring_buffer__consume(k->children);
+    size_t n = k->pending_exec_count < max ? k->pending_exec_count : max;
+    memcpy(out, k->pending_execs, n * sizeof *out);
+    memmove(k->pending_execs, k->pending_execs + n, (k->pending_exec_count - n) * sizeof *k->pending_execs);
+    k->pending_exec_count -= n;
+    return n;
+}
+
 size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max)
 {
     if (k == NULL || k->children == NULL)
@@ -771,6 +812,7 @@ void hw_kobs_close(hw_kernel_observer *k)
         remove_probes(k, i);
     hw_link_reaper_stop(k->reaper); /* every probe gone before the programs are */
     bpf_link__destroy(k->fork_link);
+    bpf_link__destroy(k->exec_link);
     if (k->pages)
         munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);
     if (k->starts)

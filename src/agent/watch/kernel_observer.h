@@ -63,6 +63,10 @@ const char *hw_kobs_fentry_refusal(const hw_kernel_observer *k);
 typedef enum hw_kobs_start {
     HW_KOBS_START_AS_FOUND, /* waiting if it is blocked in a wait call now, else busy from now */
     HW_KOBS_START_LAUNCHING, /* busy since process start (a program about to be started) */
+    /* waiting if it is blocked in a wait call now, else not a loop until
+     * its first wait call (watch --all: a process chosen for another
+     * thread's wait, whose main thread may never be a loop) */
+    HW_KOBS_START_QUIET,
 } hw_kobs_start;
 
 /* Watch process `pid`'s main thread (slot 0) and, with `loop_threads`
@@ -84,6 +88,10 @@ const hw_shared_page *hw_kobs_watch_launch(hw_kernel_observer *k, pid_t pid, con
  * be polled), and the ids it told of since the last call (at most `max`;
  * thread ids of new threads come too: the caller keeps only processes). */
 int hw_kobs_children_fd(hw_kernel_observer *k);
+/* watch --all: attach the exec tracepoint, and take the processes that
+ * exec'd since (told through the same descriptor as the children). */
+bool hw_kobs_watch_execs(hw_kernel_observer *k, char *why, size_t len);
+size_t hw_kobs_take_execs(hw_kernel_observer *k, pid_t *out, size_t max);
 size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max);
 
 /* Stop watching the process that has `page`. */

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/text_escape.h"
 #include "watch.h"
 
 /* Watch `pid` through a page of the kernel observer (`pidfd` is its own):
@@ -122,6 +123,30 @@ int kernel_watch_pids(agent *a)
     return 0;
 }
 
+int kernel_watch_machine(agent *a)
+{
+    char why[512];
+    int rc = kernel_observer_open(a, why, sizeof why);
+    if (rc == 0 && !hw_kobs_watch_execs(a->kobs, why, sizeof why))
+        rc = -ENOTSUP;
+    if (rc == 0 && (a->scan = machine_scan_new()) == NULL) {
+        snprintf(why, sizeof why, "out of memory");
+        rc = -ENOMEM;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "hangwatch: cannot watch the machine: %s\n", why);
+        return rc;
+    }
+    if (!a->opts->quiet)
+        fprintf(stderr, "hangwatch: watching every process of the machine that waits in a loop%s, through the kernel "
+                        "observer (%s)\n",
+                a->opts->selector_count > 0 ? " and that the selectors choose" : "", hw_kobs_attach_name(a->kobs));
+    say_tracepoint_cost(a);
+    rc = a->opts->watch_pid_count > 0 ? kernel_watch_pids(a) : 0;
+    machine_scan_tick(a, a->scan, hw_monotonic_ns());
+    return rc;
+}
+
 void kernel_watch_launched(agent *a, pid_t pid, const char *program)
 {
     char why[512];
@@ -139,6 +164,19 @@ void kernel_watch_launched(agent *a, pid_t pid, const char *program)
     fprintf(stderr, "hangwatch: warning: the program cannot be watched through the kernel observer: %s\n", why);
 }
 
+watched_process *kernel_watch_found(agent *a, pid_t pid, int pidfd, char *why, size_t len)
+{
+    watched_process *w = watch_through_kernel(a, pid, pidfd, true, HW_KOBS_START_QUIET, NULL, why, len);
+    if (w != NULL && !a->opts->quiet) {
+        char path[64], comm[16], name[72];
+        snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+        hw_proc_read_comm(path, comm);
+        fprintf(stderr, "hangwatch: watching pid %d (%s) through the kernel observer (%s)\n", (int)pid,
+                hw_escape_text(comm[0] ? comm : "?", name, sizeof name), hw_kobs_attach_name(a->kobs));
+    }
+    return w;
+}
+
 /* Is `pid` a process (not a thread of one)?  /proc/PID/status's Tgid. */
 static bool is_process(pid_t pid)
 {
@@ -149,6 +187,9 @@ void kernel_watch_new_children(agent *a)
 {
     pid_t pids[64];
     size_t n;
+    while ((n = hw_kobs_take_execs(a->kobs, pids, 64)) > 0)
+        for (size_t i = 0; i < n; i++)
+            machine_scan_exec(a, a->scan, pids[i], hw_monotonic_ns());
     while ((n = hw_kobs_take_children(a->kobs, pids, 64)) > 0) {
         for (size_t i = 0; i < n; i++) {
             pid_t pid = pids[i];

@@ -188,6 +188,8 @@ typedef struct clock_source {
     bool said_jump;
 } clock_source;
 
+typedef struct machine_scan machine_scan;
+
 typedef struct agent {
     const hw_agent_options *opts;
     int signal_fd;
@@ -211,6 +213,7 @@ typedef struct agent {
     hw_kernel_observer *kobs; /* the kernel observer, when some process is watched through it */
     clock_source clock;
     bool watch_mode;          /* `hangwatch watch`: running processes, no program of ours */
+    machine_scan *scan;       /* `watch --all`: the machine's processes (machine_scan.c) */
     /* refused registrations (admission.c) */
     unsigned long refused;
     bool said_refused;
@@ -283,6 +286,10 @@ void table_switch_page(agent *a, watched_process *w, const hw_shared_page *page)
 int kernel_observer_open(agent *a, char *why, size_t len);
 
 int kernel_watch_pids(agent *a);
+/* `hangwatch watch --all`: the exec news on, the first scan of the
+ * machine (machine_scan.c), and the -p PIDs given beside; 0, or -errno
+ * after saying why. */
+int kernel_watch_machine(agent *a);
 /* The program, about to exec, from its first instruction (a launch). */
 void kernel_watch_launched(agent *a, pid_t pid, const char *program);
 /* The kernel observer told of new processes of followed ones: watch them
@@ -291,6 +298,19 @@ void kernel_watch_new_children(agent *a);
 /* `w` waits without going through glibc's wrappers: watch it through the
  * kernel observer from now on, or say why its hangs cannot be seen. */
 void kernel_watch_switch(agent *a, watched_process *w);
+/* `watch --all` found `pid` (`pidfd` its own) waiting: watch it and its
+ * loop threads and forks, its main thread a loop only once it waits (the
+ * table's entry, or NULL with why). */
+watched_process *kernel_watch_found(agent *a, pid_t pid, int pidfd, char *why, size_t len);
+
+/* machine_scan.c: `watch --all`'s processes of the machine.  A scan of
+ * /proc once a second (machine_scan_due says when next) watches the
+ * chosen ones that wait; machine_scan_exec takes news of an exec. */
+machine_scan *machine_scan_new(void);
+void machine_scan_free(machine_scan *m);
+uint64_t machine_scan_due(const machine_scan *m);
+void machine_scan_tick(agent *a, machine_scan *m, uint64_t now);
+void machine_scan_exec(agent *a, machine_scan *m, pid_t pid, uint64_t now);
 
 /* clock_source.c: decide the observers' clock before the program starts;
  * pair the counter with CLOCK_MONOTONIC at every wake-up; which page

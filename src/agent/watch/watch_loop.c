@@ -152,6 +152,9 @@ static uint64_t next_wake(const agent *a, uint64_t now, uint64_t deadline)
     uint64_t boost = worker_boost_due(a->worker);
     if (boost < next)
         next = boost;
+    uint64_t scan = machine_scan_due(a->scan);
+    if (scan < next)
+        next = scan;
     for (size_t i = 0; i < a->table.end; i++)
         if (a->table.slots[i] && a->table.slots[i]->next_wake_ns < next)
             next = a->table.slots[i]->next_wake_ns;
@@ -247,8 +250,8 @@ static void watch(agent *a)
     uint64_t deadline = opts->duration_ns ? a->started_ns + opts->duration_ns : UINT64_MAX;
     while (!a->child_done && !a->done) {
         uint64_t now = hw_monotonic_ns();
-        if (a->watch_mode && (a->table.count == 0 || now >= deadline))
-            break; /* `watch`: every process has ended, or the time is up */
+        if (a->watch_mode && ((a->table.count == 0 && !opts->watch_all) || now >= deadline))
+            break; /* `watch`: every process has ended (--all: never), or the time is up */
         uint64_t next = next_wake(a, now, deadline);
         nfds_t children_at;
         nfds_t nfds = poll_set(a, fds, fd_pid, &children_at);
@@ -267,6 +270,7 @@ static void watch(agent *a)
         check_processes(a);
         now = hw_monotonic_ns();
         worker_boost_if_late(a->worker, now);
+        machine_scan_tick(a, a->scan, now);
         if (!a->warned_unregistered && !a->ever_registered && now >= a->started_ns + REGISTRATION_GRACE_NS) {
             a->warned_unregistered = true;
             fprintf(stderr,
@@ -348,11 +352,11 @@ static int begin_watching(agent *a)
     const hw_agent_options *opts = a->opts;
     if (opts->attach_pid > 0)
         return attach_to_program(a);
-    if (opts->watch_pid_count > 0) {
+    if (opts->watch_pid_count > 0 || opts->watch_all) {
         a->watch_mode = true;
         a->warned_unregistered = true; /* nothing of ours is to register */
         a->tree_root = 0;              /* and no registration is accepted */
-        return kernel_watch_pids(a);
+        return opts->watch_all ? kernel_watch_machine(a) : kernel_watch_pids(a);
     }
     /* The program and its descendants may register: we are their
      * ancestor.  Orphaned descendants (a daemon's workers) are re-parented
@@ -439,6 +443,7 @@ int hw_agent_run(const hw_agent_options *opts)
             if (a->table.slots[i])
                 table_remove(a, a->table.slots[i]);
         hw_kobs_close(a->kobs);
+    machine_scan_free(a->scan);
         agent_stop(a, false);
         if (a->target_pidfd >= 0)
             close(a->target_pidfd);
@@ -459,6 +464,7 @@ int hw_agent_run(const hw_agent_options *opts)
     agent_stop(a, true);
     js_maps_remove(a); /* after the last report that could name JavaScript */
     hw_kobs_close(a->kobs);
+    machine_scan_free(a->scan);
     say_totals(a);
     if (a->target_pidfd >= 0)
         close(a->target_pidfd);

@@ -1,0 +1,240 @@
+/*
+ * machine_scan.c - `hangwatch watch --all`: the processes of the machine
+ * whose threads wait in a loop, found by the agent itself, as one agent per
+ * machine does (docs/decisions.md §46).
+ *
+ * Once a second the agent reads /proc's list of processes (the agent's pid
+ * namespace: the host's holds every container's).  A process it has not
+ * seen is held to the selectors (core/process_select.h: its comm,
+ * executable, cgroups and user); one not chosen is passed over until it
+ * execs another program (the exec tracepoint's news, kernel_observer.h).
+ * A chosen one is watched as soon as one of its threads is found blocked in
+ * a wait call (epoll_wait, poll, select, io_uring ...), its loop threads
+ * then found by their waits (--threads loops); until then it is looked at
+ * again after 1, 2, 4 ... 60 s, so a batch job costs a few reads a minute.
+ * Its forks are watched from their start (--follow); its exit cleans up as
+ * any watched process's.  Kernel threads, hangwatch itself and any other
+ * process running hangwatch's own executable are never watched.
+ *
+ * Bounded: what the agent remembers of the machine's processes is a keyed
+ * table of at most MAX_KNOWN entries (core/keyed_table.h), forgotten whole
+ * and learned again at its bound; each look reads at most MAX_TASKS
+ * threads of a process.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/keyed_table.h"
+#include "core/process_select.h"
+#include "watch.h"
+
+#define SCAN_INTERVAL_NS 1000000000ull
+#define RETRY_MAX_NS 60000000000ull
+#define MAX_KNOWN 65536
+#define MAX_TASKS 256
+
+typedef enum known_state {
+    KNOWN_PENDING = 0, /* chosen, not yet seen waiting: look again at next_look_ns */
+    KNOWN_PASSED,      /* not chosen (or cannot be watched): until it execs */
+    KNOWN_WATCHED,     /* in the table (or was: its exit removes it from there) */
+} known_state;
+
+typedef struct known_process {
+    uint64_t key; /* pid + 1 */
+    uint64_t next_look_ns;
+    uint32_t looks;
+    uint8_t state; /* known_state */
+} known_process;
+
+struct machine_scan {
+    hw_keyed_table known;
+    uint64_t next_scan_ns;
+    dev_t own_dev;
+    ino_t own_ino;
+    unsigned long watched, passed; /* for the summary line */
+};
+
+machine_scan *machine_scan_new(void)
+{
+    machine_scan *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    hw_keyed_table_init(&m->known, sizeof(known_process), MAX_KNOWN, NULL);
+    struct stat st;
+    if (stat("/proc/self/exe", &st) == 0) {
+        m->own_dev = st.st_dev;
+        m->own_ino = st.st_ino;
+    }
+    return m;
+}
+
+void machine_scan_free(machine_scan *m)
+{
+    if (m == NULL)
+        return;
+    hw_keyed_table_free(&m->known);
+    free(m);
+}
+
+/* Is `pid` a kernel thread, or running hangwatch's own executable? */
+static bool never_watched(const machine_scan *m, pid_t pid, const hw_task_stat *st)
+{
+    if (pid == getpid() || st->ppid == 2 || pid == 2)
+        return true; /* kthreadd's children */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    struct stat exe;
+    if (stat(path, &exe) != 0)
+        return errno == ENOENT; /* a kernel thread has none; another user's we may not see */
+    return exe.st_dev == m->own_dev && exe.st_ino == m->own_ino;
+}
+
+/* What the selectors hold a process to, read from /proc (bounded). */
+typedef struct facts_buffers {
+    char comm[16];
+    char exe[PATH_MAX];
+    char cgroup[8192];
+} facts_buffers;
+
+static void read_facts(pid_t pid, facts_buffers *b, hw_process_facts *f)
+{
+    memset(f, 0, sizeof *f);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    hw_proc_read_comm(path, b->comm);
+    f->comm = b->comm;
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, b->exe, sizeof b->exe - 1);
+    b->exe[n > 0 ? n : 0] = '\0';
+    f->exe = b->exe;
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+    n = hw_proc_read_small(path, b->cgroup, sizeof b->cgroup);
+    /* "ID:CONTROLLERS:PATH" lines: the paths */
+    for (char *line = n > 0 ? b->cgroup : NULL, *next; line && *line && f->cgroup_count < HW_SELECT_MAX_CGROUPS;
+         line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *colon = strchr(line, ':');
+        colon = colon ? strchr(colon + 1, ':') : NULL;
+        if (colon && colon[1] == '/')
+            f->cgroups[f->cgroup_count++] = colon + 1;
+    }
+    long uid = hw_proc_status_number(pid, "Uid");
+    f->uid_known = uid >= 0;
+    f->uid = (uid_t)uid;
+}
+
+/* Is a thread of `pid` blocked in a wait call now? */
+static bool waits_now(pid_t pid)
+{
+    pid_t *tids = NULL;
+    size_t count = 0;
+    if (hw_task_list(pid, &tids, &count) != 0)
+        return false;
+    bool waits = false;
+    for (size_t i = 0; i < count && i < MAX_TASKS && !waits; i++) {
+        hw_task_syscall_info call;
+        waits = hw_task_syscall_read(pid, tids[i], &call) == 0 && hw_is_wait_syscall(call.nr);
+    }
+    free(tids);
+    return waits;
+}
+
+/* Watch `pid` through the kernel observer; false when it could not be. */
+static bool watch_it(agent *a, pid_t pid)
+{
+    char why[512];
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0)
+        return false;
+    watched_process *w = kernel_watch_found(a, pid, pidfd, why, sizeof why);
+    if (w == NULL) {
+        close(pidfd);
+        return false;
+    }
+    return true;
+}
+
+/* A look at a process not watched: choose it or pass it over; watch it
+ * when it waits, else look again later. */
+static void look_at(agent *a, machine_scan *m, known_process *k, pid_t pid, bool fresh, uint64_t now)
+{
+    if (fresh) {
+        hw_task_stat st;
+        facts_buffers b;
+        hw_process_facts f;
+        if (hw_task_stat_read(pid, 0, &st) != 0 || never_watched(m, pid, &st)) {
+            k->state = KNOWN_PASSED;
+            return;
+        }
+        read_facts(pid, &b, &f);
+        if (!hw_process_selected(a->opts->selectors, a->opts->selector_count, &f)) {
+            k->state = KNOWN_PASSED;
+            m->passed++;
+            return;
+        }
+    }
+    if (k->state != KNOWN_PENDING || now < k->next_look_ns)
+        return;
+    if (waits_now(pid) && watch_it(a, pid)) {
+        k->state = KNOWN_WATCHED;
+        m->watched++;
+        return;
+    }
+    uint64_t wait = SCAN_INTERVAL_NS << (k->looks < 6 ? k->looks : 6); /* 1, 2, 4 ... s */
+    k->looks++;
+    k->next_look_ns = now + (wait < RETRY_MAX_NS ? wait : RETRY_MAX_NS);
+}
+
+uint64_t machine_scan_due(const machine_scan *m)
+{
+    return m != NULL ? m->next_scan_ns : UINT64_MAX;
+}
+
+void machine_scan_tick(agent *a, machine_scan *m, uint64_t now)
+{
+    if (m == NULL || now < m->next_scan_ns)
+        return;
+    m->next_scan_ns = now + SCAN_INTERVAL_NS;
+    DIR *proc = opendir("/proc");
+    if (proc == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(proc)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0 || pid > INT32_MAX || table_find(a, (pid_t)pid) != NULL)
+            continue;
+        bool fresh = false;
+        known_process *k = hw_keyed_table_claim(&m->known, (uint64_t)pid + 1, &fresh);
+        if (k == NULL)
+            continue;
+        if (!fresh && k->state == KNOWN_WATCHED)
+            k->state = KNOWN_PASSED; /* watched once, gone from the table: it ended, or could not stay */
+        look_at(a, m, k, (pid_t)pid, fresh, now);
+    }
+    closedir(proc);
+}
+
+void machine_scan_exec(agent *a, machine_scan *m, pid_t pid, uint64_t now)
+{
+    if (m == NULL || pid <= 0 || table_find(a, pid) != NULL)
+        return;
+    bool fresh = false;
+    known_process *k = hw_keyed_table_claim(&m->known, (uint64_t)pid + 1, &fresh);
+    if (k == NULL)
+        return;
+    /* another program: chosen again or not; looked at once it reached its loop */
+    k->state = KNOWN_PENDING;
+    k->looks = 0;
+    k->next_look_ns = now + SCAN_INTERVAL_NS / 4;
+    look_at(a, m, k, pid, true, now);
+}

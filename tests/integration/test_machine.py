@@ -1,0 +1,247 @@
+"""test_machine - one agent per machine: `hangwatch watch --all`, as an
+operator runs it on a host, as root.
+
+    watch_all        loops of three runtimes (C, Python's asyncio, node),
+                     one C loop in a pid namespace of its own, all in a
+                     cgroup made for the test, and the agent started on the
+                     machine with --all --cgroup that group (the test's
+                     neighbours on the machine are not its to judge): five
+                     of them hang 3 s, each in its own way; exactly those
+                     five are reported, each with its culprit, the one in
+                     its own pid namespace with its pid there (1)
+    selectors        --exclude comm=... leaves a loop out; a loop started
+                     after the agent (exec) is watched and its hang
+                     reported; with --comm python3 only the Python loop of
+                     a C and a Python one is watched
+
+Waiting is polling with generous deadlines.  Skipped (77) where the kernel
+observer cannot be: not root, no BTF, no CPU cgroup to make.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hwtest  # noqa: E402
+from hwtest import check, wait_for  # noqa: E402
+from test_time import cpu_cgroup_dir, remove_group  # noqa: E402
+
+SKIP = 77
+PYTHON = "/usr/bin/python3"
+
+
+class Group:
+    """A cgroup of the CPU hierarchy made for the test (no limit): its path
+    as /proc/PID/cgroup says it, and a prefix that starts a program in it."""
+
+    def __init__(self):
+        root, version = cpu_cgroup_dir()
+        if root is None:
+            print(f"SKIP: {version}")
+            sys.exit(SKIP)
+        self.name = f"hw-machine-{os.getpid()}"
+        self.dir = os.path.join(root, self.name)
+        os.mkdir(self.dir)
+        self.path = "/" + self.name
+        self.prefix = ["/bin/sh", "-c", f'echo $$ > {self.dir}/cgroup.procs && exec "$0" "$@"']
+
+    def remove(self):
+        remove_group(self.dir)
+
+
+class Loop:
+    """A loop program started in `group`, its output in a file; `stdin` a
+    pipe the test writes commands to (time-scenarios)."""
+
+    def __init__(self, group, argv, work, name, pidns=False):
+        self.name = name
+        self.out_path = os.path.join(work, name + ".out")
+        self.out = open(self.out_path, "w")
+        prefix = group.prefix + (["unshare", "--pid", "--fork", "--mount-proc"] if pidns else [])
+        self.proc = subprocess.Popen(prefix + argv, stdin=subprocess.PIPE, stdout=self.out,
+                                     stderr=subprocess.STDOUT, text=True)
+        wait_for(lambda: "ready" in self.said(), f"{name} to start", 60)
+        self.pid = self.proc.pid
+        if pidns:  # the loop is unshare's child: pid 1 in its namespace
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                self.pid = int(f.read().split()[0])
+
+    def said(self):
+        with open(self.out_path) as f:
+            return f.read()
+
+    def send(self, command):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.out.close()
+
+
+def need_root_and_btf():
+    if os.geteuid() != 0:
+        print("SKIP: watch --all needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)")
+        sys.exit(SKIP)
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        print("SKIP: this kernel has no BTF")
+        sys.exit(SKIP)
+
+
+class Agent:
+    """`hangwatch watch --all OPTIONS`, its stderr in a file."""
+
+    def __init__(self, work, *options):
+        self.report_dir = os.path.join(work, "reports")
+        self.err_path = os.path.join(work, "agent.err")
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen([hwtest.binary("hangwatch"), "watch", "--all", "--report-dir", self.report_dir,
+                                      *options], stderr=self.err, stdout=subprocess.DEVNULL)
+        wait_for(lambda: "watching every process of the machine" in self.said(), "the agent to start", 60)
+
+    def said(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def watches(self, pid):
+        return f"watching pid {pid} " in self.said()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(60)
+        self.err.close()
+        return self.proc.returncode
+
+    def hangs(self):
+        """Every hang report, by pid."""
+        out = {}
+        if os.path.isdir(self.report_dir):
+            for name in sorted(os.listdir(self.report_dir)):
+                if name.endswith(".json"):
+                    r = hwtest.load_report(os.path.join(self.report_dir, name))
+                    if r["hangwatch"]["hang_type"] == "hang":
+                        out.setdefault(r["report"]["pid"], []).append(r)
+        return out
+
+
+def culprit(report):
+    index = report["hangwatch"]["hung_thread"].get("culprit_frame")
+    name = hwtest.frames(report)[index].get("symbol_name") if index is not None else None
+    return name.rsplit(".", 1)[-1] if name else None
+
+
+def case_watch_all():
+    """Five of nine loops of three runtimes hang, one in its own pid namespace: those five reported, nothing else."""
+    need_root_and_btf()
+    group = Group()
+    work = tempfile.mkdtemp(prefix="hw-it-machine-")
+    go = os.path.join(work, "go")
+    cell = os.path.join(hwtest.SOURCE_DIR, "tests", "coverage")
+    loops, agent = [], None
+    try:
+        scen = hwtest.binary("time-scenarios")
+        c = [Loop(group, [scen], work, f"c{i}") for i in range(4)]
+        c.append(Loop(group, [scen], work, "c-pidns", pidns=True))
+        py = [Loop(group, [PYTHON, os.path.join(cell, "loop_cell.py"), "asyncio", kinds, "0", go, "1.0", "3"], work,
+                   f"py-{kinds}") for kinds in ("sleep", "none")]
+        node = [Loop(group, ["node", os.path.join(cell, "loop_cell.js"), kinds, "0", go, "1.2", "3"], work,
+                     f"node-{kinds}") for kinds in ("spin", "none")]
+        loops = c + py + node
+        agent = Agent(work, "--cgroup", group.path)
+        for loop in loops:
+            wait_for(lambda: agent.watches(loop.pid), f"{loop.name} (pid {loop.pid}) to be watched", 60)
+        expected = {c[0].pid: "compute_invoice", c[1].pid: "rest_between_orders", c[4].pid: "wait_for_quote",
+                    py[0].pid: "hold_the_loop_with_sleep", node[0].pid: "holdTheLoopWithSpin"}
+        c[0].send("work 3000")
+        c[1].send("nap 3000")
+        c[4].send("poll 3000")
+        with open(go, "w"):
+            pass
+        for loop, word in ((c[0], "did work"), (c[1], "did nap"), (c[4], "did poll"), (py[0], "held sleep"),
+                           (node[0], "held spin")):
+            wait_for(lambda: word in loop.said(), f"{loop.name} to say '{word}'", 90)
+        wait_for(lambda: len(agent.hangs()) >= 5 and all(
+            "final_duration_us" in r["hangwatch"] for rs in agent.hangs().values() for r in rs), "five final reports",
+            60)
+        time.sleep(1.5)  # room for a report that should not be: an idle loop's
+        check(agent.stop() == 0, agent.said())
+        hangs = agent.hangs()
+        check(set(hangs) == set(expected), f"hangs of pids {sorted(hangs)}, not {sorted(expected)}:\n{agent.said()}")
+        for pid, function in expected.items():
+            check(culprit(hangs[pid][0]) == function, f"pid {pid}: culprit {culprit(hangs[pid][0])}, not {function}")
+        in_ns = hangs[c[4].pid][0]["report"]
+        check(in_ns.get("namespace_pid") == 1, f"the pid namespace's loop: {json.dumps(in_ns)}")
+    finally:
+        if agent:
+            agent.stop()
+        for loop in loops:
+            loop.stop()
+        group.remove()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def case_selectors():
+    """--exclude leaves a loop out, a loop started later is watched, --comm python3 takes only Python."""
+    need_root_and_btf()
+    group = Group()
+    work = tempfile.mkdtemp(prefix="hw-it-machine-")
+    scen = hwtest.binary("time-scenarios")
+    for name in ("ts-kept", "ts-excluded", "ts-late"):
+        os.symlink(scen, os.path.join(work, name))  # its comm is the name it was started by
+    loops, agent = [], None
+    try:
+        kept = Loop(group, [os.path.join(work, "ts-kept")], work, "kept")
+        excluded = Loop(group, [os.path.join(work, "ts-excluded")], work, "excluded")
+        loops = [kept, excluded]
+        agent = Agent(work, "--cgroup", group.path, "--exclude", "comm=ts-excluded")
+        wait_for(lambda: agent.watches(kept.pid), "the kept loop to be watched", 60)
+        late = Loop(group, [os.path.join(work, "ts-late")], work, "late")
+        loops.append(late)
+        wait_for(lambda: agent.watches(late.pid), "the loop started after the agent to be watched", 60)
+        for loop in loops:
+            loop.send("work 2500")
+        for loop in loops:
+            wait_for(lambda: "did work" in loop.said(), f"{loop.name}'s work", 90)
+        wait_for(lambda: len(agent.hangs()) >= 2, "two hang reports", 60)
+        time.sleep(1.5)
+        check(agent.stop() == 0, agent.said())
+        check(not agent.watches(excluded.pid), f"the excluded loop was watched:\n{agent.said()}")
+        check(set(agent.hangs()) == {kept.pid, late.pid}, f"hangs of {sorted(agent.hangs())}:\n{agent.said()}")
+        for loop in loops:
+            loop.stop()
+        # --comm python3: of a C and a Python loop, only the Python one
+        go = os.path.join(work, "go")
+        shutil.rmtree(agent.report_dir, ignore_errors=True)
+        c_loop = Loop(group, [scen], work, "c")
+        py = Loop(group, [PYTHON, os.path.join(hwtest.SOURCE_DIR, "tests", "coverage", "loop_cell.py"), "asyncio",
+                          "sleep", "0", go, "1.0", "3"], work, "py")
+        loops = [c_loop, py]
+        agent = Agent(work, "--cgroup", group.path, "--comm", "python3")
+        wait_for(lambda: agent.watches(py.pid), "the Python loop to be watched", 60)
+        c_loop.send("work 2500")
+        with open(go, "w"):
+            pass
+        wait_for(lambda: "did work" in c_loop.said() and "held sleep" in py.said(), "both holds", 90)
+        wait_for(lambda: py.pid in agent.hangs(), "the Python loop's report", 60)
+        time.sleep(1.5)
+        check(agent.stop() == 0, agent.said())
+        check(not agent.watches(c_loop.pid) and set(agent.hangs()) == {py.pid}, agent.said())
+    finally:
+        if agent:
+            agent.stop()
+        for loop in loops:
+            loop.stop()
+        group.remove()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    hwtest.main({"watch_all": case_watch_all, "selectors": case_selectors})
