@@ -368,6 +368,50 @@ static void print_time_figures(FILE *out, json_t *t)
 /* Where the hung thread's time went (hangwatch.time): the window to the
  * detection and to the hang's end, the cgroup that limits it, what it was
  * blocked in. */
+/* Who the process is for a fleet: "  in container 3f2a9c1b7d6e (docker)",
+ * "  in pod shop/cart-5d9f (uid ...), container ... (containerd)", "  in
+ * unit nginx.service (system.slice)". */
+static void print_container(FILE *out, json_t *apm)
+{
+    json_t *c = json_object_get(apm, "container");
+    const char *kind = hw_str_at(c, "kind", NULL);
+    if (kind == NULL)
+        return;
+    if (strcmp(kind, "systemd") == 0) {
+        fputs("  in unit ", out);
+        put_string_at(out, c, "unit", "?");
+        if (json_is_string(json_object_get(c, "slice"))) {
+            fputs(" (", out);
+            put_string_at(out, c, "slice", "?");
+            fputc(')', out);
+        }
+        fputc('\n', out);
+        return;
+    }
+    fputs("  in ", out);
+    if (strcmp(kind, "kubernetes") == 0) {
+        fputs("pod ", out);
+        if (json_is_string(json_object_get(c, "pod_name"))) {
+            if (json_is_string(json_object_get(c, "namespace"))) {
+                put_string_at(out, c, "namespace", "?");
+                fputc('/', out);
+            }
+            put_string_at(out, c, "pod_name", "?");
+            fputs(" (uid ", out);
+            put_string_at(out, c, "pod_uid", "?");
+            fputs("), ", out);
+        } else {
+            put_string_at(out, c, "pod_uid", "?");
+            fputs(", ", out);
+        }
+    }
+    fputs("container ", out);
+    put_string_at(out, c, "label", "?");
+    fputs(" (", out);
+    put_string_at(out, c, "runtime", kind);
+    fputs(")\n", out);
+}
+
 /* The lock the hung thread waits for: its holder in this process (whose
  * stack is in the report), in another, its readers, or that it has none. */
 static void print_lock(FILE *out, json_t *apm)
@@ -513,6 +557,7 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
     }
 
     print_lock(out, apm);
+    print_container(out, apm);
 
     json_t *capture = json_object_get(apm, "capture");
     fputs("  group ", out);

@@ -243,5 +243,64 @@ def case_selectors():
         shutil.rmtree(work, ignore_errors=True)
 
 
+POD_UID = "7e57c2a0-1b2c-4d3e-8f90-a1b2c3d4e5f6"
+CONTAINER_ID = "3f2a9c1b7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a"
+
+
+def case_container_labels():
+    """A loop in a cgroup laid out as a Kubernetes pod's container: its report, line, show, metrics and
+    the selector by cgroup carry the pod's UID and the container's id."""
+    need_root_and_btf()
+    root, version = cpu_cgroup_dir()
+    if root is None:
+        print(f"SKIP: {version}")
+        sys.exit(SKIP)
+    made = []
+    path = ""
+    for part in ("kubepods", "burstable", f"pod{POD_UID}", CONTAINER_ID):
+        path += "/" + part
+        if not os.path.isdir(root + path):
+            os.mkdir(root + path)
+            made.append(root + path)
+    work = tempfile.mkdtemp(prefix="hw-it-machine-")
+    metrics = os.path.join(work, "hangwatch.prom")
+    loop, agent = None, None
+    try:
+        group = type("PodGroup", (), {"prefix": ["/bin/sh", "-c", f'echo $$ > {root + path}/cgroup.procs && exec "$0" "$@"']})
+        loop = Loop(group, [hwtest.binary("time-scenarios")], work, "in-pod")
+        agent = Agent(work, "--cgroup", "/kubepods/*", "--metrics-file", metrics)
+        wait_for(lambda: agent.watches(loop.pid), "the pod's loop to be watched", 60)
+        loop.send("work 2500")
+        wait_for(lambda: "did work" in loop.said(), "the work", 60)
+        wait_for(lambda: loop.pid in agent.hangs(), "its report", 60)
+
+        def counted():
+            with open(metrics) as f:
+                return [ln for ln in f.read().splitlines() if ln.startswith("hangwatch_hangs_total{")
+                        and 'container="3f2a9c1b7d6e"' in ln and ln.endswith(" 1")]
+        wait_for(counted, "the metrics file to count the hang by its container", 30)
+        with open(metrics) as f:
+            text = f.read()
+        check(agent.stop() == 0, agent.said())
+        report = agent.hangs()[loop.pid][0]
+        c = report["hangwatch"].get("container", {})
+        check(c.get("kind") == "kubernetes" and c.get("pod_uid") == POD_UID and c.get("id") == CONTAINER_ID
+              and c.get("label") == CONTAINER_ID[:12], json.dumps(c))
+        check(f"pid {loop.pid}, container {CONTAINER_ID[:12]})" in agent.said(), agent.said())
+        shown = hwtest.hw("show", os.path.join(agent.report_dir, sorted(
+            n for n in os.listdir(agent.report_dir) if n.endswith(".json"))[0])).stdout
+        check(f"in pod {POD_UID}, container {CONTAINER_ID[:12]}" in shown, shown)
+        check(not any("pid" in ln.split("{")[1].split("}")[0] for ln in text.splitlines() if "{" in ln
+                      and not ln.startswith("#")), "a metric is labelled by pid")
+    finally:
+        if agent:
+            agent.stop()
+        if loop:
+            loop.stop()
+        for d in reversed(made):
+            remove_group(d)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    hwtest.main({"watch_all": case_watch_all, "selectors": case_selectors})
+    hwtest.main({"watch_all": case_watch_all, "selectors": case_selectors, "container_labels": case_container_labels})

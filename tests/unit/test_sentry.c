@@ -213,6 +213,31 @@ static void test_event_names_the_culprit(void **state)
     json_decref(report);
 }
 
+/* A report of a process in a Kubernetes pod's container: its event is
+ * tagged with the pod and container, the fleet's way to find it. */
+static void test_event_tags_the_container(void **state)
+{
+    (void)state;
+    json_t *report = json_loads(report_text, 0, NULL);
+    assert_non_null(report);
+    json_object_set_new(json_object_get(report, "hangwatch"), "container",
+                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kind", "kubernetes", "runtime", "containerd",
+                                  "pod_uid", "7e57c2a0-1b2c-4d3e-8f90-a1b2c3d4e5f6", "pod_name", "cart-5d9f",
+                                  "namespace", "shop", "label", "3f2a9c1b7d6e"));
+    const char *why = NULL;
+    json_t *ev = hw_sentry_event_from_report(report, "host1", &why);
+    assert_non_null(ev);
+    json_t *tags = json_object_get(ev, "tags");
+    assert_string_equal(json_string_value(json_object_get(tags, "container")), "3f2a9c1b7d6e");
+    assert_string_equal(json_string_value(json_object_get(tags, "container.kind")), "kubernetes");
+    assert_string_equal(json_string_value(json_object_get(tags, "k8s.pod.uid")), "7e57c2a0-1b2c-4d3e-8f90-a1b2c3d4e5f6");
+    assert_string_equal(json_string_value(json_object_get(tags, "k8s.pod.name")), "cart-5d9f");
+    assert_string_equal(json_string_value(json_object_get(tags, "k8s.namespace")), "shop");
+    assert_null(json_object_get(tags, "systemd.unit"));
+    json_decref(ev);
+    json_decref(report);
+}
+
 static void test_envelope(void **state)
 {
     (void)state;
@@ -362,7 +387,7 @@ int main(void)
         cmocka_unit_test(test_event_from_report),
         cmocka_unit_test(test_event_takes_the_reports_in_app),
         cmocka_unit_test(test_event_names_the_culprit),
-        cmocka_unit_test(test_envelope),
+        cmocka_unit_test(test_event_tags_the_container), cmocka_unit_test(test_envelope),
         cmocka_unit_test_setup_teardown(test_spool, make_dir, remove_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

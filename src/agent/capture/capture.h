@@ -13,7 +13,8 @@
  *                   cgroup's throttling: cgroup_cpu.h) and what it is
  *                   blocked in (a descriptor in words: fd_describe.h);
  *   wait_peer.h     who is at the other end of that wait on this machine
- *                   (a socket's or pipe's other process, the child).
+ *                   (a socket's or pipe's other process, the child);
+ *   container_of.h  its container, Kubernetes pod or systemd unit.
  *
  * Everything captured is the watched program's memory or its word and is
  * handled as untrusted by whoever reads it next (the symbols stage).  The
@@ -22,6 +23,7 @@
 #ifndef HANGWATCH_CAPTURE_H
 #define HANGWATCH_CAPTURE_H
 
+#include "container_of.h"
 #include "perf_sampler.h"
 #include "proc_task.h"
 #include "snapshot.h"

@@ -38,6 +38,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "container_of.h"
 #include "proc_task.h"
 
 typedef enum hw_thread_status {
@@ -106,6 +107,7 @@ typedef struct hw_process_snapshot hw_process_snapshot;
 struct hw_process_snapshot {
     pid_t pid;
     pid_t namespace_pid;    /* its pid in its own pid namespace (a container's), 0 if the same */
+    hw_container container; /* its container, pod or unit (container_of.h): the report worker's to fill */
     bool retried_after_timeout; /* the caller's: this is a second try, the loop thread having not
                                    stopped in the first for want of a CPU */
     char process_name[16];  /* comm of the main thread */

@@ -249,7 +249,10 @@ void hw_exports_publish(hw_exports *ex, const hw_published_report *r)
     if (!ex)
         return;
     if (r->written) {
-        hw_metrics_report_written(ex->metrics, r->process, hw_metrics_hang_type_of(r->hang_type));
+        const json_t *container = json_object_get(json_object_get(r->report, "hangwatch"), "container");
+        char key[96];
+        hw_metrics_key(r->process, json_string_value(json_object_get(container, "label")), key, sizeof key);
+        hw_metrics_report_written(ex->metrics, key, hw_metrics_hang_type_of(r->hang_type));
         hw_exports_event(ex, HW_EVENT_REPORT, r->tid, r->busy_ns, 0, r->path);
     }
     if (r->complete && ex->sentry)

@@ -66,7 +66,7 @@ void hw_exports_ping(hw_exports *ex, pid_t tid, unsigned slot, uint64_t token);
 
 /* What the metrics keep of one hang in progress (its loop holds it). */
 typedef struct hw_hang_metrics {
-    char process[16];    /* its process's name when it began */
+    char process[96];    /* its process's metrics key when it began (hw_metrics_key) */
     bool launch;         /* a launch: counted only once kept */
     uint64_t counted_ns; /* hung time counted up to here (monotonic) */
     hw_cause cause;      /* where its time went, at its detection */

@@ -30,6 +30,7 @@ static const char *const sentry_drop_names[HW_METRICS_SENTRY_DROPS] = {"spool_fu
 
 typedef struct process_counts {
     char name[72]; /* the comm escaped (hw_escape_text): printable ASCII */
+    char container[72]; /* its container's or unit's label, escaped ("": none) */
     int64_t watched;
     int64_t loops_hung;
     uint64_t hung_ns;
@@ -83,17 +84,32 @@ void hw_metrics_free(hw_metrics *m)
 
 /* The counts of `process` (under the lock): a new entry while there is
  * room, "(other)" after that. */
+const char *hw_metrics_key(const char *process, const char *container, char *out, size_t len)
+{
+    if (container && container[0])
+        snprintf(out, len, "%s%c%s", process ? process : "", HW_METRICS_CONTAINER_SEPARATOR, container);
+    else
+        snprintf(out, len, "%s", process ? process : "");
+    return out;
+}
+
 static process_counts *find(hw_metrics *m, const char *process)
 {
-    char name[72];
-    hw_escape_text(process && *process ? process : "?", name, sizeof name);
+    /* "name" or "name<separator>container" */
+    char raw[72], name[72], container[72] = "";
+    const char *sep = process ? strchr(process, HW_METRICS_CONTAINER_SEPARATOR) : NULL;
+    snprintf(raw, sizeof raw, "%.*s", sep ? (int)(sep - process) : 71, process ? process : "");
+    hw_escape_text(raw[0] ? raw : "?", name, sizeof name);
+    if (sep && sep[1])
+        hw_escape_text(sep + 1, container, sizeof container);
     counts *c = &m->c;
     for (size_t i = 0; i < c->process_count; i++)
-        if (strcmp(c->procs[i].name, name) == 0)
+        if (strcmp(c->procs[i].name, name) == 0 && strcmp(c->procs[i].container, container) == 0)
             return &c->procs[i];
     if (c->process_count < HW_METRICS_MAX_PROCESSES) {
         process_counts *p = &c->procs[c->process_count++];
         snprintf(p->name, sizeof p->name, "%s", name);
+        snprintf(p->container, sizeof p->container, "%s", container);
         return p;
     }
     process_counts *other = &c->procs[HW_METRICS_MAX_PROCESSES];
@@ -223,6 +239,19 @@ hw_metrics_hang_type hw_metrics_hang_type_of(const char *name)
 
 /* A label value: backslash and double quote escaped (the names are
  * printable ASCII already, hw_escape_text). */
+static void put_label_value(FILE *f, const char *v);
+
+/* A process's label values: its name, and `",container="` its container's
+ * label where it has one (written inside the process label's quotes). */
+static void put_process(FILE *f, const process_counts *p)
+{
+    put_label_value(f, p->name);
+    if (p->container[0]) {
+        fputs("\",container=\"", f);
+        put_label_value(f, p->container);
+    }
+}
+
 static void put_label_value(FILE *f, const char *v)
 {
     for (; *v; v++) {
@@ -273,7 +302,7 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
     family(f, "hangwatch_watched_processes", "gauge", "Processes watched now, by name.");
     for (size_t i = 0; i < n; i++) {
         fputs("hangwatch_watched_processes{process=\"", f);
-        put_label_value(f, procs[i]->name);
+        put_process(f, procs[i]);
         fprintf(f, "\"} %lld\n", (long long)(procs[i]->watched > 0 ? procs[i]->watched : 0));
     }
 
@@ -287,7 +316,7 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
             /* Every cause at 0 from the start, so increase() sees each. */
             for (unsigned c = 0; c < HW_METRICS_CAUSES; c++) {
                 fputs("hangwatch_hangs_total{process=\"", f);
-                put_label_value(f, procs[i]->name);
+                put_process(f, procs[i]);
                 fprintf(f, "\",detector=\"%s\",hang_type=\"%s\",cause=\"%s\"} %llu\n", detector,
                         hang_type_names[t], hw_cause_name((hw_cause)c), (unsigned long long)procs[i]->hangs[t][c]);
             }
@@ -301,7 +330,7 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
             if (!shown(procs[i], t) || t == HW_METRICS_CPU_HIGH)
                 continue;
             fputs("hangwatch_partial_verdicts_total{process=\"", f);
-            put_label_value(f, procs[i]->name);
+            put_process(f, procs[i]);
             fprintf(f, "\",detector=\"%s\",hang_type=\"%s\"} %llu\n", detector, hang_type_names[t],
                     (unsigned long long)procs[i]->partial[t]);
         }
@@ -317,17 +346,17 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
                 if (b < HW_METRICS_BUCKETS)
                     cumulative += procs[i]->bucket[t][b];
                 fputs("hangwatch_hang_duration_seconds_bucket{process=\"", f);
-                put_label_value(f, procs[i]->name);
+                put_process(f, procs[i]);
                 fprintf(f, "\",detector=\"%s\",hang_type=\"%s\",le=\"%s\"} %llu\n", detector, hang_type_names[t],
                         b < HW_METRICS_BUCKETS ? bucket_le[b] : "+Inf",
                         (unsigned long long)(b < HW_METRICS_BUCKETS ? cumulative : procs[i]->duration_count[t]));
             }
             fputs("hangwatch_hang_duration_seconds_sum{process=\"", f);
-            put_label_value(f, procs[i]->name);
+            put_process(f, procs[i]);
             fprintf(f, "\",detector=\"%s\",hang_type=\"%s\"} ", detector, hang_type_names[t]);
             seconds(f, procs[i]->duration_sum_ns[t]);
             fputs("\nhangwatch_hang_duration_seconds_count{process=\"", f);
-            put_label_value(f, procs[i]->name);
+            put_process(f, procs[i]);
             fprintf(f, "\",detector=\"%s\",hang_type=\"%s\"} %llu\n", detector, hang_type_names[t],
                     (unsigned long long)procs[i]->duration_count[t]);
         }
@@ -336,7 +365,7 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
            "Busy time of watched loops in hung stretches, counted while the hang lasts (seconds).");
     for (size_t i = 0; i < n; i++) {
         fputs("hangwatch_hung_seconds_total{process=\"", f);
-        put_label_value(f, procs[i]->name);
+        put_process(f, procs[i]);
         fprintf(f, "\",detector=\"%s\"} ", detector);
         seconds(f, procs[i]->hung_ns);
         fputc('\n', f);
@@ -345,7 +374,7 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
     family(f, "hangwatch_loops_hung", "gauge", "Watched loop threads hung right now.");
     for (size_t i = 0; i < n; i++) {
         fputs("hangwatch_loops_hung{process=\"", f);
-        put_label_value(f, procs[i]->name);
+        put_process(f, procs[i]);
         fprintf(f, "\"} %lld\n", (long long)(procs[i]->loops_hung > 0 ? procs[i]->loops_hung : 0));
     }
 
@@ -355,7 +384,7 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
             if (!shown(procs[i], t))
                 continue;
             fputs("hangwatch_reports_written_total{process=\"", f);
-            put_label_value(f, procs[i]->name);
+            put_process(f, procs[i]);
             fprintf(f, "\",hang_type=\"%s\"} %llu\n", hang_type_names[t], (unsigned long long)procs[i]->reports[t]);
         }
 
@@ -364,7 +393,7 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
     for (size_t i = 0; i < n; i++)
         for (unsigned r = 0; r < HW_METRICS_DROP_REASONS; r++) {
             fputs("hangwatch_reports_dropped_total{process=\"", f);
-            put_label_value(f, procs[i]->name);
+            put_process(f, procs[i]);
             fprintf(f, "\",reason=\"%s\"} %llu\n", drop_names[r], (unsigned long long)procs[i]->dropped[r]);
         }
 
@@ -374,7 +403,7 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
     for (size_t i = 0; i < n; i++)
         for (unsigned r = 0; r < HW_METRICS_UNSEEN_REASONS; r++) {
             fputs("hangwatch_loops_unseen_total{process=\"", f);
-            put_label_value(f, procs[i]->name);
+            put_process(f, procs[i]);
             fprintf(f, "\",reason=\"%s\"} %llu\n", unseen_names[r], (unsigned long long)procs[i]->unseen[r]);
         }
 

@@ -12,9 +12,10 @@
  * SCHED_FIFO, the worker at SCHED_IDLE); rendering copies the arrays and
  * formats the copy with the lock released, so a scrape never holds up
  * detection.  Labels are bounded: a process name (its comm, as reports
- * give it; the first HW_METRICS_MAX_PROCESSES distinct names, later ones
- * counted as "(other)"), the detector (one per agent) and the hang type.
- * Never a pid or a report id.
+ * give it) and its container or unit where it has one (the first
+ * HW_METRICS_MAX_PROCESSES distinct pairs, later ones counted as
+ * "(other)"), the detector (one per agent) and the hang type.  Never a pid
+ * or a report id.
  *
  * Every function accepts a NULL registry and then does nothing: an agent
  * without --metrics-listen or --metrics-file has none.
@@ -26,8 +27,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HW_METRICS_MAX_PROCESSES 32
+#define HW_METRICS_MAX_PROCESSES 256
 #define HW_METRICS_OTHER "(other)"
+/* A process's key, as the callers give it: its name, and where it runs in
+ * a container or a systemd unit, this separator and that one's label
+ * (core/parse/container_id.h): the series then carry container="LABEL". */
+#define HW_METRICS_CONTAINER_SEPARATOR '\x1f'
+
+/* That key, of a process named `process` in the container or unit
+ * labelled `container` (NULL or "": none), into out[len]; returns out. */
+const char *hw_metrics_key(const char *process, const char *container, char *out, size_t len);
 
 typedef enum hw_metrics_hang_type {
     HW_METRICS_HANG = 0,

@@ -379,6 +379,18 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
     for (size_t k = 0; k < sizeof blocked_on / sizeof blocked_on[0]; k++)
         if (str(time, "blocked_on") && strcmp(str(time, "blocked_on"), blocked_on[k]) == 0)
             json_object_set_new(tags, "hangwatch.blocked_on", json_string(blocked_on[k]));
+    /* Who it was for a fleet (hangwatch.container): the container, pod or unit */
+    const json_t *container = json_object_get(apm, "container");
+    static const char *const container_tags[][2] = {{"kind", "container.kind"}, {"label", "container"},
+                                                    {"pod_uid", "k8s.pod.uid"},  {"pod_name", "k8s.pod.name"},
+                                                    {"namespace", "k8s.namespace"}, {"unit", "systemd.unit"}};
+    for (size_t k = 0; k < sizeof container_tags / sizeof container_tags[0]; k++) {
+        if (str(container, container_tags[k][0]) == NULL)
+            continue;
+        char value[512] = "";
+        append_text(value, 200, str(container, container_tags[k][0])); /* a tag's value: at most 200 characters */
+        json_object_set_new(tags, container_tags[k][1], json_string(value));
+    }
     json_object_set_new(ev, "tags", tags);
     if (key)
         json_object_set_new(ev, "fingerprint", json_pack("[s, s]", "hangwatch", key));

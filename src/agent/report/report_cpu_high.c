@@ -132,7 +132,7 @@ char *hw_cpu_line(const report_request *req, const cpu_report_parts *p)
                  hw_escape_text(hot->name, name, sizeof name), (double)hot->tenths / 10.0, frames);
     char why[1024];
     hw_time_clause(&req->time, why, sizeof why);
-    char *line = NULL, pid[64];
+    char *line = NULL, pid[256];
     if (asprintf(&line, "hangwatch: CPU high in %s (%s): %.1f%% of one CPU over %s (threshold %u%%)%s%s%s",
                  hw_escape_text(req->snap.process_name, process, sizeof process),
                  hw_line_pid(&req->snap, req->pid, pid, sizeof pid),

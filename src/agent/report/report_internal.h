@@ -102,8 +102,10 @@ const char *hw_report_frame_label(const hw_frame *f, char *buf, size_t len);
  * (malloc'd, NULL when out of memory); `bt` is the hung thread's stack;
  * `holder` (0: none) the thread that holds what it waits for (`what`: "the
  * GIL", "a mutex"), with its stack. */
-/* How a line names the process: "pid 4242", and "pid 4242, 17 in its pid
- * namespace" for a process in a container (snap->namespace_pid). */
+/* How a line names the process: "pid 4242", "pid 4242, 17 in its pid
+ * namespace" for a process in a pid namespace of its own, and its
+ * container's short id (and a Kubernetes pod's namespace/name) where it
+ * runs in one: ", container 3f2a9c1b7d6e". */
 const char *hw_line_pid(const hw_process_snapshot *snap, pid_t pid, char *buf, size_t len);
 
 char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t holder,

@@ -198,6 +198,19 @@ const char *hw_line_pid(const hw_process_snapshot *snap, pid_t pid, char *buf, s
         snprintf(buf, len, "pid %d, %d in its pid namespace", (int)pid, (int)snap->namespace_pid);
     else
         snprintf(buf, len, "pid %d", (int)pid);
+    const hw_container *c = snap != NULL ? &snap->container : NULL;
+    size_t used = strlen(buf);
+    if (c == NULL || c->kind == HW_CONTAINER_NONE || c->kind == HW_CONTAINER_SYSTEMD || used >= len)
+        return buf;
+    /* a container's: its short id, and a pod's namespace/name (the
+     * container's own words, escaped) */
+    char label[16], ns[80], name[80];
+    hw_container_label(c, label, sizeof label);
+    if (c->kind == HW_CONTAINER_KUBERNETES && c->pod_name[0])
+        snprintf(buf + used, len - used, ", pod %s%s%s, container %s", hw_escape_text(c->pod_namespace, ns, sizeof ns),
+                 c->pod_namespace[0] ? "/" : "", hw_escape_text(c->pod_name, name, sizeof name), label);
+    else
+        snprintf(buf + used, len - used, ", container %s", label);
     return buf;
 }
 
@@ -244,7 +257,7 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     }
     /* Where its time went (hangwatch.time): "; throttled: 0.2 s on CPU, ..." */
     hw_time_clause(&req->time, why, sizeof why);
-    char *line = NULL, pid[64];
+    char *line = NULL, pid[256];
     if (asprintf(&line, "hangwatch: %s in %s (%s): %s %s %s (threshold %s)%s%s%s%s%s",
                  c->stutter ? "stutter" : c->launch ? "launch hang" : "hang",
                  hw_escape_text(snap->process_name, process, sizeof process),

@@ -467,6 +467,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
                             collection);
     if (apm && info->observer != NULL)
         json_object_set_new(apm, "observer", json_string(info->observer));
+    if (snap->container.kind != HW_CONTAINER_NONE)
+        json_object_set_new(apm, "container", hw_container_json(&snap->container));
     if (apm && info->loop_wait != NULL)
         json_object_set_new(apm, "loop_wait", loop_wait_json(info->loop_wait, info->loop_wait_site));
     if (apm && hung_culprit != SIZE_MAX)
@@ -566,6 +568,23 @@ static json_t *lock_json(const hw_blocked_look *look)
         json_object_set_new(o, "readers", json_integer(look->lock_readers));
     if (look->lock_missing && look->lock_owner <= 0)
         json_object_set_new(o, "owner_missing", json_string(look->lock_missing));
+    return o;
+}
+
+json_t *hw_container_json(const hw_container *c)
+{
+    json_t *o = json_pack("{s:s}", "kind", hw_container_kind_name(c->kind));
+    if (!o)
+        return NULL;
+    char label[136];
+    hw_container_label(c, label, sizeof label);
+    const struct {
+        const char *key, *value;
+    } fields[] = {{"runtime", c->runtime}, {"id", c->id}, {"pod_uid", c->pod_uid}, {"pod_name", c->pod_name},
+                  {"namespace", c->pod_namespace}, {"unit", c->unit}, {"slice", c->slice}, {"label", label}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].value[0])
+            json_object_set_new(o, fields[i].key, FOREIGN(fields[i].value));
     return o;
 }
 

@@ -166,6 +166,10 @@ int hw_report_set_final(json_t *report, const hw_hang_end *e);
  * figures.  A new reference (NULL when out of memory). */
 json_t *hw_time_json(const hw_time_section *t);
 
+/* hangwatch.container: the process's container, pod or unit, its label
+ * (what the metrics carry) among them. */
+json_t *hw_container_json(const hw_container *c);
+
 /* Signal `sig`'s name ("SIGKILL"), or "SIG<n>" for one without a name
  * (a real-time signal), in `buf`; returns buf. */
 const char *hw_signal_name(int sig, char *buf, size_t len);

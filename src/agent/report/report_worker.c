@@ -399,6 +399,9 @@ static void dispose(report_worker *wk, hang_record *h, const report_request *req
 {
     const hw_agent_options *o = wk->opts;
     const char *process = req->snap.process_name;
+    char label[136], key[96];
+    hw_container_label(&req->snap.container, label, sizeof label);
+    hw_metrics_key(process, label, key, sizeof key);
     if (h && !h->seen) {
         h->seen = true;
         h->pid = req->pid;
@@ -415,7 +418,7 @@ static void dispose(report_worker *wk, hang_record *h, const report_request *req
         h->reports++;
     if (exiting || (h && h->shutdown)) {
         /* Its loop has ended: no hang, no report; said once. */
-        hw_metrics_report_dropped(hw_exports_metrics(wk->exports), process, HW_METRICS_DROP_SHUTDOWN);
+        hw_metrics_report_dropped(hw_exports_metrics(wk->exports), key, HW_METRICS_DROP_SHUTDOWN);
         char name[64], busy[32];
         hw_format_duration(req->check.busy_ns / 1000000 * 1000000, busy, sizeof busy);
         if (!o->quiet && first && exiting)
@@ -426,12 +429,12 @@ static void dispose(report_worker *wk, hang_record *h, const report_request *req
     } else if (ignored_by) {
         /* An expected long operation: counted, said, not written. */
         char rule[160];
-        hw_metrics_report_dropped(hw_exports_metrics(wk->exports), process, HW_METRICS_DROP_IGNORED);
+        hw_metrics_report_dropped(hw_exports_metrics(wk->exports), key, HW_METRICS_DROP_IGNORED);
         if (!o->quiet && line)
             fprintf(stderr, "%s; ignored: a frame matches --ignore-frame '%s', no report\n", line,
                     hw_escape_text(ignored_by, rule, sizeof rule));
     } else if (!report) {
-        hw_metrics_report_dropped(hw_exports_metrics(wk->exports), process, HW_METRICS_DROP_OUT_OF_MEMORY);
+        hw_metrics_report_dropped(hw_exports_metrics(wk->exports), key, HW_METRICS_DROP_OUT_OF_MEMORY);
         if (!o->quiet && line)
             fprintf(stderr, "%s; no report: out of memory\n", line);
     } else if (h && h->launch) {
@@ -553,6 +556,8 @@ static void settle_look(hang_record *h, report_request *req, const hw_backtrace 
 
 static void do_report(report_worker *wk, job *j)
 {
+    /* who the process is for a fleet: read here, never before a stop */
+    hw_container_of(j->req->pid, &j->req->snap.container);
     hw_named_capture nc;
     hw_name_capture(j->req, true, &nc);
     if (j->req->time.present)
@@ -588,7 +593,7 @@ static void do_dropped(report_worker *wk, job *j)
         if (req->snap.threads[i].is_target && !req->snap.threads[i].is_main)
             snprintf(who, sizeof who, "thread %d (%s)", (int)req->snap.threads[i].tid,
                      hw_escape_text(req->snap.threads[i].name, name, sizeof name));
-    char pid[64];
+    char pid[256];
     fprintf(stderr,
             "hangwatch: %s in %s (%s): %s busy %s (threshold %s); no report of this capture: the report "
             "writer was behind and its queue was full (counted in hangwatch_reports_dropped_total; a later "

@@ -28,6 +28,13 @@ static const char *report_process(const json_t *report)
     return json_string_value(json_object_get(json_object_get(report, "report"), "process_name"));
 }
 
+/* Its metrics' key: the process name and its container's label. */
+static const char *report_metrics_key(const json_t *report, char *out, size_t len)
+{
+    const json_t *container = json_object_get(json_object_get(report, "hangwatch"), "container");
+    return hw_metrics_key(report_process(report), json_string_value(json_object_get(container, "label")), out, len);
+}
+
 static const char *report_hang_type(const json_t *report)
 {
     return json_string_value(json_object_get(json_object_get(report, "hangwatch"), "hang_type"));
@@ -43,7 +50,8 @@ static bool report_allowed(report_worker *wk, json_t *report)
     if (v == HW_LIMIT_OK)
         return true;
     wk->dropped_by_limits++;
-    hw_metrics_report_dropped(hw_exports_metrics(wk->exports), report_process(report),
+    char key[96];
+    hw_metrics_report_dropped(hw_exports_metrics(wk->exports), report_metrics_key(report, key, sizeof key),
                               v == HW_LIMIT_DAILY ? HW_METRICS_DROP_DAILY_LIMIT : HW_METRICS_DROP_SIZE_CAP);
     if (!wk->said_limits && !o->quiet) {
         wk->said_limits = true;
@@ -66,7 +74,9 @@ static bool report_allowed(report_worker *wk, json_t *report)
 static void write_failed(report_worker *wk, json_t *report, const char *line, int rc)
 {
     const hw_agent_options *o = wk->opts;
-    hw_metrics_report_dropped(hw_exports_metrics(wk->exports), report_process(report), HW_METRICS_DROP_WRITE_ERROR);
+    char key[96];
+    hw_metrics_report_dropped(hw_exports_metrics(wk->exports), report_metrics_key(report, key, sizeof key),
+                              HW_METRICS_DROP_WRITE_ERROR);
     if (wk->write_failures++ == 0) {
         wk->first_write_error = -rc;
         if (!o->quiet)

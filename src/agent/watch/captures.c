@@ -234,11 +234,11 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     note_child_exit(a, w, &req->snap);
 }
 
-void submit_request(agent *a, hang_record *hang, report_request *req, bool recheck)
+void submit_request(agent *a, watched_process *w, hang_record *hang, report_request *req, bool recheck)
 {
     if (worker_submit_report(a->worker, hang, req, recheck))
         return;
-    hw_metrics_report_dropped(hw_exports_metrics(a->exports), req->snap.process_name, HW_METRICS_DROP_QUEUE_FULL);
+    hw_metrics_report_dropped(hw_exports_metrics(a->exports), w->metrics_name, HW_METRICS_DROP_QUEUE_FULL);
     if (!recheck)
         worker_submit_dropped(a->worker, hang, req); /* a hang's first: still announced and counted */
     report_request_release(req);

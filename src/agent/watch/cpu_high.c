@@ -272,7 +272,7 @@ static void submit_cpu_high(agent *a, watched_process *w, cpu_watch *cw, pid_t t
         req->time.missing = "the process ended during the capture";
     else
         hang_time_cpu_section(w, tid, t != NULL ? &t->base : NULL, stopped, &req->time);
-    submit_request(a, NULL, req, false);
+    submit_request(a, w, NULL, req, false);
     free(req);
 }
 

@@ -86,7 +86,7 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
     capture_for_report(a, w, l, c, req);
     hw_metrics_hang_detected(hw_exports_metrics(a->exports), w->metrics_name,
                              c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG, req->time.cause, req->time.partial);
-    submit_request(a, NULL, req, false);
+    submit_request(a, w, NULL, req, false);
     free(req);
 }
 
@@ -117,7 +117,7 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
                           req ? req->time.cause : HW_CAUSE_UNKNOWN, req && req->time.partial);
     if (req) {
-        submit_request(a, l->hang, req, false);
+        submit_request(a, w, l->hang, req, false);
         free(req);
     }
     l->next_capture_ns = hw_monotonic_ns() + a->opts->detector.check_period_ns;
@@ -150,7 +150,7 @@ static void send_followup(agent *a, loop_watch *l)
     l->followup = NULL;
     if (req == NULL)
         return;
-    submit_request(a, l->hang, req, true);
+    submit_request(a, l->process, l->hang, req, true);
     free(req);
 }
 
@@ -170,7 +170,7 @@ static void drop_followup(agent *a, loop_watch *l)
 {
     if (l->followup == NULL)
         return;
-    hw_metrics_report_dropped(hw_exports_metrics(a->exports), l->followup->snap.process_name,
+    hw_metrics_report_dropped(hw_exports_metrics(a->exports), l->process->metrics_name,
                               HW_METRICS_DROP_HANG_TAIL);
     hang_release_followup(l);
 }

@@ -160,7 +160,8 @@ typedef struct watched_process {
     bool kernel_refused;        /* that was tried and could not be done */
     uint64_t next_wake_ns;      /* earliest of its loops' */
     loop_watch *loops[HW_PAGE_SLOTS];
-    char metrics_name[16];      /* its comm at registration, the metrics' process label ("" = not counted) */
+    char metrics_name[96];      /* the metrics' key: its comm at registration and its container's label
+                                   (hw_metrics_key; "" = not counted) */
     int end_status;             /* its wait status once a capture reaped it, else -1 (fatal hangs) */
     cpu_watch *cpu;             /* --cpu-high, created at its first look */
     hw_cgroup_cpu cgroup;       /* its CPU cgroup (hang_time.c), found at its first reading */
@@ -400,10 +401,10 @@ void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot
  * first, with its Python frames named right after; `now` is the capture's
  * time (monotonic, taken right before it).  `req->check` is kept. */
 void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req);
-/* Hand `req` to the report worker (hang NULL: a one-off report); a full
- * queue drops the capture, counted and said once.  `req` is emptied
- * either way. */
-void submit_request(agent *a, hang_record *hang, report_request *req, bool recheck);
+/* Hand `req`, a capture of `w`, to the report worker (hang NULL: a
+ * one-off report); a full queue drops the capture, counted and said once.
+ * `req` is emptied either way. */
+void submit_request(agent *a, watched_process *w, hang_record *hang, report_request *req, bool recheck);
 
 /* cpu_high.c: a tick of --cpu-high for `w` if one is due; returns when the
  * next is (UINT64_MAX when --cpu-high is off).  cpu_high_free when the

@@ -59,10 +59,13 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
     js_maps_note_process(a, w->pid, w->executable);
     hw_metrics *metrics = hw_exports_metrics(a->exports);
     if (metrics) {
+        char comm[16], label[136];
+        hw_container container;
         snprintf(link, sizeof link, "/proc/%d/comm", (int)pid);
-        hw_proc_read_comm(link, w->metrics_name);
-        if (!w->metrics_name[0])
-            snprintf(w->metrics_name, sizeof w->metrics_name, "?");
+        hw_proc_read_comm(link, comm);
+        hw_container_of(pid, &container);
+        hw_container_label(&container, label, sizeof label);
+        hw_metrics_key(comm[0] ? comm : "?", label, w->metrics_name, sizeof w->metrics_name);
         hw_metrics_watched(metrics, w->metrics_name, 1);
     }
     look_for_runtimes(a, w);

@@ -37,6 +37,12 @@ typedef struct hw_container {
     char pod_uid[37];  /* Kubernetes: the pod's UID (with dashes) */
     char unit[128];    /* the innermost systemd unit (NAME.service, NAME.scope), "" when none */
     char slice[128];   /* the innermost slice, "" when none */
+    /* Kubernetes, filled by the reader of the container's own files (not
+     * from the path): the pod's name (its hostname) and namespace (its
+     * service account's), as the container's bytes say them: escape to
+     * print */
+    char pod_name[64];
+    char pod_namespace[64];
 } hw_container;
 
 /* Read `path` (one cgroup path, "/..."): true when it names anything. */
