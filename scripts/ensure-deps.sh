@@ -36,10 +36,12 @@ packages="cmake make gcc clang pkg-config libc6-dev libdw-dev libelf-dev libjans
 # libcurl sends Sentry events; the tests run Prometheus and parse envelopes
 # with the Sentry SDK.
 packages="$packages libmicrohttpd-dev libcurl4-openssl-dev"
+# As a systemd service (deploy/hangwatch.service): sd_notify's READY and watchdog.
+packages="$packages libsystemd-dev"
 export_test_packages="prometheus python3-sentry-sdk"
 case "$purpose" in
 build) ;;
-test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 libpython3.11-dev python3-jsonschema python3-aiohttp python3-uvloop python3-tornado python3-twisted python3-gevent libevent-dev libuv1-dev redis-server redis-tools python3-gi gir1.2-gtk-3.0 xvfb xdotool nodejs nginx-light libnginx-mod-http-echo strace gdb chromium qemu-system-x86 busybox-static cpio"
+test) packages="$packages $export_test_packages clang libclang-rt-14-dev python3 libpython3.11-dev python3-jsonschema python3-aiohttp python3-uvloop python3-tornado python3-twisted python3-gevent libevent-dev libuv1-dev redis-server redis-tools python3-gi gir1.2-gtk-3.0 xvfb xdotool systemd nodejs nginx-light libnginx-mod-http-echo strace gdb chromium qemu-system-x86 busybox-static cpio"
     command -v npm >/dev/null 2>&1 || packages="$packages npm" ;;
 fuzz) packages="$packages clang libclang-rt-14-dev" ;;
 bench) packages="$packages clang valgrind python3 python3-jsonschema nodejs redis-server redis-tools qemu-system-x86 busybox-static cpio" ;;

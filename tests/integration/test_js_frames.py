@@ -28,7 +28,7 @@ hangwatch did not start (js_frames.h, docs/runtime-frames.md).
                   line is its function's first, and report, show and page
                   say so
 
-express comes from the npm registry once (scripts/fetch-express.sh, kept
+express comes from the npm registry once (scripts/fetch-npm.sh express, kept
 in the build tree; HW_EXPRESS_CACHE says where).
 """
 import glob
@@ -64,8 +64,8 @@ def program(name):
 
 def express_modules():
     cache = os.environ.get("HW_EXPRESS_CACHE") or os.path.join(tempfile.gettempdir(), "hw-express-cache")
-    p = subprocess.run([os.path.join(SOURCE, "scripts", "fetch-express.sh"), cache], capture_output=True, text=True,
-                       timeout=600)
+    p = subprocess.run([os.path.join(SOURCE, "scripts", "fetch-npm.sh"), "express", cache], capture_output=True,
+                       text=True, timeout=600)
     check(p.returncode == 0, "express could not be installed:\n" + p.stderr)
     return p.stdout.strip()
 

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -302,5 +303,87 @@ def case_container_labels():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def case_deploy_files():
+    """deploy/hangwatch.service passes systemd-analyze verify and is hardened as it says; the DaemonSet
+    validates against Kubernetes' schemas (kubernetes-models, from npm), and a broken copy does not."""
+    unit_path = os.path.join(hwtest.SOURCE_DIR, "deploy", "hangwatch.service")
+    with open(unit_path) as f:
+        unit = f.read()
+    work = tempfile.mkdtemp(prefix="hw-it-deploy-")
+    try:
+        local = os.path.join(work, "hangwatch.service")  # ExecStart at the built binary, which verify looks for
+        with open(local, "w") as f:
+            f.write(unit.replace("/usr/local/bin/hangwatch", hwtest.binary("hangwatch")))
+        p = subprocess.run(["systemd-analyze", "verify", local], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0 and p.stderr.strip() == "", f"systemd-analyze verify: exit {p.returncode}\n{p.stderr}")
+        for needed in ("Type=notify", "WatchdogSec=", "Restart=always", "NoNewPrivileges=yes", "ProtectSystem=strict",
+                       "ReadWritePaths=/var/lib/hangwatch", "PrivateTmp=yes",
+                       "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_DAC_READ_SEARCH "
+                       "CAP_SYS_NICE CAP_IPC_LOCK", "ExecStart=/usr/local/bin/hangwatch watch --all"):
+            check(needed in unit, f"the unit lacks {needed}")
+        with open(local, "a") as f:
+            f.write("[Service]\nNoSuchDirective=1\n")
+        p = subprocess.run(["systemd-analyze", "verify", local], capture_output=True, text=True, timeout=60)
+        check("NoSuchDirective" in p.stderr, f"verify does not see a bad unit: {p.stderr}")
+        cache = os.path.join(os.path.dirname(hwtest.BIN), "npm")
+        p = subprocess.run([os.path.join(hwtest.SOURCE_DIR, "scripts", "fetch-npm.sh"), "kubernetes", cache],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, "kubernetes-models could not be installed:\n" + p.stderr)
+        checker = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "kubernetes", "check.js")
+        env = dict(os.environ, NODE_PATH=p.stdout.strip())
+        daemonset = os.path.join(hwtest.SOURCE_DIR, "deploy", "kubernetes", "daemonset.yaml")
+        p = subprocess.run(["node", checker, daemonset], capture_output=True, text=True, env=env, timeout=60)
+        check(p.returncode == 0 and "ok DaemonSet hangwatch" in p.stdout, p.stdout + p.stderr)
+        with open(daemonset) as f:
+            text = f.read()
+        for needed in ("hostPID: true", "privileged: false", "allowPrivilegeEscalation: false", "path: /metrics",
+                       "- --all", "type: DirectoryOrCreate"):
+            check(needed in text, f"the DaemonSet lacks {needed}")
+        broken = os.path.join(work, "broken.yaml")
+        with open(broken, "w") as f:
+            f.write(text.replace("hostPID: true", 'hostPID: "yes"'))
+        p = subprocess.run(["node", checker, broken], capture_output=True, text=True, env=env, timeout=60)
+        check(p.returncode == 1 and "hostPID must be boolean" in p.stdout, p.stdout + p.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def case_service_notify():
+    """Under a service manager (NOTIFY_SOCKET, WATCHDOG_USEC): READY once watching, the watchdog fed from the
+    watch thread at half its period, STOPPING at the end."""
+    need_root_and_btf()
+    work = tempfile.mkdtemp(prefix="hw-it-notify-")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        path = os.path.join(work, "notify")
+        sock.bind(path)
+        sock.settimeout(0.2)
+        env = dict(os.environ, NOTIFY_SOCKET=path, WATCHDOG_USEC="400000")
+        started = time.monotonic()
+        proc = subprocess.Popen([hwtest.binary("hangwatch"), "watch", "--all", "--comm", "no-such-loop",
+                                 "--duration", "3s", "--report-dir", os.path.join(work, "r")], env=env,
+                                stderr=subprocess.PIPE, text=True)
+        messages = []
+        while proc.poll() is None or time.monotonic() - started < 1:
+            try:
+                messages.append((time.monotonic(), sock.recv(4096).decode()))
+            except socket.timeout:
+                pass
+            check(time.monotonic() - started < 30, "the agent did not end")
+        err = proc.stderr.read()
+        check(proc.returncode == 0, f"exit {proc.returncode}: {err}")
+        texts = [m for _, m in messages]
+        check(texts and texts[0].startswith("READY=1"), f"the first message: {texts[:1]}")
+        feeds = [t for t, m in messages if m.startswith("WATCHDOG=1")]
+        check(len(feeds) >= 8, f"{len(feeds)} watchdog messages in 3 s at a 400 ms period: {texts}")
+        gaps = [b - a for a, b in zip(feeds, feeds[1:])]
+        check(max(gaps) < 0.4, f"the watchdog went unfed for {max(gaps):.3f} s")
+        check(texts[-1].startswith("STOPPING=1"), f"the last message: {texts[-1:]}")
+    finally:
+        sock.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    hwtest.main({"watch_all": case_watch_all, "selectors": case_selectors, "container_labels": case_container_labels})
+    hwtest.main({"watch_all": case_watch_all, "selectors": case_selectors, "container_labels": case_container_labels,
+                 "deploy_files": case_deploy_files, "service_notify": case_service_notify})

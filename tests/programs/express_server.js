@@ -1,7 +1,7 @@
 // express_server.js - an express web server whose /table handler calls
 // renderHugeTable(), which loops synchronously for 3 s: a hang of the whole
 // server, for the tests of JavaScript frames (test_js_frames.py).  express
-// comes from NODE_PATH (scripts/fetch-express.sh).  Prints the line of
+// comes from NODE_PATH (scripts/fetch-npm.sh express).  Prints the line of
 // renderHugeTable ("line renderHugeTable N"), its pid, its NODE_OPTIONS, then
 // "listening PORT"; ends after the first request to /quit.
 "use strict";

@@ -215,6 +215,7 @@ typedef struct agent {
     clock_source clock;
     bool watch_mode;          /* `hangwatch watch`: running processes, no program of ours */
     machine_scan *scan;       /* `watch --all`: the machine's processes (machine_scan.c) */
+    uint64_t watchdog_interval_ns, watchdog_next_ns; /* systemd's watchdog (service_notify.c), 0: none */
     /* refused registrations (admission.c) */
     unsigned long refused;
     bool said_refused;
@@ -303,6 +304,14 @@ void kernel_watch_switch(agent *a, watched_process *w);
  * loop threads and forks, its main thread a loop only once it waits (the
  * table's entry, or NULL with why). */
 watched_process *kernel_watch_found(agent *a, pid_t pid, int pidfd, char *why, size_t len);
+
+/* service_notify.c: as a systemd service (Type=notify), READY once
+ * watching, the watchdog fed from the watch thread, STOPPING at the end;
+ * nothing when not started by systemd. */
+void service_notify_ready(agent *a);
+uint64_t service_watchdog_due(const agent *a);
+void service_watchdog_tick(agent *a, uint64_t now);
+void service_notify_stopping(void);
 
 /* machine_scan.c: `watch --all`'s processes of the machine.  A scan of
  * /proc once a second (machine_scan_due says when next) watches the

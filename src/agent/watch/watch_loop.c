@@ -155,6 +155,9 @@ static uint64_t next_wake(const agent *a, uint64_t now, uint64_t deadline)
     uint64_t scan = machine_scan_due(a->scan);
     if (scan < next)
         next = scan;
+    uint64_t watchdog = service_watchdog_due(a);
+    if (watchdog < next)
+        next = watchdog;
     for (size_t i = 0; i < a->table.end; i++)
         if (a->table.slots[i] && a->table.slots[i]->next_wake_ns < next)
             next = a->table.slots[i]->next_wake_ns;
@@ -271,6 +274,7 @@ static void watch(agent *a)
         now = hw_monotonic_ns();
         worker_boost_if_late(a->worker, now);
         machine_scan_tick(a, a->scan, now);
+        service_watchdog_tick(a, now);
         if (!a->warned_unregistered && !a->ever_registered && now >= a->started_ns + REGISTRATION_GRACE_NS) {
             a->warned_unregistered = true;
             fprintf(stderr,
@@ -455,7 +459,9 @@ int hw_agent_run(const hw_agent_options *opts)
      * process registers) are kept by file identity: the processes of one
      * program cost one look (code_names.h). */
     hw_symbol_caches *caches = hw_symbol_caches_start();
+    service_notify_ready(a);
     watch(a);
+    service_notify_stopping();
     hw_symbol_caches_stop(caches);
 
     wait_for_child(a);
