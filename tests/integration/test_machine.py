@@ -1,14 +1,15 @@
 """test_machine - one agent per machine: `hangwatch watch --all`, as an
 operator runs it on a host, as root.
 
-    watch_all        loops of three runtimes (C, Python's asyncio, node),
-                     one C loop in a pid namespace of its own, all in a
-                     cgroup made for the test, and the agent started on the
-                     machine with --all --cgroup that group (the test's
-                     neighbours on the machine are not its to judge): five
-                     of them hang 3 s, each in its own way; exactly those
-                     five are reported, each with its culprit, the one in
-                     its own pid namespace with its pid there (1)
+    watch_all        30 loops of three runtimes (C, Python's asyncio,
+                     node), three C loops in pid namespaces of their own,
+                     all in a cgroup made for the test, and the agent
+                     started on the machine with --all --cgroup that group
+                     (the test's neighbours on the machine are not its to
+                     judge): five of them hang 3 s, each in its own way;
+                     exactly those five are reported, each with its
+                     culprit, the one in its own pid namespace with its pid
+                     there (1)
     selectors        --exclude comm=... leaves a loop out; a loop started
                      after the agent (exec) is watched and its hang
                      reported; with --comm python3 only the Python loop of
@@ -140,7 +141,7 @@ def culprit(report):
 
 
 def case_watch_all():
-    """Five of nine loops of three runtimes hang, one in its own pid namespace: those five reported, nothing else."""
+    """Five of 30 loops of three runtimes hang, one in its own pid namespace: those five reported, nothing else."""
     need_root_and_btf()
     group = Group()
     work = tempfile.mkdtemp(prefix="hw-it-machine-")
@@ -149,24 +150,28 @@ def case_watch_all():
     loops, agent = [], None
     try:
         scen = hwtest.binary("time-scenarios")
-        c = [Loop(group, [scen], work, f"c{i}") for i in range(4)]
-        c.append(Loop(group, [scen], work, "c-pidns", pidns=True))
-        py = [Loop(group, [PYTHON, os.path.join(cell, "loop_cell.py"), "asyncio", kinds, "0", go, "1.0", "3"], work,
-                   f"py-{kinds}") for kinds in ("sleep", "none")]
-        node = [Loop(group, ["node", os.path.join(cell, "loop_cell.js"), kinds, "0", go, "1.2", "3"], work,
-                     f"node-{kinds}") for kinds in ("spin", "none")]
-        loops = c + py + node
+        # 30 loops: 20 C ones, 3 more in pid namespaces of their own, 4
+        # Python and 3 node ones whose turns are 20 ms apart; the idle
+        # Python and node loops would hold only 1000 s after the go
+        c = [Loop(group, [scen], work, f"c{i}") for i in range(20)]
+        pidns = [Loop(group, [scen], work, f"c-pidns{i}", pidns=True) for i in range(3)]
+        py = [Loop(group, [PYTHON, os.path.join(cell, "loop_cell.py"), "asyncio", "sleep", "0", go,
+                           "1.0" if i == 0 else "1000", "3"], work, f"py{i}") for i in range(4)]
+        node = [Loop(group, ["node", os.path.join(cell, "loop_cell.js"), "spin", "0", go,
+                             "1.2" if i == 0 else "1000", "3"], work, f"node{i}") for i in range(3)]
+        loops = c + pidns + py + node
+        check(len(loops) == 30, f"{len(loops)} loops")
         agent = Agent(work, "--cgroup", group.path)
         for loop in loops:
             wait_for(lambda: agent.watches(loop.pid), f"{loop.name} (pid {loop.pid}) to be watched", 60)
-        expected = {c[0].pid: "compute_invoice", c[1].pid: "rest_between_orders", c[4].pid: "wait_for_quote",
+        expected = {c[0].pid: "compute_invoice", c[1].pid: "rest_between_orders", pidns[0].pid: "wait_for_quote",
                     py[0].pid: "hold_the_loop_with_sleep", node[0].pid: "holdTheLoopWithSpin"}
         c[0].send("work 3000")
         c[1].send("nap 3000")
-        c[4].send("poll 3000")
+        pidns[0].send("poll 3000")
         with open(go, "w"):
             pass
-        for loop, word in ((c[0], "did work"), (c[1], "did nap"), (c[4], "did poll"), (py[0], "held sleep"),
+        for loop, word in ((c[0], "did work"), (c[1], "did nap"), (pidns[0], "did poll"), (py[0], "held sleep"),
                            (node[0], "held spin")):
             wait_for(lambda: word in loop.said(), f"{loop.name} to say '{word}'", 90)
         wait_for(lambda: len(agent.hangs()) >= 5 and all(
@@ -178,7 +183,7 @@ def case_watch_all():
         check(set(hangs) == set(expected), f"hangs of pids {sorted(hangs)}, not {sorted(expected)}:\n{agent.said()}")
         for pid, function in expected.items():
             check(culprit(hangs[pid][0]) == function, f"pid {pid}: culprit {culprit(hangs[pid][0])}, not {function}")
-        in_ns = hangs[c[4].pid][0]["report"]
+        in_ns = hangs[pidns[0].pid][0]["report"]
         check(in_ns.get("namespace_pid") == 1, f"the pid namespace's loop: {json.dumps(in_ns)}")
     finally:
         if agent:
