@@ -41,7 +41,12 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      hang's report costs it, measured from inside the program
      (sampling_cost.py, also runs alone);
  11. 1,000 simultaneous hangs: each announced and counted, how many
-     reported, the agent's peak memory (many_hangs.py, also runs alone).
+     reported, the agent's peak memory (many_hangs.py, also runs alone);
+ 13. one agent for a machine: `watch --all` over 200 processes of 4 loop
+     threads turning as fast as the machine lets them (asked 1,000 a
+     second), 10 hangs: every one reported, detection's p99 after the
+     threshold, the agent's share of a core and its peak memory
+     (fleet.py, also runs alone; it needs root, as watch --all does).
 Not run here: `make soak` (soak.py), an hour of hangs and process churn
 under one agent, whose rows (numbered 12) it prints for the same table.
 Every figure is a median / p99 over many samples, never one run, but for
@@ -67,6 +72,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleet  # noqa: E402 (part 13, next to this file)
 import kernel_observer  # noqa: E402 (part 8, next to this file)
 import many_hangs  # noqa: E402 (part 11, next to this file)
 import node_flags  # noqa: E402 (part 6, next to this file)
@@ -723,7 +729,7 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None):
+def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None, fl=None):
     rows = []
     o = o or {}
     c = c or {}
@@ -753,6 +759,8 @@ def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None
         sampling_cost.rows(sc, row)
     if mh:
         many_hangs.rows(mh, row)
+    if fl:
+        fleet.rows(fl, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -921,15 +929,15 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
-    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel,redis,sampling,many",
+    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel,redis,sampling,many,fleet",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     all_parts = {"observer", "capture", "detection", "lost", "node", "python", "kernel", "redis", "sampling",
-                 "many"}
+                 "many", "fleet"}
     if not parts <= all_parts:
         sys.exit("bench: --parts takes observer, capture, detection, lost, node, python, kernel, redis, sampling, "
-                 "many")
+                 "many, fleet")
     if "observer" in parts and shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
     if "redis" in parts:
@@ -969,6 +977,10 @@ def main():
     if "many" in parts:
         log(f"11. {many_hangs.COUNT} processes hanging {many_hangs.SECONDS} s at the same moment")
         mh = many_hangs.measure(b.bin, b.env)
+    fl = None
+    if "fleet" in parts:
+        log(f"13. watch --all over {fleet.PROCS} processes of {fleet.THREADS} loop threads, {fleet.HANGS} hangs")
+        fl = fleet.measure(b.bin, b.env)
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
@@ -978,7 +990,7 @@ def main():
     if lt:
         text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
                  f"window {LOST_WINDOW_MS} ms.")
-    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs, sc, mh)
+    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs, sc, mh, fl)
     print(text)
     if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)

@@ -86,6 +86,11 @@ static bool kernel_keeps_starts(const agent *a, const watched_process *w)
 
 uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
+    /* The kernel keeps each stretch's start: a reading is wanted only for
+     * a cgroup's throttling, and none is without a quota (a move into one
+     * is found at the hang's own reading).  Under watch --all, most loops. */
+    if (kernel_keeps_starts(a, w) && w->cgroup_looked && !(w->cgroup_error == 0 && w->cgroup.limited))
+        return UINT64_MAX;
     /* A reading from before the process moved to another cgroup does not
      * subtract from one after: take it again (in the wait, it still stands
      * for the stretch's start). */

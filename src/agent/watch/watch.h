@@ -44,6 +44,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/types.h>
 
 #include "agent/agent.h"
@@ -207,6 +208,7 @@ typedef struct agent {
     pid_t tree_root;            /* processes descending from it may register */
     watched_table table;
     int target_pidfd; /* attach mode: the watched program */
+    int pidfds_epoll; /* every watched process's pidfd (its pid the data): one descriptor in the poll set */
     bool done;        /* attach mode: stop now */
     bool pings_by_post; /* opts->pings_by_post, and the events socket to ask with */
     report_worker *worker;

@@ -166,60 +166,47 @@ static uint64_t next_wake(const agent *a, uint64_t now, uint64_t deadline)
     return next;
 }
 
-/* What a descriptor of the poll set stands for. */
-#define FD_AGENT_OWN (-1) /* the signalfd, the registration socket, the kernel observer's news */
-#define FD_TARGET 0       /* the attached program */
+/* The poll set, a few descriptors however many processes are watched:
+ * the signalfd, the registration socket, the attached program's pidfd,
+ * the kernel observer's news, and the epoll of the watched processes'
+ * pidfds (pidfds_epoll).  The places of the last three in `at` (0: none). */
+enum { AT_TARGET, AT_NEWS, AT_PIDFDS, AT_COUNT };
 
-/* The poll set: the agent's own descriptors, then one pidfd per watched
- * process (`fd_pid` says whose).  Returns how many; *children_at is the
- * kernel observer's news descriptor's place, or 0 when there is none. */
-static nfds_t poll_set(agent *a, struct pollfd *fds, pid_t *fd_pid, nfds_t *children_at)
+static nfds_t poll_set(agent *a, struct pollfd *fds, nfds_t at[AT_COUNT])
 {
     nfds_t nfds = 2;
     fds[0] = (struct pollfd){a->signal_fd, POLLIN, 0};
     fds[1] = (struct pollfd){a->registration_fd, POLLIN, 0};
-    fd_pid[0] = fd_pid[1] = FD_AGENT_OWN;
-    if (a->target_pidfd >= 0) {
-        fd_pid[nfds] = FD_TARGET;
-        fds[nfds++] = (struct pollfd){a->target_pidfd, POLLIN, 0};
-    }
-    int children_fd = hw_kobs_children_fd(a->kobs);
-    *children_at = 0;
-    if (children_fd >= 0) {
-        *children_at = nfds;
-        fd_pid[nfds] = FD_AGENT_OWN;
-        fds[nfds++] = (struct pollfd){children_fd, POLLIN, 0};
-    }
-    for (size_t i = 0; i < a->table.end; i++) {
-        watched_process *w = a->table.slots[i];
-        if (!w || w->pidfd < 0)
-            continue;
-        fd_pid[nfds] = w->pid;
-        fds[nfds++] = (struct pollfd){w->pidfd, POLLIN, 0};
+    int own[AT_COUNT] = {a->target_pidfd, hw_kobs_children_fd(a->kobs), a->pidfds_epoll};
+    for (int i = 0; i < AT_COUNT; i++) {
+        at[i] = own[i] >= 0 ? nfds : 0;
+        if (own[i] >= 0)
+            fds[nfds++] = (struct pollfd){own[i], POLLIN, 0};
     }
     return nfds;
 }
 
 /* What ppoll found ready. */
-static void handle_ready(agent *a, const struct pollfd *fds, const pid_t *fd_pid, nfds_t nfds, nfds_t children_at)
+static void handle_ready(agent *a, const struct pollfd *fds, const nfds_t at[AT_COUNT])
 {
     if (fds[0].revents & POLLIN)
         handle_signals(a);
     if (fds[1].revents & POLLIN)
         admit(a);
-    if (children_at > 0 && (fds[children_at].revents & POLLIN))
+    if (at[AT_NEWS] > 0 && (fds[at[AT_NEWS]].revents & POLLIN))
         kernel_watch_new_children(a);
-    for (nfds_t i = 2; i < nfds; i++) {
-        if (!(fds[i].revents & (POLLIN | POLLHUP)) || fd_pid[i] == FD_AGENT_OWN)
-            continue;
-        if (fd_pid[i] == FD_TARGET) {
-            a->done = true; /* the attached program has ended */
-            continue;
+    if (at[AT_TARGET] > 0 && (fds[at[AT_TARGET]].revents & (POLLIN | POLLHUP)))
+        a->done = true; /* the attached program has ended */
+    if (at[AT_PIDFDS] == 0 || !(fds[at[AT_PIDFDS]].revents & POLLIN))
+        return;
+    struct epoll_event ended[64];
+    int n;
+    while ((n = epoll_wait(a->pidfds_epoll, ended, 64, 0)) > 0)
+        for (int i = 0; i < n; i++) {
+            watched_process *gone = table_find(a, (pid_t)ended[i].data.u64);
+            if (gone)
+                process_ended(a, gone);
         }
-        watched_process *gone = table_find(a, fd_pid[i]);
-        if (gone)
-            process_ended(a, gone);
-    }
 }
 
 /* Look at every watched process that is due. */
@@ -242,22 +229,15 @@ static void watch(agent *a)
 {
     raise_watch_priority();
     const hw_agent_options *opts = a->opts;
-    struct pollfd *fds = calloc(4 + MAX_WATCHED, sizeof *fds);
-    pid_t *fd_pid = calloc(4 + MAX_WATCHED, sizeof *fd_pid);
-    if (!fds || !fd_pid) {
-        fprintf(stderr, "hangwatch: out of memory\n");
-        free(fds);
-        free(fd_pid);
-        return;
-    }
+    struct pollfd fds[2 + AT_COUNT];
     uint64_t deadline = opts->duration_ns ? a->started_ns + opts->duration_ns : UINT64_MAX;
     while (!a->child_done && !a->done) {
         uint64_t now = hw_monotonic_ns();
         if (a->watch_mode && ((a->table.count == 0 && !opts->watch_all) || now >= deadline))
             break; /* `watch`: every process has ended (--all: never), or the time is up */
         uint64_t next = next_wake(a, now, deadline);
-        nfds_t children_at;
-        nfds_t nfds = poll_set(a, fds, fd_pid, &children_at);
+        nfds_t at[AT_COUNT];
+        nfds_t nfds = poll_set(a, fds, at);
         uint64_t wait_ns = next > now ? next - now : 0;
         struct timespec ts = {(time_t)(wait_ns / 1000000000ull), (long)(wait_ns % 1000000000ull)};
         int n = ppoll(fds, nfds, &ts, NULL);
@@ -266,7 +246,7 @@ static void watch(agent *a)
             break;
         }
         if (n > 0)
-            handle_ready(a, fds, fd_pid, nfds, children_at);
+            handle_ready(a, fds, at);
         if (a->child_done || a->done)
             break;
         drop_faulted_pages(a);
@@ -284,8 +264,6 @@ static void watch(agent *a)
                     opts->argv[0]);
         }
     }
-    free(fds);
-    free(fd_pid);
 }
 
 /* ---- the agent, set up and torn down ---- */
@@ -302,6 +280,8 @@ static void agent_stop(agent *a, bool say_totals)
         close(a->signal_fd);
     if (a->registration_fd >= 0)
         close(a->registration_fd);
+    if (a->pidfds_epoll >= 0)
+        close(a->pidfds_epoll);
 }
 
 /* What the agent needs before anything is watched: its signals, the
@@ -420,10 +400,16 @@ int hw_agent_run(const hw_agent_options *opts)
     }
     a->opts = opts;
     a->signal_fd = a->registration_fd = a->target_pidfd = -1;
+    a->pidfds_epoll = epoll_create1(EPOLL_CLOEXEC);
+    if (a->pidfds_epoll < 0) {
+        fprintf(stderr, "hangwatch: epoll_create1: %s\n", strerror(errno));
+        free(a);
+        return 2;
+    }
     /* The observers' clock, for a program we start (the C library's and the
      * kernel observer's pages say their own), before any thread or child
      * can inherit the affinity this pins for a moment. */
-    if (opts->attach_pid <= 0 && opts->watch_pid_count == 0)
+    if (opts->attach_pid <= 0 && opts->watch_pid_count == 0 && !opts->watch_all)
         clock_source_init(a);
     if (agent_start(a) != 0) {
         agent_stop(a, false);

@@ -86,6 +86,11 @@ watched_process *table_add(agent *a, pid_t pid, int pidfd, const hw_shared_page 
     if (!hw_kobs_owns(a->kobs, page))
         page_guard_add(page); /* a program's page: the guard covers it */
     start_watching(a, w, pid, pidfd, page);
+    /* Its end wakes the watch thread (an epoll of every pidfd: the poll set
+     * stays a few descriptors however many are watched). */
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)pid};
+    if (pidfd >= 0 && a->pidfds_epoll >= 0)
+        epoll_ctl(a->pidfds_epoll, EPOLL_CTL_ADD, pidfd, &ev);
     t->slots[slot] = w;
     t->count++;
     if (slot >= t->end)
@@ -122,8 +127,11 @@ void table_remove(agent *a, watched_process *w)
         slot++;
     if (slot == t->end)
         return; /* not ours */
-    if (w->pidfd >= 0)
+    if (w->pidfd >= 0) {
+        if (a->pidfds_epoll >= 0)
+            epoll_ctl(a->pidfds_epoll, EPOLL_CTL_DEL, w->pidfd, NULL);
         close(w->pidfd);
+    }
     if (w->metrics_name[0])
         hw_metrics_watched(hw_exports_metrics(a->exports), w->metrics_name, -1);
     free_loops(w);
