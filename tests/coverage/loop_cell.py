@@ -30,6 +30,7 @@ loop does not turn in those DELAY s: it waits in its wait call all along
 begins.  Function bodies differ.
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,16 +66,22 @@ def hold_the_loop_with_http():
 
 
 def hold_the_loop_with_fifo():
-    path = os.path.join(tempfile.mkdtemp(prefix="hw-cell-"), "fifo")
+    folder = tempfile.mkdtemp(prefix="hw-cell-")
+    path = os.path.join(folder, "fifo")
     os.mkfifo(path)
 
     def write_later():
         time.sleep(HOLD)
         with open(path, "w") as f:
             f.write("late\n")
-    threading.Thread(target=write_later, daemon=True).start()
-    with open(path) as f:
-        return f.read()
+    writer = threading.Thread(target=write_later, daemon=True)
+    writer.start()
+    try:
+        with open(path) as f:
+            return f.read()
+    finally:
+        writer.join()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def hold_the_loop_with_child():

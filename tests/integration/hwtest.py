@@ -259,11 +259,20 @@ def main(cases):
         sys.exit(2)
     setup(sys.argv[1], sys.argv[2])
     name = sys.argv[3]
+    # Every temporary file and folder the case makes lives under one scratch
+    # folder that goes when the case ends, whatever the case forgot.  Readable
+    # by all, as /tmp is, for programs the case runs as another user.
+    scratch = tempfile.mkdtemp(prefix=f"hw-{name}-")
+    os.chmod(scratch, 0o755)
+    tempfile.tempdir = scratch
     try:
         result = cases[name]()
     except AssertionError as e:
         print(f"FAIL {name}: {e}", file=sys.stderr)
         sys.exit(1)
+    finally:
+        tempfile.tempdir = None
+        shutil.rmtree(scratch, ignore_errors=True)
     if result == SKIP:
         print(f"skip {name}")
         sys.exit(SKIP)

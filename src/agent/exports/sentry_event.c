@@ -275,6 +275,50 @@ static int event_id_of(const char *id, char out[33])
     return n == 32;
 }
 
+/* The event's tags: the grouping key, detector, verdict and the fleet's
+ * names, each a value hangwatch writes and at most 200 characters. */
+static json_t *tags_of(const json_t *apm, const char *process, const json_t *label)
+{
+    json_t *tags = json_object();
+    const char *key = str(apm, "grouping_key");
+    if (key)
+        json_object_set_new(tags, "hangwatch.grouping_key", json_string(key));
+    if (str(apm, "detector"))
+        json_object_set_new(tags, "hangwatch.detector", json_string(str(apm, "detector")));
+    if (str(apm, "hang_type"))
+        json_object_set_new(tags, "hangwatch.hang_type", json_string(str(apm, "hang_type")));
+    json_object_set_new(tags, "process", json_string(process));
+    if (label != NULL) {
+        char culprit[512] = "";
+        append_text(culprit, 200, str(label, "symbol_name")); /* a tag's value: at most 200 characters */
+        json_object_set_new(tags, "hangwatch.culprit", json_string(culprit));
+    }
+    /* Where the time went (hangwatch.time): its verdict, as tags to
+     * search and group by; only the names hangwatch writes. */
+    const json_t *time = json_object_get(apm, "time");
+    static const char *const causes[] = {"working", "starved", "throttled", "blocked", "paging", "mixed"};
+    static const char *const blocked_on[] = {"io", "network", "lock", "child", "sleep", "other"};
+    for (size_t k = 0; k < sizeof causes / sizeof causes[0]; k++)
+        if (str(time, "cause") && strcmp(str(time, "cause"), causes[k]) == 0)
+            json_object_set_new(tags, "hangwatch.cause", json_string(causes[k]));
+    for (size_t k = 0; k < sizeof blocked_on / sizeof blocked_on[0]; k++)
+        if (str(time, "blocked_on") && strcmp(str(time, "blocked_on"), blocked_on[k]) == 0)
+            json_object_set_new(tags, "hangwatch.blocked_on", json_string(blocked_on[k]));
+    /* Who it was for a fleet (hangwatch.container): the container, pod or unit */
+    const json_t *container = json_object_get(apm, "container");
+    static const char *const container_tags[][2] = {{"kind", "container.kind"}, {"label", "container"},
+                                                    {"pod_uid", "k8s.pod.uid"},  {"pod_name", "k8s.pod.name"},
+                                                    {"namespace", "k8s.namespace"}, {"unit", "systemd.unit"}};
+    for (size_t k = 0; k < sizeof container_tags / sizeof container_tags[0]; k++) {
+        if (str(container, container_tags[k][0]) == NULL)
+            continue;
+        char value[512] = "";
+        append_text(value, 200, str(container, container_tags[k][0])); /* a tag's value: at most 200 characters */
+        json_object_set_new(tags, container_tags[k][1], json_string(value));
+    }
+    return tags;
+}
+
 json_t *hw_sentry_event_from_report(const json_t *report, const char *server_name, const char **why)
 {
     const json_t *head = json_object_get(report, "report");
@@ -354,43 +398,8 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
     if (images)
         json_object_set_new(ev, "debug_meta", json_pack("{s:o}", "images", debug_images(images)));
 
-    json_t *tags = json_object();
+    json_t *tags = tags_of(apm, process, label);
     const char *key = str(apm, "grouping_key");
-    if (key)
-        json_object_set_new(tags, "hangwatch.grouping_key", json_string(key));
-    if (str(apm, "detector"))
-        json_object_set_new(tags, "hangwatch.detector", json_string(str(apm, "detector")));
-    if (str(apm, "hang_type"))
-        json_object_set_new(tags, "hangwatch.hang_type", json_string(str(apm, "hang_type")));
-    json_object_set_new(tags, "process", json_string(process));
-    if (label != NULL) {
-        char culprit[512] = "";
-        append_text(culprit, 200, str(label, "symbol_name")); /* a tag's value: at most 200 characters */
-        json_object_set_new(tags, "hangwatch.culprit", json_string(culprit));
-    }
-    /* Where the time went (hangwatch.time): its verdict, as tags to
-     * search and group by; only the names hangwatch writes. */
-    json_t *time = json_object_get(apm, "time");
-    static const char *const causes[] = {"working", "starved", "throttled", "blocked", "paging", "mixed"};
-    static const char *const blocked_on[] = {"io", "network", "lock", "child", "sleep", "other"};
-    for (size_t k = 0; k < sizeof causes / sizeof causes[0]; k++)
-        if (str(time, "cause") && strcmp(str(time, "cause"), causes[k]) == 0)
-            json_object_set_new(tags, "hangwatch.cause", json_string(causes[k]));
-    for (size_t k = 0; k < sizeof blocked_on / sizeof blocked_on[0]; k++)
-        if (str(time, "blocked_on") && strcmp(str(time, "blocked_on"), blocked_on[k]) == 0)
-            json_object_set_new(tags, "hangwatch.blocked_on", json_string(blocked_on[k]));
-    /* Who it was for a fleet (hangwatch.container): the container, pod or unit */
-    const json_t *container = json_object_get(apm, "container");
-    static const char *const container_tags[][2] = {{"kind", "container.kind"}, {"label", "container"},
-                                                    {"pod_uid", "k8s.pod.uid"},  {"pod_name", "k8s.pod.name"},
-                                                    {"namespace", "k8s.namespace"}, {"unit", "systemd.unit"}};
-    for (size_t k = 0; k < sizeof container_tags / sizeof container_tags[0]; k++) {
-        if (str(container, container_tags[k][0]) == NULL)
-            continue;
-        char value[512] = "";
-        append_text(value, 200, str(container, container_tags[k][0])); /* a tag's value: at most 200 characters */
-        json_object_set_new(tags, container_tags[k][1], json_string(value));
-    }
     json_object_set_new(ev, "tags", tags);
     if (key)
         json_object_set_new(ev, "fingerprint", json_pack("[s, s]", "hangwatch", key));
@@ -405,6 +414,7 @@ json_t *hw_sentry_event_from_report(const json_t *report, const char *server_nam
         json_object_set_new(ctx, "hang_end", json_string(str(apm, "hang_end")));
     if (str(apm, "check_mode"))
         json_object_set_new(ctx, "check_mode", json_string(str(apm, "check_mode")));
+    const json_t *time = json_object_get(apm, "time");
     static const char *const time_numbers[] = {"window_us", "on_cpu_us", "runqueue_wait_us", "blocked_us",
                                                "stopped_us", "throttled_us"};
     for (size_t k = 0; k < sizeof time_numbers / sizeof time_numbers[0]; k++)
