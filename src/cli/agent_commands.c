@@ -20,6 +20,7 @@
 #include "agent/common/report_dir.h"
 #include "agent_options.h"
 #include "cli_usage.h"
+#include "config_file.h"
 
 /* Coarse-stamped pages (the C library's, and the preloaded observer's where
  * the time-stamp counter is not used) carry CLOCK_MONOTONIC_COARSE, which
@@ -115,22 +116,36 @@ int hw_run_main(int argc, char **argv)
     return code;
 }
 
-/* `watch` watches running processes (-p PID...) through the kernel observer. */
+static int watch_with(hw_agent_command_line *line, int argc, char **argv);
+
+/* `watch` watches running processes (-p PID...) through the kernel
+ * observer; --config reads its options from a file too (config_file.h). */
 int hw_watch_main(int argc, char **argv)
 {
     hw_agent_command_line line;
+    hw_config_session *config = NULL;
     int rc = hw_agent_options_parse(HW_AGENT_WATCH, argc, argv, &line);
+    if (rc < 0 && line.opts.config_path != NULL)
+        rc = hw_config_parse_watch(argc, argv, &line, &config); /* the file's options, then the command line's */
     if (rc >= 0)
         return rc;
-    if (line.watch_pid_count == 0 && !line.opts.watch_all)
+    rc = watch_with(&line, argc, argv);
+    hw_config_session_free(config);
+    return rc;
+}
+
+/* `watch`'s own checks of its parsed options, then the agent. */
+static int watch_with(hw_agent_command_line *line, int argc, char **argv)
+{
+    if (line->watch_pid_count == 0 && !line->opts.watch_all)
         return hw_cli_usage_error("%swatch needs processes: hangwatch watch -p PID [-p PID...] [OPTIONS], or every "
                                   "loop of the machine: hangwatch watch --all [selectors] [OPTIONS]", "");
-    if (line.operands < argc)
+    if (line->operands < argc)
         return hw_cli_usage_error("watch takes no program ('%s'): use hangwatch run to start one",
-                                  argv[line.operands]);
-    line.opts.watch_pids = line.watch_pids;
-    line.opts.watch_pid_count = line.watch_pid_count;
-    return start_agent(&line.opts);
+                                  argv[line->operands]);
+    line->opts.watch_pids = line->watch_pids;
+    line->opts.watch_pid_count = line->watch_pid_count;
+    return start_agent(&line->opts);
 }
 
 /* `attach` (internal, started by the C library) watches the running process

@@ -43,6 +43,7 @@ enum {
     OPT_CGROUP,
     OPT_USER,
     OPT_EXCLUDE,
+    OPT_CONFIG,
 };
 #define MAX_IGNORE_FRAME_LEN 255
 
@@ -71,8 +72,17 @@ static const struct option longopts[] = {
     {"all", no_argument, NULL, OPT_ALL}, {"comm", required_argument, NULL, OPT_COMM},
     {"exe", required_argument, NULL, OPT_EXE}, {"cgroup", required_argument, NULL, OPT_CGROUP},
     {"user", required_argument, NULL, OPT_USER}, {"exclude", required_argument, NULL, OPT_EXCLUDE},
+    {"config", required_argument, NULL, OPT_CONFIG},
     {NULL, 0, NULL, 0},
 };
+
+int hw_agent_option_takes_value(const char *name)
+{
+    for (const struct option *o = longopts; o->name != NULL; o++)
+        if (strcmp(o->name, name) == 0)
+            return o->has_arg == required_argument;
+    return -1;
+}
 
 /* ---- values ------------------------------------------------------------------ */
 
@@ -331,6 +341,13 @@ static int take_command_option(hw_agent_command command, int c, const char *valu
         if (command != HW_AGENT_WATCH)
             return hw_cli_usage_error("%s--follow belongs to hangwatch watch (run follows by default)", "");
         opts->follow_children = true;
+        return OPTION_TAKEN;
+    case OPT_CONFIG:
+        if (command != HW_AGENT_WATCH)
+            return hw_cli_usage_error("%s--config belongs to hangwatch watch", "");
+        if (*value == '\0')
+            return hw_cli_usage_error("%s--config must not be empty", "");
+        opts->config_path = value;
         return OPTION_TAKEN;
     case 'Z':
         if (command != HW_AGENT_WATCH)

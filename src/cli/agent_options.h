@@ -52,6 +52,10 @@ typedef struct hw_agent_command_line {
  */
 int hw_take_in_app_rule(const char *value, bool in_app, hw_in_app_rule *rules, size_t *count);
 
+/* Does the long option `name` (without its dashes) take a value: 1, 0
+ * (a flag), or -1 when no command that starts the agent has it. */
+int hw_agent_option_takes_value(const char *name);
+
 /*
  * Parse argv (argv[0] is the command's name) for `command` into *line,
  * from the defaults (report directory hangwatch-reports, 100 reports a

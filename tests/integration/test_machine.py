@@ -14,6 +14,11 @@ operator runs it on a host, as root.
                      after the agent (exec) is watched and its hang
                      reported; with --comm python3 only the Python loop of
                      a C and a Python one is watched
+    config_reload    watch --config FILE, read again on SIGHUP: threshold,
+                     selectors and metrics address changed live, a bad
+                     file kept out
+    agent_killed     the agent killed while it samples and captures: no
+                     loop left stopped or traced, its BPF programs gone
 
 Waiting is polling with generous deadlines.  Skipped (77) where the kernel
 observer cannot be: not root, no BTF, no CPU cgroup to make.
@@ -27,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hwtest  # noqa: E402
@@ -324,8 +330,18 @@ def case_deploy_files():
         for needed in ("Type=notify", "WatchdogSec=", "Restart=always", "NoNewPrivileges=yes", "ProtectSystem=strict",
                        "ReadWritePaths=/var/lib/hangwatch", "PrivateTmp=yes",
                        "CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_DAC_READ_SEARCH "
-                       "CAP_SYS_NICE CAP_IPC_LOCK", "ExecStart=/usr/local/bin/hangwatch watch --all"):
+                       "CAP_SYS_NICE CAP_IPC_LOCK", "ExecStart=/usr/local/bin/hangwatch watch --all --config /etc/hangwatch/hangwatch.conf",
+                       "ExecReload=/bin/kill -HUP $MAINPID"):
             check(needed in unit, f"the unit lacks {needed}")
+        # the config file the unit reads is taken as it ships (the command
+        # line's report directory and address win over the file's)
+        if os.geteuid() == 0 and os.path.exists("/sys/kernel/btf/vmlinux"):
+            conf = os.path.join(work, "hangwatch.conf")
+            shutil.copy(os.path.join(hwtest.SOURCE_DIR, "deploy", "hangwatch.conf"), conf)
+            os.chmod(conf, 0o644)
+            p = hwtest.hw("watch", "--all", "--config", conf, "--comm", "no-such-loop", "--duration", "1s",
+                          "--report-dir", os.path.join(work, "r"), "--metrics-listen", f"127.0.0.1:{free_port()}")
+            check(p.returncode == 0, f"the shipped config: exit {p.returncode}\n{p.stderr}")
         with open(local, "a") as f:
             f.write("[Service]\nNoSuchDirective=1\n")
         p = subprocess.run(["systemd-analyze", "verify", local], capture_output=True, text=True, timeout=60)
@@ -394,6 +410,166 @@ def case_service_notify():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serves_metrics(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return r.status == 200 and b"hangwatch_" in r.read()
+    except OSError:
+        return False
+
+
+def case_config_reload():
+    """watch --config FILE: the options from the file; SIGHUP takes the new threshold, selectors and metrics
+    address at once and says so, names an option that waits for a restart, and keeps the options in use when
+    the file turns bad; a file others may write, or a line that is no option, is refused at the start."""
+    need_root_and_btf()
+    group = Group()
+    work = tempfile.mkdtemp(prefix="hw-it-machine-")
+    scen = hwtest.binary("time-scenarios")
+    for name in ("ts-first", "ts-second"):
+        os.symlink(scen, os.path.join(work, name))
+    config = os.path.join(work, "hangwatch.conf")
+    ports = [free_port(), free_port()]
+
+    def write_config(text):
+        with open(config + ".new", "w") as f:
+            f.write(text)
+        os.chmod(config + ".new", 0o600)
+        os.replace(config + ".new", config)
+    loops, agent = [], None
+    try:
+        # refused at the start, with the reason
+        write_config("all\nfrobnicate 3\n")
+        p = hwtest.hw("watch", "--config", config)
+        check(p.returncode == 2 and "line 2: 'frobnicate' is not an option of hangwatch watch" in p.stderr, p.stderr)
+        write_config(f"all\ncgroup {group.path}\n")
+        os.chmod(config, 0o622)
+        p = hwtest.hw("watch", "--config", config)
+        check(p.returncode == 2 and "writable by its group or by others" in p.stderr, p.stderr)
+
+        first = Loop(group, [os.path.join(work, "ts-first")], work, "first")
+        second = Loop(group, [os.path.join(work, "ts-second")], work, "second")
+        loops = [first, second]
+        write_config(f"# the first\nall\ncgroup {group.path}\ncomm ts-first\nthreshold 3s\n"
+                     f"metrics-listen 127.0.0.1:{ports[0]}\n")
+        agent = Agent(work, "--config", config)
+        wait_for(lambda: agent.watches(first.pid), "the first loop to be watched", 60)
+        check(serves_metrics(ports[0]), "no metrics on the file's address")
+        first.send("work 2000")  # under the file's 3 s
+        wait_for(lambda: "did work" in first.said(), "the first loop's work", 60)
+
+        write_config(f"all\ncgroup {group.path}\ncomm ts-second\nthreshold 1s\n"
+                     f"metrics-listen 127.0.0.1:{ports[1]}\nquiet\n")
+        agent.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "threshold 3s -> 1s" in agent.said() and agent.watches(second.pid),
+                 "the new threshold and selectors", 60)
+        wait_for(lambda: f"pid {first.pid} (ts-first) is not chosen by the selectors any more" in agent.said(),
+                 "the first loop let go", 30)
+        check("quiet changed: it takes effect when hangwatch restarts" in agent.said(), agent.said())
+        wait_for(lambda: serves_metrics(ports[1]), "the metrics on the new address", 30)
+        check(not serves_metrics(ports[0]), "the old metrics address still answers")
+        second.send("work 2000")
+        first.send("work 2000")  # no longer watched
+        wait_for(lambda: "did work" in second.said() and first.said().count("did work") == 2, "both works", 60)
+        wait_for(lambda: second.pid in agent.hangs(), "the second loop's hang at the new threshold", 60)
+        report = agent.hangs()[second.pid][0]["hangwatch"]
+        check(report["runloop_threshold_us"] == 1000000, json.dumps(report)[:300])
+
+        write_config(f"all\ncgroup {group.path}\ncomm ts-second\nthreshold abc\n")
+        agent.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "hangwatch.conf not reloaded: the options in use are kept" in agent.said(),
+                 "the bad file refused", 30)
+        check(agent.proc.poll() is None and serves_metrics(ports[1]), "the agent or its metrics went away")
+        second.send("work 1500")  # still over the 1 s kept
+        wait_for(lambda: len(agent.hangs().get(second.pid, [])) >= 2, "a hang at the threshold kept", 60)
+        time.sleep(1.5)
+        check(agent.stop() == 0, agent.said())
+        check(first.pid not in agent.hangs(), agent.said())
+    finally:
+        if agent:
+            agent.stop()
+        for loop in loops:
+            loop.stop()
+        group.remove()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bpftool_json(*args):
+    out = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, timeout=30)
+    check(out.returncode == 0, f"bpftool {' '.join(args)}: {out.stderr}")
+    return json.loads(out.stdout or "[]")
+
+
+def task_states(pid):
+    """Each thread of `pid`: (its state letter, its tracer's pid)."""
+    states = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        fields = {}
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+        states.append((fields["State"][0], int(fields["TracerPid"])))
+    return states
+
+
+def case_agent_killed():
+    """watch --all killed (SIGKILL) while it samples and captures a hang of one of its loops: no loop is left
+    stopped or traced, each goes on answering, and the kernel observer's programs are gone with the agent."""
+    need_root_and_btf()
+    if shutil.which("bpftool", path="/usr/sbin:/sbin:/usr/bin") is None:
+        print("SKIP: no bpftool")
+        sys.exit(SKIP)
+    group = Group()
+    work = tempfile.mkdtemp(prefix="hw-it-machine-")
+    scen = hwtest.binary("time-scenarios")
+    loops, agent = [], None
+    try:
+        loops = [Loop(group, [scen], work, f"c{i}") for i in range(3)]
+        for attempt in range(3):
+            agent = Agent(work, "--cgroup", group.path, "--threshold", "500ms", "--early-sampling",
+                          "--sample-interval", "1ms")
+            for loop in loops:
+                wait_for(lambda: agent.watches(loop.pid), f"{loop.name} to be watched", 60)
+            programs = {e["prog_id"] for e in bpftool_json("perf", "list") if e.get("pid") == agent.proc.pid}
+            check(programs, "the agent holds no BPF program")
+            hung = loops[attempt % len(loops)]
+            hung.send("work 4000")
+            # samples every millisecond and a capture at the threshold: the kill lands in or near one
+            wait_for(lambda: os.path.isdir(agent.report_dir) and os.listdir(agent.report_dir),
+                     "the hang's first report", 60)
+            agent.proc.kill()
+            agent.proc.wait(30)
+            for loop in loops:
+                for state, tracer in task_states(loop.pid):
+                    check(state not in "tT" and tracer == 0,
+                          f"attempt {attempt + 1}: {loop.name} left {state}, traced by {tracer}")
+            wait_for(lambda: not programs & {p["id"] for p in bpftool_json("prog", "show")},
+                     "the agent's BPF programs to go", 30)
+            wait_for(lambda: hung.said().count("did work") == 1, f"{hung.name} to finish its work: {hung.said()!r}", 60)
+            for loop in loops:
+                before = loop.said().count("did nap")
+                loop.send("nap 10")
+                wait_for(lambda: loop.said().count("did nap") == before + 1, f"{loop.name} to answer", 30)
+            agent.err.close()
+            shutil.rmtree(agent.report_dir, ignore_errors=True)
+        agent = None
+    finally:
+        if agent:
+            agent.stop()
+        for loop in loops:
+            loop.stop()
+        group.remove()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
     hwtest.main({"watch_all": case_watch_all, "selectors": case_selectors, "container_labels": case_container_labels,
-                 "deploy_files": case_deploy_files, "service_notify": case_service_notify})
+                 "deploy_files": case_deploy_files, "service_notify": case_service_notify,
+                 "config_reload": case_config_reload, "agent_killed": case_agent_killed})

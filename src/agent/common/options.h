@@ -119,6 +119,16 @@ typedef struct hw_agent_options {
     /* --cpu-high PERCENT[/DURATION]: CPU-high reports (percent 0: off;
      * decisions.md §34) */
     hw_cpu_high_config cpu_high;
+    /* watch --config FILE (docs/config.md): on SIGHUP the agent calls
+     * reload_config, which reads the file again and returns the options it
+     * now gives with the command line's (checked as at the start), or NULL
+     * after saying what was wrong; the agent takes the thresholds, the
+     * selectors and the exporters from them, copies what it keeps, and
+     * hands them back to release_config. */
+    const char *config_path;
+    const struct hw_agent_options *(*reload_config)(void *ctx);
+    void (*release_config)(void *ctx, const struct hw_agent_options *fresh);
+    void *config_ctx;
 } hw_agent_options;
 
 #endif

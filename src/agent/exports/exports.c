@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +25,16 @@
 
 struct hw_exports {
     bool quiet;
-    hw_metrics *metrics;            /* NULL without --metrics-listen / --metrics-file */
+    hw_metrics *metrics;            /* NULL without --metrics-listen / --metrics-file (or --config) */
     hw_metrics_exporter *exporter;  /* the /metrics server and the textfile writer */
-    hw_sentry_sender *sentry;       /* NULL without a Sentry DSN */
+    /* NULL without a Sentry DSN.  A reload (hw_exports_reconfigure, on the
+     * watch thread) may swap it while the worker sends: both under the lock. */
+    hw_sentry_sender *sentry;
+    pthread_mutex_t sentry_lock;
+    pthread_t retiring;             /* a replaced sender's last attempt, off the watch thread */
+    bool retiring_on;
+    const struct hw_report_dir *report_dir;
+    char *listen, *file, *dsn;      /* what the exporters run with (copies), for a reload to compare */
     char server_name[256];          /* the host's name, for Sentry events */
     int events_fd;                  /* attach mode with callbacks: a datagram socket, else -1 */
     struct sockaddr_un events_addr;
@@ -48,20 +56,30 @@ static int start_metrics(hw_exports *ex, const hw_agent_options *o)
     return rc;
 }
 
+/* A sender for `dsn` into *out: 0, or -errno with why.  libcurl's global
+ * state is counted: one init per sender, one cleanup when it stops. */
+static int new_sender(hw_exports *ex, const char *dsn, hw_sentry_sender **out, char *why, size_t why_len)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT); /* before the sender's thread uses libcurl */
+    int rc = hw_sentry_sender_start(dsn, hw_report_dir_fd(ex->report_dir), hw_report_dir_path(ex->report_dir),
+                                    ex->quiet, ex->metrics, out, why, why_len);
+    if (rc != 0)
+        curl_global_cleanup();
+    return rc;
+}
+
 static int start_sentry(hw_exports *ex, const hw_agent_options *o)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread of ours uses libcurl */
-    if (gethostname(ex->server_name, sizeof ex->server_name - 1) != 0)
-        ex->server_name[0] = '\0';
     char why[512];
-    int rc = hw_sentry_sender_start(o->sentry_dsn, hw_report_dir_fd(o->report_dir_handle),
-                                    hw_report_dir_path(o->report_dir_handle), o->quiet, ex->metrics, &ex->sentry,
-                                    why, sizeof why);
-    if (rc != 0) {
+    int rc = new_sender(ex, o->sentry_dsn, &ex->sentry, why, sizeof why);
+    if (rc != 0)
         fprintf(stderr, "hangwatch: %s\n", why);
-        curl_global_cleanup();
-    }
     return rc;
+}
+
+static char *copy_of(const char *text)
+{
+    return text != NULL ? strdup(text) : NULL;
 }
 
 int hw_exports_start(const hw_agent_options *o, hw_exports **out)
@@ -74,9 +92,16 @@ int hw_exports_start(const hw_agent_options *o, hw_exports **out)
     }
     ex->quiet = o->quiet;
     ex->events_fd = -1;
+    ex->report_dir = o->report_dir_handle;
+    if (gethostname(ex->server_name, sizeof ex->server_name - 1) != 0)
+        ex->server_name[0] = '\0'; /* Sentry events' server_name (a reload may start them) */
+    pthread_mutex_init(&ex->sentry_lock, NULL);
+    ex->listen = copy_of(o->metrics_listen);
+    ex->file = copy_of(o->metrics_file);
+    ex->dsn = copy_of(o->sentry_dsn);
     int rc = 0;
-    if (o->metrics_listen || o->metrics_file)
-        rc = start_metrics(ex, o);
+    if (o->metrics_listen || o->metrics_file || o->config_path)
+        rc = start_metrics(ex, o); /* with --config, counted from the start: a reload may export them */
     if (rc == 0 && o->sentry_dsn)
         rc = start_sentry(ex, o);
     if (rc != 0) {
@@ -91,6 +116,8 @@ void hw_exports_stop(hw_exports *ex)
 {
     if (!ex)
         return;
+    if (ex->retiring_on)
+        pthread_join(ex->retiring, NULL);
     if (ex->sentry) {
         hw_sentry_sender_stop(ex->sentry); /* one last attempt at what waits */
         curl_global_cleanup();
@@ -99,7 +126,116 @@ void hw_exports_stop(hw_exports *ex)
     hw_metrics_free(ex->metrics);
     if (ex->events_fd >= 0)
         close(ex->events_fd); /* after the last hang-end events went out */
+    pthread_mutex_destroy(&ex->sentry_lock);
+    free(ex->listen);
+    free(ex->file);
+    free(ex->dsn);
     free(ex);
+}
+
+/* ---- a reload (watch --config) ---- */
+
+static bool same_text(const char *x, const char *y)
+{
+    return (x == NULL && y == NULL) || (x != NULL && y != NULL && strcmp(x, y) == 0);
+}
+
+/* A replaced sender's last attempt (a few seconds at most against a
+ * server that does not answer), on a thread of its own. */
+static void *retire_sender(void *sender)
+{
+    hw_sentry_sender_stop(sender);
+    curl_global_cleanup();
+    return NULL;
+}
+
+/* The metrics exported at `listen` and `file` from now on: 0, or -1 with
+ * why (the old exporter running again). */
+static int reconfigure_metrics(hw_exports *ex, const char *listen, const char *file, char *why, size_t why_len)
+{
+    if (ex->metrics == NULL) {
+        snprintf(why, why_len, "the metrics were not counted from the start: restart hangwatch");
+        return -1;
+    }
+    char *new_listen = copy_of(listen), *new_file = copy_of(file);
+    if ((listen && !new_listen) || (file && !new_file)) {
+        free(new_listen);
+        free(new_file);
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    hw_metrics_exporter_stop(ex->exporter); /* its port is free for the new one */
+    ex->exporter = NULL;
+    int rc = listen || file ? hw_metrics_exporter_start(ex->metrics, listen, file, &ex->exporter, why, why_len) : 0;
+    if (rc != 0) {
+        char again[256];
+        if ((ex->listen || ex->file) &&
+            hw_metrics_exporter_start(ex->metrics, ex->listen, ex->file, &ex->exporter, again, sizeof again) != 0)
+            fprintf(stderr, "hangwatch: the metrics are not exported any more: %s\n", again);
+        free(new_listen);
+        free(new_file);
+        return -1;
+    }
+    free(ex->listen);
+    free(ex->file);
+    ex->listen = new_listen;
+    ex->file = new_file;
+    return 0;
+}
+
+/* Sentry events to `dsn` (NULL: none) from now on: 0, or -1 with why. */
+static int reconfigure_sentry(hw_exports *ex, const char *dsn, char *why, size_t why_len)
+{
+    char *new_dsn = copy_of(dsn);
+    hw_sentry_sender *fresh = NULL;
+    if (dsn && (!new_dsn || new_sender(ex, dsn, &fresh, why, why_len) != 0)) {
+        if (!new_dsn)
+            snprintf(why, why_len, "out of memory");
+        free(new_dsn);
+        return -1;
+    }
+    pthread_mutex_lock(&ex->sentry_lock);
+    hw_sentry_sender *old = ex->sentry;
+    ex->sentry = fresh;
+    pthread_mutex_unlock(&ex->sentry_lock);
+    if (ex->retiring_on) {
+        pthread_join(ex->retiring, NULL); /* the one replaced before: its few seconds are long over */
+        ex->retiring_on = false;
+    }
+    if (old != NULL && pthread_create(&ex->retiring, NULL, retire_sender, old) == 0)
+        ex->retiring_on = true;
+    else if (old != NULL)
+        retire_sender(old);
+    free(ex->dsn);
+    ex->dsn = new_dsn;
+    return 0;
+}
+
+int hw_exports_reconfigure(hw_exports *ex, const char *listen, const char *file, const char *dsn, char *said,
+                           size_t said_len)
+{
+    bool metrics = !same_text(ex->listen, listen) || !same_text(ex->file, file);
+    bool sentry = !same_text(ex->dsn, dsn);
+    if (!metrics && !sentry)
+        return 0;
+    char why[400];
+    if (metrics && reconfigure_metrics(ex, listen, file, why, sizeof why) != 0) {
+        snprintf(said, said_len, "%s", why);
+        return -1;
+    }
+    int rc = sentry ? reconfigure_sentry(ex, dsn, why, sizeof why) : 0;
+    if (rc != 0 && !metrics) {
+        snprintf(said, said_len, "%s", why);
+        return -1;
+    }
+    snprintf(said, said_len, "%s%s%s%s%s%s%s%s", metrics ? "metrics " : "",
+             metrics ? (listen ? "served on " : "not served") : "", metrics && listen ? listen : "",
+             metrics ? (file ? ", written to " : ", no textfile") : "", metrics && file ? file : "",
+             metrics && sentry ? "; " : "",
+             sentry ? (rc != 0 ? "Sentry not changed: " : dsn ? "Sentry events to the new DSN" : "no Sentry events")
+                    : "",
+             sentry && rc != 0 ? why : "");
+    return 1;
 }
 
 hw_metrics *hw_exports_metrics(const hw_exports *ex)
@@ -222,7 +358,12 @@ void hw_exports_hang_end(hw_exports *ex, hw_hang_metrics *hm, uint64_t now, uint
 
 bool hw_exports_want_content(const hw_exports *ex)
 {
-    return ex && ex->sentry;
+    if (!ex)
+        return false;
+    pthread_mutex_lock((pthread_mutex_t *)&ex->sentry_lock);
+    bool want = ex->sentry != NULL;
+    pthread_mutex_unlock((pthread_mutex_t *)&ex->sentry_lock);
+    return want;
 }
 
 /* A complete report's Sentry event goes into the spool. */
@@ -255,6 +396,10 @@ void hw_exports_publish(hw_exports *ex, const hw_published_report *r)
         hw_metrics_report_written(ex->metrics, key, hw_metrics_hang_type_of(r->hang_type));
         hw_exports_event(ex, HW_EVENT_REPORT, r->tid, r->busy_ns, 0, r->path);
     }
-    if (r->complete && ex->sentry)
+    if (!r->complete)
+        return;
+    pthread_mutex_lock(&ex->sentry_lock); /* a reload may be swapping the sender */
+    if (ex->sentry)
         send_to_sentry(ex, r);
+    pthread_mutex_unlock(&ex->sentry_lock);
 }

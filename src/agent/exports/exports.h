@@ -46,6 +46,15 @@ int hw_exports_start(const hw_agent_options *opts, hw_exports **out);
  * attempt at what waits.  NULL is fine. */
 void hw_exports_stop(hw_exports *ex);
 
+/* watch --config read again: the metrics served on `listen` and written to
+ * `file`, Sentry events sent to `dsn` (each NULL: none) from now on, the
+ * counters kept.  1 when something changed (`said` says what), 0 when
+ * nothing did, -1 when it could not be done (`said` says why; what ran
+ * goes on).  A replaced sender makes its last attempt on a thread of its
+ * own.  On the watch thread. */
+int hw_exports_reconfigure(hw_exports *ex, const char *listen, const char *file, const char *dsn, char *said,
+                           size_t said_len);
+
 /* The counters, or NULL without --metrics-listen / --metrics-file (every
  * hw_metrics_ call takes NULL and does nothing). */
 hw_metrics *hw_exports_metrics(const hw_exports *ex);

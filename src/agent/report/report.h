@@ -91,6 +91,7 @@ typedef struct report_request {
     char executable[256];
     const hw_in_app_rule *in_app_rules; /* the user's (the options'), which outlive every request */
     size_t in_app_rule_count;
+    uint64_t threshold_ns;        /* the threshold the hang crossed (watch --config may change it) */
     int64_t detected_unix_ns;
     uint64_t captured_ns;         /* monotonic time of the capture (taken right before it) */
     uint64_t resumed_ns;          /* ... and once its threads ran again: a follow-up's tail

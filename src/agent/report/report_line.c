@@ -221,7 +221,7 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     const hw_process_snapshot *snap = &req->snap;
     char busy[32], thr[32];
     hw_format_duration(c->busy_ns / 1000000 * 1000000, busy, sizeof busy);
-    hw_format_duration(opts->detector.threshold_ns, thr, sizeof thr);
+    hw_format_duration(req->threshold_ns, thr, sizeof thr);
     char frames[1024];
     size_t used = gc_part(bt, frames, sizeof frames);
     if (used == 0)

@@ -304,7 +304,7 @@ static hw_hang_info report_info(const hw_agent_options *o, const report_request 
         .hang_type = req->cpu ? "cpu_high" : c->stutter ? "stutter" : c->launch ? "launch_hang" : "hang",
         .hung_tid = req->tid,
         .block_duration_ns = c->busy_ns,
-        .threshold_ns = o->detector.threshold_ns,
+        .threshold_ns = req->threshold_ns,
         .detected_unix_ns = req->detected_unix_ns,
         .main_thread_state = ps->frame_count ? req->main_thread_state
                              : strcmp(req->main_thread_state, "collected") == 0 ? "empty"
@@ -586,7 +586,7 @@ static void do_dropped(report_worker *wk, job *j)
         return;
     char busy[32], thr[32], process[64], who[96] = "main thread", name[64];
     hw_format_duration(req->check.busy_ns / 1000000 * 1000000, busy, sizeof busy);
-    hw_format_duration(wk->opts->detector.threshold_ns, thr, sizeof thr);
+    hw_format_duration(req->threshold_ns, thr, sizeof thr);
     if (req->tid != req->pid)
         snprintf(who, sizeof who, "thread %d", (int)req->tid);
     for (size_t i = 0; i < req->snap.thread_count; i++)

@@ -213,6 +213,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     snprintf(req->executable, sizeof req->executable, "%s", w->executable);
     req->in_app_rules = a->opts->in_app_rules;
     req->in_app_rule_count = a->opts->in_app_rule_count;
+    req->threshold_ns = a->opts->detector.threshold_ns;
     req->detected_unix_ns = hw_realtime_ns();
     req->captured_ns = now;
     int rc = hw_capture_process(w->pid, &copt, &req->snap);

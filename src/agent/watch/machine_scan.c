@@ -16,6 +16,9 @@
  * any watched process's.  Kernel threads, hangwatch itself and any other
  * process running hangwatch's own executable are never watched.
  *
+ * New selectors (watch --config read again) forget what was passed over and
+ * let go of what is no longer chosen: the next scan, at once, chooses anew.
+ *
  * Bounded: what the agent remembers of the machine's processes is a keyed
  * table of at most MAX_KNOWN entries (core/keyed_table.h), forgotten whole
  * and learned again at its bound; each look reads at most MAX_TASKS
@@ -33,6 +36,7 @@
 
 #include "core/keyed_table.h"
 #include "core/process_select.h"
+#include "core/text_escape.h"
 #include "watch.h"
 
 #define SCAN_INTERVAL_NS 1000000000ull
@@ -237,4 +241,30 @@ void machine_scan_exec(agent *a, machine_scan *m, pid_t pid, uint64_t now)
     k->looks = 0;
     k->next_look_ns = now + SCAN_INTERVAL_NS / 4;
     look_at(a, m, k, pid, true, now);
+}
+
+void machine_scan_reselect(agent *a, machine_scan *m)
+{
+    if (m == NULL)
+        return;
+    uint64_t now = hw_monotonic_ns();
+    for (size_t i = 0; i < a->table.end; i++) {
+        watched_process *w = a->table.slots[i];
+        if (w == NULL)
+            continue;
+        facts_buffers b;
+        hw_process_facts f;
+        read_facts(w->pid, &b, &f);
+        if (hw_process_selected(a->opts->selectors, a->opts->selector_count, &f))
+            continue;
+        char comm[64];
+        if (!a->opts->quiet)
+            fprintf(stderr, "hangwatch: pid %d (%s) is not chosen by the selectors any more: no longer watched\n",
+                    (int)w->pid, hw_escape_text(b.comm, comm, sizeof comm));
+        finish_process(a, w, now, "agent_exited", -1);
+        table_remove(a, w);
+    }
+    /* everything else is looked at again at the next scan, now */
+    hw_keyed_table_forget_all(&m->known);
+    m->next_scan_ns = now;
 }

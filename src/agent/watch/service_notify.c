@@ -3,7 +3,8 @@
  * hangwatch.service, Type=notify): it says READY once it watches, keeps
  * the service manager's watchdog fed from the watch thread itself (so a
  * watch thread that hangs is restarted: the agent must not hang either),
- * and says STOPPING on its way out.  Through libsystemd's sd_notify;
+ * says RELOADING while it reads its --config file again (then READY), and
+ * says STOPPING on its way out.  Through libsystemd's sd_notify;
  * without NOTIFY_SOCKET (not started by systemd) every call does nothing.
  */
 #include <stdio.h>
@@ -36,4 +37,9 @@ void service_watchdog_tick(agent *a, uint64_t now)
 void service_notify_stopping(void)
 {
     sd_notify(0, "STOPPING=1");
+}
+
+void service_notify_reloading(bool done)
+{
+    sd_notify(0, done ? "READY=1" : "RELOADING=1");
 }

@@ -27,7 +27,8 @@
  *   cpu_high.c        --cpu-high: a process's CPU use, its hottest
  *                     threads' kernel samples, CPU-high reports;
  *   clock_source.c    the clock the observers stamp with;
- *   js_maps.c         node's perf maps, asked for and cleaned up.
+ *   js_maps.c         node's perf maps, asked for and cleaned up;
+ *   config_reload.c   watch --config's file read again on SIGHUP.
  *
  * It hands captures to the report stage (agent/report/report.h), whose
  * worker thread does everything that may happen later, and tells the
@@ -193,7 +194,11 @@ typedef struct clock_source {
 typedef struct machine_scan machine_scan;
 
 typedef struct agent {
-    const hw_agent_options *opts;
+    const hw_agent_options *opts; /* &live: what the watch thread goes by */
+    const hw_agent_options *base; /* the options it started with: the report worker's and the exports' */
+    hw_agent_options live;        /* base, with what watch --config's reloads changed (config_reload.c) */
+    struct hw_process_selector *own_selectors; /* live's selectors once a reload gave them, the agent's copy */
+    bool reload_asked;            /* SIGHUP with --config: read the file again */
     int signal_fd;
     int registration_fd;
     char socket_name[64];
@@ -308,12 +313,21 @@ void kernel_watch_switch(agent *a, watched_process *w);
 watched_process *kernel_watch_found(agent *a, pid_t pid, int pidfd, char *why, size_t len);
 
 /* service_notify.c: as a systemd service (Type=notify), READY once
- * watching, the watchdog fed from the watch thread, STOPPING at the end;
+ * watching, the watchdog fed from the watch thread, RELOADING and READY
+ * around a reload, STOPPING at the end;
  * nothing when not started by systemd. */
 void service_notify_ready(agent *a);
 uint64_t service_watchdog_due(const agent *a);
 void service_watchdog_tick(agent *a, uint64_t now);
 void service_notify_stopping(void);
+/* watch --config read again: RELOADING before, READY after. */
+void service_notify_reloading(bool done);
+
+/* config_reload.c: watch --config's file read again (SIGHUP): the
+ * thresholds, selectors and exporters it gives taken, each change said;
+ * a bad file keeps the options in use. */
+void config_reload(agent *a);
+void config_reload_free(agent *a);
 
 /* machine_scan.c: `watch --all`'s processes of the machine.  A scan of
  * /proc once a second (machine_scan_due says when next) watches the
@@ -323,6 +337,9 @@ void machine_scan_free(machine_scan *m);
 uint64_t machine_scan_due(const machine_scan *m);
 void machine_scan_tick(agent *a, machine_scan *m, uint64_t now);
 void machine_scan_exec(agent *a, machine_scan *m, pid_t pid, uint64_t now);
+/* The selectors changed: every process is held to them again (the
+ * watched ones the selectors no longer choose stop being watched). */
+void machine_scan_reselect(agent *a, machine_scan *m);
 
 /* clock_source.c: decide the observers' clock before the program starts;
  * pair the counter with CLOCK_MONOTONIC at every wake-up; which page

@@ -61,6 +61,10 @@ static void handle_signals(agent *a)
     while (read(a->signal_fd, &si, sizeof si) == (ssize_t)sizeof si) {
         if (si.ssi_signo == SIGCHLD)
             continue; /* reaped below */
+        if (si.ssi_signo == SIGHUP && a->base->reload_config != NULL) {
+            a->reload_asked = true; /* watch --config: read the file again (config_reload.c) */
+            continue;
+        }
         /* Signals from the terminal reach the program by themselves (same
          * process group); pass on only those a process sent to us. */
         if (a->opts->attach_pid > 0 || a->watch_mode) {
@@ -249,6 +253,8 @@ static void watch(agent *a)
             handle_ready(a, fds, at);
         if (a->child_done || a->done)
             break;
+        if (a->reload_asked)
+            config_reload(a);
         drop_faulted_pages(a);
         check_processes(a);
         now = hw_monotonic_ns();
@@ -299,12 +305,12 @@ static int agent_start(agent *a)
         fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(-rc));
         return rc;
     }
-    if ((rc = hw_exports_start(opts, &a->exports)) != 0)
+    if ((rc = hw_exports_start(a->base, &a->exports)) != 0)
         return rc; /* said */
     if (opts->attach_pid > 0 && opts->events_socket && hw_exports_open_events(a->exports, opts->events_socket) != 0)
         fprintf(stderr, "hangwatch: cannot send events to %s: callbacks are off%s\n", opts->events_socket,
                 opts->pings_by_post ? ", and pings are answered at the loop's next wait" : "");
-    if ((a->worker = worker_start(opts, a->exports)) == NULL) {
+    if ((a->worker = worker_start(a->base, a->exports)) == NULL) {
         fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(ENOMEM));
         return -ENOMEM;
     }
@@ -398,7 +404,9 @@ int hw_agent_run(const hw_agent_options *opts)
         fprintf(stderr, "hangwatch: out of memory\n");
         return 2;
     }
-    a->opts = opts;
+    a->base = opts;
+    a->live = *opts;
+    a->opts = &a->live;
     a->signal_fd = a->registration_fd = a->target_pidfd = -1;
     a->pidfds_epoll = epoll_create1(EPOLL_CLOEXEC);
     if (a->pidfds_epoll < 0) {
@@ -457,6 +465,7 @@ int hw_agent_run(const hw_agent_options *opts)
     js_maps_remove(a); /* after the last report that could name JavaScript */
     hw_kobs_close(a->kobs);
     machine_scan_free(a->scan);
+    config_reload_free(a);
     say_totals(a);
     if (a->target_pidfd >= 0)
         close(a->target_pidfd);
