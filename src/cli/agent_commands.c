@@ -124,9 +124,14 @@ int hw_watch_main(int argc, char **argv)
 {
     hw_agent_command_line line;
     hw_config_session *config = NULL;
-    int rc = hw_agent_options_parse(HW_AGENT_WATCH, argc, argv, &line);
-    if (rc < 0 && line.opts.config_path != NULL)
-        rc = hw_config_parse_watch(argc, argv, &line, &config); /* the file's options, then the command line's */
+    /* With --config the command line is parsed only with the file's
+     * options before its own: alone it may lack what the file gives. */
+    const char *path = hw_config_path_in(argc, argv);
+    int rc = path != NULL ? -1 : hw_agent_options_parse(HW_AGENT_WATCH, argc, argv, &line);
+    if (rc < 0 && path == NULL)
+        path = line.opts.config_path; /* an abbreviation of --config getopt took */
+    if (rc < 0 && path != NULL)
+        rc = hw_config_parse_watch(path, argc, argv, &line, &config); /* the file's options, then the command line's */
     if (rc >= 0)
         return rc;
     rc = watch_with(&line, argc, argv);

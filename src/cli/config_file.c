@@ -308,7 +308,19 @@ static void release(void *ctx, const hw_agent_options *fresh)
     free(r);
 }
 
-int hw_config_parse_watch(int argc, char **argv, hw_agent_command_line *line, hw_config_session **session)
+const char *hw_config_path_in(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            return argv[i + 1];
+        if (strncmp(argv[i], "--config=", 9) == 0)
+            return argv[i] + 9;
+    }
+    return NULL;
+}
+
+int hw_config_parse_watch(const char *path, int argc, char **argv, hw_agent_command_line *line,
+                          hw_config_session **session)
 {
     *session = NULL;
     char why[512], shown[256];
@@ -317,7 +329,7 @@ int hw_config_parse_watch(int argc, char **argv, hw_agent_command_line *line, hw
         fprintf(stderr, "hangwatch: out of memory\n");
         return 2;
     }
-    s->path = line->opts.config_path;
+    s->path = path;
     s->argc = argc;
     s->argv = argv;
     if (hw_config_read(s->path, &s->start, why, sizeof why) != 0) {

@@ -40,14 +40,19 @@ void hw_config_words_free(hw_config_words *w);
 
 typedef struct hw_config_session hw_config_session;
 
+/* The FILE of "--config FILE" or "--config=FILE" among argv's options, or
+ * NULL. */
+const char *hw_config_path_in(int argc, char **argv);
+
 /*
- * `hangwatch watch` with --config (line->opts.config_path, from a first
- * parse of argv): parse argv again with the file's words before its own
- * into *line, and set the options' reload_config and release_config, whose
- * state *session holds (free it after the agent ran).  -1 when the options
- * are good, else the exit status to stop with (2 after saying why).
+ * `hangwatch watch --config path`: parse argv with the file's words before
+ * its own into *line, and set the options' reload_config and
+ * release_config, whose state *session holds (free it after the agent
+ * ran).  -1 when the options are good, else the exit status to stop with
+ * (2 after saying why).
  */
-int hw_config_parse_watch(int argc, char **argv, hw_agent_command_line *line, hw_config_session **session);
+int hw_config_parse_watch(const char *path, int argc, char **argv, hw_agent_command_line *line,
+                          hw_config_session **session);
 void hw_config_session_free(hw_config_session *s);
 
 #endif

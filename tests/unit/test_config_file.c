@@ -137,9 +137,9 @@ static void test_command_line_wins_and_reload(void **state)
     char *argv[] = {"watch", "--config", path, "--check-period", "500ms", NULL};
     hw_agent_command_line line;
     int argc = 5;
-    assert_int_equal(hw_agent_options_parse(HW_AGENT_WATCH, argc, argv, &line), -1);
+    assert_ptr_equal(hw_config_path_in(argc, argv), path);
     hw_config_session *session = NULL;
-    assert_int_equal(hw_config_parse_watch(argc, argv, &line, &session), -1);
+    assert_int_equal(hw_config_parse_watch(path, argc, argv, &line, &session), -1);
     assert_non_null(session);
     assert_true(line.opts.watch_all);
     assert_int_equal(line.opts.detector.threshold_ns, 3000000000ull);
@@ -169,6 +169,26 @@ static void test_command_line_wins_and_reload(void **state)
     hw_config_session_free(session);
 }
 
+/* A command line that needs the file's options (a selector without --all
+ * of its own) is parsed only with them; --config=FILE is found too. */
+static void test_command_line_needs_the_file(void **state)
+{
+    (void)state;
+    write_text("all\n", 0600);
+    char option[96];
+    snprintf(option, sizeof option, "--config=%s", path);
+    char *argv[] = {"watch", "--comm", "nginx", option, NULL};
+    assert_string_equal(hw_config_path_in(4, argv), path);
+    hw_agent_command_line line;
+    hw_config_session *session = NULL;
+    assert_int_equal(hw_config_parse_watch(path, 4, argv, &line, &session), -1);
+    assert_true(line.opts.watch_all);
+    assert_int_equal(line.opts.selector_count, 1);
+    hw_config_session_free(session);
+    char *none[] = {"watch", "--all", "--", "--config", "x", NULL};
+    assert_null(hw_config_path_in(5, none));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +197,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bounds, make_file, remove_file),
         cmocka_unit_test_setup_teardown(test_files_refused, make_file, remove_file),
         cmocka_unit_test_setup_teardown(test_command_line_wins_and_reload, make_file, remove_file),
+        cmocka_unit_test_setup_teardown(test_command_line_needs_the_file, make_file, remove_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
