@@ -45,8 +45,10 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
  13. one agent for a machine: `watch --all` over 200 processes of 4 loop
      threads turning as fast as the machine lets them (asked 1,000 a
      second), 10 hangs: every one reported, detection's p99 after the
-     threshold, the agent's share of a core and its peak memory
-     (fleet.py, also runs alone; it needs root, as watch --all does).
+     threshold, the agent's share of a core and its peak memory; and a
+     smaller fleet under --attach fentry on Debian's stock kernel booted
+     under QEMU (fleet.py, also runs alone; it needs root, as watch --all
+     does).
 Not run here: `make soak` (soak.py), an hour of hangs and process churn
 under one agent, whose rows (numbered 12) it prints for the same table.
 Every figure is a median / p99 over many samples, never one run, but for
@@ -760,7 +762,7 @@ def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None
     if mh:
         many_hangs.rows(mh, row)
     if fl:
-        fleet.rows(fl, row)
+        fleet.rows(fl, row, fl.get("vm"))
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -981,6 +983,7 @@ def main():
     if "fleet" in parts:
         log(f"13. watch --all over {fleet.PROCS} processes of {fleet.THREADS} loop threads, {fleet.HANGS} hangs")
         fl = fleet.measure(b.bin, b.env)
+        fl["vm"] = fleet.measure_in_vm(b.bin)
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
