@@ -22,7 +22,9 @@
  * hw_shared_page, memory-mapped by the agent, which reads it exactly as it
  * reads a preloaded observer's page; `processes` says which processes are
  * watched (with --threads loops, each of their threads gets a slot at its
- * first wait call); `threads` maps each watched thread to
+ * first wait call; with watch --all, a chosen process not yet seen waiting
+ * is there as a candidate, marked at its first wait call); `threads` maps
+ * each watched thread to
  * its page and slot and keeps its wait-point rule state
  * (src/core/abi/wait_point.h, the preloaded observer's rule: what the call
  * waits on, its rank, its site and depth), which the agent primes for a
@@ -114,7 +116,7 @@ struct {
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, HW_KOBS_MAX_PAGES);
+    __uint(max_entries, HW_KOBS_MAX_PAGES + HW_KOBS_MAX_CANDIDATES);
     __type(key, __u32);
     __type(value, struct hw_kobs_process);
 } processes SEC(".maps");
@@ -159,7 +161,16 @@ static __always_inline struct hw_kobs_thread *adopt_thread(__u32 tid)
 {
     __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
     struct hw_kobs_process *proc = bpf_map_lookup_elem(&processes, &tgid);
-    if (!proc || !proc->loop_threads)
+    if (!proc)
+        return 0;
+    if (proc->candidate) {
+        /* watch --all: a thread of a chosen process waits; the agent,
+         * told by this mark, watches it (machine_scan.c) */
+        if (!proc->waited)
+            *(volatile __u32 *)&proc->waited = 1;
+        return 0;
+    }
+    if (!proc->loop_threads)
         return 0;
     __u32 page = proc->page;
     struct hw_kobs_page *p = bpf_map_lookup_elem(&pages, &page);

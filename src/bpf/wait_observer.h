@@ -13,6 +13,7 @@
 #include "core/abi/wait_point.h"
 
 #define HW_KOBS_MAX_PAGES 1024      /* processes watched at once (watch --all: a machine's) */
+#define HW_KOBS_MAX_CANDIDATES 4096 /* watch --all: processes chosen, not yet seen waiting */
 #define HW_KOBS_MAX_THREADS 16384   /* threads watched at once */
 #define HW_KOBS_EXEC_NEWS 0x80000000u /* a pid in the news ring with this bit: it exec'd (watch --all) */
 #define HW_KOBS_EVENTS_BYTES 65536  /* ring of new children's pids for the agent */
@@ -67,6 +68,10 @@ struct hw_kobs_process {
     unsigned int loop_threads; /* --threads loops: a thread's first wait call gives it a slot */
     unsigned int every_wait;
     unsigned int follow; /* watch --follow: its new processes are told to the agent */
+    /* watch --all: not watched yet (no page), chosen by the selectors; the
+     * first wait call of any of its threads sets `waited` */
+    unsigned int candidate;
+    unsigned int waited;
 };
 
 struct hw_kobs_thread {

@@ -19,6 +19,8 @@ operator runs it on a host, as root.
                      file kept out
     agent_killed     the agent killed while it samples and captures: no
                      loop left stopped or traced, its BPF programs gone
+    runnable_loop    a loop whose threads are running at every look at
+                     /proc is found by its wait calls all the same
 
 Waiting is polling with generous deadlines.  Skipped (77) where the kernel
 observer cannot be: not root, no BTF, no CPU cgroup to make.
@@ -569,7 +571,53 @@ def case_agent_killed():
         shutil.rmtree(work, ignore_errors=True)
 
 
+BUSY_SELECT_LOOP = """
+import select, sys
+print("ready", flush=True)
+while True:
+    select.select([], [], [], 0)  # a wait call that never blocks: the thread is running at every look
+"""
+
+SPINNER = """
+import sys
+print("ready", flush=True)
+while True:
+    pass
+"""
+
+
+def case_runnable_loop():
+    """A loop never blocked when /proc is looked at (its waits return at once, as a saturated machine's
+    loops are runnable) is watched all the same, from the kernel observer's mark at its wait calls; a
+    process that never waits is not."""
+    need_root_and_btf()
+    group = Group()
+    work = tempfile.mkdtemp(prefix="hw-it-machine-")
+    loops, agent = [], None
+    try:
+        busy = Loop(group, [PYTHON, "-c", BUSY_SELECT_LOOP], work, "busy-select")
+        spinner = Loop(group, [PYTHON, "-c", SPINNER], work, "spinner")
+        loops = [busy, spinner]
+        agent = Agent(work, "--cgroup", group.path)
+        wait_for(lambda: agent.watches(busy.pid), "the loop whose waits never block to be watched", 30)
+        with open(f"/proc/{busy.pid}/stat") as f:
+            check(f.read().rsplit(")", 1)[1].split()[0] == "R", "the busy loop was not running")
+        scans = agent.said().count("watching pid")
+        deadline = time.monotonic() + 3  # three more scans of the machine
+        wait_for(lambda: time.monotonic() > deadline, "three scans", 10)
+        check(not agent.watches(spinner.pid) and agent.said().count("watching pid") == scans, agent.said())
+        check(agent.stop() == 0, agent.said())
+    finally:
+        if agent:
+            agent.stop()
+        for loop in loops:
+            loop.stop()
+        group.remove()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
     hwtest.main({"watch_all": case_watch_all, "selectors": case_selectors, "container_labels": case_container_labels,
                  "deploy_files": case_deploy_files, "service_notify": case_service_notify,
-                 "config_reload": case_config_reload, "agent_killed": case_agent_killed})
+                 "config_reload": case_config_reload, "agent_killed": case_agent_killed,
+                 "runnable_loop": case_runnable_loop})

@@ -746,6 +746,37 @@ void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page)
     k->used[index] = false;
 }
 
+bool hw_kobs_candidate_add(hw_kernel_observer *k, pid_t pid)
+{
+    if (k == NULL || pid <= 0)
+        return false;
+    __u32 key = (__u32)pid;
+    struct hw_kobs_process proc = {.candidate = 1};
+    /* never over a watched process's entry */
+    return bpf_map__update_elem(k->skel->maps.processes, &key, sizeof key, &proc, sizeof proc, BPF_NOEXIST) == 0;
+}
+
+bool hw_kobs_candidate_waited(const hw_kernel_observer *k, pid_t pid)
+{
+    if (k == NULL || pid <= 0)
+        return false;
+    __u32 key = (__u32)pid;
+    struct hw_kobs_process proc;
+    return bpf_map__lookup_elem(k->skel->maps.processes, &key, sizeof key, &proc, sizeof proc, 0) == 0 &&
+           proc.candidate && proc.waited;
+}
+
+void hw_kobs_candidate_remove(hw_kernel_observer *k, pid_t pid)
+{
+    if (k == NULL || pid <= 0)
+        return;
+    __u32 key = (__u32)pid;
+    struct hw_kobs_process proc;
+    if (bpf_map__lookup_elem(k->skel->maps.processes, &key, sizeof key, &proc, sizeof proc, 0) == 0 &&
+        proc.candidate)
+        bpf_map__delete_elem(k->skel->maps.processes, &key, sizeof key, BPF_ANY);
+}
+
 void hw_kobs_thread_ended(hw_kernel_observer *k, const hw_shared_page *page, unsigned slot)
 {
     if (!hw_kobs_owns(k, page) || slot >= HW_PAGE_SLOTS)

@@ -97,6 +97,16 @@ size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max);
 /* Stop watching the process that has `page`. */
 void hw_kobs_forget(hw_kernel_observer *k, const hw_shared_page *page);
 
+/* watch --all: `pid` is chosen but not seen waiting yet.  Marked as a
+ * candidate (at most HW_KOBS_MAX_CANDIDATES; false when it cannot be),
+ * the first wait call of any of its threads says so to
+ * hw_kobs_candidate_waited: a loop under load, its threads runnable
+ * whenever /proc is looked at, is found all the same.  Watching it
+ * replaces the mark; hw_kobs_candidate_remove drops one left. */
+bool hw_kobs_candidate_add(hw_kernel_observer *k, pid_t pid);
+bool hw_kobs_candidate_waited(const hw_kernel_observer *k, pid_t pid);
+void hw_kobs_candidate_remove(hw_kernel_observer *k, pid_t pid);
+
 /* The thread of `page`'s slot `slot` has ended: the observer forgets it
  * and the slot is free (not busy, no thread); nothing for a page that is
  * not the observer's. */

@@ -12,6 +12,11 @@
  * a wait call (epoll_wait, poll, select, io_uring ...), its loop threads
  * then found by their waits (--threads loops); until then it is looked at
  * again after 1, 2, 4 ... 60 s, so a batch job costs a few reads a minute.
+ * A look at /proc sees only the threads blocked at that moment, and a loop
+ * on a saturated machine may be runnable at every look: so a chosen
+ * process is also marked in the kernel observer's map (a candidate, no
+ * page), and the first wait call of any of its threads sets the mark,
+ * which each scan reads; it is watched at the next one.
  * Its forks are watched from their start (--follow); its exit cleans up as
  * any watched process's.  Kernel threads, hangwatch itself and any other
  * process running hangwatch's own executable are never watched.
@@ -48,29 +53,49 @@ typedef enum known_state {
     KNOWN_PENDING = 0, /* chosen, not yet seen waiting: look again at next_look_ns */
     KNOWN_PASSED,      /* not chosen (or cannot be watched): until it execs */
     KNOWN_WATCHED,     /* in the table (or was: its exit removes it from there) */
+    KNOWN_GONE,        /* pending, then missing from /proc: a new process of that pid is new */
 } known_state;
 
 typedef struct known_process {
     uint64_t key; /* pid + 1 */
     uint64_t next_look_ns;
+    hw_kernel_observer *marked; /* its candidate mark is in this observer's map, or NULL */
     uint32_t looks;
-    uint8_t state; /* known_state */
+    uint32_t seen_scan; /* the last scan that found it in /proc */
+    uint8_t state;      /* known_state */
 } known_process;
 
 struct machine_scan {
     hw_keyed_table known;
     uint64_t next_scan_ns;
+    uint32_t scans;
     dev_t own_dev;
     ino_t own_ino;
     unsigned long watched, passed; /* for the summary line */
 };
+
+/* Its candidate mark dropped (a keyed table's clear: at forgetting too). */
+static void unmark(void *entry)
+{
+    known_process *k = entry;
+    if (k->marked != NULL)
+        hw_kobs_candidate_remove(k->marked, (pid_t)(k->key - 1));
+    k->marked = NULL;
+}
+
+/* Chosen and not yet waiting: marked, so its first wait call says so. */
+static void mark(agent *a, known_process *k)
+{
+    if (k->marked == NULL && hw_kobs_candidate_add(a->kobs, (pid_t)(k->key - 1)))
+        k->marked = a->kobs;
+}
 
 machine_scan *machine_scan_new(void)
 {
     machine_scan *m = calloc(1, sizeof *m);
     if (m == NULL)
         return NULL;
-    hw_keyed_table_init(&m->known, sizeof(known_process), MAX_KNOWN, NULL);
+    hw_keyed_table_init(&m->known, sizeof(known_process), MAX_KNOWN, unmark);
     struct stat st;
     if (stat("/proc/self/exe", &st) == 0) {
         m->own_dev = st.st_dev;
@@ -181,18 +206,28 @@ static void look_at(agent *a, machine_scan *m, known_process *k, pid_t pid, bool
         }
         read_facts(pid, &b, &f);
         if (!hw_process_selected(a->opts->selectors, a->opts->selector_count, &f)) {
+            unmark(k);
             k->state = KNOWN_PASSED;
             m->passed++;
             return;
         }
+        mark(a, k);
     }
-    if (k->state != KNOWN_PENDING || now < k->next_look_ns)
+    if (k->state != KNOWN_PENDING)
         return;
-    if (waits_now(pid) && watch_it(a, pid)) {
+    /* A thread of it made a wait call since it was marked (under load its
+     * threads may be runnable at every look at /proc), or one is in one now. */
+    bool waited = k->marked != NULL && hw_kobs_candidate_waited(k->marked, pid);
+    if (!waited && now < k->next_look_ns)
+        return;
+    if ((waited || waits_now(pid)) && watch_it(a, pid)) {
+        k->marked = NULL; /* its entry is a watched process's now */
         k->state = KNOWN_WATCHED;
         m->watched++;
         return;
     }
+    if (waited)
+        unmark(k); /* it could not be watched: the looks at /proc decide from here */
     uint64_t wait = SCAN_INTERVAL_NS << (k->looks < 6 ? k->looks : 6); /* 1, 2, 4 ... s */
     k->looks++;
     k->next_look_ns = now + (wait < RETRY_MAX_NS ? wait : RETRY_MAX_NS);
@@ -211,6 +246,7 @@ void machine_scan_tick(agent *a, machine_scan *m, uint64_t now)
     DIR *proc = opendir("/proc");
     if (proc == NULL)
         return;
+    uint32_t scan = ++m->scans;
     struct dirent *e;
     while ((e = readdir(proc)) != NULL) {
         char *end;
@@ -223,9 +259,21 @@ void machine_scan_tick(agent *a, machine_scan *m, uint64_t now)
             continue;
         if (!fresh && k->state == KNOWN_WATCHED)
             k->state = KNOWN_PASSED; /* watched once, gone from the table: it ended, or could not stay */
+        if (!fresh && k->state == KNOWN_GONE) {
+            *k = (known_process){.key = k->key}; /* a new process of a pid seen before */
+            fresh = true;
+        }
+        k->seen_scan = scan;
         look_at(a, m, k, (pid_t)pid, fresh, now);
     }
     closedir(proc);
+    /* The pending ones that ended: their marks go */
+    known_process *k;
+    for (size_t i = 0; (k = hw_keyed_table_next(&m->known, &i)) != NULL;)
+        if (k->state == KNOWN_PENDING && k->seen_scan != scan) {
+            unmark(k);
+            k->state = KNOWN_GONE;
+        }
 }
 
 void machine_scan_exec(agent *a, machine_scan *m, pid_t pid, uint64_t now)
@@ -237,7 +285,9 @@ void machine_scan_exec(agent *a, machine_scan *m, pid_t pid, uint64_t now)
     if (k == NULL)
         return;
     /* another program: chosen again or not; looked at once it reached its loop */
+    unmark(k); /* a mark of the program before */
     k->state = KNOWN_PENDING;
+    k->seen_scan = m->scans;
     k->looks = 0;
     k->next_look_ns = now + SCAN_INTERVAL_NS / 4;
     look_at(a, m, k, pid, true, now);

@@ -440,8 +440,8 @@ int hw_agent_run(const hw_agent_options *opts)
         for (size_t i = 0; i < a->table.end; i++)
             if (a->table.slots[i])
                 table_remove(a, a->table.slots[i]);
+        machine_scan_free(a->scan); /* before the observer its candidates are marked in */
         hw_kobs_close(a->kobs);
-    machine_scan_free(a->scan);
         agent_stop(a, false);
         if (a->target_pidfd >= 0)
             close(a->target_pidfd);
@@ -463,8 +463,8 @@ int hw_agent_run(const hw_agent_options *opts)
     forget_every_process(a);
     agent_stop(a, true);
     js_maps_remove(a); /* after the last report that could name JavaScript */
+    machine_scan_free(a->scan); /* before the observer its candidates are marked in */
     hw_kobs_close(a->kobs);
-    machine_scan_free(a->scan);
     config_reload_free(a);
     say_totals(a);
     if (a->target_pidfd >= 0)
