@@ -178,7 +178,7 @@ def vm_row(vm, row):
         "1 run", f"{vm['reported']} of {vm['hangs']} reported; detection p99 "
         f"{vm['delay_max_ms'] if vm['delay_max_ms'] is not None else float('nan'):.2f} ms; agent "
         f"{100 * (vm['cpu_share'] or 0):.2f} % of a core, {vm['peak_mib']:.0f} MiB",
-        "-", f"emulated ({vm['in_vm']}): compare with the rows of this machine by ratio only; the loops turned "
+        "-", f"emulated ({vm['in_vm'].split(':')[0]}, one CPU): compare with the rows of this machine by ratio only; the loops turned "
         f"{vm['turn_rate']:,.0f} times a second each; {vm['others']} other reports",
         "every hang", "pass" if found else "FAIL")
 
