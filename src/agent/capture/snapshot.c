@@ -566,6 +566,41 @@ static void *session_main(void *arg)
     return NULL;
 }
 
+/*
+ * The helper runs at the caller's scheduling policy.  The agent's watch
+ * thread is at the lowest real-time priority with SCHED_RESET_ON_FORK, so
+ * that nothing it starts inherits it; a thread it creates is reset to the
+ * normal policy too, and on a busy machine the helper then waited behind
+ * every other runnable thread while the watch thread waited for it (a
+ * capture took 100 ms and more with hogs beside, and hangs were lost).
+ * The program is stopped only while the helper runs, so the helper is
+ * what must not wait: it gets the caller's policy and priority
+ * explicitly.  Bounded all the same: the stop has its timeout, and the
+ * kernel's real-time throttling leaves other work 5 % of each CPU.  A
+ * caller at the normal policy (hangwatch stack) starts it as before.
+ */
+static int start_helper(pthread_t *helper, session *s)
+{
+    int policy = sched_getscheduler(0); /* this thread's, with SCHED_RESET_ON_FORK as a flag */
+    struct sched_param sp;
+    if (policy < 0 || sched_getparam(0, &sp) != 0)
+        return pthread_create(helper, NULL, session_main, s);
+    policy &= ~SCHED_RESET_ON_FORK;
+    if (policy != SCHED_FIFO && policy != SCHED_RR)
+        return pthread_create(helper, NULL, session_main, s);
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return pthread_create(helper, NULL, session_main, s);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&attr, policy);
+    pthread_attr_setschedparam(&attr, &sp);
+    int e = pthread_create(helper, &attr, session_main, s);
+    pthread_attr_destroy(&attr);
+    if (e == EPERM)
+        e = pthread_create(helper, NULL, session_main, s); /* no right to it after all */
+    return e;
+}
+
 /* ---- after the session ------------------------------------------------- */
 
 /* A thread that timed out is detached by the kernel when the helper exits,
@@ -756,7 +791,7 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
         pthread_t helper;
-        int e = pthread_create(&helper, NULL, session_main, &s);
+        int e = start_helper(&helper, &s);
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
         if (e == 0)
             pthread_join(helper, NULL);
