@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -256,6 +257,23 @@ static void test_wait_syscall_described(void **state)
     assert_false(hw_is_wait_syscall(-1));
 }
 
+/* A name with a newline of its own (prctl PR_SET_NAME) is read whole:
+ * only the kernel's final newline goes. */
+static void test_comm_with_a_newline(void **state)
+{
+    (void)state;
+    char before[16] = "", name[16], path[64];
+    assert_int_equal(prctl(PR_GET_NAME, before, 0, 0, 0), 0);
+    assert_int_equal(prctl(PR_SET_NAME, "x\"} 9\nup 1", 0, 0, 0), 0);
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)syscall(SYS_gettid));
+    hw_proc_read_comm(path, name);
+    prctl(PR_SET_NAME, before, 0, 0, 0);
+    assert_string_equal(name, "x\"} 9\nup 1");
+    memset(name, 'z', sizeof name);
+    hw_proc_read_comm("/nonexistent/comm", name);
+    assert_string_equal(name, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_syscall_line_other_shapes),
         cmocka_unit_test(test_syscall_of_a_real_thread),
         cmocka_unit_test(test_wait_syscall_described),
+        cmocka_unit_test(test_comm_with_a_newline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

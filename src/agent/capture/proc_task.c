@@ -123,9 +123,15 @@ void hw_proc_read_comm(const char *path, char name[16])
 {
     char buf[64];
     name[0] = '\0';
-    if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
+    ssize_t got = hw_proc_read_small(path, buf, sizeof buf);
+    if (got <= 0)
         return;
-    size_t n = strcspn(buf, "\n");
+    /* The kernel ends the name with one newline; a newline the program put
+     * in its own name (prctl PR_SET_NAME) is part of it, kept whole for
+     * the escaping that shows it, never a place to cut it. */
+    size_t n = strlen(buf);
+    if (n > 0 && buf[n - 1] == '\n')
+        n--;
     if (n > 15)
         n = 15;
     memcpy(name, buf, n);
