@@ -142,6 +142,16 @@ class Agent:
         return out
 
 
+def tear_down(agent, loops, group, work):
+    """What a case started, stopped, and what it made, removed."""
+    if agent:
+        agent.stop()
+    for loop in loops:
+        loop.stop()
+    group.remove()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def culprit(report):
     index = report["hangwatch"]["hung_thread"].get("culprit_frame")
     name = hwtest.frames(report)[index].get("symbol_name") if index is not None else None
@@ -194,12 +204,7 @@ def case_watch_all():
         in_ns = hangs[pidns[0].pid][0]["report"]
         check(in_ns.get("namespace_pid") == 1, f"the pid namespace's loop: {json.dumps(in_ns)}")
     finally:
-        if agent:
-            agent.stop()
-        for loop in loops:
-            loop.stop()
-        group.remove()
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(agent, loops, group, work)
 
 
 def case_selectors():
@@ -249,12 +254,7 @@ def case_selectors():
         check(agent.stop() == 0, agent.said())
         check(not agent.watches(c_loop.pid) and set(agent.hangs()) == {py.pid}, agent.said())
     finally:
-        if agent:
-            agent.stop()
-        for loop in loops:
-            loop.stop()
-        group.remove()
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(agent, loops, group, work)
 
 
 POD_UID = "7e57c2a0-1b2c-4d3e-8f90-a1b2c3d4e5f6"
@@ -494,12 +494,7 @@ def case_config_reload():
         check(agent.stop() == 0, agent.said())
         check(first.pid not in agent.hangs(), agent.said())
     finally:
-        if agent:
-            agent.stop()
-        for loop in loops:
-            loop.stop()
-        group.remove()
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(agent, loops, group, work)
 
 
 def bpftool_json(*args):
@@ -563,12 +558,7 @@ def case_agent_killed():
             shutil.rmtree(agent.report_dir, ignore_errors=True)
         agent = None
     finally:
-        if agent:
-            agent.stop()
-        for loop in loops:
-            loop.stop()
-        group.remove()
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(agent, loops, group, work)
 
 
 BUSY_SELECT_LOOP = """
@@ -608,12 +598,7 @@ def case_runnable_loop():
         check(not agent.watches(spinner.pid) and agent.said().count("watching pid") == scans, agent.said())
         check(agent.stop() == 0, agent.said())
     finally:
-        if agent:
-            agent.stop()
-        for loop in loops:
-            loop.stop()
-        group.remove()
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(agent, loops, group, work)
 
 
 if __name__ == "__main__":

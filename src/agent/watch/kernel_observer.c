@@ -810,28 +810,30 @@ bool hw_kobs_watch_execs(hw_kernel_observer *k, char *why, size_t len)
     return true;
 }
 
-size_t hw_kobs_take_execs(hw_kernel_observer *k, pid_t *out, size_t max)
+/* The ring's news read, then up to `max` pids of one list (`exec`: the
+ * processes that exec'd, else the new children) moved into `out`. */
+static size_t take_pending(hw_kernel_observer *k, bool exec, pid_t *out, size_t max)
 {
     if (k == NULL || k->children == NULL)
         return 0;
     ring_buffer__consume(k->children);
-    size_t n = k->pending_exec_count < max ? k->pending_exec_count : max;
-    memcpy(out, k->pending_execs, n * sizeof *out);
-    memmove(k->pending_execs, k->pending_execs + n, (k->pending_exec_count - n) * sizeof *k->pending_execs);
-    k->pending_exec_count -= n;
+    pid_t *list = exec ? k->pending_execs : k->pending;
+    size_t *count = exec ? &k->pending_exec_count : &k->pending_count;
+    size_t n = *count < max ? *count : max;
+    memcpy(out, list, n * sizeof *out);
+    memmove(list, list + n, (*count - n) * sizeof *list);
+    *count -= n;
     return n;
+}
+
+size_t hw_kobs_take_execs(hw_kernel_observer *k, pid_t *out, size_t max)
+{
+    return take_pending(k, true, out, max);
 }
 
 size_t hw_kobs_take_children(hw_kernel_observer *k, pid_t *out, size_t max)
 {
-    if (k == NULL || k->children == NULL)
-        return 0;
-    ring_buffer__consume(k->children);
-    size_t n = k->pending_count < max ? k->pending_count : max;
-    memcpy(out, k->pending, n * sizeof *out);
-    memmove(k->pending, k->pending + n, (k->pending_count - n) * sizeof *k->pending);
-    k->pending_count -= n;
-    return n;
+    return take_pending(k, false, out, max);
 }
 
 void hw_kobs_close(hw_kernel_observer *k)
