@@ -183,6 +183,17 @@ def children(pid):
         return []
 
 
+def status_fields(pid, tid=None):
+    """/proc/PID/status (or a thread's, /proc/PID/task/TID/status) as {field: value}."""
+    path = f"/proc/{pid}/status" if tid is None else f"/proc/{pid}/task/{tid}/status"
+    fields = {}
+    with open(path) as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields
+
+
 def wait_for(condition, what, timeout=30):
     """Poll `condition` until it is true, or fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout

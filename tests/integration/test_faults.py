@@ -57,15 +57,6 @@ def reports_in(report_dir):
             if n.endswith(".json")]
 
 
-def status_fields(pid):
-    fields = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            fields[key] = value.strip()
-    return fields
-
-
 def become_subreaper():
     """Orphans of the agent we kill become our children, so we can reap them."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -75,7 +66,7 @@ def become_subreaper():
 
 def check_untouched(pid, what):
     """A process the agent left: running, not traced, no signal pending."""
-    st = status_fields(pid)
+    st = hwtest.status_fields(pid)
     check(st["State"][0] not in "tT", f"{what}: the program was left stopped ({st['State']})")
     check(st["TracerPid"] == "0", f"{what}: the program is still traced by {st['TracerPid']}")
     check(int(st["SigPnd"], 16) == 0 and int(st["ShdPnd"], 16) == 0,
@@ -103,7 +94,7 @@ def case_foreign_uid_registration():
         # While it lives (longer than the threshold) nobody traces it.
         while foreign.poll() is None:
             try:
-                check(status_fields(foreign.pid)["TracerPid"] == "0", "the foreign process was ptraced")
+                check(hwtest.status_fields(foreign.pid)["TracerPid"] == "0", "the foreign process was ptraced")
             except FileNotFoundError:
                 break
             time.sleep(0.05)
@@ -347,7 +338,7 @@ def kill_agent_and_check(extra_args, when, what):
 
 def case_agent_killed():
     def when_idle(program, report_dir):
-        hwtest.wait_for(lambda: "S" in status_fields(program)["State"], "the demo to wait")
+        hwtest.wait_for(lambda: "S" in hwtest.status_fields(program)["State"], "the demo to wait")
 
     def when_hung(program, report_dir):
         hwtest.wait_for(lambda: reports_in(report_dir), "the hang's report", timeout=30)
@@ -426,7 +417,7 @@ def case_traced_program():
         program = hwtest.program_of(proc.pid)
         agent_socket(program)  # it has exec'd the demo
         tracer = subprocess.Popen([strace, "-p", str(program), "-o", "/dev/null"], stderr=subprocess.DEVNULL)
-        hwtest.wait_for(lambda: status_fields(program)["TracerPid"] == str(tracer.pid), "strace to attach")
+        hwtest.wait_for(lambda: hwtest.status_fields(program)["TracerPid"] == str(tracer.pid), "strace to attach")
         out, err = proc.communicate(timeout=60)
         check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
         check(f"no stack (traced by pid {tracer.pid} (strace))" in err, f"the line does not say who holds it:\n{err}")

@@ -507,11 +507,7 @@ def task_states(pid):
     """Each thread of `pid`: (its state letter, its tracer's pid)."""
     states = []
     for tid in os.listdir(f"/proc/{pid}/task"):
-        fields = {}
-        with open(f"/proc/{pid}/task/{tid}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                fields[key] = value.strip()
+        fields = hwtest.status_fields(pid, tid)
         states.append((fields["State"][0], int(fields["TracerPid"])))
     return states
 
