@@ -12,7 +12,6 @@
  */
 #include "upload.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "agent/common/optional_libs.h"
 #include "agent/common/report_dir.h"
 #include "agent/exports/exports.h"
 #include "core/parse/sentry_dsn.h"
@@ -103,15 +103,20 @@ int hw_upload_main(int argc, char **argv)
         return 2;
     }
     int code = 0;
+    const hw_curl_api *curl;
+    char load_error[256];
     if (hw_sentry_spool_lock(spool, 10000) != 0) {
         fprintf(stderr, "hangwatch upload: another hangwatch is sending from %s/%s; try again later\n", shown,
                 HW_SPOOL_DIR);
         code = 1;
+    } else if (!(curl = hw_curl_api_load(load_error, sizeof load_error))) {
+        fprintf(stderr, "hangwatch upload: %s\n", load_error);
+        code = 2;
     } else {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
+        curl->global_init(CURL_GLOBAL_DEFAULT);
         hw_sentry_flush_result r;
         hw_sentry_flush(spool, dsn_text ? &dsn : NULL, 30, NULL, NULL, &r);
-        curl_global_cleanup();
+        curl->global_cleanup();
         printf("hangwatch upload: %zu event%s sent", r.sent, r.sent == 1 ? "" : "s");
         if (r.rejected)
             printf(", %zu refused for good by the server (deleted; their reports are kept)", r.rejected);

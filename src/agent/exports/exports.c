@@ -8,7 +8,6 @@
  */
 #include "exports.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -19,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "agent/common/optional_libs.h"
 #include "agent/common/report_dir.h"
 #include "core/abi/events.h"
 #include "core/abi/socket_name.h"
@@ -60,12 +60,22 @@ static int start_metrics(hw_exports *ex, const hw_agent_options *o)
  * state is counted: one init per sender, one cleanup when it stops. */
 static int new_sender(hw_exports *ex, const char *dsn, hw_sentry_sender **out, char *why, size_t why_len)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT); /* before the sender's thread uses libcurl */
+    const hw_curl_api *cu = hw_curl_api_load(why, why_len);
+    if (!cu)
+        return -ENOENT;
+    cu->global_init(CURL_GLOBAL_DEFAULT); /* before the sender's thread uses libcurl */
     int rc = hw_sentry_sender_start(dsn, hw_report_dir_fd(ex->report_dir), hw_report_dir_path(ex->report_dir),
                                     ex->quiet, ex->metrics, out, why, why_len);
     if (rc != 0)
-        curl_global_cleanup();
+        cu->global_cleanup();
     return rc;
+}
+
+/* The cleanup that pairs with new_sender's init (the library is loaded:
+ * a sender exists). */
+static void curl_release(void)
+{
+    hw_curl_api_load(NULL, 0)->global_cleanup();
 }
 
 static int start_sentry(hw_exports *ex, const hw_agent_options *o)
@@ -120,7 +130,7 @@ void hw_exports_stop(hw_exports *ex)
         pthread_join(ex->retiring, NULL);
     if (ex->sentry) {
         hw_sentry_sender_stop(ex->sentry); /* one last attempt at what waits */
-        curl_global_cleanup();
+        curl_release();
     }
     hw_metrics_exporter_stop(ex->exporter); /* the textfile's last write has the final counts */
     hw_metrics_free(ex->metrics);
@@ -145,7 +155,7 @@ static bool same_text(const char *x, const char *y)
 static void *retire_sender(void *sender)
 {
     hw_sentry_sender_stop(sender);
-    curl_global_cleanup();
+    curl_release();
     return NULL;
 }
 

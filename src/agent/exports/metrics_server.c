@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -18,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/common/optional_libs.h"
 #include "agent/common/random_id.h"
 #include "http_gate.h"
 #include "agent/common/write_all.h"
@@ -48,14 +48,20 @@ struct hw_metrics_exporter {
 
 /* ---- the server ---- */
 
+/* libmicrohttpd, loaded by start_server before anything here runs. */
+static const hw_mhd_api *mhd(void)
+{
+    return hw_mhd_api_load(NULL, 0);
+}
+
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *text)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r = mhd()->create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
     if (!r)
         return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-    enum MHD_Result ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+    mhd()->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    enum MHD_Result ok = mhd()->queue_response(c, status, r);
+    mhd()->destroy_response(r);
     return ok;
 }
 
@@ -78,14 +84,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     char *text = hw_metrics_render(e->m, &len);
     if (!text)
         return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = mhd()->create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
+    mhd()->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+    enum MHD_Result ok = mhd()->queue_response(c, MHD_HTTP_OK, r);
+    mhd()->destroy_response(r);
     return ok;
 }
 
@@ -164,11 +170,13 @@ static unsigned bound_port(int fd)
 static void let_in(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len)
 {
     hw_metrics_exporter *e = ctx;
-    (void)MHD_add_connection(e->daemon, fd, addr, addr_len);
+    (void)mhd()->add_connection(e->daemon, fd, addr, addr_len);
 }
 
 static int start_server(hw_metrics_exporter *e, const char *listen_text, char *why, size_t why_len)
 {
+    if (!hw_mhd_api_load(why, why_len))
+        return -ENOENT;
     int fd = open_listener(listen_text, why, why_len);
     if (fd < 0)
         return fd;
@@ -176,7 +184,7 @@ static int start_server(hw_metrics_exporter *e, const char *listen_text, char *w
     /* libmicrohttpd's own thread and poll loop; its options bound what a
      * client can take (metrics_server.h).  It gets only connections whose
      * request has arrived whole: the gate accepts them (http_gate.h). */
-    e->daemon = MHD_start_daemon(
+    e->daemon = mhd()->start_daemon(
         MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, e,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)HW_METRICS_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)HW_METRICS_MAX_CONNECTIONS_PER_CLIENT, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -190,7 +198,7 @@ static int start_server(hw_metrics_exporter *e, const char *listen_text, char *w
     int rc = hw_http_gate_start(fd, HW_METRICS_REQUEST_MEMORY, let_in, e, &e->gate);
     if (rc != 0) {
         close(fd);
-        MHD_stop_daemon(e->daemon);
+        mhd()->stop_daemon(e->daemon);
         e->daemon = NULL;
         snprintf(why, why_len, "cannot serve metrics on %s: %s", listen_text, strerror(-rc));
         return rc;
@@ -353,7 +361,7 @@ void hw_metrics_exporter_stop(hw_metrics_exporter *e)
         return;
     hw_http_gate_stop(e->gate); /* closes the listening socket and the waiting connections */
     if (e->daemon)
-        MHD_stop_daemon(e->daemon);
+        mhd()->stop_daemon(e->daemon);
     if (e->writer_running) {
         pthread_mutex_lock(&e->lock);
         e->stopping = true;

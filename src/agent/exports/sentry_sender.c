@@ -3,7 +3,6 @@
  */
 #include "sentry_sender.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -12,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/common/optional_libs.h"
 #include "core/hw_version.h"
 #include "sentry_event.h"
 
@@ -72,6 +72,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 static post_result post(CURL *curl, const hw_sentry_dsn *dsn, const char *body, size_t len, long timeout_s,
                         transfer *t, char *err, size_t err_len)
 {
+    const hw_curl_api *cu = hw_curl_api_load(NULL, 0); /* loaded: a flush began */
     char url[700], auth[400], client[64];
     snprintf(client, sizeof client, "%s%s", HW_SENTRY_CLIENT, HW_VERSION_STRING);
     if (hw_sentry_envelope_url(dsn, url, sizeof url) < 0 || hw_sentry_auth_header(dsn, client, auth, sizeof auth) < 0) {
@@ -79,38 +80,38 @@ static post_result post(CURL *curl, const hw_sentry_dsn *dsn, const char *body, 
         return POST_REJECTED;
     }
     struct curl_slist *headers = NULL;
-    headers = curl_slist_append(headers, "Content-Type: application/x-sentry-envelope");
-    headers = curl_slist_append(headers, auth);
+    headers = cu->slist_append(headers, "Content-Type: application/x-sentry-envelope");
+    headers = cu->slist_append(headers, auth);
     char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, client);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, timeout_s < 10 ? timeout_s : 10L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, t);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, t);
+    cu->easy_setopt(curl, CURLOPT_URL, url);
+    cu->easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    cu->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(curl, CURLOPT_POST, 1L);
+    cu->easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    cu->easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    cu->easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    cu->easy_setopt(curl, CURLOPT_USERAGENT, client);
+    cu->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, timeout_s < 10 ? timeout_s : 10L);
+    cu->easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s);
+    cu->easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+    cu->easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
+    cu->easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    cu->easy_setopt(curl, CURLOPT_HEADERDATA, t);
+    cu->easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    cu->easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu->easy_setopt(curl, CURLOPT_XFERINFODATA, t);
     t->retry_after_s = 0;
-    CURLcode rc = curl_easy_perform(curl);
-    curl_slist_free_all(headers);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
+    CURLcode rc = cu->easy_perform(curl);
+    cu->slist_free_all(headers);
+    cu->easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
+    cu->easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
     if (rc != CURLE_OK) {
-        snprintf(err, err_len, "cannot reach %.100s: %.120s", dsn->host, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        snprintf(err, err_len, "cannot reach %.100s: %.120s", dsn->host, errbuf[0] ? errbuf : cu->easy_strerror(rc));
         return POST_RETRY;
     }
     long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    cu->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 200 && status < 300)
         return POST_OK;
     snprintf(err, err_len, "%.100s answered HTTP %ld", dsn->host, status);
@@ -123,8 +124,13 @@ void hw_sentry_flush(hw_sentry_spool *spool, const hw_sentry_dsn *dsn, long time
                      hw_metrics *m, hw_sentry_flush_result *r)
 {
     memset(r, 0, sizeof *r);
+    const hw_curl_api *cu = hw_curl_api_load(r->error, sizeof r->error);
+    if (!cu) {
+        r->unreachable = true;
+        return;
+    }
     char (*ids)[33] = malloc(MAX_PER_FLUSH * sizeof *ids);
-    CURL *curl = curl_easy_init();
+    CURL *curl = cu->easy_init();
     if (!ids || !curl) {
         snprintf(r->error, sizeof r->error, "out of memory");
         r->unreachable = true;
@@ -172,7 +178,7 @@ void hw_sentry_flush(hw_sentry_spool *spool, const hw_sentry_dsn *dsn, long time
     }
 out:
     if (curl)
-        curl_easy_cleanup(curl);
+        cu->easy_cleanup(curl);
     free(ids);
     size_t total = 0;
     char none[1][33];
@@ -241,28 +247,29 @@ static bool flush_now(hw_sentry_sender *s, long timeout_s, const atomic_bool *ab
 /* Nothing waits from earlier runs: is the server there at all?  Said once. */
 static void check_reachable(hw_sentry_sender *s)
 {
-    CURL *curl = curl_easy_init();
+    const hw_curl_api *cu = hw_curl_api_load(NULL, 0); /* loaded before the sender started */
+    CURL *curl = cu->easy_init();
     if (!curl)
         return;
     char url[700], errbuf[CURL_ERROR_SIZE] = "";
     hw_sentry_envelope_url(&s->dsn, url, sizeof url);
     transfer t = {.abort = &s->abort};
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_CONNECT_ONLY, 1L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
-    CURLcode rc = curl_easy_perform(curl);
+    cu->easy_setopt(curl, CURLOPT_URL, url);
+    cu->easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(curl, CURLOPT_CONNECT_ONLY, 1L);
+    cu->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    cu->easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+    cu->easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    cu->easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu->easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
+    CURLcode rc = cu->easy_perform(curl);
     if (rc != CURLE_OK && !atomic_load(&s->abort) && !s->quiet) {
         fprintf(stderr, "hangwatch: Sentry: cannot reach %s: %s; events will wait in %s until it can be reached\n",
-                s->dsn.host, errbuf[0] ? errbuf : curl_easy_strerror(rc), s->spool_path);
+                s->dsn.host, errbuf[0] ? errbuf : cu->easy_strerror(rc), s->spool_path);
         s->said_unreachable = true;
     }
-    curl_easy_cleanup(curl);
+    cu->easy_cleanup(curl);
 }
 
 static void *sender_main(void *arg)

@@ -9,7 +9,6 @@
  */
 #include "wait_probes.h"
 
-#include <capstone/capstone.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/capture/capture.h"
+#include "agent/common/optional_libs.h"
 #include "core/abi/wait_point.h"
 
 static const char *const wait_functions[] = {"epoll_wait", "epoll_pwait", "epoll_pwait2", "poll",
@@ -135,7 +135,8 @@ int hw_wait_probes_in_file(const char *path, hw_wait_probe *out, size_t max, siz
         }
     }
     csh cs;
-    bool decoder = n > 0 && cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK;
+    const hw_capstone_api *capstone = hw_capstone_api_load(NULL, 0); /* the caller said why not */
+    bool decoder = n > 0 && capstone && capstone->open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK;
     size_t added = 0;
     for (size_t i = 0; decoder && i < n; i++) {
         uint64_t offset;
@@ -144,7 +145,7 @@ int hw_wait_probes_in_file(const char *path, hw_wait_probe *out, size_t max, siz
             continue;
         /* Decode from the entry; the whole function must decode. */
         cs_insn *insn = NULL;
-        size_t got = cs_disasm(cs, file + offset, (size_t)fns[i].size, fns[i].addr, 0, &insn);
+        size_t got = capstone->disasm(cs, file + offset, (size_t)fns[i].size, fns[i].addr, 0, &insn);
         uint64_t decoded = 0;
         for (size_t k = 0; k < got; k++)
             decoded += insn[k].size;
@@ -166,10 +167,10 @@ int hw_wait_probes_in_file(const char *path, hw_wait_probe *out, size_t max, siz
                 *count = before;
         }
         added += *count - before;
-        cs_free(insn, got);
+        capstone->free(insn, got);
     }
     if (decoder)
-        cs_close(&cs);
+        capstone->close(&cs);
     if (elf != NULL)
         elf_end(elf);
     close(fd);
@@ -185,6 +186,10 @@ int hw_wait_probes_find(pid_t pid, hw_wait_probe *out, size_t max, char *why, si
     if (maps == NULL) {
         snprintf(why, why_len, "cannot read %s: %s", path, strerror(errno ? errno : ESRCH));
         return -ESRCH;
+    }
+    if (!hw_capstone_api_load(why, why_len)) {
+        free(maps);
+        return -ENOENT;
     }
     size_t count = 0;
     uint64_t *seen_inodes = calloc(HW_WAIT_PROBE_MAX_FILES, sizeof *seen_inodes);
