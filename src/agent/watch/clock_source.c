@@ -44,7 +44,7 @@
 #define SKEW_LIMIT_NS 20000ull   /* CPUs' counters further apart than this: not usable */
 #define SAMPLE_TRIES 5           /* a pair is taken this often, the tightest kept */
 #define MAX_GOOD_SPREAD_NS 20000 /* a pair looser than this (preempted, interrupted) is not used */
-#define CALIBRATION_NS 2000000ull /* the first rate: two pairs this far apart */
+#define CHECK_SPAN_NS 200000ull   /* the CPUs are checked against two pairs this far apart */
 #define MAX_CPUS_CHECKED 256
 
 /* The tightest of a few (counter, clock, counter) reads. */
@@ -79,11 +79,30 @@ static bool counter_is_invariant(void)
 #endif
 }
 
+/* The counter's distance from the straight line through `from` and `to`
+ * at `s` (in ns, plus s's own uncertainty): only for pairs taken between
+ * the two, microseconds apart, where a rough rate is exact enough. */
+static uint64_t off_line_ns(hw_tsc_sample from, hw_tsc_sample to, hw_tsc_sample s)
+{
+    double ns_per_tick = (double)(to.ns - from.ns) / (double)(to.tsc - from.tsc);
+    double predicted = (double)from.ns + ((double)s.tsc - (double)from.tsc) * ns_per_tick;
+    double off = predicted > (double)s.ns ? predicted - (double)s.ns : (double)s.ns - predicted;
+    return (uint64_t)off + (uint64_t)((double)s.spread * ns_per_tick) + 1;
+}
+
 /*
- * Take a pair on every CPU this thread may run on, between two pairs
- * CALIBRATION_NS apart on the first; *skew_ns: the largest distance of a
- * CPU's pair from the line through the two.  False, with `why`, if the
- * counters disagree or the pairs cannot be taken cleanly.
+ * Take a pair on every CPU this thread may run on, between two pairs at
+ * least CHECK_SPAN_NS apart on the first; *skew_ns: the largest distance
+ * of a CPU's pair from the line through the two.  False, with `why`, if
+ * the counters disagree or the pairs cannot be taken cleanly.
+ *
+ * No pause: the line only has to be right across these few hundred
+ * microseconds (a rate off by the pairs' spread over the span, tens of
+ * parts per million, moves a prediction by nanoseconds), so the program
+ * starts at once.  The rate conversions use comes later: `cal` holds the
+ * two pairs, and the agent's first wake-up at least HW_TSC_MIN_SPAN_NS on
+ * (clock_source_due) measures it; until then no counter stamp converts
+ * (hw_tsc_to_ns_latest saturates: no stretch can look hung).
  */
 static bool check_cpus(hw_tsc_calibration *cal, uint64_t *skew_ns, char *why, size_t len)
 {
@@ -106,28 +125,22 @@ static bool check_cpus(hw_tsc_calibration *cal, uint64_t *skew_ns, char *why, si
     }
     if (pinned)
         sched_setaffinity(0, sizeof original, &original);
-    struct timespec pause = {0, (long)CALIBRATION_NS};
-    while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
-        ;
     hw_tsc_sample last = take_sample();
+    while (last.ns - first.ns < CHECK_SPAN_NS && last.ns >= first.ns)
+        last = take_sample();
 
-    hw_tsc_init(cal, 0);
-    hw_tsc_add(cal, first);
-    hw_tsc_add(cal, last);
-    if (!hw_tsc_ready(cal)) {
+    if (last.tsc <= first.tsc || last.ns <= first.ns) {
         snprintf(why, len, "the counter did not advance with CLOCK_MONOTONIC");
         return false;
     }
-    if (!tight(&first, cal->mult) || !tight(&last, cal->mult)) {
+    double ns_per_tick = (double)(last.ns - first.ns) / (double)(last.tsc - first.tsc);
+    if ((double)first.spread * ns_per_tick > MAX_GOOD_SPREAD_NS || (double)last.spread * ns_per_tick > MAX_GOOD_SPREAD_NS) {
         snprintf(why, len, "the counter could not be paired cleanly with CLOCK_MONOTONIC");
         return false;
     }
     uint64_t skew = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t err;
-        uint64_t predicted = hw_tsc_to_ns(cal, per_cpu[i].tsc, &err);
-        uint64_t off = predicted > per_cpu[i].ns ? predicted - per_cpu[i].ns : per_cpu[i].ns - predicted;
-        off += hw_tsc_mul_shift32(per_cpu[i].spread, cal->mult);
+        uint64_t off = off_line_ns(first, last, per_cpu[i]);
         if (off > SKEW_LIMIT_NS) {
             snprintf(why, len, "CPU %d's counter is %llu us off the others'", cpus[i],
                      (unsigned long long)(off / 1000));
@@ -136,6 +149,9 @@ static bool check_cpus(hw_tsc_calibration *cal, uint64_t *skew_ns, char *why, si
         if (off > skew)
             skew = off;
     }
+    hw_tsc_init(cal, 0);
+    hw_tsc_add(cal, first);
+    hw_tsc_add(cal, last);
     *skew_ns = skew;
     return true;
 }
@@ -165,6 +181,7 @@ void clock_source_init(agent *a)
      * own uncertainty. */
     cal.skew_ns = 2 * skew;
     c->tsc = cal;
+    c->rate_due_ns = cal.ref.ns + HW_TSC_MIN_SPAN_NS;
     c->tsc_usable = true;
 }
 
@@ -174,6 +191,8 @@ void clock_source_refresh(agent *a)
     if (!c->tsc_usable)
         return;
     hw_tsc_sample s = take_sample();
+    if (!hw_tsc_ready(&c->tsc))
+        c->rate_due_ns = s.ns + HW_TSC_MIN_SPAN_NS; /* if this one does not make it */
     if (!tight(&s, c->tsc.mult))
         return; /* preempted between the reads: the next wake-up takes another */
     if (!hw_tsc_add(&c->tsc, s) && !a->opts->quiet && !c->said_jump) {
@@ -181,6 +200,14 @@ void clock_source_refresh(agent *a)
         fprintf(stderr, "hangwatch: the time-stamp counter jumped against CLOCK_MONOTONIC (a resumed or migrated "
                         "virtual machine?): its calibration starts again\n");
     }
+}
+
+uint64_t clock_source_due(const agent *a)
+{
+    const clock_source *c = &a->clock;
+    if (!c->tsc_usable || hw_tsc_ready(&c->tsc))
+        return UINT64_MAX;
+    return c->rate_due_ns;
 }
 
 bool clock_source_accepts(const agent *a, uint32_t clock)

@@ -187,6 +187,7 @@ typedef struct watched_table {
 typedef struct clock_source {
     bool tsc_usable;         /* observers stamp with the time-stamp counter */
     hw_tsc_calibration tsc;  /* ... and this turns their stamps into CLOCK_MONOTONIC */
+    uint64_t rate_due_ns;    /* until it has a rate: when to pair again for one */
     char why[160];           /* why not, when not */
     bool said_jump;
 } clock_source;
@@ -342,12 +343,14 @@ void machine_scan_exec(agent *a, machine_scan *m, pid_t pid, uint64_t now);
 void machine_scan_reselect(agent *a, machine_scan *m);
 
 /* clock_source.c: decide the observers' clock before the program starts;
- * pair the counter with CLOCK_MONOTONIC at every wake-up; which page
+ * pair the counter with CLOCK_MONOTONIC at every wake-up (and when the
+ * first rate can be measured: clock_source_due, UINT64_MAX when never); which page
  * clocks this agent reads; a slot's reading with its busy start in
  * CLOCK_MONOTONIC (the latest time the stamp can stand for); the
  * detector's slack for a process's page. */
 void clock_source_init(agent *a);
 void clock_source_refresh(agent *a);
+uint64_t clock_source_due(const agent *a);
 bool clock_source_accepts(const agent *a, uint32_t clock);
 bool clock_source_read(const agent *a, const watched_process *w, unsigned slot, hw_loop_reading *r);
 uint64_t clock_source_slack(const agent *a, const watched_process *w);

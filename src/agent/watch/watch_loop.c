@@ -147,7 +147,8 @@ static void raise_watch_priority(void)
 
 /* When the loop must look next: the earliest next look of any watched
  * process, the end of `watch --duration`, the registration warning, the
- * report worker's raise when a job waits too long (report.h). */
+ * report worker's raise when a job waits too long (report.h), the
+ * counter's first rate (clock_source.c). */
 static uint64_t next_wake(const agent *a, uint64_t now, uint64_t deadline)
 {
     uint64_t next = now + 60ull * 1000000000ull;
@@ -162,6 +163,9 @@ static uint64_t next_wake(const agent *a, uint64_t now, uint64_t deadline)
     uint64_t watchdog = service_watchdog_due(a);
     if (watchdog < next)
         next = watchdog;
+    uint64_t rate = clock_source_due(a);
+    if (rate < next)
+        next = rate;
     for (size_t i = 0; i < a->table.end; i++)
         if (a->table.slots[i] && a->table.slots[i]->next_wake_ns < next)
             next = a->table.slots[i]->next_wake_ns;
