@@ -6,7 +6,7 @@ same table, with the machine it ran on, into docs/benchmarks.md between the
 hand).  Progress goes to stderr.
 
     /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
-                                  [--parts observer,capture,detection,lost,node,python,kernel,redis,sampling,many]
+                                  [--parts observer,capture,detection,lost,node,python,kernel,redis,sampling,many,fleet,start]
 
 What is measured, and why this way, is in docs/benchmarks.md.  In short:
   1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
@@ -48,7 +48,10 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      threshold, the agent's share of a core and its peak memory; and a
      smaller fleet under --attach fentry on Debian's stock kernel booted
      under QEMU (fleet.py, also runs alone; it needs root, as watch --all
-     does).
+     does);
+ 14. `hangwatch run`'s own start and exit: `run -- true` against `true`,
+     and node under it against plain node, spawn to exit, ABBA pairs
+     (run_startup.py, also runs alone).
 Not run here: `make soak` (soak.py), an hour of hangs and process churn
 under one agent, whose rows (numbered 12) it prints for the same table.
 Every figure is a median / p99 over many samples, never one run, but for
@@ -79,6 +82,7 @@ import kernel_observer  # noqa: E402 (part 8, next to this file)
 import many_hangs  # noqa: E402 (part 11, next to this file)
 import node_flags  # noqa: E402 (part 6, next to this file)
 import redis_side_by_side  # noqa: E402 (part 9, next to this file)
+import run_startup  # noqa: E402 (part 14, next to this file)
 import sampling_cost  # noqa: E402 (part 10, next to this file)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 import pythons  # noqa: E402 (the interpreters of part 7, as the tests find them)
@@ -731,7 +735,7 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None, fl=None):
+def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None, fl=None, st=None):
     rows = []
     o = o or {}
     c = c or {}
@@ -763,6 +767,8 @@ def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None
         many_hangs.rows(mh, row)
     if fl:
         fleet.rows(fl, row, fl.get("vm"))
+    if st:
+        run_startup.rows(st, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -931,15 +937,16 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
-    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel,redis,sampling,many,fleet",
+    ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel,redis,sampling,many,fleet,"
+                    "start",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     all_parts = {"observer", "capture", "detection", "lost", "node", "python", "kernel", "redis", "sampling",
-                 "many", "fleet"}
+                 "many", "fleet", "start"}
     if not parts <= all_parts:
         sys.exit("bench: --parts takes observer, capture, detection, lost, node, python, kernel, redis, sampling, "
-                 "many, fleet")
+                 "many, fleet, start")
     if "observer" in parts and shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
     if "redis" in parts:
@@ -984,6 +991,10 @@ def main():
         log(f"13. watch --all over {fleet.PROCS} processes of {fleet.THREADS} loop threads, {fleet.HANGS} hangs")
         fl = fleet.measure(b.bin, b.env)
         fl["vm"] = fleet.measure_in_vm(b.bin)
+    st = None
+    if "start" in parts:
+        log("14. `hangwatch run -- true` against `true`, and node under it, spawn to exit")
+        st = run_startup.measure(b.bin, b.env)
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
@@ -993,7 +1004,7 @@ def main():
     if lt:
         text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
                  f"window {LOST_WINDOW_MS} ms.")
-    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs, sc, mh, fl)
+    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs, sc, mh, fl, st)
     print(text)
     if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)
