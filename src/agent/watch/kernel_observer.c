@@ -26,8 +26,6 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bpf/btf.h>
@@ -287,70 +285,9 @@ static int load_as(hw_kernel_observer *k, hw_kobs_attach attach, char *why, size
     return 0;
 }
 
-static int compare_fds(const void *x, const void *y)
-{
-    int a = *(const int *)x, b = *(const int *)y;
-    return (a > b) - (a < b);
-}
-
-/*
- * A process of its own that holds these descriptors and lets them go after
- * we have: detaching a program waits for the kernel's grace periods, one
- * attachment at a time (40-80 ms each here: the 18 of the tracepoint
- * attachment took 1.3 s of every `watch`'s exit, fentry's longer).  The
- * grandchild (reparented, reaped by init or the nearest subreaper) closes
- * every other descriptor and exits, its exit detaching them; our closes
- * then only drop references.  Only close_range, fork and _exit run in the
- * children: safe after fork in a threaded process.  False if it could not
- * be had (the caller detaches them itself).
- */
-static bool release_in_background(int *fds, size_t n)
-{
-    if (n == 0)
-        return true;
-    qsort(fds, n, sizeof *fds, compare_fds);
-    pid_t child = fork();
-    if (child < 0)
-        return false;
-    if (child == 0) {
-        if (fork() != 0)
-            _exit(0); /* the grandchild holds them now (or nobody, if fork failed: the parent's are still open) */
-        unsigned from = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (fds[i] < 0 || (unsigned)fds[i] < from)
-                continue;
-            if ((unsigned)fds[i] > from)
-                syscall(SYS_close_range, from, (unsigned)fds[i] - 1, 0);
-            from = (unsigned)fds[i] + 1;
-        }
-        syscall(SYS_close_range, from, ~0u, 0);
-        _exit(0);
-    }
-    int status;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-        ;
-    return true;
-}
-
-/* Detach `links` (NULL ones skipped): their waits left to a process of
- * their own when one can be had. */
-static void destroy_links(struct bpf_link **links, size_t n)
-{
-    int fds[MAX_SHARED_LINKS + 2];
-    size_t count = 0;
-    for (size_t i = 0; i < n && count < sizeof fds / sizeof *fds; i++)
-        if (links[i] != NULL && bpf_link__fd(links[i]) >= 0)
-            fds[count++] = bpf_link__fd(links[i]);
-    (void)release_in_background(fds, count);
-    for (size_t i = 0; i < n; i++) {
-        bpf_link__destroy(links[i]); /* NULL is fine */
-        links[i] = NULL;
-    }
-}
-
 static void unload(hw_kernel_observer *k)
 {
-    destroy_links(k->links, k->link_count);
+    hw_links_destroy_at_exit(k->links, k->link_count);
     k->link_count = 0;
     hw_wait_observer__destroy(k->skel);
     k->skel = NULL;
@@ -913,7 +850,7 @@ void hw_kobs_close(hw_kernel_observer *k)
         all[n++] = k->links[i];
     all[n++] = k->fork_link;
     all[n++] = k->exec_link;
-    destroy_links(all, n);
+    hw_links_destroy_at_exit(all, n);
     k->link_count = 0;
     if (k->pages)
         munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);

@@ -1,6 +1,6 @@
 /*
  * link_reaper.h - detaching the kernel observer's uprobes off the watch
- * thread.
+ * thread, and all its programs at exit without waiting.
  *
  * Closing a uprobe's perf event waits for the kernel's RCU grace period
  * (uprobe_unregister's synchronize): about 100 ms each on a busy kernel,
@@ -32,5 +32,15 @@ void hw_link_reaper_give(hw_link_reaper *r, struct bpf_link *const *links, size_
 /* Destroy whatever is still pending, end the thread and free it (NULL is
  * fine).  Blocks until every link is gone. */
 void hw_link_reaper_stop(hw_link_reaper *r);
+
+/*
+ * Detach `links` (NULL ones skipped; at most HW_LINKS_AT_EXIT_MAX) as the
+ * agent ends, without waiting for the kernel: a process of their own holds
+ * them and lets them go after the agent has ended (link_reaper.c,
+ * release_in_background); where it cannot be had, here and now.  The
+ * caller no longer owns them.
+ */
+#define HW_LINKS_AT_EXIT_MAX 64
+void hw_links_destroy_at_exit(struct bpf_link **links, size_t n);
 
 #endif
