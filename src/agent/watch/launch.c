@@ -137,6 +137,86 @@ static int choose_kernel_observer(agent *a, bool *use_kernel)
     return 0;
 }
 
+/* The program's environment, made before the fork: ours with the
+ * observer's variables set (or replaced). */
+#define ONLY_PID_DIGITS 12
+typedef struct child_env {
+    char **vars;           /* for execvpe */
+    char *own[8];          /* the strings made here */
+    size_t own_count;
+    char *own_pid_digits;  /* HW_ENV_ONLY_PID's value, written in the child */
+} child_env;
+
+static bool env_set(child_env *e, size_t *n, const char *name, const char *value)
+{
+    size_t name_len = strlen(name);
+    for (size_t i = 0; i < *n; i++)
+        if (strncmp(e->vars[i], name, name_len) == 0 && e->vars[i][name_len] == '=') {
+            e->vars[i] = e->vars[--*n]; /* replaced: the last moves here */
+            break;
+        }
+    char *v = NULL;
+    if (asprintf(&v, "%s=%s", name, value) < 0)
+        return false;
+    e->own[e->own_count++] = v;
+    e->vars[(*n)++] = v;
+    return true;
+}
+
+static void child_env_free(child_env *e)
+{
+    for (size_t i = 0; i < e->own_count; i++)
+        free(e->own[i]);
+    free(e->vars);
+    memset(e, 0, sizeof *e);
+}
+
+static bool child_env_make(const agent *a, const char *preload, const char *node_options, child_env *e)
+{
+    extern char **environ;
+    size_t count = 0;
+    while (environ[count] != NULL)
+        count++;
+    e->vars = calloc(count + 8, sizeof *e->vars);
+    if (!e->vars)
+        return false;
+    memcpy(e->vars, environ, count * sizeof *e->vars);
+    size_t n = count;
+    const hw_agent_options *o = a->opts;
+    bool ok = (!preload || env_set(e, &n, "LD_PRELOAD", preload)) &&
+              env_set(e, &n, HW_ENV_AGENT_SOCKET, a->socket_name) &&
+              env_set(e, &n, HW_ENV_CLOCK, a->clock.tsc_usable ? "tsc" : "coarse") && /* clock_source.c */
+              (!node_options || env_set(e, &n, "NODE_OPTIONS", node_options)) &&
+              (!o->every_wait_is_the_loop || env_set(e, &n, "HANGWATCH_WAIT_SITE", "any")) &&
+              (!o->all_loop_threads || env_set(e, &n, "HANGWATCH_THREADS", "loops")) &&
+              (!o->no_follow || env_set(e, &n, HW_ENV_ONLY_PID, "            ")); /* ONLY_PID_DIGITS */
+    if (!ok) {
+        child_env_free(e);
+        return false;
+    }
+    if (o->no_follow)
+        e->own_pid_digits = strchr(e->own[e->own_count - 1], '=') + 1;
+    e->vars[n] = NULL;
+    return true;
+}
+
+/* `value` in decimal into `out` (`len` bytes, the rest NUL): in the forked
+ * child, where snprintf's locale and allocation are not to be trusted. */
+static void write_decimal(char *out, size_t len, pid_t value)
+{
+    char digits[16];
+    size_t n = 0;
+    unsigned long v = (unsigned long)value;
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0 && n < sizeof digits);
+    size_t i = 0;
+    for (; i < n && i < len; i++)
+        out[i] = digits[n - 1 - i];
+    for (; i < len; i++)
+        out[i] = '\0';
+}
+
 /* Fork and exec the program.  Exec failures come back through a pipe. */
 int launch_program(agent *a)
 {
@@ -148,6 +228,7 @@ int launch_program(agent *a)
     int errpipe[2] = {-1, -1};
     char *preload = NULL, *node_options = NULL;
     pid_t pid = -1;
+    child_env env = {0};
     if ((use_kernel && pipe2(gopipe, O_CLOEXEC) != 0) || pipe2(errpipe, O_CLOEXEC) != 0) {
         rc = -errno;
     } else if ((preload = preload_value(a->opts->preload_path)) == NULL) {
@@ -156,10 +237,13 @@ int launch_program(agent *a)
                !(node_options = js_node_options(getenv("NODE_OPTIONS"), &a->js_maps_ours))) {
         /* node names its JavaScript functions for us (js_maps.c) */
         rc = -ENOMEM;
+    } else if (!child_env_make(a, use_kernel ? NULL : preload, node_options, &env)) {
+        rc = -ENOMEM;
     } else if ((pid = fork()) < 0) {
         rc = -errno;
     }
     if (rc != 0) {
+        child_env_free(&env);
         free(node_options);
         free(preload);
         for (int i = 0; i < 2; i++) {
@@ -171,7 +255,9 @@ int launch_program(agent *a)
         return rc;
     }
     if (pid == 0) {
-        /* The program gets the signal state we were given, not ours. */
+        /* Between fork and exec only what cannot take a lock another thread
+         * held at the fork (no allocation: the worker may have been in
+         * malloc; a sanitizer's allocator is not reset in the child). */
         sigaction(SIGPIPE, &a->original_sigpipe, NULL);
         sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
         if (use_kernel) {
@@ -179,28 +265,16 @@ int launch_program(agent *a)
             close(gopipe[1]);
             while (read(gopipe[0], &go, 1) < 0 && errno == EINTR)
                 ;
-        } else {
-            setenv("LD_PRELOAD", preload, 1);
         }
-        setenv(HW_ENV_AGENT_SOCKET, a->socket_name, 1);
-        setenv(HW_ENV_CLOCK, a->clock.tsc_usable ? "tsc" : "coarse", 1); /* clock_source.c */
-        if (node_options)
-            setenv("NODE_OPTIONS", node_options, 1);
-        if (a->opts->every_wait_is_the_loop)
-            setenv("HANGWATCH_WAIT_SITE", "any", 1);
-        if (a->opts->all_loop_threads)
-            setenv("HANGWATCH_THREADS", "loops", 1);
-        if (a->opts->no_follow) {
-            char self[32];
-            snprintf(self, sizeof self, "%d", (int)getpid());
-            setenv(HW_ENV_ONLY_PID, self, 1);
-        }
-        execvp(a->opts->argv[0], a->opts->argv);
+        if (env.own_pid_digits)
+            write_decimal(env.own_pid_digits, ONLY_PID_DIGITS, getpid());
+        execvpe(a->opts->argv[0], a->opts->argv, env.vars);
         int e = errno;
         ssize_t w = write(errpipe[1], &e, sizeof e);
         (void)w;
         _exit(127);
     }
+    child_env_free(&env);
     free(preload);
     free(node_options);
     close(errpipe[1]);
