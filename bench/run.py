@@ -6,7 +6,7 @@ same table, with the machine it ran on, into docs/benchmarks.md between the
 hand).  Progress goes to stderr.
 
     /usr/bin/python3 bench/run.py [--build build] [--doc docs/benchmarks.md | --no-doc]
-                                  [--parts observer,capture,detection,lost,node,python,kernel,redis,sampling,many,fleet,start]
+                                  [--parts observer,capture,detection,lost,node,python,kernel,redis,sampling,many,fleet,start,line]
 
 What is measured, and why this way, is in docs/benchmarks.md.  In short:
   1. observer cost per loop turn: epoll_wait(..., 0) in a loop, plain vs
@@ -51,7 +51,9 @@ What is measured, and why this way, is in docs/benchmarks.md.  In short:
      does);
  14. `hangwatch run`'s own start and exit: `run -- true` against `true`,
      and node under it against plain node, spawn to exit, ABBA pairs
-     (run_startup.py, also runs alone).
+     (run_startup.py, also runs alone);
+ 15. the line at detection: how soon after the threshold a hang is said
+     on stderr, with two CPU hogs beside (line_delay.py, also runs alone).
 Not run here: `make soak` (soak.py), an hour of hangs and process churn
 under one agent, whose rows (numbered 12) it prints for the same table.
 Every figure is a median / p99 over many samples, never one run, but for
@@ -78,6 +80,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fleet  # noqa: E402 (part 13, next to this file)
+import line_delay  # noqa: E402 (part 15, next to this file)
 import kernel_observer  # noqa: E402 (part 8, next to this file)
 import many_hangs  # noqa: E402 (part 11, next to this file)
 import node_flags  # noqa: E402 (part 6, next to this file)
@@ -735,7 +738,7 @@ def machine():
             f"load average at start {os.getloadavg()[0]:.2f}")
 
 
-def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None, fl=None, st=None):
+def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None, fl=None, st=None, ld=None):
     rows = []
     o = o or {}
     c = c or {}
@@ -769,6 +772,8 @@ def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None
         fleet.rows(fl, row, fl.get("vm"))
     if st:
         run_startup.rows(st, row)
+    if ld:
+        line_delay.rows(ld, row)
     head = ("measure", "n", "median", "p99", "comparison", "budget", "result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -938,15 +943,15 @@ def main():
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="only print the table")
     ap.add_argument("--parts", default="observer,capture,detection,lost,node,python,kernel,redis,sampling,many,fleet,"
-                    "start",
+                    "start,line",
                     help="comma-separated subset to run (a partial run never updates the doc)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     all_parts = {"observer", "capture", "detection", "lost", "node", "python", "kernel", "redis", "sampling",
-                 "many", "fleet", "start"}
+                 "many", "fleet", "start", "line"}
     if not parts <= all_parts:
         sys.exit("bench: --parts takes observer, capture, detection, lost, node, python, kernel, redis, sampling, "
-                 "many, fleet, start")
+                 "many, fleet, start, line")
     if "observer" in parts and shutil.which("valgrind") is None:
         sys.exit("bench: valgrind is missing (scripts/ensure-deps.sh bench installs it)")
     if "redis" in parts:
@@ -995,6 +1000,10 @@ def main():
     if "start" in parts:
         log("14. `hangwatch run -- true` against `true`, and node under it, spawn to exit")
         st = run_startup.measure(b.bin, b.env)
+    ld = None
+    if "line" in parts:
+        log(f"15. the line at detection: {line_delay.HANGS} hangs beside {line_delay.HOGS} CPU hogs")
+        ld = line_delay.measure(b.bin, b.env)
     took = time.monotonic() - started
 
     text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
@@ -1004,7 +1013,7 @@ def main():
     if lt:
         text += (f"  Lost time: threshold {LOST_THRESHOLD_MS} ms, {LOST_HANG_MS} ms hangs, "
                  f"window {LOST_WINDOW_MS} ms.")
-    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs, sc, mh, fl, st)
+    text += "\n\n" + table(o, c, d, lt, nf, py, ko, rs, sc, mh, fl, st, ld)
     print(text)
     if not args.no_doc and parts == all_parts:
         write_doc(args.doc, text)

@@ -9,6 +9,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 
 import hwtest
@@ -656,6 +657,28 @@ def case_observer_clock():
         hwtest.cleanup(r)
 
 
+def case_line_at_detection():
+    """Beside two CPU hogs, each hang of a loop that spins or sleeps is said on stderr right after the threshold
+    (the line at detection, made before any unwinding and written at the watch thread's priority), before its
+    report's line; timed against the program's own record of when each hang began (bench part 15 measures it:
+    the report's line came 0.3-1 s late here, the worker running on idle time)."""
+    sys.path.insert(0, os.path.join(hwtest.SOURCE_DIR, "bench"))
+    import line_delay
+    m = line_delay.measure(hwtest.BIN, hangs=6)
+    check(m["hangs"] == 6 and m["said_at_detection"] == 6 and m["said_with_report"] == 6,
+          f"{m['hangs']} hangs, {m['said_at_detection']} said at detection, {m['said_with_report']} with a report:\n"
+          + m["stderr"])
+    for kind in ("spin", "sleep"):
+        delays = m["detection"][kind]
+        check(len(delays) == 3 and all(-1 < d < 250 for d in delays), f"{kind}: the lines came {delays} ms after "
+              f"the threshold\n" + m["stderr"])
+    for line in m["stderr"].splitlines():
+        if line.startswith("hangwatch: hang detected in"):
+            check(re.search(r": main thread busy [0-9.]+m?s \(threshold 500ms\), at (bench-hang-loop|libc\.so\.6|\[vdso\])"
+                            r"\+0x[0-9a-f]+ \(raw address: the report names it\); (working|starved|blocked)", line),
+                  "the line at detection: " + line)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "demo": case_demo,
@@ -682,4 +705,5 @@ if __name__ == "__main__":
         "ping_detector": case_ping_detector,
         "frame_gap_detector": case_frame_gap_detector,
         "observer_clock": case_observer_clock,
+        "line_at_detection": case_line_at_detection,
     })

@@ -169,6 +169,12 @@ report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex);
 void worker_stop(report_worker *wk, bool say_totals);
 /* A new hang's record (the first report of a hung stretch comes with it). */
 hang_record *worker_new_hang(bool launch);
+/* A hang's first capture, said at once on stderr from what it knows
+ * before any unwinding (report_herald.c): the watch thread's call, before
+ * worker_submit_report hands the request over.  Not for a launch, a
+ * stutter, a capture that found the process gone, or with --ignore-frame
+ * or --quiet. */
+void worker_announce(report_worker *wk, const report_request *req);
 /* Hand over a report, a re-check (`recheck`: decide by annealing first) or
  * a one-off report (hang NULL).  The request's snapshot is the worker's
  * afterwards.  False when the queue is full (the capture is dropped and

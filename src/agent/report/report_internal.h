@@ -4,7 +4,7 @@
  *
  * report_worker.c runs the worker thread and its jobs; report_write.c
  * writes a report and publishes it; report_line.c makes a hang's stderr
- * line; report_samples.c symbolizes early sampling's stacks for a report;
+ * lines (at detection, which report_herald.c writes, and with its report); report_samples.c symbolizes early sampling's stacks for a report;
  * report_cpu_high.c builds a CPU-high report's section and stderr line.
  */
 #ifndef HANGWATCH_REPORT_INTERNAL_H
@@ -50,6 +50,7 @@ struct hang_record {
 };
 
 typedef struct job job;
+typedef struct report_herald report_herald; /* report_herald.c */
 
 struct report_worker {
     const hw_agent_options *opts;
@@ -77,6 +78,8 @@ struct report_worker {
     int first_write_error;
     /* the summary at exit */
     unsigned long hangs, fatal_hangs, ignored_hangs;
+    /* the lines at detection (NULL under --quiet, or when it could not start) */
+    report_herald *herald;
 };
 
 /* ---- report_write.c ---- */
@@ -110,6 +113,23 @@ const char *hw_line_pid(const hw_process_snapshot *snap, pid_t pid, char *buf, s
 
 char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t holder,
                    const char *what, const hw_backtrace *holder_bt);
+
+/* The line at detection into `out` (with its newline): what hung, for how
+ * long, where its time went and the raw address its thread is at, from
+ * what the capture knows before any unwinding; snprintf only, for the
+ * watch thread.  False if it cannot be made. */
+#define HW_DETECTION_LINE_MAX 1536
+bool hw_detection_line(const hw_agent_options *opts, const report_request *req, char *out, size_t len);
+
+/* ---- report_herald.c ---- */
+
+/* The thread that writes the lines at detection, at the watch thread's
+ * priority; herald_say queues one (the watch thread's call: a copy into a
+ * ring slot), herald_stop writes what waits, ends it and returns how many
+ * lines a full ring dropped. */
+report_herald *herald_start(void);
+void herald_say(report_herald *h, const char *line);
+unsigned long herald_stop(report_herald *h);
 
 /* ---- report_request.c ---- */
 

@@ -214,6 +214,27 @@ const char *hw_line_pid(const hw_process_snapshot *snap, pid_t pid, char *buf, s
     return buf;
 }
 
+/* Whose loop hung, as the lines say it: "main thread", "thread 42 (io)". */
+static const char *line_who(const hw_process_snapshot *snap, char *who, size_t len)
+{
+    char name[64];
+    snprintf(who, len, "main thread");
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].is_target && !snap->threads[i].is_main)
+            snprintf(who, len, "thread %d (%s)", (int)snap->threads[i].tid,
+                     hw_escape_text(snap->threads[i].name, name, sizeof name));
+    return who;
+}
+
+/* What the detector measured: a busy stretch, an unanswered ping, or the
+ * gap a late frame tick left (the hang is over by then). */
+static const char *line_measured(const hw_agent_options *opts)
+{
+    return opts->detector_kind == HW_DETECTOR_PING        ? "left a ping unanswered for"
+           : opts->detector_kind == HW_DETECTOR_FRAME_GAP ? "ran a frame tick late by"
+                                                           : "busy";
+}
+
 char *hw_hang_line(const hw_agent_options *opts, const report_request *req, const hw_backtrace *bt, pid_t holder,
                    const char *what, const hw_backtrace *holder_bt)
 {
@@ -229,16 +250,9 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
     char no_stack[160] = "";
     if (!used)
         no_stack_reason(snap, no_stack, sizeof no_stack);
-    char who[96] = "main thread", name[64];
-    for (size_t i = 0; i < snap->thread_count; i++)
-        if (snap->threads[i].is_target && !snap->threads[i].is_main)
-            snprintf(who, sizeof who, "thread %d (%s)", (int)snap->threads[i].tid,
-                     hw_escape_text(snap->threads[i].name, name, sizeof name));
-    /* What the detector measured: a busy stretch, an unanswered ping, or the
-     * gap a late frame tick left (the hang is over by then). */
-    const char *measured = opts->detector_kind == HW_DETECTOR_PING        ? "left a ping unanswered for"
-                           : opts->detector_kind == HW_DETECTOR_FRAME_GAP ? "ran a frame tick late by"
-                                                                             : "busy";
+    char who[96];
+    line_who(snap, who, sizeof who);
+    const char *measured = line_measured(opts);
     char process[64], holding[512], why[1024];
     holder_part(holder, what, holder_bt, holding, sizeof holding);
     /* A cycle of lock holders back to it: "; deadlock: threads 100 -> 101 -> 100" */
@@ -265,4 +279,71 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
                  thr, used ? " in " : no_stack, frames, holding, why[0] ? "; " : "", why) < 0)
         return NULL;
     return line;
+}
+
+/* ---- the line at detection (report_herald.c says it) ---- */
+
+/* `pc` as the module mapped there names it: "libfoo.so.1+0x1a2b" (the
+ * file offset, as addr2line and the report's frames count), "[vdso]+0x9f0",
+ * "anonymous memory 0x7f..." (JIT code, a runtime's own), or the bare
+ * address. */
+static void raw_frame(const hw_process_snapshot *snap, uint64_t pc, char *buf, size_t len)
+{
+    const char *text = snap->maps, *end = snap->maps ? snap->maps + snap->maps_len : NULL;
+    for (const char *at = text; at != NULL && at < end;) {
+        const char *nl = memchr(at, '\n', (size_t)(end - at));
+        const char *stop = nl ? nl : end;
+        unsigned long long lo, hi, offset;
+        int path_at = 0;
+        char line[600];
+        size_t n = (size_t)(stop - at) < sizeof line - 1 ? (size_t)(stop - at) : sizeof line - 1;
+        memcpy(line, at, n);
+        line[n] = '\0';
+        at = stop + 1;
+        if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &lo, &hi, &offset, &path_at) < 3 || pc < lo || pc >= hi)
+            continue;
+        const char *path = path_at > 0 ? line + path_at : "";
+        if (path[0] == '\0') {
+            snprintf(buf, len, "anonymous memory 0x%" PRIx64, pc);
+            return;
+        }
+        if (path[0] != '/') { /* the kernel's own: "[vdso]+0x9f0" */
+            char name[64];
+            snprintf(buf, len, "%s+0x%llx", hw_escape_text(path, name, sizeof name), (unsigned long long)(pc - lo));
+            return;
+        }
+        char name[160];
+        snprintf(buf, len, "%s+0x%llx", hw_escape_text(hw_base_name(path), name, sizeof name),
+                 (unsigned long long)(pc - lo + offset));
+        return;
+    }
+    snprintf(buf, len, "0x%" PRIx64, pc);
+}
+
+bool hw_detection_line(const hw_agent_options *opts, const report_request *req, char *out, size_t len)
+{
+    const hw_check *c = &req->check;
+    const hw_process_snapshot *snap = &req->snap;
+    const hw_thread_snapshot *target = NULL;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].is_target && snap->threads[i].status == HW_THREAD_CAPTURED)
+            target = &snap->threads[i];
+    char busy[32], thr[32], who[96], process[64], pid[256], at[200], why[1024];
+    hw_format_duration(c->busy_ns / 1000000 * 1000000, busy, sizeof busy);
+    hw_format_duration(req->threshold_ns, thr, sizeof thr);
+    if (target != NULL)
+        raw_frame(snap, target->regs.rip, at, sizeof at);
+    hw_time_clause(&req->time, why, sizeof why);
+    int n = snprintf(out, len, "hangwatch: hang detected in %s (%s): %s %s %s (threshold %s)%s%s%s%s%s; its report follows\n",
+                     hw_escape_text(snap->process_name, process, sizeof process),
+                     hw_line_pid(snap, snap->pid, pid, sizeof pid), line_who(snap, who, sizeof who),
+                     line_measured(opts), busy, thr, target ? ", at " : "", target ? at : "",
+                     target ? " (raw address: the report names it)" : "", why[0] ? "; " : "", why);
+    if (n < 0)
+        return false;
+    if ((size_t)n >= len && len >= 2) {
+        out[len - 2] = '\n'; /* cut, still a line */
+        out[len - 1] = '\0';
+    }
+    return true;
 }

@@ -736,13 +736,32 @@ report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex)
         free(wk);
         return NULL;
     }
+    /* Without it, a hang's line waits for its report, as --quiet has none. */
+    wk->herald = opts->quiet ? NULL : herald_start();
     return wk;
+}
+
+void worker_announce(report_worker *wk, const report_request *req)
+{
+    const hw_agent_options *o = wk->opts;
+    /* A launch's, an ignored frame's, a shutdown's fate is the report's to
+     * decide: they are said with it, or not at all. */
+    if (wk->herald == NULL || req->check.launch || req->check.stutter || o->ignore_frame_count > 0 ||
+        req->snap.process_exited)
+        return;
+    char line[HW_DETECTION_LINE_MAX];
+    if (hw_detection_line(o, req, line, sizeof line))
+        herald_say(wk->herald, line);
 }
 
 void worker_stop(report_worker *wk, bool say_totals)
 {
     if (!wk)
         return;
+    unsigned long unsaid = herald_stop(wk->herald); /* the lines at detection first, as they came */
+    if (unsaid > 0 && say_totals)
+        fprintf(stderr, "hangwatch: %lu hang%s said only with %s report (more at once than the line at detection "
+                        "keeps)\n", unsaid, unsaid == 1 ? " was" : "s were", unsaid == 1 ? "its" : "their");
     pthread_mutex_lock(&wk->lock);
     wk->stopping = true;
     pthread_cond_signal(&wk->wake);

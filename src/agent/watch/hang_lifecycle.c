@@ -117,6 +117,7 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
                           req ? req->time.cause : HW_CAUSE_UNKNOWN, req && req->time.partial);
     if (req) {
+        worker_announce(a->worker, req); /* the line now; the report's follows */
         submit_request(a, w, l->hang, req, false);
         free(req);
     }

@@ -1,0 +1,117 @@
+/*
+ * report_herald.c - the line at detection: a hang said on stderr within
+ * milliseconds of its detection, before its report exists.
+ *
+ * The report worker runs on idle time (SCHED_IDLE), so on a busy machine,
+ * or beside a program that spins on every CPU it has, its line came a
+ * second or more after the hang was found (issue [23]: 1.07-1.43 s for a
+ * spinning hang, +6.85 s for a 10 s spin).  What the capture knows at
+ * detection needs no unwinding: who hung, for how long, where its time
+ * went (the time section, settled in the capture) and the address it is
+ * at, named by the module mapped there.  The watch thread formats that
+ * line into a slot of a small ring (no allocation, a few microseconds) and
+ * this thread, at the watch thread's priority, writes it: a stderr that
+ * blocks holds up this thread, never the detection.  The report's own
+ * line, with the symbolized stack and the report's path, follows from the
+ * worker as before.
+ *
+ * A full ring (a burst of more hangs than SLOTS before this thread ran)
+ * drops the newest lines, counted: each of those hangs still has its
+ * report's line.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/common/pi_mutex.h"
+#include "report_internal.h"
+
+#define SLOTS 64
+
+struct report_herald {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    char lines[SLOTS][HW_DETECTION_LINE_MAX];
+    unsigned first, count;
+    unsigned long dropped;
+    bool stopping;
+};
+
+static void *herald_main(void *arg)
+{
+    report_herald *h = arg;
+    /* The watch thread's policy (watch_loop.c): the machine's other work
+     * cannot hold the line back.  It only writes lines the watch thread
+     * made, a few a second at most. */
+    const char *policy = getenv("HANGWATCH_WATCH_POLICY");
+    if (policy == NULL || strcmp(policy, "normal") != 0) {
+        struct sched_param sp = {.sched_priority = 1};
+        (void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
+    }
+    char line[HW_DETECTION_LINE_MAX];
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        while (h->count == 0 && !h->stopping)
+            pthread_cond_wait(&h->wake, &h->lock);
+        if (h->count == 0)
+            break; /* stopping, and every line out */
+        memcpy(line, h->lines[h->first], sizeof line);
+        h->first = (h->first + 1) % SLOTS;
+        h->count--;
+        pthread_mutex_unlock(&h->lock);
+        fputs(line, stderr); /* one write: stderr is unbuffered, and the line ends with its newline */
+        pthread_mutex_lock(&h->lock);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+report_herald *herald_start(void)
+{
+    report_herald *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    hw_pi_mutex_init(&h->lock);
+    pthread_cond_init(&h->wake, NULL);
+    if (pthread_create(&h->thread, NULL, herald_main, h) != 0) {
+        pthread_mutex_destroy(&h->lock);
+        pthread_cond_destroy(&h->wake);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void herald_say(report_herald *h, const char *line)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    if (h->count == SLOTS) {
+        h->dropped++;
+    } else {
+        snprintf(h->lines[(h->first + h->count) % SLOTS], HW_DETECTION_LINE_MAX, "%s", line);
+        h->count++;
+        pthread_cond_signal(&h->wake);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+unsigned long herald_stop(report_herald *h)
+{
+    if (!h)
+        return 0;
+    pthread_mutex_lock(&h->lock);
+    h->stopping = true;
+    pthread_cond_signal(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    unsigned long dropped = h->dropped;
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->wake);
+    free(h);
+    return dropped;
+}
