@@ -385,9 +385,10 @@ def case_watch_leaves_no_trace():
         r = finish_watch(report_dir, proc)
         took = time.monotonic() - started
         check(r.returncode == 0 and r.reports == [], "--duration run\n" + r.describe())
-        # The programs' detaching (a grace period each) is left to a process of its own: the command ends on
-        # time (bench part 14 measures by how much; this bound allows a sanitizer's start and a busy machine).
-        check(took < 1.5 + 0.5, f"--duration 1500ms took {took:.2f} s")
+        # The programs' detaching (a grace period each, 1.3 s in all here) is left to a process of its own: the
+        # command ends on time (bench part 14 measures by how much; this bound allows a sanitizer's start, a busy
+        # machine, and an attach that waits for an earlier test's programs to be detached).
+        check(took < 1.5 + 1.0, f"--duration 1500ms took {took:.2f} s")
         check_untouched(target.pid)
     finally:
         target.kill()

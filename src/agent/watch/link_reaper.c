@@ -144,8 +144,8 @@ static int compare_fds(const void *x, const void *y)
  * attachment at a time (40-80 ms each here: the 18 of the tracepoint
  * attachment took 1.3 s of every `watch`'s exit, fentry's longer).  The
  * grandchild (reparented, reaped by init or the nearest subreaper) closes
- * every other descriptor and exits, its exit detaching them; our closes
- * then only drop references.  Only close_range, fork and _exit run in the
+ * every other descriptor, then these, detaching them, and exits; our
+ * closes only drop references.  Only close_range, fork and _exit run in the
  * children: safe after fork in a threaded process.  False if it could not
  * be had (the caller detaches them itself).
  */
@@ -169,6 +169,8 @@ static bool release_in_background(int *fds, size_t n)
             from = (unsigned)fds[i] + 1;
         }
         syscall(SYS_close_range, from, ~0u, 0);
+        for (size_t i = 0; i < n; i++)
+            close(fds[i]); /* now, before an exit that unmaps a large address space first (a sanitizer's) */
         _exit(0);
     }
     int status;
