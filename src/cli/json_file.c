@@ -1,7 +1,7 @@
 /*
  * json_file.c - a JSON file written for the user, safely (json_file.h):
- * checked, then written beside its place under a temporary name and
- * renamed into it.
+ * its directory reached and the file written as output_file.h says, every
+ * refusal said with the file's name.
  */
 #include "json_file.h"
 
@@ -13,71 +13,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/common/output_file.h"
 #include "core/text_escape.h"
+
+/* Why `path` cannot be written, said: "hangwatch: cannot write WHAT to
+ * 'PATH': WHY". */
+static void say_refusal(const char *path, const char *what, const char *why)
+{
+    char name[512];
+    fprintf(stderr, "hangwatch: cannot write %s to '%s': %s\n", what, hw_escape_text(path, name, sizeof name), why);
+}
 
 int hw_json_file_check(const char *path, const char *what)
 {
-    char name[512];
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return 0; /* a new file (or a directory we will be told about) */
-    if (S_ISLNK(st.st_mode)) {
-        fprintf(stderr, "hangwatch: refusing to write %s to '%s': it is a symbolic link\n", what,
-                hw_escape_text(path, name, sizeof name));
+    char why[600];
+    const char *name = NULL;
+    int dir_fd = hw_output_dir_open(path, &name, why, sizeof why);
+    if (dir_fd < 0) {
+        say_refusal(path, what, why);
         return 2;
     }
-    if (!S_ISREG(st.st_mode)) {
-        fprintf(stderr, "hangwatch: cannot write %s to '%s': it exists and is not a regular file\n", what,
-                hw_escape_text(path, name, sizeof name));
-        return 2;
-    }
+    close(dir_fd);
     return 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* `len` bytes of `text`, and `tail` (may be NULL), into `path` for good. */
+/* `len` bytes of `text`, and `tail` (may be NULL), into `path` for good;
+ * a failure is said here. */
 static int write_file(const char *path, const char *what, const char *text, size_t len, const char *tail)
 {
-    if (hw_json_file_check(path, what) != 0)
-        return -ELOOP;
-    char *tmp = NULL;
-    if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
-        return -ENOMEM;
-    int rc = 0;
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        rc = -errno;
-    } else {
-        if (fchmod(fd, 0600) != 0)
-            rc = -errno;
-        if (rc == 0)
-            rc = write_all(fd, text, len);
-        if (rc == 0 && tail != NULL)
-            rc = write_all(fd, tail, strlen(tail));
-        if (rc == 0 && fsync(fd) != 0)
-            rc = -errno;
-        if (close(fd) != 0 && rc == 0)
-            rc = -errno;
-        if (rc == 0 && rename(tmp, path) != 0)
-            rc = -errno;
-        if (rc != 0)
-            unlink(tmp);
+    char why[600];
+    int rc = hw_output_file_write(path, text, len, tail, 0600, why, sizeof why);
+    if (rc != 0) {
+        say_refusal(path, what, why);
+        return -ELOOP; /* said */
     }
-    free(tmp);
-    return rc;
+    return 0;
 }
 
 int hw_json_file_write(const char *path, const char *what, json_t *json, size_t flags)

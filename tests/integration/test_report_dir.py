@@ -13,6 +13,7 @@ import glob
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -194,9 +195,52 @@ def case_other_users_path():
         check(os.path.isdir(os.path.join(open_dir, "a", "reports")), "the directory was not made")
 
 
+def case_output_files():
+    """Every other file hangwatch writes (`html -o`, `export -o`, `stack --json`, `run --metrics-file`) is
+    reached as the report directory is: through another user's symlink or directory: exit 2 naming it, nothing
+    written there; through a link of our own, written, mode 0600 (the metrics 0644, for node_exporter)."""
+    if os.geteuid() != 0:
+        skip("needs root to give files to another user")
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)
+        target = os.path.join(d, "victim")
+        os.mkdir(target, 0o700)
+        link = os.path.join(d, "their_link")
+        os.symlink(target, link)
+        os.lchown(link, NOBODY_UID, NOBODY_UID)
+        theirs = os.path.join(d, "theirs")
+        os.mkdir(theirs, 0o755)
+        os.chown(theirs, NOBODY_UID, NOBODY_UID)
+        ours = os.path.join(d, "our_link")
+        os.symlink(target, ours)
+        reports = os.path.join(os.environ["HW_STATS_DIR"], "hangwatch-reports")  # test_stats' fixture
+        commands = {
+            "html": lambda where: ["html", "-o", where + "/page.html", reports],
+            "export": lambda where: ["export", "--format", "speedscope", "-o", where + "/export.json", reports],
+            "stack": lambda where: ["stack", "--json", where + "/stack.json", str(os.getpid())],
+            "metrics": lambda where: ["run", "--report-dir", os.path.join(d, "r"), "--metrics-file",
+                                      where + "/m.prom", "--", "true"],
+        }
+        for name, args in commands.items():
+            p = hwtest.hw(*args(link))
+            check(p.returncode == 2 and f"{link} is a symbolic link of uid {NOBODY_UID}" in p.stderr,
+                  f"{name} through their link: exit {p.returncode}: {p.stderr}")
+            p = hwtest.hw(*args(theirs))
+            check(p.returncode == 2 and f"owned by uid {NOBODY_UID}" in p.stderr,
+                  f"{name} into their directory: exit {p.returncode}: {p.stderr}")
+        check(os.listdir(target) == [] and os.listdir(theirs) == [], f"written: {os.listdir(target)} "
+              f"{os.listdir(theirs)}")
+        for name, args in commands.items():
+            p = hwtest.hw(*args(ours))
+            check(p.returncode == 0, f"{name} through our own link: exit {p.returncode}: {p.stderr}")
+        modes = {n: stat.S_IMODE(os.stat(os.path.join(target, n)).st_mode) for n in os.listdir(target)}
+        check(modes == {"page.html": 0o600, "export.json": 0o600, "stack.json": 0o600, "m.prom": 0o644}, modes)
+
+
 if __name__ == "__main__":
     hwtest.main({
         "other_users_path": case_other_users_path,
+        "output_files": case_output_files,
         "regular_file": case_regular_file,
         "dangling_symlink": case_dangling_symlink,
         "open_directory": case_open_directory,

@@ -138,7 +138,7 @@ static int explain_open_failure(const char *path, int err, char *why, size_t why
 
 #define MAX_LINKS 40 /* symbolic links followed on the way, as the kernel's limit */
 
-/* Follow symbolic link `name` in `*dir` (walk_path): only the agent
+/* Follow symbolic link `name` in `*dir` (hw_walk_to_dir): only the agent
  * user's or root's; the rest of the path is then its target followed by
  * what was left (`*at`), walked from / or from `*dir`.  0, or -errno with
  * the reason. */
@@ -186,12 +186,9 @@ static int follow_link(int *dir, char **rest, char **at, char *walked, int *link
     return 0;
 }
 
-/* Walk `path` from / to its last component, making missing directories
- * (mode 0700) and checking every directory and link on the way (the rules
- * above; the last directory is check_fit's).  The last directory's
- * descriptor, or -errno with the reason. */
-static int walk_path(const char *path, uid_t me, char *why, size_t why_len)
+int hw_walk_to_dir(const char *path, unsigned flags, char *why, size_t why_len)
 {
+    uid_t me = geteuid();
     char *rest = NULL;
     if (path[0] == '/') {
         rest = strdup(path);
@@ -257,7 +254,7 @@ static int walk_path(const char *path, uid_t me, char *why, size_t why_len)
         }
         struct stat st;
         if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            if (errno != ENOENT) {
+            if (errno != ENOENT || !(flags & HW_WALK_MAKE_MISSING)) {
                 rc = -errno;
                 say_why(why, why_len, "cannot look at %s: %s", walked, strerror(-rc));
                 goto out;
@@ -274,7 +271,7 @@ static int walk_path(const char *path, uid_t me, char *why, size_t why_len)
             }
         }
         bool last = *at == '\0' || at[strspn(at, "/")] == '\0';
-        if (S_ISLNK(st.st_mode) && last) {
+        if (S_ISLNK(st.st_mode) && last && !(flags & HW_WALK_FOLLOW_LAST)) {
             rc = -ELOOP;
             say_why(why, why_len,
                     "it is a symbolic link, which hangwatch does not follow there; give the directory itself");
@@ -395,7 +392,7 @@ int hw_report_dir_open(const char *path, hw_report_dir **out, char *why, size_t 
         goto fail;
     }
     uid_t me = geteuid();
-    fd = walk_path(clean, me, why, why_len);
+    fd = hw_walk_to_dir(clean, HW_WALK_MAKE_MISSING, why, why_len);
     if (fd < 0) {
         rc = fd;
         goto fail;

@@ -36,6 +36,22 @@ typedef struct hw_report_dir hw_report_dir;
  */
 int hw_report_dir_open(const char *path, hw_report_dir **out, char *why, size_t why_len);
 
+/*
+ * The walk hw_report_dir_open makes, for any directory (output_file.c's
+ * too): `path` from / (a relative one from the working directory), one
+ * component at a time with O_NOFOLLOW, each directory on the way the
+ * agent user's or root's and not writable by others unless sticky, a
+ * symbolic link followed only when it is the agent user's or root's
+ * (another user's refused, naming it).  HW_WALK_MAKE_MISSING makes a
+ * missing directory (mode 0700) instead of failing; HW_WALK_FOLLOW_LAST
+ * follows the last component when it is such a link, where the report
+ * directory refuses it.  The last directory's descriptor (opened for
+ * reading; its own checks are the caller's), or -errno with why.
+ */
+#define HW_WALK_MAKE_MISSING 1u
+#define HW_WALK_FOLLOW_LAST 2u
+int hw_walk_to_dir(const char *path, unsigned flags, char *why, size_t why_len);
+
 void hw_report_dir_close(hw_report_dir *d);
 
 /* The path it was opened with, for messages. */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent/common/optional_libs.h"
+#include "agent/common/output_file.h"
 #include "agent/common/random_id.h"
 #include "http_gate.h"
 #include "agent/common/write_all.h"
@@ -275,33 +276,25 @@ static void *writer_main(void *arg)
 
 static int start_file(hw_metrics_exporter *e, const char *path, char *why, size_t why_len)
 {
-    char shown[300];
+    char shown[300], reason[400];
     hw_escape_text(path, shown, sizeof shown);
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
-        snprintf(why, why_len, "invalid --metrics-file '%s': it names a directory, not a file", shown);
+    /* Its directory reached as the report directory is (output_file.h):
+     * never through another user's link or directory. */
+    const char *base = NULL;
+    e->dir_fd = hw_output_dir_open(path, &base, reason, sizeof reason);
+    if (e->dir_fd == -EISDIR) {
+        snprintf(why, why_len, "invalid --metrics-file '%s': %s", shown, reason);
         return -EINVAL;
     }
-    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    if (e->dir_fd < 0) {
+        snprintf(why, why_len, "cannot write the metrics file %s: %s", shown, reason);
+        return e->dir_fd;
+    }
     e->file_name = strdup(base);
     e->file_path = strdup(path);
-    if (!dir || !e->file_name || !e->file_path) {
-        free(dir);
+    if (!e->file_name || !e->file_path) {
         snprintf(why, why_len, "out of memory");
         return -ENOMEM;
-    }
-    e->dir_fd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int err = errno;
-    free(dir);
-    if (e->dir_fd < 0) {
-        snprintf(why, why_len, "cannot write the metrics file %s: its directory: %s", shown, strerror(err));
-        return -err;
-    }
-    struct stat st;
-    if (fstatat(e->dir_fd, e->file_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(why, why_len, "cannot write the metrics file %s: it exists and is not a regular file", shown);
-        return -EEXIST;
     }
     int rc = write_file(e);
     if (rc != 0) {
