@@ -8,6 +8,10 @@
 #                 suite, plus the fuzz targets briefly), then the plain gcc
 #                 build (whole suite, with the kernel observer's fentry
 #                 tests on Debian's stock kernel booted under QEMU: tests/vm)
+#   make test-under-load
+#                 the same suite with two CPU hogs running beside it
+#                 (scripts/with-cpu-hogs.sh): a busy machine is where hangs
+#                 happen, and every test must hold there
 #   make bench    benchmarks (bench/), results in docs/benchmarks.md
 #   make compare  every detector on every scenario (compare/), and the
 #                 verdict corpus (hangs made of one known thing each, beside
@@ -46,7 +50,7 @@ FUZZ_MERGE   ?= 0
 FUZZ_TARGETS ?=
 SOAK_MINUTES ?= 60
 
-.PHONY: all build demo test test-plain test-asan test-tsan clean deps-build deps-test bench compare coverage install fuzz soak
+.PHONY: all build demo test test-under-load test-plain test-asan test-tsan clean deps-build deps-test bench compare coverage install fuzz soak
 
 all: build
 
@@ -87,6 +91,9 @@ test-plain: deps-test
 
 # The plain run goes last so that the final line is the whole suite's summary.
 test: test-tsan test-asan test-plain
+
+test-under-load:
+	@scripts/with-cpu-hogs.sh 2 $(MAKE) --no-print-directory test
 
 bench: build
 	@scripts/ensure-deps.sh bench
