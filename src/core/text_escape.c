@@ -13,8 +13,9 @@ const char *hw_escape_bytes(const char *in, size_t in_len, char *out, size_t out
         unsigned char c = (unsigned char)in[i];
         char buf[4];
         size_t n;
-        if (c == '\\') {
-            buf[0] = buf[1] = '\\';
+        if (c == '\\' || c == '\n' || c == '\r' || c == '\t') {
+            buf[0] = '\\';
+            buf[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : '\\';
             n = 2;
         } else if (c >= 0x20 && c < 0x7f) {
             buf[0] = (char)c;

@@ -6,7 +6,8 @@
  * Printed raw on a terminal, an ESC byte in one of them is a command to that
  * terminal.  Everything hangwatch prints that it did not write itself goes
  * through hw_escape_text first: printable ASCII stays as it is, a backslash
- * becomes "\\", and every other byte becomes "\xHH".  UTF-8 is escaped too:
+ * becomes "\\", a newline, carriage return and tab "\n", "\r" and "\t"
+ * (as a reader expects them), and every other byte becomes "\xHH".  UTF-8 is escaped too:
  * a name is rarely anything but ASCII, and a byte-exact form is what a person
  * comparing two names needs.  Pure.
  */

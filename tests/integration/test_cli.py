@@ -170,7 +170,7 @@ def case_show_escapes_foreign_text():
         out = p.stdout.decode()
         for name in ("proc", "id", "key", "sym", "obj", "file", "hung", "other", "unwind", "end", "error",
                      "det", "mode", "ptrace"):
-            check(name + "\\x1b]0;owned\\x07\\x1b[2J\\x0d\\xc2\\x9b" in out, f"{name} is not shown escaped:\n{out}")
+            check(name + "\\x1b]0;owned\\x07\\x1b[2J\\r\\xc2\\x9b" in out, f"{name} is not shown escaped:\n{out}")
         check("not captured: traced by pid 1234 (strace\\x1b" in out, out)
 
         # Control bytes in a file that is not JSON (the parser quotes it) and

@@ -142,9 +142,9 @@ static void test_labels_escaped_and_bounded(void **state)
         hw_metrics_hang_detected(m, name, HW_METRICS_HANG, HW_CAUSE_BLOCKED, false);
     }
     char *text = hw_metrics_render(m, NULL);
-    /* The comm as hw_escape_text prints it (\\, \x0a, \x1b), then the
+    /* The comm as hw_escape_text prints it (\\, \n, \x1b), then the
      * exposition format's own escapes of '"' and '\'. */
-    assert_non_null(strstr(text, "hangwatch_watched_processes{process=\"a\\\"b\\\\\\\\c\\\\x0ad\\\\x1b\"} 1\n"));
+    assert_non_null(strstr(text, "hangwatch_watched_processes{process=\"a\\\"b\\\\\\\\c\\\\nd\\\\x1b\"} 1\n"));
     /* 32 names, then "(other)" for the rest (11 of the p's). */
     assert_true(value_of(text, "hangwatch_hangs_total{process=\"(other)\",detector=\"runloop\",hang_type=\"hang\",cause=\"blocked\"}") == 11);
     assert_int_equal(count_lines_starting(text, "hangwatch_watched_processes{"), HW_METRICS_MAX_PROCESSES + 1);

@@ -135,8 +135,8 @@ static void test_strings_are_escaped(void **state)
     assert_non_null(strstr(printed, "report id 0C5E\\x1b[2J"));
     assert_non_null(strstr(printed, "group 00ff\\x1b;"));
     assert_non_null(strstr(printed, "not captured: traced by pid 1234 (strace\\x1b)"));
-    assert_non_null(strstr(printed, "hung thread 4242 (main\\x0d), 2 frames:"));
-    assert_non_null(strstr(printed, "clock_nanosleep\\xc2\\x9b  at a.c\\x0a:4  (libc.so.6)"));
+    assert_non_null(strstr(printed, "hung thread 4242 (main\\r), 2 frames:"));
+    assert_non_null(strstr(printed, "clock_nanosleep\\xc2\\x9b  at a.c\\n:4  (libc.so.6)"));
     assert_non_null(strstr(printed, "demo+0x1143  (demo)"));
     assert_non_null(strstr(printed, "(unwinding stopped early: stop\\x1b)"));
     assert_non_null(strstr(printed, "(returned\\x00x)"));
@@ -157,7 +157,7 @@ static void test_snapshot_every_stack(void **state)
     assert_non_null(strstr(printed, "mutant.json: stack of demo\\x1b]0;x\\x07 (pid 4242)\n"));
     assert_null(strstr(printed, "busy"));
     assert_null(strstr(printed, "hang in"));
-    assert_non_null(strstr(printed, "\nthread 4242 (main\\x0d), 2 frames:\n"));
+    assert_non_null(strstr(printed, "\nthread 4242 (main\\r), 2 frames:\n"));
     assert_non_null(strstr(printed, "other threads:\n  4243 (worker\\x1b) denied\\x1b, 1 frames"));
     free(printed);
     /* stack: no label, every thread whole, each one's status */
@@ -165,7 +165,7 @@ static void test_snapshot_every_stack(void **state)
     assert_int_equal(rc, 0);
     assert_printable(printed);
     assert_memory_equal(printed, "stack of demo\\x1b]0;x\\x07 (pid 4242)\n", 37);
-    assert_non_null(strstr(printed, "\nthread 4242 (main\\x0d), 2 frames:\n"));
+    assert_non_null(strstr(printed, "\nthread 4242 (main\\r), 2 frames:\n"));
     assert_non_null(strstr(printed, "\nthread 4243 (worker), not captured: denied\\x1b (Operation not permitted\\x07)\n"));
     assert_null(strstr(printed, "other threads:"));
     free(printed);

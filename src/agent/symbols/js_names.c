@@ -184,9 +184,9 @@ static bool append_utf8(void *ctx, const unsigned char *data, size_t units, bool
 {
     utf8_out *o = ctx;
     for (size_t i = 0; i < units && o->len + 4 <= HW_JS_MAX_NAME_CHARS; i++) {
+        /* Control characters kept: whatever shows a name escapes it
+         * (text_escape.h), so a file name with a newline reads "a\nb". */
         uint32_t c = two_byte ? (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8 : data[i];
-        if (c < 0x20 || c == 0x7f)
-            c = '?'; /* names go into one line of text */
         char *p = o->text + o->len;
         hw_put_utf8(&p, c);
         o->len = (size_t)(p - o->text);
