@@ -494,6 +494,20 @@ static void test_unix_path_making_up_a_line(void **state)
     expect_no_unix(unbound_then_bound, strlen(unbound_then_bound), 2608713);
 }
 
+static void test_unix_path_with_newlines(void **state)
+{
+    (void)state;
+    /* The kernel writes a path's newlines raw: the path goes on over the
+     * lines after its entry, up to the next entry, and is read whole. */
+    const char *table = "Num       RefCount Protocol Flags    Type St Inode Path\n"
+                        "00000000deadbeef: 00000002 00000000 00010000 0001 01 4242 /tmp/x\"} 9\n"
+                        "up 1\n"
+                        "00000000: 1 2 not an entry\n"
+                        "00000000d7fce996: 00000002 00000000 00010000 0001 01 99 /s\n";
+    expect_unix(table, 4242, "/tmp/x\"} 9\nup 1\n00000000: 1 2 not an entry");
+    expect_unix(table, 99, "/s");
+}
+
 /* ---- TCP states ---------------------------------------------------------- */
 
 static void test_tcp_state_names(void **state)
@@ -531,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_unix_path_bounded),
         cmocka_unit_test(test_unix_garbage),
         cmocka_unit_test(test_unix_path_making_up_a_line),
+        cmocka_unit_test(test_unix_path_with_newlines),
         cmocka_unit_test(test_tcp_state_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -255,6 +255,36 @@ unsigned long long hw_proc_net_inet_peer(const char *text, size_t len, bool ipv6
     return listener;
 }
 
+/* Is `line` a unix table entry (its slot, five hex numbers, an inode),
+ * rather than the rest of a path with a newline in it? */
+static bool is_unix_entry(span line)
+{
+    span f[UNIX_FIELDS];
+    size_t after;
+    unsigned long long inode;
+    if (split_fields(line, f, UNIX_FIELDS, &after) < UNIX_FIELDS || !is_slot(f[0], true) ||
+        !parse_decimal(f[UNIX_INODE_FIELD], &inode))
+        return false;
+    for (size_t i = 1; i < UNIX_INODE_FIELD; i++)
+        if (!is_all_hex(f[i]))
+            return false;
+    return true;
+}
+
+/* A path the kernel wrote with its newlines raw goes on over the lines
+ * that follow its entry, up to the next entry: `name` grown over them (the
+ * newlines kept), *at past them. */
+static span whole_unix_path(const char *text, size_t len, size_t *at, span name)
+{
+    size_t probe = *at;
+    span next;
+    while (next_line(text, len, &probe, &next) && !is_unix_entry(next)) {
+        name.n = (size_t)(next.p + next.n - name.p);
+        *at = probe;
+    }
+    return name;
+}
+
 bool hw_proc_net_unix_find(const char *text, size_t len, unsigned long long inode, char *path, size_t path_len)
 {
     if (text == NULL || inode == 0)
@@ -276,6 +306,8 @@ bool hw_proc_net_unix_find(const char *text, size_t len, unsigned long long inod
             name = (span){line.p + after + 1, line.n - after - 1};
         else
             continue;
+        if (name.n > 0)
+            name = whole_unix_path(text, len, &at, name);
         if (any && (name.n != found.n || memcmp(name.p, found.p, name.n) != 0))
             return false; /* two lines claim the inode: one was made up by a path */
         found = name;
