@@ -285,9 +285,11 @@ static int load_as(hw_kernel_observer *k, hw_kobs_attach attach, char *why, size
     return 0;
 }
 
+/* (At the agent's exit hw_kobs_close has taken the links already.) */
 static void unload(hw_kernel_observer *k)
 {
-    hw_links_destroy_at_exit(k->links, k->link_count);
+    for (size_t i = 0; i < k->link_count; i++)
+        bpf_link__destroy(k->links[i]);
     k->link_count = 0;
     hw_wait_observer__destroy(k->skel);
     k->skel = NULL;

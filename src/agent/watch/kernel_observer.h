@@ -135,7 +135,9 @@ bool hw_kobs_stretch_start(const hw_kernel_observer *k, const hw_shared_page *pa
 /* Is `page` one of the kernel observer's? */
 bool hw_kobs_owns(const hw_kernel_observer *k, const hw_shared_page *page);
 
-/* Detach everything (also what the kernel does if the agent dies). */
+/* Detach everything, at the agent's end (what the kernel does too if the
+ * agent dies): the waits for the kernel left to a process of their own
+ * (link_reaper.h, hw_links_destroy_at_exit). */
 void hw_kobs_close(hw_kernel_observer *k);
 
 #endif

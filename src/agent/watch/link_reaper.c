@@ -13,8 +13,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,45 +135,49 @@ void hw_link_reaper_stop(hw_link_reaper *r)
 
 /* ---- at exit ---- */
 
-static int compare_fds(const void *x, const void *y)
+/* Is descriptor `fd` of this process an attachment (a perf event a
+ * program is attached to, or a BPF link)?  readlink only: safe after fork. */
+static bool is_attachment(int fd)
 {
-    int a = *(const int *)x, b = *(const int *)y;
-    return (a > b) - (a < b);
+    char path[40], target[64];
+    int n = snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (n <= 0 || (size_t)n >= sizeof path)
+        return false;
+    ssize_t len = readlink(path, target, sizeof target - 1);
+    if (len <= 0)
+        return false;
+    target[len] = '\0';
+    return strcmp(target, "anon_inode:[perf_event]") == 0 || strcmp(target, "anon_inode:bpf_link") == 0;
 }
 
 /*
- * A process of its own that holds these descriptors and lets them go after
+ * A process of its own that holds the attachments and lets them go after
  * we have: detaching a program waits for the kernel's grace periods, one
  * attachment at a time (40-80 ms each here: the 18 of the tracepoint
  * attachment took 1.3 s of every `watch`'s exit, fentry's longer).  The
  * grandchild (reparented, reaped by init or the nearest subreaper) closes
- * every other descriptor, then these, detaching them, and exits; our
- * closes only drop references.  Only close_range, fork and _exit run in the
- * children: safe after fork in a threaded process.  False if it could not
- * be had (the caller detaches them itself).
+ * every descriptor that is not an attachment (the agent's sockets, the
+ * terminal or pipe its output goes to), then the attachments, which
+ * detaches them, and exits.  Only readlink, close, prctl, fork and _exit
+ * run in the children: safe after fork in a threaded process.  False if it
+ * could not be had.
  */
-static bool release_in_background(int *fds, size_t n)
+static bool release_in_background(void)
 {
-    if (n == 0)
-        return true;
-    qsort(fds, n, sizeof *fds, compare_fds);
+    struct rlimit limit;
+    int max_fd = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 65536 ? (int)limit.rlim_cur : 65536;
     pid_t child = fork();
     if (child < 0)
         return false;
     if (child == 0) {
         if (fork() != 0)
             _exit(0); /* the grandchild holds them now (or nobody, if fork failed: the parent's are still open) */
-        unsigned from = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (fds[i] < 0 || (unsigned)fds[i] < from)
-                continue;
-            if ((unsigned)fds[i] > from)
-                syscall(SYS_close_range, from, (unsigned)fds[i] - 1, 0);
-            from = (unsigned)fds[i] + 1;
-        }
-        syscall(SYS_close_range, from, ~0u, 0);
-        for (size_t i = 0; i < n; i++)
-            close(fds[i]); /* now, before an exit that unmaps a large address space first (a sanitizer's) */
+        prctl(PR_SET_NAME, (unsigned long)HW_DETACHING_COMM, 0, 0, 0); /* what `ps` shows meanwhile */
+        for (int fd = 0; fd < max_fd; fd++)
+            if (!is_attachment(fd))
+                close(fd);
+        for (int fd = 0; fd < max_fd; fd++)
+            close(fd); /* now, before an exit that unmaps a large address space first (a sanitizer's) */
         _exit(0);
     }
     int status;
@@ -181,13 +188,13 @@ static bool release_in_background(int *fds, size_t n)
 
 void hw_links_destroy_at_exit(struct bpf_link **links, size_t n)
 {
-    int fds[HW_LINKS_AT_EXIT_MAX];
-    size_t count = 0;
-    for (size_t i = 0; i < n && count < sizeof fds / sizeof *fds; i++)
-        if (links[i] != NULL && bpf_link__fd(links[i]) >= 0)
-            fds[count++] = bpf_link__fd(links[i]);
-    (void)release_in_background(fds, count);
+    /* Handed over, a link is only freed here: libbpf's detach (a perf
+     * event's disable, then its close) would wait for the kernel in this
+     * process.  Its descriptors stay open until the agent exits. */
+    bool handed_over = release_in_background();
     for (size_t i = 0; i < n; i++) {
+        if (links[i] != NULL && handed_over)
+            bpf_link__disconnect(links[i]);
         bpf_link__destroy(links[i]); /* NULL is fine */
         links[i] = NULL;
     }

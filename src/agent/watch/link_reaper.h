@@ -34,13 +34,15 @@ void hw_link_reaper_give(hw_link_reaper *r, struct bpf_link *const *links, size_
 void hw_link_reaper_stop(hw_link_reaper *r);
 
 /*
- * Detach `links` (NULL ones skipped; at most HW_LINKS_AT_EXIT_MAX) as the
- * agent ends, without waiting for the kernel: a process of their own holds
- * them and lets them go after the agent has ended (link_reaper.c,
- * release_in_background); where it cannot be had, here and now.  The
- * caller no longer owns them.
+ * Detach `links` (NULL ones skipped) as the agent ends, without waiting
+ * for the kernel: a process of their own holds every attachment of the
+ * agent and lets them go after it has ended (link_reaper.c,
+ * release_in_background); the links are only freed here, their
+ * descriptors left for the agent's exit to close.  Where that process
+ * cannot be had, they are detached here and now.  For the agent's exit
+ * only; the caller no longer owns the links.
  */
-#define HW_LINKS_AT_EXIT_MAX 64
+#define HW_DETACHING_COMM "hw-detaching" /* that process's name while it lives */
 void hw_links_destroy_at_exit(struct bpf_link **links, size_t n);
 
 #endif
