@@ -420,7 +420,8 @@ def case_watch_leaves_no_trace():
         proc.wait()
         shutil.rmtree(report_dir, ignore_errors=True)
         wait_for(lambda: status_of(target.pid)[1] == 0, "the target to be released")
-        check_untouched(target.pid)
+        if status_of(target.pid)[0] != "Z":  # (a late report leaves it little time: it may have finished already)
+            check_untouched(target.pid)
         out = target.finish()
         check(2.99 <= slept(out) <= 3.05, f"the sleep was disturbed: {out!r}")
     finally:
