@@ -255,7 +255,8 @@ int launch_program(agent *a)
         return rc;
     }
     if (pid == 0) {
-        /* Between fork and exec only what cannot take a lock another thread
+        /* The program gets the signal state we were given, not ours.
+         * Between fork and exec only what cannot take a lock another thread
          * held at the fork (no allocation: the worker may have been in
          * malloc; a sanitizer's allocator is not reset in the child). */
         sigaction(SIGPIPE, &a->original_sigpipe, NULL);
