@@ -8,8 +8,8 @@
  *
  * Proves: the output never exceeds its buffer, is always NUL-terminated,
  * holds only printable ASCII (no ESC can reach a terminal), is a prefix of
- * the full escaping made of whole escapes (truncation never cuts "\xHH" or
- * "\\"), and the large buffer gets all of it, which unescapes back to the
+ * the full escaping made of whole escapes (truncation never cuts "\xHH",
+ * "\n" or "\\"), and the large buffer gets all of it, which unescapes back to the
  * input.
  */
 #include <stdbool.h>
@@ -42,8 +42,8 @@ static long unescape(const char *s, unsigned char *out)
     while (*s) {
         if (*s != '\\') {
             out[n++] = (unsigned char)*s++;
-        } else if (s[1] == '\\') {
-            out[n++] = '\\';
+        } else if (s[1] == '\\' || s[1] == 'n' || s[1] == 'r' || s[1] == 't') {
+            out[n++] = s[1] == 'n' ? '\n' : s[1] == 'r' ? '\r' : s[1] == 't' ? '\t' : '\\';
             s += 2;
         } else if (s[1] == 'x' && hexval(s[2]) >= 0 && hexval(s[3]) >= 0) {
             out[n++] = (unsigned char)(hexval(s[2]) * 16 + hexval(s[3]));
