@@ -1,7 +1,9 @@
 /*
- * report_line.c - the line people see on stderr for each hang: what hung,
- * for how long, and where (the innermost frames, or why there is no stack),
- * up to where the report's path goes (report_write.c ends it).
+ * report_line.c - the lines people see on stderr for each hang: the
+ * report's (what hung, for how long, and where: the innermost frames, or
+ * why there is no stack; up to where the report's path goes, which
+ * report_write.c adds), and the one said at detection, before any
+ * unwinding (hw_detection_line, written by report_herald.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
