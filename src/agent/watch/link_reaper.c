@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -136,13 +135,21 @@ void hw_link_reaper_stop(hw_link_reaper *r)
 /* ---- at exit ---- */
 
 /* Is descriptor `fd` of this process an attachment (a perf event a
- * program is attached to, or a BPF link)?  readlink only: safe after fork. */
+ * program is attached to, or a BPF link)?  Its path made by hand and
+ * readlink only: safe after fork (no stdio, no allocation). */
 static bool is_attachment(int fd)
 {
-    char path[40], target[64];
-    int n = snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    if (n <= 0 || (size_t)n >= sizeof path)
-        return false;
+    static const char prefix[] = "/proc/self/fd/";
+    char path[sizeof prefix + 12], digits[12], target[64];
+    size_t n = 0;
+    unsigned v = (unsigned)fd;
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0 && n < sizeof digits);
+    memcpy(path, prefix, sizeof prefix - 1);
+    for (size_t i = 0; i < n; i++)
+        path[sizeof prefix - 1 + i] = digits[n - 1 - i];
+    path[sizeof prefix - 1 + n] = '\0';
     ssize_t len = readlink(path, target, sizeof target - 1);
     if (len <= 0)
         return false;
