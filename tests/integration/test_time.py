@@ -708,6 +708,8 @@ def case_deadlock():
               json.dumps(dead))
         stack = hwtest.symbols(hwtest.frames(report, holder["report_array_index"]))
         check("post_to_ledger" in stack, f"the holder's stack: {stack}")
+        # The report's line is written right after its file is renamed into place: waited for, not assumed.
+        hwtest.wait_for(lambda: "hangwatch: hang in" in s.stderr(), "the report's line on stderr", 30)
         line = hang_line(s.stderr())
         check(f"deadlock: threads {loop} -> {holder['thread_identifier']} -> {loop}" in line, line)
     finally:
