@@ -161,6 +161,21 @@ def case_full_disk():
         shutil.rmtree(base, ignore_errors=True)
 
 
+def another_users_places(d):
+    """In `d` (made 0755): a directory of ours, `victim` (0700); `their_link`, another user's symlink to it;
+    and `theirs`, another user's directory.  Their paths, in that order."""
+    os.chmod(d, 0o755)
+    target = os.path.join(d, "victim")
+    os.mkdir(target, 0o700)
+    link = os.path.join(d, "their_link")
+    os.symlink(target, link)
+    os.lchown(link, NOBODY_UID, NOBODY_UID)
+    theirs = os.path.join(d, "theirs")
+    os.mkdir(theirs, 0o755)
+    os.chown(theirs, NOBODY_UID, NOBODY_UID)
+    return target, link, theirs
+
+
 def case_other_users_path():
     """Every component of the path is checked: another user's symlink or
     directory on the way, or a directory anyone may write to, is refused
@@ -168,17 +183,9 @@ def case_other_users_path():
     if os.geteuid() != 0:
         skip("needs root to give files to another user")
     with tempfile.TemporaryDirectory() as d:
-        os.chmod(d, 0o755)
-        target = os.path.join(d, "victim")
-        os.mkdir(target, 0o700)
-        link = os.path.join(d, "their_link")
-        os.symlink(target, link)
-        os.lchown(link, NOBODY_UID, NOBODY_UID)
+        target, link, theirs = another_users_places(d)
         expect_refused_before_start(link + "/x", [f"{link} is a symbolic link of uid {NOBODY_UID}"])
         check(not os.path.exists(os.path.join(target, "x")), "hangwatch made a directory through their link")
-        theirs = os.path.join(d, "theirs")
-        os.mkdir(theirs, 0o755)
-        os.chown(theirs, NOBODY_UID, NOBODY_UID)
         expect_refused_before_start(theirs + "/reports", [f"{theirs} is owned by uid {NOBODY_UID}"])
         check(not os.path.exists(os.path.join(theirs, "reports")), "hangwatch made a directory in theirs")
         open_dir = os.path.join(d, "open")
@@ -202,15 +209,7 @@ def case_output_files():
     if os.geteuid() != 0:
         skip("needs root to give files to another user")
     with tempfile.TemporaryDirectory() as d:
-        os.chmod(d, 0o755)
-        target = os.path.join(d, "victim")
-        os.mkdir(target, 0o700)
-        link = os.path.join(d, "their_link")
-        os.symlink(target, link)
-        os.lchown(link, NOBODY_UID, NOBODY_UID)
-        theirs = os.path.join(d, "theirs")
-        os.mkdir(theirs, 0o755)
-        os.chown(theirs, NOBODY_UID, NOBODY_UID)
+        target, link, theirs = another_users_places(d)
         ours = os.path.join(d, "our_link")
         os.symlink(target, ours)
         reports = os.path.join(os.environ["HW_STATS_DIR"], "hangwatch-reports")  # test_stats' fixture
