@@ -174,6 +174,24 @@ def cleanup(run_result):
     shutil.rmtree(run_result.report_dir, ignore_errors=True)
 
 
+class CpuHogs:
+    """Busy loops beside the test, as on a busy machine: `with CpuHogs():`."""
+
+    def __init__(self, count=2):
+        self.count = count
+        self.procs = []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.count)]
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        return False
+
+
 def children(pid):
     """The pids of a process's children (empty if it is gone)."""
     try:

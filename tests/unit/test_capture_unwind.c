@@ -11,7 +11,8 @@
  * stopped (SIGSTOP) process stays stopped, that a thread that cannot stop
  * times out and is released, zombies, an exited main thread, the vDSO, the
  * time a thread is held stopped, a process that is gone (process_exited),
- * and a process held by another tracer (who it is).
+ * a process held by another tracer (who it is), and captures on helper
+ * threads made ahead of time.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -149,6 +150,7 @@ static void reap(target *t)
 static int teardown(void **state)
 {
     (void)state;
+    hw_capture_helpers_stop(); /* if a test of them failed half-way */
     if (current.pid > 0 || current.out_fd > 0 || current.in_fd > 0)
         reap(&current);
     return 0;
@@ -902,6 +904,61 @@ static void test_timeout_releases_thread(void **state)
     reap(t);
 }
 
+/* Captures on helpers made ahead of time, as the agent takes them
+ * (helper_thread.h): each takes the waiting helper and none creates a
+ * thread; a thread that cannot stop is released by that helper's end, as
+ * by a helper made on the spot; the next capture finds the next helper. */
+static void wait_for_waiting_helper(void)
+{
+    uint64_t deadline = now_ms() + DEADLINE_MS;
+    while (!hw_capture_helper_waiting()) {
+        assert_true(now_ms() < deadline);
+        pause_ms(1);
+    }
+}
+
+static void test_waiting_helpers(void **state)
+{
+    (void)state;
+    target *t = &current;
+    spawn(t, "vfork");
+    wait_state(t->pid, t->tids[0], 'D');
+    wait_in_syscall(t->pid, t->tids[1], SYS_futex);
+    wait_in_syscall(t->pid, t->tids[2], SYS_read);
+    assert_int_equal(hw_capture_helpers_start(), 0);
+    unsigned long taken_before, created_before, taken_after, created_after;
+    hw_capture_helpers_counts(&taken_before, &created_before);
+
+    hw_capture_options opts;
+    hw_capture_options_default(&opts, t->pid);
+    opts.stop_timeout_ms = 100;
+    hw_process_snapshot snap;
+    assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
+    assert_int_equal(find_thread(&snap, t->pid)->status, HW_THREAD_TIMEOUT);
+    assert_int_equal(find_thread(&snap, t->tids[1])->status, HW_THREAD_CAPTURED);
+    hw_process_snapshot_free(&snap);
+    for (size_t k = 0; k < 3; k++)
+        assert_int_equal(tracer_of(t->pid, t->tids[k]), 0);
+
+    assert_int_equal(write(t->in_fd, "x", 1), 1); /* let the vfork child end */
+    char line[64];
+    assert_true(read_line(t, line, sizeof line, now_ms() + DEADLINE_MS));
+    assert_string_equal(line, "vfork done");
+    wait_target_blocked(t); /* it went on to sleep(): no stop was left pending */
+    for (int round = 0; round < 5; round++) {
+        wait_for_waiting_helper();
+        assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
+        for (size_t i = 0; i < snap.thread_count; i++)
+            assert_int_equal(snap.threads[i].status, HW_THREAD_CAPTURED);
+        hw_process_snapshot_free(&snap);
+    }
+    hw_capture_helpers_counts(&taken_after, &created_after);
+    hw_capture_helpers_stop();
+    assert_int_equal(taken_after - taken_before, 6);
+    assert_int_equal(created_after, created_before);
+    reap(t);
+}
+
 /* The main thread called pthread_exit: it is a zombie, the process lives. */
 static void test_leader_exited(void **state)
 {
@@ -1047,6 +1104,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(test_spinning_thread_and_vdso, teardown),
         cmocka_unit_test_teardown(test_unwind_stops_at_end_of_copy, teardown),
         cmocka_unit_test_teardown(test_timeout_releases_thread, teardown),
+        cmocka_unit_test_teardown(test_waiting_helpers, teardown),
         cmocka_unit_test_teardown(test_leader_exited, teardown),
         cmocka_unit_test_teardown(test_traced_by_another_tracer, teardown),
         cmocka_unit_test_teardown(test_api_edges, teardown),

@@ -5,6 +5,8 @@
  *   snapshot.h      every thread (or one) stopped together with ptrace for
  *                   well under a millisecond: registers, a copy of the top
  *                   of each stack, and a runtime's frames read in the stop;
+ *   helper_thread.h the thread a ptrace session runs on, made ahead of
+ *                   time so that a capture never waits to create it;
  *   perf_sampler.h  a running thread's samples taken by the kernel (a perf
  *                   event: no stop at all);
  *   proc_task.h     what /proc and the kernel count for a process and its
@@ -24,6 +26,7 @@
 #define HANGWATCH_CAPTURE_H
 
 #include "container_of.h"
+#include "helper_thread.h"
 #include "perf_sampler.h"
 #include "proc_task.h"
 #include "snapshot.h"

@@ -16,7 +16,9 @@
  * user space.  The kernel detaches all tracees of a thread that exits
  * (exit_ptrace), which also drops their pending interrupt.  So every capture
  * runs its ptrace session in a short-lived helper thread; whatever it could
- * not detach is released when it ends.
+ * not detach is released when it ends.  In the agent that thread was made
+ * ahead of time and waits for its session (helper_thread.h: creating a
+ * thread can wait for the loader's lock).
  *
  * Waiting: SIGCHLD is blocked in the calling thread and in the helper, which
  * sleeps in sigtimedwait(SIGCHLD) for at most the time left and re-checks
@@ -77,6 +79,7 @@
 #include <unistd.h>
 
 #include "core/text_escape.h"
+#include "helper_thread.h"
 
 #if !defined(__x86_64__)
 #error "snapshot.c supports x86_64 only (struct user_regs_struct, rsp, the 128-byte red zone)"
@@ -566,45 +569,17 @@ static void *session_main(void *arg)
     return NULL;
 }
 
-/*
- * The helper runs at the caller's scheduling policy.  The agent's watch
- * thread is at the lowest real-time priority with SCHED_RESET_ON_FORK, so
- * that nothing it starts inherits it; a thread it creates is reset to the
- * normal policy too, and on a busy machine the helper then waited behind
- * every other runnable thread while the watch thread waited for it (a
- * capture took 100 ms and more with hogs beside, and hangs were lost).
- * The program is stopped only while the helper runs, so the helper is
- * what must not wait: it gets the caller's policy and priority
- * explicitly.  Bounded all the same: the stop has its timeout, and the
- * kernel's real-time throttling leaves other work 5 % of each CPU.  A
- * caller at the normal policy (hangwatch stack) starts it as before.
- */
-static int start_helper(pthread_t *helper, session *s)
+/* The session on a helper kept waiting (helper_thread.h). */
+static void session_run(void *arg)
 {
-    int policy = sched_getscheduler(0); /* this thread's, with SCHED_RESET_ON_FORK as a flag */
-    struct sched_param sp;
-    if (policy < 0 || sched_getparam(0, &sp) != 0)
-        return pthread_create(helper, NULL, session_main, s);
-    policy &= ~SCHED_RESET_ON_FORK;
-    if (policy != SCHED_FIFO && policy != SCHED_RR)
-        return pthread_create(helper, NULL, session_main, s);
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr) != 0)
-        return pthread_create(helper, NULL, session_main, s);
-    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&attr, policy);
-    pthread_attr_setschedparam(&attr, &sp);
-    int e = pthread_create(helper, &attr, session_main, s);
-    pthread_attr_destroy(&attr);
-    if (e == EPERM)
-        e = pthread_create(helper, NULL, session_main, s); /* no right to it after all */
-    return e;
+    (void)session_main(arg);
 }
 
 /* ---- after the session ------------------------------------------------- */
 
 /* A thread that timed out is detached by the kernel when the helper exits,
- * which can be just after pthread_join returned.  Wait (bounded) until its
+ * which can be just after pthread_join returned (or after the helper
+ * posted that its session is over).  Wait (bounded) until its
  * TracerPid no longer names the helper, so an immediate next capture can
  * attach again. */
 static void wait_released(const session *s)
@@ -788,13 +763,26 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     if (run) {
         sigset_t old, all, saved;
         pthread_sigmask(SIG_BLOCK, &s.sigchld, &old);
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
-        pthread_t helper;
-        int e = start_helper(&helper, &s);
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        if (e == 0)
-            pthread_join(helper, NULL);
+        int e = 0;
+        sem_t done;
+        bool waiting_helper = sem_init(&done, 0, 0) == 0;
+        if (waiting_helper && !hw_capture_helper_take(session_run, &s, &done)) {
+            sem_destroy(&done);
+            waiting_helper = false;
+        }
+        if (waiting_helper) {
+            while (sem_wait(&done) != 0 && errno == EINTR)
+                ;
+            sem_destroy(&done);
+        } else {
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
+            pthread_t helper;
+            e = hw_helper_thread_create(&helper, session_main, &s);
+            pthread_sigmask(SIG_SETMASK, &saved, NULL);
+            if (e == 0)
+                pthread_join(helper, NULL);
+        }
         if (s.consumed_sigchld)
             kill(getpid(), SIGCHLD); /* it may have stood for one of ours */
         pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -10,8 +10,10 @@
  * went (the time section, settled in the capture) and the address it is
  * at, named by the module mapped there.  The watch thread formats that
  * line into a slot of a small ring (no allocation, a few microseconds) and
- * this thread, at the watch thread's priority, writes it: a stderr that
- * blocks holds up this thread, never the detection.  The report's own
+ * this thread, at the watch thread's priority, writes it with write(2),
+ * past stdio's lock: a stderr that blocks holds up this thread, never the
+ * detection, and a report worker starved in its own fprintf holds up
+ * neither.  The report's own
  * line, with the symbolized stack and the report's path, follows from the
  * worker as before.
  *
@@ -24,8 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/common/pi_mutex.h"
+#include "agent/common/write_all.h"
 #include "report_internal.h"
 
 #define SLOTS 64
@@ -62,7 +66,11 @@ static void *herald_main(void *arg)
         h->first = (h->first + 1) % SLOTS;
         h->count--;
         pthread_mutex_unlock(&h->lock);
-        fputs(line, stderr); /* one write: stderr is unbuffered, and the line ends with its newline */
+        /* One write(2), not stdio: stderr's stream lock is the report
+         * worker's too, and a worker preempted in its own fprintf would
+         * hold this line back for as long as it waits for a CPU.  Shorter
+         * than PIPE_BUF: never interleaved with another line. */
+        (void)hw_write_all(STDERR_FILENO, line, strlen(line));
         pthread_mutex_lock(&h->lock);
     }
     pthread_mutex_unlock(&h->lock);

@@ -236,6 +236,9 @@ static void check_processes(agent *a)
 static void watch(agent *a)
 {
     raise_watch_priority();
+    /* Every capture's helper thread made ahead of time, at this thread's
+     * new priority: creating one can wait for the loader's lock. */
+    hw_capture_helpers_start();
     const hw_agent_options *opts = a->opts;
     struct pollfd fds[2 + AT_COUNT];
     uint64_t deadline = opts->duration_ns ? a->started_ns + opts->duration_ns : UINT64_MAX;
@@ -274,6 +277,7 @@ static void watch(agent *a)
                     opts->argv[0]);
         }
     }
+    hw_capture_helpers_stop();
 }
 
 /* ---- the agent, set up and torn down ---- */

@@ -1,0 +1,212 @@
+/*
+ * test_helper_thread.c - the capture helpers made ahead of time
+ * (helper_thread.c), without ptrace: every session handed over runs once,
+ * on another thread, with every signal blocked, at the policy of the
+ * thread that started the keeper; the keeper has the next helper waiting
+ * a moment later; several callers at once each get their session run
+ * (fallback or not); start and stop can be repeated; after the stop no
+ * session is taken.  Run under ThreadSanitizer too (label concurrency).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/capture/capture.h"
+
+#define DEADLINE_MS 10000 /* generous: conditions are polled, not slept for */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Poll until a helper waits; false at the deadline. */
+static bool wait_for_waiting_helper(void)
+{
+    uint64_t deadline = now_ms() + DEADLINE_MS;
+    while (!hw_capture_helper_waiting()) {
+        if (now_ms() >= deadline)
+            return false;
+        struct timespec ts = {0, 200 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
+typedef struct session {
+    pid_t caller;
+    pid_t ran_on;        /* the thread that ran it */
+    int policy;          /* that thread's policy and priority */
+    int priority;
+    bool signals_blocked; /* SIGINT, SIGTERM and SIGCHLD blocked there */
+    atomic_int runs;
+} session;
+
+static void run_session(void *arg)
+{
+    session *s = arg;
+    s->ran_on = gettid();
+    struct sched_param sp;
+    s->policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+    s->priority = sched_getparam(0, &sp) == 0 ? sp.sched_priority : -1;
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, NULL, &mask);
+    s->signals_blocked = sigismember(&mask, SIGINT) && sigismember(&mask, SIGTERM) && sigismember(&mask, SIGCHLD);
+    atomic_fetch_add(&s->runs, 1);
+}
+
+/* Hand `s` to a waiting helper and wait for it; false if none was taken. */
+static bool take_and_wait(session *s)
+{
+    sem_t done;
+    if (sem_init(&done, 0, 0) != 0)
+        return false;
+    bool taken = hw_capture_helper_take(run_session, s, &done);
+    if (taken)
+        while (sem_wait(&done) != 0 && errno == EINTR)
+            ;
+    sem_destroy(&done);
+    return taken;
+}
+
+static void test_sessions_run_once_on_helpers(void **state)
+{
+    (void)state;
+    unsigned long taken_before, created_before, taken_after, created_after;
+    hw_capture_helpers_counts(&taken_before, &created_before);
+    assert_int_equal(hw_capture_helpers_start(), 0);
+    assert_true(hw_capture_helper_waiting()); /* start returns once the first one waits */
+    for (int i = 0; i < 100; i++) {
+        assert_true(wait_for_waiting_helper());
+        session s;
+        memset(&s, 0, sizeof s);
+        s.caller = gettid();
+        assert_true(take_and_wait(&s));
+        assert_int_equal(atomic_load(&s.runs), 1);
+        assert_true(s.ran_on != 0 && s.ran_on != s.caller);
+        assert_true(s.signals_blocked);
+    }
+    hw_capture_helpers_counts(&taken_after, &created_after);
+    assert_int_equal(taken_after - taken_before, 100);
+    assert_int_equal(created_after, created_before); /* no capture created a thread */
+    hw_capture_helpers_stop();
+    assert_false(hw_capture_helper_waiting());
+    session s = {0};
+    assert_false(take_and_wait(&s)); /* stopped: the caller makes its own */
+    assert_int_equal(atomic_load(&s.runs), 0);
+}
+
+/* Started from a real-time thread, the helpers run at its policy and
+ * priority (without the right to it, the thread stays normal and so do
+ * they).  cmocka's checks belong to the test's thread: this one records. */
+typedef struct fifo_start {
+    bool fifo;        /* the starting thread got SCHED_FIFO 1 */
+    bool started;     /* hw_capture_helpers_start said 0 */
+    bool taken;       /* the session went to a waiting helper */
+    session s;
+} fifo_start;
+
+static void *start_as_fifo(void *arg)
+{
+    fifo_start *f = arg;
+    struct sched_param sp = {.sched_priority = 1};
+    f->fifo = sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0;
+    f->started = hw_capture_helpers_start() == 0;
+    f->taken = f->started && wait_for_waiting_helper() && take_and_wait(&f->s);
+    hw_capture_helpers_stop();
+    return NULL;
+}
+
+static void test_helpers_take_the_starters_policy(void **state)
+{
+    (void)state;
+    fifo_start f;
+    memset(&f, 0, sizeof f);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, start_as_fifo, &f), 0);
+    pthread_join(t, NULL);
+    assert_true(f.started);
+    assert_true(f.taken);
+    assert_int_equal(atomic_load(&f.s.runs), 1);
+    assert_int_equal(f.s.policy, f.fifo ? SCHED_FIFO : SCHED_OTHER);
+    assert_int_equal(f.s.priority, f.fifo ? 1 : 0);
+}
+
+/* Four callers at once: each session runs exactly once, on a helper when
+ * one is waiting, else on the caller's own (as snapshot.c does). */
+#define CALLERS 4
+#define ROUNDS 50
+
+static void *caller_main(void *arg)
+{
+    atomic_int *total = arg;
+    for (int i = 0; i < ROUNDS; i++) {
+        session s;
+        memset(&s, 0, sizeof s);
+        if (!take_and_wait(&s))
+            run_session(&s);
+        if (atomic_load(&s.runs) == 1)
+            atomic_fetch_add(total, 1);
+    }
+    return NULL;
+}
+
+static void test_concurrent_callers(void **state)
+{
+    (void)state;
+    unsigned long taken_before, taken_after;
+    hw_capture_helpers_counts(&taken_before, NULL);
+    assert_int_equal(hw_capture_helpers_start(), 0);
+    atomic_int total = 0;
+    pthread_t t[CALLERS];
+    for (int i = 0; i < CALLERS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, caller_main, &total), 0);
+    for (int i = 0; i < CALLERS; i++)
+        pthread_join(t[i], NULL);
+    hw_capture_helpers_stop();
+    hw_capture_helpers_counts(&taken_after, NULL);
+    assert_int_equal(atomic_load(&total), CALLERS * ROUNDS);
+    assert_true(taken_after > taken_before); /* some went to a helper */
+}
+
+static void test_start_stop_repeated(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(hw_capture_helpers_start(), 0);
+        assert_int_equal(hw_capture_helpers_start(), 0); /* idempotent */
+        session s = {0};
+        assert_true(wait_for_waiting_helper());
+        assert_true(take_and_wait(&s));
+        assert_int_equal(atomic_load(&s.runs), 1);
+        hw_capture_helpers_stop();
+        hw_capture_helpers_stop();
+    }
+    assert_false(hw_capture_helper_waiting());
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sessions_run_once_on_helpers),
+        cmocka_unit_test(test_helpers_take_the_starters_policy),
+        cmocka_unit_test(test_concurrent_callers),
+        cmocka_unit_test(test_start_stop_repeated),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
