@@ -616,6 +616,13 @@ static void print_report(const char *label, json_t *root, unsigned flags, FILE *
         else
             print_thread_line(out, item, t);
     }
+    json_t *scene = json_object_get(json_object_get(apm, "collection"), "scene_threads");
+    json_int_t left_out = hw_int_at(scene, "left_out_thread_count", 0);
+    if (left_out > 0)
+        fprintf(out,
+                "  ... and %" JSON_INTEGER_FORMAT " more threads, not captured (of %" JSON_INTEGER_FORMAT
+                "; the hung, main and loop threads are taken first, then the oldest)\n",
+                left_out, hw_int_at(scene, "enumerated_thread_count", 0));
 }
 
 int hw_show_json(const char *label, json_t *root, unsigned flags, FILE *out)

@@ -319,6 +319,32 @@ def case_threads12():
         hwtest.cleanup(r)
 
 
+def case_thread_crowd():
+    """2,000 parked threads and a spinning main thread: a bounded sample (the main thread first),
+    the rest counted and said by `show`, the report small and read back."""
+    r = hwtest.run(["--"] + scenario("crowd", 2.5), timeout=120)
+    try:
+        check(r.returncode == 0, r.describe())
+        check(len(r.reports) == 1, r.describe())
+        rep = r.reports[0]
+        scene = rep["hangwatch"]["collection"]["scene_threads"]
+        items = scene["items"]
+        check(scene["enumerated_thread_count"] == 2001, f"enumerated {scene['enumerated_thread_count']}")
+        check(len(items) == 256 and scene.get("left_out_thread_count") == 2001 - 256,
+              f"{len(items)} captured, left out {scene.get('left_out_thread_count')}")
+        check(scene.get("chosen_by") == "hung_main_loops_then_oldest", str(scene.get("chosen_by")))
+        mains = [it for it in items if it["is_main_thread"]]
+        check(len(mains) == 1 and mains[0]["is_hung_thread"] and mains[0]["status"] == "captured", str(mains))
+        check("spin_on_cpu" in symbols(frames(rep))[:5], "the main thread's stack")
+        size = os.path.getsize(r.report_paths[0])
+        check(size < 4 * 1024 * 1024, f"the report is {size} bytes")
+        shown = hwtest.hw("show", r.report_paths[0])
+        check(shown.returncode == 0 and "and 1745 more threads, not captured (of 2001" in shown.stdout,
+              shown.stdout[-600:] + shown.stderr)
+    finally:
+        hwtest.cleanup(r)
+
+
 def case_launch_hang():
     """Busy for longer than the threshold before first reaching the wait point: a launch hang."""
     r = hwtest.run(["--"] + scenario("launch", 2.6))
@@ -693,6 +719,7 @@ if __name__ == "__main__":
         "early_sampling_demo": case_early_sampling_demo,
         "early_sampling_kernel": case_early_sampling_kernel,
         "threads12": case_threads12,
+        "thread_crowd": case_thread_crowd,
         "launch_hang": case_launch_hang,
         "stopped_is_not_hung": case_stopped_is_not_hung,
         "transparency": case_transparency,

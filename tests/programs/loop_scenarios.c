@@ -9,6 +9,8 @@
  *                  in block_in_b(), block_in_c() and block_in_a() again
  *   threads12 SECS 11 threads parked in known functions while a callback on
  *                  the main thread spins for SECS seconds
+ *   crowd SECS     the same with 2,000 parked threads (more than a capture
+ *                  takes)
  *   launch SECS    spin SECS seconds before ever reaching the loop's wait
  *   nestedpoll SECS   a callback makes a synchronous poll() of SECS on one
  *                  socket (a synchronous network call)
@@ -716,6 +718,29 @@ static int run_threads12(double seconds)
     return run_from_timer(on_spin_timer, seconds);
 }
 
+/* ---- crowd: more threads than a capture takes ---- */
+
+#define CROWD_THREADS 2000
+
+static int run_crowd(double seconds)
+{
+    if (pipe(g_park_pipe) != 0)
+        return 1;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (int i = 0; i < CROWD_THREADS; i++) {
+        pthread_t t;
+        if (pthread_create(&t, &attr, parked_in_pipe_read, NULL) != 0) {
+            fprintf(stderr, "crowd: thread %d of %d could not be created\n", i + 1, CROWD_THREADS);
+            return 1;
+        }
+    }
+    pthread_attr_destroy(&attr);
+    return run_from_timer(on_spin_timer, seconds);
+}
+
 /* ---- launch ---- */
 
 __attribute__((noinline)) static void slow_start_up(double seconds)
@@ -953,6 +978,8 @@ int main(int argc, char **argv)
         rc = run_from_timer(handle_request, seconds);
     else if (strcmp(argv[1], "threads12") == 0)
         rc = run_threads12(seconds);
+    else if (strcmp(argv[1], "crowd") == 0)
+        rc = run_crowd(seconds);
     else if (strcmp(argv[1], "launch") == 0)
         rc = run_launch(seconds);
     else if (strcmp(argv[1], "waits") == 0)

@@ -11,8 +11,9 @@
  * stopped (SIGSTOP) process stays stopped, that a thread that cannot stop
  * times out and is released, zombies, an exited main thread, the vDSO, the
  * time a thread is held stopped, a process that is gone (process_exited),
- * a process held by another tracer (who it is), and captures on helper
- * threads made ahead of time.
+ * a process held by another tracer (who it is), captures on helper
+ * threads made ahead of time, and the bound on the threads one capture
+ * takes (which come first).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1041,6 +1042,60 @@ static void test_traced_by_another_tracer(void **state)
     assert_int_equal(waitpid(tracer, NULL, 0), tracer);
 }
 
+/* A bound on the threads one capture takes: the target, the main thread
+ * and the threads to keep come first, then the lowest thread ids; the
+ * rest are counted, never seized. */
+static void test_thread_bound(void **state)
+{
+    (void)state;
+    target *t = &current;
+    spawn(t, "hang");
+    wait_target_blocked(t);
+    pid_t low = t->tids[1] < t->tids[2] ? t->tids[1] : t->tids[2];
+    pid_t high = t->tids[1] < t->tids[2] ? t->tids[2] : t->tids[1];
+    hw_capture_options opts;
+    hw_capture_options_default(&opts, t->pid);
+    assert_int_equal(opts.max_threads, HW_CAPTURE_MAX_THREADS);
+    opts.max_threads = 2;
+    hw_process_snapshot snap;
+    assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0); /* the main thread, then the oldest */
+    assert_int_equal(snap.thread_count, 2);
+    assert_int_equal(snap.enumerated_thread_count, 3);
+    assert_int_equal(snap.threads_left_out, 1);
+    assert_non_null(find_thread(&snap, t->pid));
+    assert_non_null(find_thread(&snap, low));
+    assert_null(find_thread(&snap, high));
+    hw_process_snapshot_free(&snap);
+    assert_int_equal(tracer_of(t->pid, high), 0);
+
+    opts.target_tid = high; /* the target and a thread to keep before the rest */
+    opts.keep_tids[0] = t->pid;
+    opts.keep_count = 1;
+    assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
+    assert_int_equal(snap.thread_count, 2);
+    assert_non_null(find_thread(&snap, high));
+    assert_true(find_thread(&snap, high)->is_target);
+    assert_non_null(find_thread(&snap, t->pid));
+    assert_null(find_thread(&snap, low));
+    hw_process_snapshot_free(&snap);
+
+    opts.max_threads = 1; /* the target alone */
+    assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
+    assert_int_equal(snap.thread_count, 1);
+    assert_int_equal(snap.threads[0].tid, high);
+    assert_int_equal(snap.threads_left_out, 2);
+    hw_process_snapshot_free(&snap);
+
+    opts.max_threads = 0; /* no bound */
+    assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
+    assert_int_equal(snap.thread_count, 3);
+    assert_int_equal(snap.threads_left_out, 0);
+    for (size_t i = 0; i < snap.thread_count; i++)
+        assert_int_equal(snap.threads[i].status, HW_THREAD_CAPTURED);
+    hw_process_snapshot_free(&snap);
+    reap(t);
+}
+
 static void test_api_edges(void **state)
 {
     (void)state;
@@ -1107,6 +1162,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(test_waiting_helpers, teardown),
         cmocka_unit_test_teardown(test_leader_exited, teardown),
         cmocka_unit_test_teardown(test_traced_by_another_tracer, teardown),
+        cmocka_unit_test_teardown(test_thread_bound, teardown),
         cmocka_unit_test_teardown(test_api_edges, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -131,6 +131,7 @@ void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid)
     opts->target_stack_bytes = 512 * 1024;
     opts->other_stack_bytes = 64 * 1024;
     opts->stop_timeout_ms = 500;
+    opts->max_threads = HW_CAPTURE_MAX_THREADS;
 }
 
 static uint64_t now_ns(void)
@@ -163,6 +164,9 @@ typedef struct session {
     sigset_t sigchld;
     pid_t helper_tid;
     uint64_t first_interrupt, last_resume;
+    pid_t *listed;        /* the threads /proc listed at the start, sorted */
+    size_t listed_count;
+    bool target_listed;
 } session;
 
 /* Append a thread entry (not yet seized); allocates and touches its stack
@@ -483,9 +487,12 @@ static bool known_tid(const session *s, pid_t tid)
 }
 
 /* Threads created between the enumeration and their creator's stop are
- * missed by the first pass: look again while everything else is held. */
+ * missed by the first pass: look again while everything else is held.
+ * Only threads not listed at the start are new (those the bound left out
+ * stay out); past the bound, a new thread is counted as left out. */
 static void rescan(session *s)
 {
+    const size_t max = s->opts.max_threads;
     for (int round = 0; round < RESCAN_ROUNDS; round++) {
         pid_t *tids;
         size_t n;
@@ -493,12 +500,17 @@ static void rescan(session *s)
             return;
         size_t before = s->out->thread_count;
         for (size_t k = 0; k < n; k++) {
-            if (known_tid(s, tids[k]))
+            if (bsearch(&tids[k], s->listed, s->listed_count, sizeof *tids, hw_pid_compare) != NULL ||
+                known_tid(s, tids[k]))
                 continue;
+            s->out->enumerated_thread_count++;
+            if (max > 0 && s->out->thread_count >= max) {
+                s->out->threads_left_out++;
+                continue;
+            }
             ssize_t i = add_thread(s, tids[k]);
             if (i < 0)
                 break;
-            s->out->enumerated_thread_count++;
             seize(s, (size_t)i);
         }
         free(tids);
@@ -697,6 +709,96 @@ static void finish(session *s)
         out->exit_status = ps.exit_code;
 }
 
+/* With more threads than the bound: mark in `take` the target, the main
+ * thread and the threads to keep, then the lowest tids (the oldest) up to
+ * the bound.  How many were marked. */
+static size_t choose_threads(const session *s, const pid_t *tids, size_t n, bool *take)
+{
+    const size_t max = s->opts.max_threads;
+    size_t chosen = 0;
+    pid_t first[2 + HW_CAPTURE_KEEP_MAX];
+    size_t firsts = 0;
+    first[firsts++] = s->target;
+    first[firsts++] = s->pid;
+    for (size_t i = 0; i < s->opts.keep_count && i < HW_CAPTURE_KEEP_MAX; i++)
+        first[firsts++] = s->opts.keep_tids[i];
+    for (size_t i = 0; i < firsts && chosen < max; i++) {
+        const pid_t *at = bsearch(&first[i], tids, n, sizeof *tids, hw_pid_compare);
+        if (at != NULL && !take[at - tids]) {
+            take[at - tids] = true;
+            chosen++;
+        }
+    }
+    for (size_t k = 0; k < n && chosen < max; k++)
+        if (!take[k]) {
+            take[k] = true;
+            chosen++;
+        }
+    return chosen;
+}
+
+/* The process's threads, listed now (kept in s->listed for the rescan),
+ * and the entries of those the capture takes.  0 or -errno. */
+static int list_threads(session *s)
+{
+    hw_process_snapshot *out = s->out;
+    int r = hw_task_list(s->pid, &s->listed, &s->listed_count);
+    if (r == -ENOENT || r == -ESRCH)
+        out->process_exited = true; /* gone, and already reaped by its parent */
+    if (r != 0)
+        return r == -ENOENT ? -ESRCH : r;
+    const pid_t *tids = s->listed;
+    size_t n = s->listed_count;
+    out->enumerated_thread_count = n;
+    bool *take = NULL;
+    if (s->opts.all_threads && s->opts.max_threads > 0 && n > s->opts.max_threads) {
+        take = calloc(n, sizeof *take);
+        if (take == NULL)
+            return -ENOMEM;
+        out->threads_left_out = n - choose_threads(s, tids, n, take);
+    }
+    s->target_listed = bsearch(&s->target, tids, n, sizeof *tids, hw_pid_compare) != NULL;
+    for (size_t k = 0; k < n && r == 0; k++)
+        if (take != NULL ? take[k] : s->opts.all_threads || tids[k] == s->target)
+            r = add_thread(s, tids[k]) < 0 ? -ENOMEM : 0;
+    free(take);
+    if (r == 0 && !s->opts.all_threads && !s->target_listed)
+        r = add_thread(s, s->target) < 0 ? -ENOMEM : 0; /* reported as exited, never seized */
+    return r;
+}
+
+/* The ptrace session on a helper: the one waiting (helper_thread.h), else
+ * one made now.  0 or an errno value (no helper could be made). */
+static int run_session(session *s)
+{
+    sigset_t old, all, saved;
+    pthread_sigmask(SIG_BLOCK, &s->sigchld, &old);
+    int e = 0;
+    sem_t done;
+    bool waiting_helper = sem_init(&done, 0, 0) == 0;
+    if (waiting_helper && !hw_capture_helper_take(session_run, s, &done)) {
+        sem_destroy(&done);
+        waiting_helper = false;
+    }
+    if (waiting_helper) {
+        while (sem_wait(&done) != 0 && errno == EINTR)
+            ;
+        sem_destroy(&done);
+    } else {
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
+        pthread_t helper;
+        e = hw_helper_thread_create(&helper, session_main, s);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (e == 0)
+            pthread_join(helper, NULL);
+    }
+    if (s->consumed_sigchld)
+        kill(getpid(), SIGCHLD); /* it may have stood for one of ours */
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
+}
+
 int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out)
 {
     if (out == NULL)
@@ -734,66 +836,19 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     if (hw_task_stat_read(pid, 0, &ps) == 0)
         s.is_parent = ps.ppid == getpid();
 
-    pid_t *tids;
-    size_t n;
-    int r = hw_task_list(pid, &tids, &n);
-    if (r == -ENOENT || r == -ESRCH) {
-        out->process_exited = true; /* gone, and already reaped by its parent */
-        return -ESRCH;
-    }
-    if (r != 0)
-        return r;
-    out->enumerated_thread_count = n;
-    bool target_listed = bsearch(&s.target, tids, n, sizeof *tids, hw_pid_compare) != NULL;
-    for (size_t k = 0; k < n && r == 0; k++)
-        if (s.opts.all_threads || tids[k] == s.target)
-            r = add_thread(&s, tids[k]) < 0 ? -ENOMEM : 0;
-    free(tids);
-    if (r == 0 && !s.opts.all_threads && !target_listed)
-        r = add_thread(&s, s.target) < 0 ? -ENOMEM : 0; /* reported as exited, never seized */
+    int r = list_threads(&s);
+    bool run = r == 0 && (s.opts.all_threads ? out->thread_count > 0 : s.target_listed);
+    if (run && (r = -run_session(&s)) == 0)
+        wait_released(&s);
+    free(s.listed);
     if (r != 0) {
+        bool exited = out->process_exited;
         free(s.tr);
         hw_process_snapshot_free(out);
         out->pid = pid;
         out->exit_status = -1;
+        out->process_exited = exited;
         return r;
-    }
-
-    bool run = s.opts.all_threads ? out->thread_count > 0 : target_listed;
-    if (run) {
-        sigset_t old, all, saved;
-        pthread_sigmask(SIG_BLOCK, &s.sigchld, &old);
-        int e = 0;
-        sem_t done;
-        bool waiting_helper = sem_init(&done, 0, 0) == 0;
-        if (waiting_helper && !hw_capture_helper_take(session_run, &s, &done)) {
-            sem_destroy(&done);
-            waiting_helper = false;
-        }
-        if (waiting_helper) {
-            while (sem_wait(&done) != 0 && errno == EINTR)
-                ;
-            sem_destroy(&done);
-        } else {
-            sigfillset(&all);
-            pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
-            pthread_t helper;
-            e = hw_helper_thread_create(&helper, session_main, &s);
-            pthread_sigmask(SIG_SETMASK, &saved, NULL);
-            if (e == 0)
-                pthread_join(helper, NULL);
-        }
-        if (s.consumed_sigchld)
-            kill(getpid(), SIGCHLD); /* it may have stood for one of ours */
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (e != 0) {
-            free(s.tr);
-            hw_process_snapshot_free(out);
-            out->pid = pid;
-            out->exit_status = -1;
-            return -e;
-        }
-        wait_released(&s);
     }
     finish(&s);
     free(s.tr);

@@ -114,6 +114,7 @@ struct hw_process_snapshot {
     hw_thread_snapshot *threads;
     size_t thread_count;
     size_t enumerated_thread_count; /* threads found in /proc/PID/task */
+    size_t threads_left_out; /* of those, not captured: more than max_threads */
     char *maps;             /* /proc/PID/maps text read right after the resume (NULL if gone) */
     size_t maps_len;
     uint64_t stop_wall_ns;  /* first stop to last resume */
@@ -130,12 +131,23 @@ struct hw_process_snapshot {
     pid_t interp_lock_holder;
 };
 
+#define HW_CAPTURE_MAX_THREADS 256 /* the default bound on the threads one capture takes */
+#define HW_CAPTURE_KEEP_MAX 64      /* threads named to be taken before the others */
+
 typedef struct hw_capture_options {
     pid_t target_tid;          /* the hung thread (gets the larger stack copy) */
     bool all_threads;          /* stop every thread together, else only target */
     size_t target_stack_bytes; /* bytes to copy from the target's stack pointer */
     size_t other_stack_bytes;  /* bytes to copy for every other thread */
     int stop_timeout_ms;       /* give up on a thread that does not stop (<= 0: 500) */
+    /* all_threads with more threads than this (0: no bound): the target, the
+     * main thread and keep_tids (the loop threads) are captured first, then
+     * the lowest thread ids (the oldest threads) up to the bound; the rest
+     * are counted in threads_left_out.  What a capture holds and how long
+     * it stops the process grow with its thread count. */
+    size_t max_threads;
+    pid_t keep_tids[HW_CAPTURE_KEEP_MAX];
+    size_t keep_count;
     /* Reading an interpreter's frames (python_frames.h): room for this many
      * frames per thread is allocated before the stop, and while_stopped is
      * called in the ptrace session once every thread's registers and stack

@@ -458,6 +458,12 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     json_t *collection = json_pack("{s:{s:I, s:o}, s:o}", "scene_threads", "enumerated_thread_count",
                                    (json_int_t)snap->enumerated_thread_count, "items", items, "main_thread",
                                    main_thread);
+    if (collection && snap->threads_left_out > 0) {
+        /* More threads than one capture takes (snapshot.h, max_threads). */
+        json_t *scene = json_object_get(collection, "scene_threads");
+        json_object_set_new(scene, "left_out_thread_count", json_integer((json_int_t)snap->threads_left_out));
+        json_object_set_new(scene, "chosen_by", json_string("hung_main_loops_then_oldest"));
+    }
     json_t *apm = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:o}", "module", "hang", "detector",
                             info->detector, "check_mode", info->check_mode, "hang_type", info->hang_type,
                             "block_duration_us", as_int(info->block_duration_ns / 1000), "runloop_threshold_us",

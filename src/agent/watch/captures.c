@@ -107,6 +107,11 @@ hw_python_namer *python_namer(watched_process *w)
 static void capture_options(agent *a, watched_process *w, pid_t tid, hw_capture_options *copt)
 {
     hw_capture_options_default(copt, tid);
+    /* In a process with more threads than a capture takes, its loops are
+     * taken first (then the oldest of the rest). */
+    for (unsigned s = 0; s < HW_PAGE_SLOTS && copt->keep_count < HW_CAPTURE_KEEP_MAX; s++)
+        if (w->loops[s] != NULL && w->loops[s]->tid > 0)
+            copt->keep_tids[copt->keep_count++] = w->loops[s]->tid;
     look_for_runtimes(a, w);
     if (w->python.readable) {
         copt->interp_frames = HW_PY_MAX_FRAMES;
