@@ -200,20 +200,26 @@ static void walk_from(hw_js_reader *r, hw_thread_snapshot *t, uint64_t fp, uint6
 
 /*
  * Where the thread stopped in code built without frame pointers (libc's
- * open, OpenSSL's assembly, a GC's allocator), rbp is any value and the
+ * malloc, OpenSSL's assembly, a GC's allocator), rbp is any value and the
  * chain is not there to follow from it; it goes on higher up the stack,
  * where V8's frames are (its exit frame into C++ first).  A place from
  * which CHAIN_LINKS links each lead higher inside the copy starts a
  * chain; the places above the stack pointer are tried, lowest first, at
- * most SCAN_TRIES chains and SCAN_BYTES of stack, until one holds
- * JavaScript frames.  The frame at the place itself is passed over (its
- * pc is in its callee's frame, not known): its caller is the first
- * looked at, an exit frame's caller being JavaScript.
+ * most SCAN_TRIES chains and SCAN_BYTES of stack.  The frame at the place
+ * itself is passed over (its pc is in its callee's frame, not known): its
+ * caller is the first looked at, an exit frame's caller being JavaScript.
  *
- * Such code may also use rbp for data that happens to point at a frame
- * higher up (printf's in V8's compiler pointed at the outermost function
- * and the three under it were lost): when rbp gave frames, the lowest
- * chain is taken instead if it holds a JavaScript frame below rbp.
+ * Of rbp's chain and those, the longest is walked.  Every real chain ends
+ * in the same outermost frames, and the one that starts at the lowest real
+ * frame goes through all of them; a chain that starts at data which
+ * happens to point into the stack (a spilled pointer to an object on it,
+ * rbp used for data: printf's in V8's compiler pointed at the outermost
+ * function) joins the real one higher up, past frames it skipped: in a
+ * garbage collection under an allocation, buildRows and its callers were
+ * lost that way and only the outermost timer callback named.  Counting
+ * links reads only the copy; only the chain chosen is checked against the
+ * heap.  If it holds no JavaScript frame, the first chain that does is
+ * taken, as before.
  */
 #define CHAIN_LINKS 3
 #define SCAN_TRIES 24
@@ -234,20 +240,63 @@ static bool chain_starts_at(const hw_thread_snapshot *t, uint64_t at)
     return true;
 }
 
-/* Has the chain from `fp` a JavaScript frame below `limit`? */
-static bool js_frame_below(hw_js_reader *r, hw_thread_snapshot *t, uint64_t fp, uint64_t limit)
+/* The frames of the chain from `fp` that are whole in the copy. */
+static unsigned chain_length(const hw_thread_snapshot *t, uint64_t fp, uint64_t below, uint64_t above)
 {
-    uint64_t below, above, shared;
-    frame_reach(&r->target.layout, &below, &above);
-    for (unsigned steps = 0; steps < WALK_LIMIT && fp < limit && frame_in_copy(t, fp, below, above); steps++) {
-        if (js_frame_at(r, t, fp, &shared))
-            return true;
-        uint64_t caller_fp = stack_word(t, fp);
-        if (caller_fp <= fp)
+    unsigned n = 0;
+    while (n < WALK_LIMIT && frame_in_copy(t, fp, below, above)) {
+        n++;
+        uint64_t next = stack_word(t, fp);
+        if (next <= fp)
             break;
-        fp = caller_fp;
+        fp = next;
+    }
+    return n;
+}
+
+/* Call `each(at)` for the chain starts above the stack pointer, lowest
+ * first, until it returns true or the scan's bounds are reached. */
+typedef bool (*chain_visit)(hw_js_reader *r, hw_thread_snapshot *t, uint64_t at, void *ctx);
+
+static void scan_chains(hw_js_reader *r, hw_thread_snapshot *t, chain_visit each, void *ctx)
+{
+    const uint64_t lo = t->stack_start, len = t->stack_len;
+    uint64_t at = (t->regs.rsp + 7) & ~7ull;
+    for (unsigned tries = 0; tries < SCAN_TRIES && at >= lo && at - lo <= len - 16 && at - t->regs.rsp < SCAN_BYTES;
+         at += 8) {
+        if (!chain_starts_at(t, at))
+            continue;
+        tries++;
+        if (each(r, t, at, ctx))
+            return;
+    }
+}
+
+typedef struct longest_chain {
+    uint64_t fp, pc;
+    unsigned length;
+    uint64_t below, above;
+} longest_chain;
+
+static bool keep_longest(hw_js_reader *r, hw_thread_snapshot *t, uint64_t at, void *ctx)
+{
+    (void)r;
+    longest_chain *c = ctx;
+    uint64_t fp = stack_word(t, at);
+    unsigned n = chain_length(t, fp, c->below, c->above);
+    if (n > c->length) {
+        c->length = n;
+        c->fp = fp;
+        c->pc = stack_word(t, at + 8);
     }
     return false;
+}
+
+static bool first_with_javascript(hw_js_reader *r, hw_thread_snapshot *t, uint64_t at, void *ctx)
+{
+    (void)ctx;
+    walk_from(r, t, stack_word(t, at), stack_word(t, at + 8));
+    return t->interp.count > 0 || t->interp.truncated;
 }
 
 static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
@@ -259,30 +308,14 @@ static void walk_thread(hw_js_reader *r, hw_thread_snapshot *t)
     st->present = false;
     if (t->stack == NULL || t->stack_len < 64)
         return;
-    const uint64_t rbp = t->regs.rbp;
-    walk_from(r, t, rbp, t->regs.rip);
-    const uint64_t lo = t->stack_start, len = t->stack_len;
-    uint64_t at = (t->regs.rsp + 7) & ~7ull;
-    for (unsigned tries = 0; !st->truncated && tries < SCAN_TRIES && at >= lo && at - lo <= len - 16 &&
-                             at - t->regs.rsp < SCAN_BYTES;
-         at += 8) {
-        if (!chain_starts_at(t, at))
-            continue;
-        tries++;
-        if (st->count > 0) {
-            /* rbp gave frames: only the lowest chain is looked at, and
-             * taken if it has a JavaScript frame below rbp. */
-            if (at < rbp && js_frame_below(r, t, stack_word(t, at), rbp)) {
-                st->count = 0;
-                st->present = false;
-                walk_from(r, t, stack_word(t, at), stack_word(t, at + 8));
-            }
-            break;
-        }
-        walk_from(r, t, stack_word(t, at), stack_word(t, at + 8));
-        if (st->count > 0)
-            break;
-    }
+    longest_chain best = {.fp = t->regs.rbp, .pc = t->regs.rip};
+    frame_reach(&r->target.layout, &best.below, &best.above);
+    best.length = chain_length(t, best.fp, best.below, best.above);
+    scan_chains(r, t, keep_longest, &best);
+    if (best.length > 0)
+        walk_from(r, t, best.fp, best.pc);
+    if (st->count == 0 && !st->truncated)
+        scan_chains(r, t, first_with_javascript, NULL);
     if (st->count > 0)
         st->state_addr = t->regs.rbp;
 }
