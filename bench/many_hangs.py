@@ -9,7 +9,10 @@ dropped (and counted), how long the agent took from the hangs' start to its
 last report, and its peak memory (VmHWM, read while it runs).  Runs alone
 too:
 
-    /usr/bin/python3 bench/many_hangs.py BUILD_DIR [COUNT SECONDS]
+    /usr/bin/python3 bench/many_hangs.py BUILD_DIR [COUNT SECONDS [HOGS]]
+
+The second row of the part is 1,000 hangs of 8 s with three CPU hogs
+beside, as a busy machine gives them.
 """
 import os
 import re
@@ -25,7 +28,20 @@ SECONDS = 6
 DEADLINE_S = 600  # a run still going then is stopped, and says so
 
 
-def measure(bin_dir, env=None, count=COUNT, seconds=SECONDS):
+def measure(bin_dir, env=None, count=COUNT, seconds=SECONDS, hogs=0):
+    """One run; with `hogs`, that many CPU-bound processes run beside it all along."""
+    hog_procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(hogs)]
+    try:
+        result = measure_once(bin_dir, env, count, seconds)
+    finally:
+        for h in hog_procs:
+            h.kill()
+            h.wait()
+    result["hogs"] = hogs
+    return result
+
+
+def measure_once(bin_dir, env, count, seconds):
     report_dir = tempfile.mkdtemp(prefix="hw-bench-many-")
     os.rmdir(report_dir)
     started = time.monotonic()
@@ -81,7 +97,8 @@ def measure(bin_dir, env=None, count=COUNT, seconds=SECONDS):
 def rows(m, row):
     ok = m["finished"] and m["exit"] == 0 and m["announced"] == m["hung"] == m["count"] and \
         m["counted"] == m["count"] + m["others"]
-    row(f"11 {m['count']:,} simultaneous hangs of {m['seconds']} s: announced on stderr and counted at exit",
+    beside = f", {m['hogs']} CPU hogs beside" if m.get("hogs") else ""
+    row(f"11 {m['count']:,} simultaneous hangs of {m['seconds']} s{beside}: announced on stderr and counted at exit",
         "1 run", f"{m['announced']:,} / {m['counted']:,}",
         "-", f"{m['hung']:,} children hung"
         + (f" (and the parent: {m['others']} hang while forking them)" if m["others"] else "")
@@ -94,10 +111,10 @@ def rows(m, row):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 4):
-        sys.exit("usage: many_hangs.py BUILD_DIR [COUNT SECONDS]")
+    if len(sys.argv) not in (2, 4, 5):
+        sys.exit("usage: many_hangs.py BUILD_DIR [COUNT SECONDS [HOGS]]")
     bin_dir = os.path.join(os.path.abspath(sys.argv[1]), "bin")
-    args = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) == 4 else ()
+    args = tuple(int(a) for a in sys.argv[2:])
     result = measure(bin_dir, None, *args)
     out = []
     rows(result, lambda *cols: out.append(cols))

@@ -779,8 +779,8 @@ def table(o, c, d, lt=None, nf=None, py=None, ko=None, rs=None, sc=None, mh=None
         redis_side_by_side.rows(rs, row)
     if sc:
         sampling_cost.rows(sc, row)
-    if mh:
-        many_hangs.rows(mh, row)
+    for m in mh or []:
+        many_hangs.rows(m, row)
     if fl:
         fleet.rows(fl, row, fl.get("vm"))
     if st:
@@ -1008,7 +1008,9 @@ def main():
     mh = None
     if "many" in parts:
         log(f"11. {many_hangs.COUNT} processes hanging {many_hangs.SECONDS} s at the same moment")
-        mh = many_hangs.measure(b.bin, b.env)
+        mh = [many_hangs.measure(b.bin, b.env)]
+        log(f"11. {many_hangs.COUNT} processes hanging 8 s at the same moment, three CPU hogs beside")
+        mh.append(many_hangs.measure(b.bin, b.env, seconds=8, hogs=3))
     fl = None
     if "fleet" in parts:
         log(f"13. watch --all over {fleet.PROCS} processes of {fleet.THREADS} loop threads, {fleet.HANGS} hangs")

@@ -3,9 +3,9 @@
 hangwatch's agent may run as root; these tests try what a hostile local
 process, or plain bad luck, can do to it (docs/security.md): registrations
 from another user, from a process that is already gone, pages that shrink,
-a full registration queue, twenty hangs at once, the agent killed at any
-moment, the program killed while it is being captured, and processes that
-never reach an event loop."""
+a full registration queue, twenty hangs at once (and a hundred beside three
+CPU hogs), the agent killed at any moment, the program killed while it is
+being captured, and processes that never reach an event loop."""
 import ctypes
 import os
 import re
@@ -209,6 +209,27 @@ def case_twenty_simultaneous_hangs():
                   f"pid {pid}: stack taken at {taken_ms}, {taken_ms - named_ms:+.1f} ms from the moment its "
                   f"block duration {block_ms:.1f} ms names")
             check(block_ms <= 2300, f"pid {pid}: captured {block_ms:.0f} ms into its hang (late)")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_hangs_beside_hogs():
+    """100 children hang 4 s at the same moment beside three CPU hogs: every hang is announced on
+    stderr and counted at exit (a busy machine loses none), each with its report."""
+    with hwtest.CpuHogs(3):
+        r = hwtest.run(["--daily-limit", "0", "--", hwtest.binary("many-hangs"), "100", "4"], timeout=170)
+    try:
+        check(r.returncode == 0, r.describe())
+        starts = {int(p) for p, _ in re.findall(r"^hang (\d+) (\d+)$", r.stdout, re.M)}
+        check(len(starts) == 100, f"{len(starts)} children hung\n" + r.describe())
+        announced = {int(p) for p in re.findall(r"^hangwatch: (?:launch )?hang in many-hangs \(pid (\d+)\)",
+                                                r.stderr, re.M)}
+        check(starts <= announced, f"not announced: {sorted(starts - announced)}\n" + r.stderr[-3000:])
+        m = re.search(r"^hangwatch: (\d+) hangs?", r.stderr, re.M)
+        check(m is not None and int(m.group(1)) == len(announced),
+              f"{len(announced)} announced, the exit line says {m.group(0) if m else 'nothing'}")
+        reported = {rep["report"]["pid"] for rep in r.reports}
+        check(starts <= reported, f"no report for {sorted(starts - reported)}")
     finally:
         hwtest.cleanup(r)
 
@@ -476,6 +497,7 @@ if __name__ == "__main__":
         "dead_sender": case_dead_sender,
         "full_registration_queue": case_full_registration_queue,
         "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
+        "hangs_beside_hogs": case_hangs_beside_hogs,
         "full_queue_hangs_announced": case_full_queue_hangs_announced,
         "perf_map_flood": case_perf_map_flood,
         "commands_are_not_launch_hangs": case_commands_are_not_launch_hangs,
