@@ -364,6 +364,41 @@ static void add_thread_status(json_t *item, const hw_thread_snapshot *t)
         json_object_set_new(item, "not_stopped_because", json_string(hw_thread_timeout_reason(t, why, sizeof why)));
 }
 
+/* collection.main_thread: early sampling's Point Stack and samples, or
+ * why there are none. */
+static json_t *main_thread_json(const hw_hang_info *info)
+{
+    json_t *main_thread = json_pack("{s:s, s:s}", "state", info->main_thread_state, "reason", info->main_thread_reason);
+    const hw_point_stack *ps = info->point_stack;
+    if (main_thread && ps) {
+        json_t *contents = json_array();
+        for (size_t i = 0; i < ps->frame_count; i++) {
+            json_t *f = frame_json(&ps->frames[i]);
+            if (f)
+                json_object_set_new(f, "repeat_count", json_integer(ps->repeat_counts[i]));
+            json_array_append_new(contents, f);
+        }
+        json_object_set_new(main_thread, "sample_count", json_integer((json_int_t)ps->sample_count));
+        json_object_set_new(main_thread, "ring_capacity", json_integer((json_int_t)ps->ring_capacity));
+        json_object_set_new(main_thread, "sample_interval_us", json_integer(as_int(ps->interval_ns / 1000)));
+        json_object_set_new(main_thread, "point_stack_index", json_integer((json_int_t)ps->chosen_index));
+        json_object_set_new(main_thread, "top_repeat_count", json_integer((json_int_t)ps->top_repeat));
+        if (ps->sources)
+            json_object_set_new(main_thread, "sample_sources",
+                                json_pack("{s:I, s:I, s:I}", "kernel", (json_int_t)ps->sources[HW_SAMPLE_KERNEL],
+                                          "stopped", (json_int_t)ps->sources[HW_SAMPLE_STOPPED], "reused",
+                                          (json_int_t)ps->sources[HW_SAMPLE_REUSED]));
+        if (ps->sources && ps->sources[HW_SAMPLE_KERNEL] > 0 && ps->kernel_trigger)
+            json_object_set_new(main_thread, "kernel_sampler",
+                                json_pack("{s:s, s:I}", "trigger", ps->kernel_trigger, "interval_us",
+                                          as_int(ps->kernel_period_ns / 1000)));
+        json_object_set_new(main_thread, "backtrace", json_pack("{s:o, s:i}", "contents", contents, "skipped", 0));
+        if (ps->stacks && ps->stack_frames && ps->stacks->stack_count > 0)
+            json_object_set_new(main_thread, "samples", samples_json(ps->stacks, ps->stack_frames));
+    }
+    return main_thread;
+}
+
 json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *snap, const hw_backtrace *backtraces,
                         const hw_image *images, size_t image_count, char id[37])
 {
@@ -427,34 +462,7 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         json_object_set_new(capture, "retried", json_true());
     if (capture && info->js_frames_from != NULL)
         json_object_set_new(capture, "js_frames", json_string(info->js_frames_from));
-    json_t *main_thread = json_pack("{s:s, s:s}", "state", info->main_thread_state, "reason", info->main_thread_reason);
-    const hw_point_stack *ps = info->point_stack;
-    if (main_thread && ps) {
-        json_t *contents = json_array();
-        for (size_t i = 0; i < ps->frame_count; i++) {
-            json_t *f = frame_json(&ps->frames[i]);
-            if (f)
-                json_object_set_new(f, "repeat_count", json_integer(ps->repeat_counts[i]));
-            json_array_append_new(contents, f);
-        }
-        json_object_set_new(main_thread, "sample_count", json_integer((json_int_t)ps->sample_count));
-        json_object_set_new(main_thread, "ring_capacity", json_integer((json_int_t)ps->ring_capacity));
-        json_object_set_new(main_thread, "sample_interval_us", json_integer(as_int(ps->interval_ns / 1000)));
-        json_object_set_new(main_thread, "point_stack_index", json_integer((json_int_t)ps->chosen_index));
-        json_object_set_new(main_thread, "top_repeat_count", json_integer((json_int_t)ps->top_repeat));
-        if (ps->sources)
-            json_object_set_new(main_thread, "sample_sources",
-                                json_pack("{s:I, s:I, s:I}", "kernel", (json_int_t)ps->sources[HW_SAMPLE_KERNEL],
-                                          "stopped", (json_int_t)ps->sources[HW_SAMPLE_STOPPED], "reused",
-                                          (json_int_t)ps->sources[HW_SAMPLE_REUSED]));
-        if (ps->sources && ps->sources[HW_SAMPLE_KERNEL] > 0 && ps->kernel_trigger)
-            json_object_set_new(main_thread, "kernel_sampler",
-                                json_pack("{s:s, s:I}", "trigger", ps->kernel_trigger, "interval_us",
-                                          as_int(ps->kernel_period_ns / 1000)));
-        json_object_set_new(main_thread, "backtrace", json_pack("{s:o, s:i}", "contents", contents, "skipped", 0));
-        if (ps->stacks && ps->stack_frames && ps->stacks->stack_count > 0)
-            json_object_set_new(main_thread, "samples", samples_json(ps->stacks, ps->stack_frames));
-    }
+    json_t *main_thread = main_thread_json(info);
     json_t *collection = json_pack("{s:{s:I, s:o}, s:o}", "scene_threads", "enumerated_thread_count",
                                    (json_int_t)snap->enumerated_thread_count, "items", items, "main_thread",
                                    main_thread);
