@@ -489,10 +489,16 @@ static bool known_tid(const session *s, pid_t tid)
 /* Threads created between the enumeration and their creator's stop are
  * missed by the first pass: look again while everything else is held.
  * Only threads not listed at the start are new (those the bound left out
- * stay out); past the bound, a new thread is counted as left out. */
+ * stay out); past the bound, a new thread is counted as left out, and at
+ * the bound there is no second look (a thread born during the stop is
+ * then neither taken nor counted). */
 static void rescan(session *s)
 {
     const size_t max = s->opts.max_threads;
+    /* At the bound already: nothing born now could be taken, and listing
+     * tens of thousands of threads again would only lengthen the stop. */
+    if (max > 0 && s->out->thread_count >= max)
+        return;
     for (int round = 0; round < RESCAN_ROUNDS; round++) {
         pid_t *tids;
         size_t n;
