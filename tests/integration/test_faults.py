@@ -7,6 +7,7 @@ a full registration queue, twenty hangs at once (and a hundred beside three
 CPU hogs), the agent killed at any moment, the program killed while it is
 being captured, and processes that never reach an event loop."""
 import ctypes
+import glob
 import os
 import re
 import shutil
@@ -232,6 +233,52 @@ def case_hangs_beside_hogs():
         check(starts <= reported, f"no report for {sorted(starts - reported)}")
     finally:
         hwtest.cleanup(r)
+
+
+def case_python_line_tables():
+    """A Python process 32 threads x 128 frames deep in distinct code objects with 256 KiB line
+    tables hangs: its report names every frame, the line tables it did not read are counted on
+    their threads (runtime_lines_cut), and the agent stays small (docs/security.md's budgets: at
+    most 4 MiB of line tables read per capture, 16 MiB kept per process)."""
+    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "python_line_tables.py")
+    report_dir = tempfile.mkdtemp(prefix="hw-it-")
+    os.rmdir(report_dir)
+    proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir, "--",
+                             "/usr/bin/python3", program, "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    peak_kb = 0
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{proc.pid}/status") as f:
+                    peak_kb = max([peak_kb] + [int(l.split()[1]) for l in f if l.startswith("VmHWM:")])
+            except OSError:
+                pass
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0 and "done" in out, f"exit {proc.returncode}\n{out}\n{err}")
+        paths = sorted(glob.glob(os.path.join(report_dir, "*.json")))
+        check(len(paths) == 1, f"{len(paths)} reports\n{err}")
+        report = hwtest.load_report(paths[0])
+        threads = report["crash"]["threads"]
+        deep = [t for t in threads if t["thread_identifier"] != report["report"]["pid"]]
+        check(len(deep) == 32, f"{len(deep)} other threads")
+        for t in deep:
+            names = [f.get("symbol_name") for f in t["backtrace"]["contents"] if f.get("language") == "python"]
+            check(len(names) >= 100 and "?" not in names, f"thread {t['thread_identifier']}: {names[:8]}")
+        cut = sum(t.get("runtime_lines_cut", 0) for t in threads)
+        # of the 128 frames read per thread, every other one is a chain function (63 in all, beside
+        # Event.wait and Condition.wait): about 2,000 tables of 256 KiB, of which 16 fit in 4 MiB
+        check(cut >= 32 * 63 - 16 - 32, f"{cut} frames at their first line")
+        if os.environ.get("HW_SANITIZE", "") == "":
+            check(peak_kb < 128 * 1024, f"the agent's peak memory was {peak_kb // 1024} MiB")
+        print(f"{cut} frames shown at their function's first line; the agent's peak {peak_kb // 1024} MiB")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(report_dir, ignore_errors=True)
 
 
 def case_full_queue_hangs_announced():
@@ -498,6 +545,7 @@ if __name__ == "__main__":
         "full_registration_queue": case_full_registration_queue,
         "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
         "hangs_beside_hogs": case_hangs_beside_hogs,
+        "python_line_tables": case_python_line_tables,
         "full_queue_hangs_announced": case_full_queue_hangs_announced,
         "perf_map_flood": case_perf_map_flood,
         "commands_are_not_launch_hangs": case_commands_are_not_launch_hangs,

@@ -137,6 +137,8 @@ static json_t *thread_json(const hw_thread_snapshot *t, const hw_backtrace *bt, 
         json_object_set_new(o, "unwind_error", FOREIGN(bt->error));
     if (o && bt && bt->runtime_error && t->status == HW_THREAD_CAPTURED)
         json_object_set_new(o, "runtime_frames_error", FOREIGN(bt->runtime_error));
+    if (o && bt && bt->runtime_lines_cut > 0 && t->status == HW_THREAD_CAPTURED)
+        json_object_set_new(o, "runtime_lines_cut", json_integer((json_int_t)bt->runtime_lines_cut));
     if (o && bt && bt->runtime_thread_name && t->status == HW_THREAD_CAPTURED)
         json_object_set_new(o, "python_name", FOREIGN(bt->runtime_thread_name));
     return o;

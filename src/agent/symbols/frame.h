@@ -56,6 +56,8 @@ typedef struct hw_backtrace {
     char *error;    /* why the unwind stopped early, NULL if it ended normally */
     char *runtime_error; /* why an interpreter's frames are missing or partial, else NULL */
     char *runtime_thread_name; /* the thread's name in its runtime (Python threading's), else NULL */
+    size_t runtime_lines_cut;  /* its runtime frames shown at their function's first line: their line
+                                  tables would have passed what one capture reads of a process */
 } hw_backtrace;
 
 /* One thread's runtime frames (Python's or JavaScript's) with their names,
@@ -70,6 +72,7 @@ typedef struct hw_runtime_names {
     char *thread_name;   /* the name the runtime gave the thread (Python threading's), else NULL */
     hw_frame_language runtime; /* whose frames: HW_LANG_PYTHON or HW_LANG_JAVASCRIPT */
     uint64_t eval_function;    /* Python: the evaluation function's start, 0 unknown (hw_python_merge) */
+    unsigned lines_cut;        /* frames at their function's first line for want of budget (python_internal.h) */
 } hw_runtime_names;
 
 /* Free `count` threads' names (NULL is fine). */

@@ -30,6 +30,12 @@
 #define MAX_THREAD_STATES 4096
 #define MAX_NAME_CHARS 1024
 #define MAX_LINETABLE_BYTES (256u * 1024)
+/* Per watched process (docs/security.md): what its namer keeps of code
+ * objects (names, files, line tables) at most, and the line-table bytes
+ * one capture's naming reads from it at most; a frame whose table would
+ * pass that shows its function's first line, and its thread says so. */
+#define MAX_CACHED_CODE_BYTES (16u * 1024 * 1024)
+#define MAX_LINETABLE_READ_PER_NAMING (4u * 1024 * 1024)
 #define MAX_STRUCT_READ 512u /* the most bytes read at once from a thread state or frame */
 
 /* What every "frames not read" sentence ends with. */
@@ -87,6 +93,8 @@ typedef struct code_info {
     uint32_t first_traceable;
     uint8_t *linetable;
     size_t linetable_len;
+    bool linetable_cut; /* not read: the naming's budget was spent (read again when there is room) */
+    size_t bytes;       /* what it holds (name, file, line table) */
 } code_info;
 
 struct hw_python_namer {
@@ -94,6 +102,9 @@ struct hw_python_namer {
     pid_t pid;
     code_info *slots;
     size_t cap, used;
+    size_t cached_bytes;   /* the slots' bytes, at most MAX_CACHED_CODE_BYTES */
+    size_t read_left;      /* line-table bytes this naming may still read */
+    unsigned lines_cut;    /* frames of this naming shown at their first line for want of budget */
     code_info scratch; /* when the table is full */
     uint64_t name_key; /* the interned str "_name", once found (python_threads.c) */
 };

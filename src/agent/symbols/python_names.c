@@ -41,6 +41,7 @@ hw_python_namer *hw_python_namer_new(const hw_python_target *py, pid_t pid)
         return NULL;
     n->py = *py;
     n->pid = pid;
+    n->read_left = MAX_LINETABLE_READ_PER_NAMING;
     return n;
 }
 
@@ -110,11 +111,14 @@ char *hw_python_read_str(const hw_python_namer *n, uint64_t addr)
     return text;
 }
 
-static uint8_t *read_bytes(const hw_python_namer *n, uint64_t addr, size_t *len)
+/* A line table (a bytes object), within what this naming may still read:
+ * `*cut` when it is one, but would pass that. */
+static uint8_t *read_bytes(hw_python_namer *n, uint64_t addr, size_t *len, bool *cut)
 {
     const hw_python_layout *L = &n->py.layout;
     unsigned char head[MAX_STRUCT_READ];
     *len = 0;
+    *cut = false;
     if (L->bytes_sval > sizeof head || !hw_py_peek(n->pid, addr, head, L->bytes_sval))
         return NULL;
     if (hw_py_u64(head, L->object_type) != n->py.bytes_type)
@@ -122,6 +126,11 @@ static uint8_t *read_bytes(const hw_python_namer *n, uint64_t addr, size_t *len)
     int64_t size = (int64_t)hw_py_u64(head, L->var_object_size);
     if (size <= 0 || size > (int64_t)MAX_LINETABLE_BYTES)
         return NULL;
+    if ((size_t)size > n->read_left) {
+        *cut = true;
+        return NULL;
+    }
+    n->read_left -= (size_t)size;
     uint8_t *data = malloc((size_t)size);
     if (data == NULL || !hw_py_peek(n->pid, addr + L->bytes_sval, data, (size_t)size)) {
         free(data);
@@ -170,7 +179,7 @@ static bool same_code(const hw_python_namer *n, const code_info *c, const unsign
            c->first_line == first_line;
 }
 
-static void read_code(const hw_python_namer *n, uint64_t addr, const unsigned char *buf, code_info *c)
+static void read_code(hw_python_namer *n, uint64_t addr, const unsigned char *buf, code_info *c)
 {
     const hw_python_layout *L = &n->py.layout;
     c->addr = addr;
@@ -186,7 +195,8 @@ static void read_code(const hw_python_namer *n, uint64_t addr, const unsigned ch
     memcpy(&first_line, buf + L->code_firstlineno, sizeof first_line);
     c->first_line = first_line;
     c->first_traceable = hw_py_has(L->code_firsttraceable) ? hw_py_u32(buf, L->code_firsttraceable) : 0;
-    c->linetable = read_bytes(n, c->linetable_ptr, &c->linetable_len);
+    c->linetable = read_bytes(n, c->linetable_ptr, &c->linetable_len, &c->linetable_cut);
+    c->bytes = c->linetable_len + (c->name ? strlen(c->name) + 1 : 0) + (c->file ? strlen(c->file) + 1 : 0);
 }
 
 static size_t slot_of(uint64_t addr, size_t cap)
@@ -227,11 +237,13 @@ static const code_info *code_at(hw_python_namer *n, uint64_t addr)
     unsigned char buf[MAX_STRUCT_READ];
     bool readable = read_code_head(n, addr, buf);
     code_info *c;
-    if (n->used * 2 >= n->cap && !grow(n) && n->used >= MAX_CACHED_CODES) {
+    if ((n->used * 2 >= n->cap && !grow(n) && n->used >= MAX_CACHED_CODES) ||
+        n->cached_bytes > MAX_CACHED_CODE_BYTES - MAX_LINETABLE_BYTES) {
         /* Full: forget everything (bounded memory), keep going. */
         for (size_t i = 0; i < n->cap; i++)
             code_info_clear(&n->slots[i]);
         n->used = 0;
+        n->cached_bytes = 0;
     }
     if (n->used * 2 >= n->cap) {
         c = &n->scratch; /* no memory for a table */
@@ -241,15 +253,18 @@ static const code_info *code_at(hw_python_namer *n, uint64_t addr)
         while (n->slots[j].addr != 0 && n->slots[j].addr != addr)
             j = (j + 1) & (n->cap - 1);
         c = &n->slots[j];
-        if (c->addr == addr && (!readable || same_code(n, c, buf)))
+        if (c->addr == addr && (!readable || (same_code(n, c, buf) && !(c->linetable_cut && n->read_left > 0))))
             return c;
         if (c->addr == 0)
             n->used++;
+        n->cached_bytes -= c->bytes;
         code_info_clear(c);
     }
     c->addr = addr;
     if (readable)
         read_code(n, addr, buf, c);
+    if (c != &n->scratch)
+        n->cached_bytes += c->bytes;
     return c;
 }
 
@@ -326,9 +341,12 @@ static bool python_frame(hw_python_namer *n, uint64_t code, code_position at, ui
         return false;
     out->symbol_name = strdup(c->name ? c->name : "?");
     out->source_file = c->file ? strdup(c->file) : NULL;
-    int line = !at.started ? c->first_line
-                           : hw_python_line_at((hw_python_lines)L->lines, c->linetable, c->linetable_len, c->first_line,
-                                               (size_t)at.unit);
+    if (c->linetable_cut)
+        n->lines_cut++;
+    int line = !at.started || c->linetable_cut
+                   ? c->first_line
+                   : hw_python_line_at((hw_python_lines)L->lines, c->linetable, c->linetable_len, c->first_line,
+                                       (size_t)at.unit);
     out->source_line = line > 0 ? line : 0;
     return out->symbol_name != NULL;
 }
@@ -368,6 +386,7 @@ hw_runtime_names *hw_python_name_threads(hw_python_namer *n, const hw_process_sn
     hw_runtime_names *all = calloc(snap->thread_count, sizeof *all);
     if (all == NULL)
         return NULL;
+    n->read_left = MAX_LINETABLE_READ_PER_NAMING;
     for (size_t t = 0; t < snap->thread_count; t++) {
         const hw_interp_stack *st = &snap->threads[t].interp;
         hw_runtime_names *out = &all[t];
@@ -400,6 +419,7 @@ hw_runtime_names *hw_python_name_threads(hw_python_namer *n, const hw_process_sn
             continue;
         }
         out->count = count;
+        unsigned cut_before = n->lines_cut;
         for (unsigned i = 0; i < count; i++) {
             const hw_interp_frame *f = &st->frames[i];
             out->is_entry[i] = f->is_entry;
@@ -411,6 +431,7 @@ hw_runtime_names *hw_python_name_threads(hw_python_namer *n, const hw_process_sn
             if (unreadable && out->problem == NULL)
                 out->problem = "a frame's code object could not be read: it is shown as \"?\"";
         }
+        out->lines_cut = n->lines_cut - cut_before;
         if (!target_only)
             out->thread_name = hw_python_thread_name(n, st);
     }
@@ -480,6 +501,7 @@ int hw_python_merge(const hw_runtime_names *names, hw_backtrace *bt)
     }
     if (problem != NULL && bt->runtime_error == NULL)
         bt->runtime_error = strdup(problem);
+    bt->runtime_lines_cut += names->lines_cut;
     if (names->thread_name != NULL && bt->runtime_thread_name == NULL)
         bt->runtime_thread_name = strdup(names->thread_name);
     return 0;
