@@ -225,6 +225,10 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
     }
     put_string_if(out, thread, "unwind_error", "  (unwinding stopped early: ", ")\n");
     put_string_if(out, thread, "runtime_frames_error", "  (interpreter frames: ", ")\n");
+    json_int_t lines_cut = hw_int_at(thread, "runtime_lines_cut", 0);
+    if (lines_cut > 0)
+        fprintf(out, "  (%" JSON_INTEGER_FORMAT " Python frames at their function's first line: their line tables "
+                     "would have passed what one capture reads of a process)\n", lines_cut);
 }
 
 /* The culprit frame of the thread at crash.threads[at] when it holds the
@@ -633,7 +637,7 @@ int hw_show_json(const char *label, json_t *root, unsigned flags, FILE *out)
     return 0;
 }
 
-int hw_show_text(const char *label, const char *text, size_t len, FILE *out)
+static int show_text(const char *label, const char *text, size_t len, unsigned flags, FILE *out)
 {
     if (label == NULL)
         label = "report";
@@ -645,18 +649,23 @@ int hw_show_text(const char *label, const char *text, size_t len, FILE *out)
     json_t *root = hw_report_parse(label, text, len);
     if (!root)
         return 1;
-    int rc = hw_show_json(label, root, 0, out);
+    int rc = hw_show_json(label, root, flags, out);
     json_decref(root);
     return rc;
 }
 
-int hw_show_file(const char *path, FILE *out)
+int hw_show_text(const char *label, const char *text, size_t len, FILE *out)
+{
+    return show_text(label, text, len, 0, out);
+}
+
+int hw_show_file(const char *path, unsigned flags, FILE *out)
 {
     char *text = NULL;
     size_t len = 0;
     if (hw_report_read_file(path, false, &text, &len) != 0)
         return 1;
-    int rc = hw_show_text(path, text, len, out);
+    int rc = show_text(path, text, len, flags, out);
     free(text);
     return rc;
 }
@@ -665,6 +674,7 @@ int hw_show_file(const char *path, FILE *out)
 typedef struct shown {
     bool first;
     int rc;
+    unsigned flags;
 } shown;
 
 static void show_walked(const char *path, json_t *root, void *ctx)
@@ -673,19 +683,46 @@ static void show_walked(const char *path, json_t *root, void *ctx)
     if (!sh->first)
         fputc('\n', stdout);
     sh->first = false;
-    if (hw_show_json(path, root, 0, stdout) != 0)
+    if (hw_show_json(path, root, sh->flags, stdout) != 0)
         sh->rc = 1;
     json_decref(root);
 }
 
+static const char SHOW_HELP[] =
+    "usage: hangwatch show [--every-stack] REPORT.json|DIR...\n"
+    "Print each report for people: the hung thread's stack (the culprit marked: the innermost frame of\n"
+    "the program's own code), the time section, and the other threads, one line each; a directory's\n"
+    "reports (*.json, in name order) one after another.\n"
+    "  --every-stack  every thread's whole stack, not a line per other thread\n"
+    "  --             the arguments after it are files, even when they begin with '-'\n";
+
 int hw_show_main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "hangwatch: show needs at least one report file or directory\nTry 'hangwatch --help'.\n");
+    unsigned flags = 0;
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-' && argv[first][1] != '\0'; first++) {
+        if (strcmp(argv[first], "--") == 0) {
+            first++;
+            break;
+        }
+        if (strcmp(argv[first], "--help") == 0 || strcmp(argv[first], "-h") == 0) {
+            fputs(SHOW_HELP, stdout);
+            return 0;
+        }
+        if (strcmp(argv[first], "--every-stack") != 0) {
+            fputs("hangwatch: unknown option for show: '", stderr);
+            hw_put_text(stderr, argv[first]);
+            fputs("'\nTry 'hangwatch show --help'.\n", stderr);
+            return 2;
+        }
+        flags |= HW_SHOW_EVERY_STACK;
+    }
+    if (first >= argc) {
+        fprintf(stderr, "hangwatch: show needs at least one report file or directory\nTry 'hangwatch show --help'.\n");
         return 2;
     }
-    shown sh = {.first = true, .rc = 0};
-    for (int i = 1; i < argc; i++) {
+    shown sh = {.first = true, .rc = 0, .flags = flags};
+    for (int i = first; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
             /* every report in it, in name order, as stats and html take them */
@@ -698,7 +735,7 @@ int hw_show_main(int argc, char **argv)
         if (!sh.first)
             fputc('\n', stdout);
         sh.first = false;
-        if (hw_show_file(argv[i], stdout) != 0)
+        if (hw_show_file(argv[i], flags, stdout) != 0)
             sh.rc = 1;
     }
     return sh.rc;

@@ -32,10 +32,10 @@ int hw_show_text(const char *label, const char *text, size_t len, FILE *out);
 int hw_show_json(const char *label, json_t *root, unsigned flags, FILE *out);
 
 /* The same for a file, read with at most HW_SHOW_MAX_BYTES in memory; a
- * larger one is refused before it is read. */
-int hw_show_file(const char *path, FILE *out);
+ * larger one is refused before it is read.  `flags` as hw_show_json's. */
+int hw_show_file(const char *path, unsigned flags, FILE *out);
 
-/* `hangwatch show FILE...`: argv[0] is "show". */
+/* `hangwatch show [--every-stack] FILE...`: argv[0] is "show". */
 int hw_show_main(int argc, char **argv);
 
 #endif

@@ -4,6 +4,7 @@ to `show` is an error, never a crash, and nothing from a report reaches the
 terminal unescaped; the observer never blocks a program whose agent cannot
 take its registration."""
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -112,6 +113,17 @@ def case_show_bad_input():
         check(p.returncode == 0, f"a report with wrong field types must not crash show: {p.returncode} {p.stderr}")
         p = hw("show", os.path.join(d, "missing.json"))
         check(p.returncode == 1 and "missing.json" in p.stderr, p.stderr)
+        p = hw("show", "--help")
+        check(p.returncode == 0 and p.stdout.startswith("usage: hangwatch show") and "--every-stack" in p.stdout,
+              f"show --help: {p.returncode} {p.stdout} {p.stderr}")
+        p = hw("show", "--bogus", other)
+        check(p.returncode == 2 and "unknown option for show: '--bogus'" in p.stderr, p.stderr)
+        p = hw("show", "--every-stack")
+        check(p.returncode == 2 and "needs at least one report" in p.stderr, p.stderr)
+        dashed = os.path.join(d, "-dashed.json")
+        shutil.copy(other, dashed)
+        p = hw("show", "--", dashed)
+        check(p.returncode == 1 and "not a hangwatch report" in p.stderr, f"a file after --: {p.stderr}")
 
 
 def hostile_report():

@@ -273,6 +273,9 @@ def case_python_line_tables():
         check(cut >= 32 * 63 - 16 - 32, f"{cut} frames at their first line")
         if os.environ.get("HW_SANITIZE", "") == "":
             check(peak_kb < 128 * 1024, f"the agent's peak memory was {peak_kb // 1024} MiB")
+        shown = hwtest.hw("show", "--every-stack", paths[0])
+        check(shown.returncode == 0 and "Python frames at their function's first line" in shown.stdout,
+              shown.stdout[-800:] + shown.stderr)
         print(f"{cut} frames shown at their function's first line; the agent's peak {peak_kb // 1024} MiB")
     finally:
         if proc.poll() is None:
