@@ -254,6 +254,16 @@ def culprit_of(report):
     return name
 
 
+def describe_extra(report):
+    """A report no cell asked for, with what says when and why it was taken."""
+    apm = report["hangwatch"]
+    time_section = apm.get("time") or {}
+    return (f"{apm['hang_type']}, busy {apm['block_duration_us']} us at detection, final "
+            f"{apm.get('final_duration_us')} us, end {apm.get('hang_end')}, cause {time_section.get('cause')}, "
+            f"loop wait {json.dumps(apm.get('loop_wait'))}, stretch report {apm.get('stretch_report_index')}: "
+            + hwtest.describe_frames(hwtest.frames(report)[:6]).replace("\n", " |"))
+
+
 def judge(mode, row_kinds):
     """{(row, kind): None (passed) or why not}, and the extra reports'
     descriptions, for one finished mode."""
@@ -282,7 +292,7 @@ def judge(mode, row_kinds):
                 verdicts[(name, kind)] = None
         for culprit, rs in named.items():
             extras.append(f"{mode.mode}: {name}: {len(rs)} report(s) whose culprit is {culprit}: "
-                          + "; ".join(hwtest.describe_frames(hwtest.frames(r)[:6]).replace("\n", " |") for r in rs))
+                          + "; ".join(describe_extra(r) for r in rs))
     for pid, rs in by_pid.items():
         extras.append(f"{mode.mode}: {len(rs)} report(s) of pid {pid}, not a row's")
     return verdicts, extras
