@@ -856,6 +856,38 @@ static pid_t tracer_of(pid_t pid, pid_t tid)
     return tracer;
 }
 
+/* The "vfork" target, settled: its main thread a vfork parent in
+ * uninterruptible sleep (it cannot stop), the other two in a futex wait
+ * and a read. */
+static void spawn_vfork_parent(target *t)
+{
+    spawn(t, "vfork");
+    wait_state(t->pid, t->tids[0], 'D');
+    wait_in_syscall(t->pid, t->tids[1], SYS_futex);
+    wait_in_syscall(t->pid, t->tids[2], SYS_read);
+}
+
+/* Let its vfork child end; the main thread goes on to sleep(), which it
+ * reaches only if no stop was left pending on it. */
+static void let_vfork_child_end(target *t)
+{
+    assert_int_equal(write(t->in_fd, "x", 1), 1);
+    char line[64];
+    assert_true(read_line(t, line, sizeof line, now_ms() + DEADLINE_MS));
+    assert_string_equal(line, "vfork done");
+    wait_target_blocked(t);
+}
+
+/* One capture of `t` in which every thread is captured. */
+static void capture_every_thread(target *t, const hw_capture_options *opts)
+{
+    hw_process_snapshot snap;
+    assert_int_equal(hw_capture_process(t->pid, opts, &snap), 0);
+    for (size_t i = 0; i < snap.thread_count; i++)
+        assert_int_equal(snap.threads[i].status, HW_THREAD_CAPTURED);
+    hw_process_snapshot_free(&snap);
+}
+
 /* A thread that cannot stop (a vfork parent waits in a killable sleep) times
  * out, the others are captured, and it is not left traced: once its child
  * is gone it runs on, and the next capture gets it. */
@@ -863,10 +895,7 @@ static void test_timeout_releases_thread(void **state)
 {
     (void)state;
     target *t = &current;
-    spawn(t, "vfork");
-    wait_state(t->pid, t->tids[0], 'D');
-    wait_in_syscall(t->pid, t->tids[1], SYS_futex);
-    wait_in_syscall(t->pid, t->tids[2], SYS_read);
+    spawn_vfork_parent(t);
 
     hw_capture_options opts;
     hw_capture_options_default(&opts, t->pid);
@@ -892,16 +921,9 @@ static void test_timeout_releases_thread(void **state)
     for (size_t k = 0; k < 3; k++)
         assert_int_equal(tracer_of(t->pid, t->tids[k]), 0);
 
-    assert_int_equal(write(t->in_fd, "x", 1), 1); /* let the vfork child end */
-    char line[64];
-    assert_true(read_line(t, line, sizeof line, now_ms() + DEADLINE_MS));
-    assert_string_equal(line, "vfork done");
-    wait_target_blocked(t); /* it went on to sleep(): no stop was left pending */
+    let_vfork_child_end(t);
 
-    assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
-    for (size_t i = 0; i < snap.thread_count; i++)
-        assert_int_equal(snap.threads[i].status, HW_THREAD_CAPTURED);
-    hw_process_snapshot_free(&snap);
+    capture_every_thread(t, &opts);
     reap(t);
 }
 
@@ -922,10 +944,7 @@ static void test_waiting_helpers(void **state)
 {
     (void)state;
     target *t = &current;
-    spawn(t, "vfork");
-    wait_state(t->pid, t->tids[0], 'D');
-    wait_in_syscall(t->pid, t->tids[1], SYS_futex);
-    wait_in_syscall(t->pid, t->tids[2], SYS_read);
+    spawn_vfork_parent(t);
     assert_int_equal(hw_capture_helpers_start(), 0);
     unsigned long taken_before, created_before, taken_after, created_after;
     hw_capture_helpers_counts(&taken_before, &created_before);
@@ -941,17 +960,10 @@ static void test_waiting_helpers(void **state)
     for (size_t k = 0; k < 3; k++)
         assert_int_equal(tracer_of(t->pid, t->tids[k]), 0);
 
-    assert_int_equal(write(t->in_fd, "x", 1), 1); /* let the vfork child end */
-    char line[64];
-    assert_true(read_line(t, line, sizeof line, now_ms() + DEADLINE_MS));
-    assert_string_equal(line, "vfork done");
-    wait_target_blocked(t); /* it went on to sleep(): no stop was left pending */
+    let_vfork_child_end(t);
     for (int round = 0; round < 5; round++) {
         wait_for_waiting_helper();
-        assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
-        for (size_t i = 0; i < snap.thread_count; i++)
-            assert_int_equal(snap.threads[i].status, HW_THREAD_CAPTURED);
-        hw_process_snapshot_free(&snap);
+        capture_every_thread(t, &opts);
     }
     hw_capture_helpers_counts(&taken_after, &created_after);
     hw_capture_helpers_stop();
