@@ -1015,11 +1015,18 @@ static void test_traced_by_another_tracer(void **state)
     pid_t tracer = fork();
     assert_true(tracer >= 0);
     if (tracer == 0) {
+        pid_t test = getppid(), self = getpid();
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != test)
+            _exit(1); /* the test ended before the signal was asked for */
         prctl(PR_SET_NAME, tracer_comm);
         pid_t traced = fork();
         if (traced == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL); /* ends with its tracer */
+            /* Ends with its tracer, also when the tracer was killed before
+             * this line ran (it was left running, holding ctest's pipe). */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != self)
+                _exit(0);
             for (;;)
                 pause();
         }
