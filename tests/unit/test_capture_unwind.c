@@ -692,7 +692,10 @@ static void *send_signals(void *arg)
 }
 
 /* Queued signals arriving while we stop the process are all delivered once:
- * one caught in a signal-delivery-stop is handed back at the detach. */
+ * one caught in a signal-delivery-stop is handed back at the detach, and a
+ * thread that did not stop in time (the machine gave it no CPU for the
+ * whole stop timeout: seen once in a parallel sanitizer run) gets its signal
+ * when it is released.  Such timeouts are allowed, named, and bounded. */
 static void test_signals_are_not_lost(void **state)
 {
     (void)state;
@@ -702,13 +705,20 @@ static void test_signals_are_not_lost(void **state)
     sender s = {.pid = t->pid};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, send_signals, &s), 0);
-    unsigned captures = 0, injected = 0;
+    unsigned captures = 0, injected = 0, timed_out = 0;
     hw_capture_options opts;
     hw_capture_options_default(&opts, t->pid);
     for (int k = 0; k < 300; k++) {
         hw_process_snapshot snap;
         assert_int_equal(hw_capture_process(t->pid, &opts, &snap), 0);
         for (size_t i = 0; i < snap.thread_count; i++) {
+            if (snap.threads[i].status == HW_THREAD_TIMEOUT) {
+                char why[128];
+                printf("capture %d: thread %d %s\n", k, (int)snap.threads[i].tid,
+                       hw_thread_timeout_reason(&snap.threads[i], why, sizeof why));
+                timed_out++;
+                continue;
+            }
             assert_int_equal(snap.threads[i].status, HW_THREAD_CAPTURED);
             if (snap.threads[i].injected_signal != 0) {
                 assert_int_equal(snap.threads[i].injected_signal, SIGRTMIN);
@@ -726,9 +736,11 @@ static void test_signals_are_not_lost(void **state)
     assert_true(read_line(t, line, sizeof line, now_ms() + DEADLINE_MS));
     unsigned long got = 0;
     assert_int_equal(sscanf(line, "signals %lu", &got), 1);
-    printf("%lu signals sent, %lu handled, %u captures, %u caught in delivery and handed back\n", s.sent, got,
-           captures, injected);
+    printf("%lu signals sent, %lu handled, %u captures, %u caught in delivery and handed back, %u threads not "
+           "stopped in time\n",
+           s.sent, got, captures, injected, timed_out);
     assert_true(s.sent > 0);
+    assert_true(timed_out <= captures / 10); /* a stall, not a capture that cannot stop a signalled thread */
     assert_int_equal(got, s.sent);
     int status;
     assert_int_equal(waitpid(t->pid, &status, 0), t->pid);
