@@ -193,6 +193,16 @@ static void put_thread_names(FILE *out, json_t *thread)
     put_string_if(out, thread, "python_name", ", Python's ", "");
 }
 
+static bool has_language(json_t *contents, const char *language)
+{
+    for (size_t i = 0; i < json_array_size(contents); i++) {
+        json_t *l = json_object_get(json_array_get(contents, i), "language");
+        if (json_is_string(l) && strcmp(json_string_value(l), language) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* One thread's whole stack under a heading: "WHAT 4242 (name), 9 frames:"
  * and its frames (the one at `culprit` marked; -1: none), or why it has
  * none when its scene item (may be NULL) says it was not captured. */
@@ -226,7 +236,11 @@ static void print_stack(FILE *out, const char *what, json_t *thread, json_t *ite
     put_string_if(out, thread, "unwind_error", "  (unwinding stopped early: ", ")\n");
     put_string_if(out, thread, "runtime_frames_error", "  (interpreter frames: ", ")\n");
     json_int_t lines_cut = hw_int_at(thread, "runtime_lines_cut", 0);
-    if (lines_cut > 0)
+    if (lines_cut > 0 && has_language(contents, "javascript"))
+        fprintf(out, "  (%" JSON_INTEGER_FORMAT " JavaScript frames at their function's first line or with no line: "
+                     "reading their scripts' lines would have passed what one capture reads of a process)\n",
+                lines_cut);
+    else if (lines_cut > 0)
         fprintf(out, "  (%" JSON_INTEGER_FORMAT " Python frames at their function's first line: their line tables "
                      "would have passed what one capture reads of a process)\n", lines_cut);
 }

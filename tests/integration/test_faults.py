@@ -235,17 +235,14 @@ def case_hangs_beside_hogs():
         hwtest.cleanup(r)
 
 
-def case_python_line_tables():
-    """A Python process 32 threads x 128 frames deep in distinct code objects with 256 KiB line
-    tables hangs: its report names every frame, the line tables it did not read are counted on
-    their threads (runtime_lines_cut), and the agent stays small (docs/security.md's budgets: at
-    most 4 MiB of line tables read per capture, 16 MiB kept per process)."""
-    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "python_line_tables.py")
+def run_measuring_peak(program_args):
+    """`hangwatch run -- PROGRAM...` to its end, the agent's peak memory read from /proc as it
+    runs: (exit status, stdout, stderr, peak KiB, report paths).  The caller removes the
+    report directory (the last path's parent)."""
     report_dir = tempfile.mkdtemp(prefix="hw-it-")
     os.rmdir(report_dir)
-    proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir, "--",
-                             "/usr/bin/python3", program, "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir, "--"] + program_args,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_kb = 0
     try:
         deadline = time.monotonic() + 120
@@ -257,7 +254,22 @@ def case_python_line_tables():
                 pass
             time.sleep(0.05)
         out, err = proc.communicate(timeout=60)
-        check(proc.returncode == 0 and "done" in out, f"exit {proc.returncode}\n{out}\n{err}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err, peak_kb, report_dir
+
+
+def case_python_line_tables():
+    """A Python process 32 threads x 128 frames deep in distinct code objects with 256 KiB line
+    tables hangs: its report names every frame, the line tables it did not read are counted on
+    their threads (runtime_lines_cut), and the agent stays small (docs/security.md's budgets: at
+    most 4 MiB of line tables read per capture, 16 MiB kept per process)."""
+    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "python_line_tables.py")
+    status, out, err, peak_kb, report_dir = run_measuring_peak(["/usr/bin/python3", program, "3"])
+    try:
+        check(status == 0 and "done" in out, f"exit {status}\n{out}\n{err}")
         paths = sorted(glob.glob(os.path.join(report_dir, "*.json")))
         check(len(paths) == 1, f"{len(paths)} reports\n{err}")
         report = hwtest.load_report(paths[0])
@@ -278,9 +290,47 @@ def case_python_line_tables():
               shown.stdout[-800:] + shown.stderr)
         print(f"{cut} frames shown at their function's first line; the agent's peak {peak_kb // 1024} MiB")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def case_node_line_ends():
+    """A node 100 frames deep in functions of distinct scripts, each script a million lines
+    long, hangs: its report names every function, the frames whose lines it did not count are
+    counted on the thread (runtime_lines_cut), and the agent stays small (docs/security.md's
+    budgets: at most 16 MiB of sources read per capture, 32 MiB kept per process; without them,
+    434 MiB and half a second of reading on the watch thread)."""
+    node = shutil.which("node")
+    if node is None:
+        print("SKIP: node is not installed (scripts/ensure-deps.sh test installs it)")
+        return SKIP
+    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "node_line_ends.js")
+    status, out, err, peak_kb, report_dir = run_measuring_peak([node, program, "3"])
+    try:
+        check(status == 0 and "done" in out, f"exit {status}\n{out}\n{err}")
+        paths = sorted(glob.glob(os.path.join(report_dir, "*.json")))
+        check(len(paths) == 1, f"{len(paths)} reports\n{err}")
+        report = hwtest.load_report(paths[0])
+        hung = hwtest.frames(report)
+        chain = [f for f in hung if re.fullmatch(r"chain\d+", f.get("symbol_name", ""))]
+        check(len(chain) == 100, f"{len(chain)} chain functions named: {[f.get('symbol_name') for f in hung][:12]}")
+        check(all(f.get("source_file") == f"chain_{f['symbol_name'][5:]}.js" for f in chain),
+              f"a chain function with another script: {[(f['symbol_name'], f.get('source_file')) for f in chain][:6]}")
+        # each function starts at line 1,048,449 of its script; where the script's lines were counted the
+        # frame says so, and every other frame is counted as cut (16 MiB read: at most 16 scripts)
+        lined = [f for f in chain if f.get("source_line", 0) > 0]
+        check(all(f["source_line"] >= (1 << 20) - 64 for f in lined), f"a wrong line: {lined[:3]}")
+        thread = [t for t in report["crash"]["threads"] if t["thread_identifier"] ==
+                  report["hangwatch"]["hung_thread"]["thread_identifier"]][0]
+        cut = thread.get("runtime_lines_cut", 0)
+        check(1 <= len(lined) <= 16 and cut == 100 - len(lined),
+              f"{len(lined)} chain frames with a line, {cut} counted as cut")
+        if os.environ.get("HW_SANITIZE", "") == "":
+            check(peak_kb < 128 * 1024, f"the agent's peak memory was {peak_kb // 1024} MiB")
+        shown = hwtest.hw("show", paths[0])
+        check(shown.returncode == 0 and "JavaScript frames at their function's first line or with no line" in shown.stdout,
+              shown.stdout[-800:] + shown.stderr)
+        print(f"{len(lined)} of 100 scripts' lines counted, {cut} frames cut; the agent's peak {peak_kb // 1024} MiB")
+    finally:
         shutil.rmtree(report_dir, ignore_errors=True)
 
 
@@ -549,6 +599,7 @@ if __name__ == "__main__":
         "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
         "hangs_beside_hogs": case_hangs_beside_hogs,
         "python_line_tables": case_python_line_tables,
+        "node_line_ends": case_node_line_ends,
         "full_queue_hangs_announced": case_full_queue_hangs_announced,
         "perf_map_flood": case_perf_map_flood,
         "commands_are_not_launch_hangs": case_commands_are_not_launch_hangs,

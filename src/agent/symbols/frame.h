@@ -72,7 +72,8 @@ typedef struct hw_runtime_names {
     char *thread_name;   /* the name the runtime gave the thread (Python threading's), else NULL */
     hw_frame_language runtime; /* whose frames: HW_LANG_PYTHON or HW_LANG_JAVASCRIPT */
     uint64_t eval_function;    /* Python: the evaluation function's start, 0 unknown (hw_python_merge) */
-    unsigned lines_cut;        /* frames at their function's first line for want of budget (python_internal.h) */
+    unsigned lines_cut;        /* frames at their function's first line, or with no line, for want of budget
+                                  (python_internal.h, js_internal.h) */
 } hw_runtime_names;
 
 /* Free `count` threads' names (NULL is fine). */

@@ -8,6 +8,7 @@
  *               stopped;
  *   js_names.c  functions, scripts and lines named after the resume, and
  *               the JavaScript frames put in place among the native ones;
+ *   js_strings.c V8's strings, of every representation;
  *   js_peek.c   every read of the process's memory.
  *
  * A tagged word is a Smi (an integer, tag bit clear) or a pointer to a
@@ -31,6 +32,14 @@
 #define HW_JS_MAX_SOURCE_BYTES (8u << 20) /* a script's source read at most, to count its lines */
 #define HW_JS_MAX_LINE_ENDS (1u << 20) /* a script's line ends read at most */
 #define HW_JS_MAX_OBJECT_READ 128u     /* the most bytes read at once from a heap object's header */
+/* Per watched process (docs/security.md): what its namer keeps of
+ * functions and scripts (names, line ends, source positions) at most, past
+ * which it starts again empty, and the bytes of sources, line-end arrays
+ * and source position tables one capture's naming reads from it at most: a
+ * frame whose script or table would pass that has its function's first
+ * line or no line, and its thread says so (runtime_lines_cut). */
+#define HW_JS_MAX_CACHED_BYTES (32u << 20)
+#define HW_JS_MAX_READ_PER_NAMING (2 * HW_JS_MAX_SOURCE_BYTES) /* a two-byte source at its bound fits */
 
 /* Read `len` bytes of process `pid` at `addr`: false when any of it cannot
  * be read (or addr is 0).  Every read of the program's memory goes through
@@ -84,6 +93,30 @@ static inline uint64_t hw_js_u64(const unsigned char *buf, int32_t off)
     memcpy(&v, buf + off, sizeof v);
     return v;
 }
+
+/* ---- strings (js_strings.c) ---- */
+
+/* A string's header: its instance type, length in units, and raw bytes. */
+typedef struct hw_js_string_head {
+    uint16_t type;
+    int64_t length;
+    unsigned char raw[HW_JS_MAX_OBJECT_READ];
+} hw_js_string_head;
+
+/* Called with consecutive chunks of a string's units (two bytes each when
+ * two_byte): false stops the visit, which then fails. */
+typedef bool (*hw_js_units_fn)(void *ctx, const unsigned char *data, size_t units, bool two_byte);
+
+/* Read the header of string `str`: false when it is not one. */
+bool hw_js_read_string_head(pid_t pid, const hw_js_layout *L, uint64_t str, hw_js_string_head *h);
+
+/* Hand units [from, from + count) of string `str` to `fn`, in order;
+ * false when any part cannot be read or `fn` said stop. */
+bool hw_js_visit_string(pid_t pid, const hw_js_layout *L, uint64_t str, uint64_t from, uint64_t count,
+                        hw_js_units_fn fn, void *ctx, int depth);
+
+/* A string as UTF-8 (at most HW_JS_MAX_NAME_CHARS bytes, malloc'd), or NULL. */
+char *hw_js_read_name(pid_t pid, const hw_js_layout *L, uint64_t str);
 
 /* Read the instance type of heap object `object` (two reads: its map, the
  * map's type).  False when it cannot be read or `object` is not tagged. */

@@ -19,29 +19,31 @@
  *  - the line of the function's start: the position counted in the
  *    script's line ends (Script::line_ends when V8 has computed them, else
  *    from the source, read once per script and kept);
- *  - strings of every representation V8 uses: sequential one- and
- *    two-byte, cons (two halves), thin (a forward), sliced (a window on a
- *    parent) and external (data outside the heap), depth-bounded.
+ *  - strings of every representation V8 uses (js_strings.c).
  *
  * What is read is kept per process, by SharedFunctionInfo and by Script,
  * and checked again before each use: one read of the SharedFunctionInfo,
  * whose fields must be those the name was read from.  The garbage
  * collector moves objects; a SharedFunctionInfo that moved is read again
  * where it is now, at its next capture.
+ *
+ * Both are bounded (js_internal.h): what is kept, past which everything is
+ * forgotten and read again, and what one naming reads of sources, line-end
+ * arrays and position tables, past which a frame keeps its function's
+ * first line (no line when its script's lines are not known) and is
+ * counted; a cut script or table is read at a later naming.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/text_bits.h"
 #include "js_internal.h"
 
 #define MAX_FUNCTIONS 16384 /* kept per process; a full table starts again empty */
 #define MAX_SCRIPTS 2048
 #define MAX_INLINED_LOCALS 75 /* V8 keeps this many context local names in the ScopeInfo itself */
 #define SCOPE_SCAN_SLOTS 8    /* slots after the locals searched for the name and positions */
-#define CHUNK 8192
 #define RECENT_RECEIVERS 256
 
 typedef struct function_info {
@@ -52,6 +54,7 @@ typedef struct function_info {
     /* its bytecode's source positions, decoded at the first interpreted
      * frame that needs them: code offsets and positions, ascending */
     uint64_t positions_of;          /* the BytecodeArray they are from, 0: not read */
+    bool positions_cut;             /* not read for want of budget: read at a later naming */
     uint32_t *code_offsets;
     int64_t *positions;
     size_t position_count;
@@ -63,6 +66,7 @@ typedef struct script_info {
     uint32_t *line_ends;            /* positions of each '\n', ascending */
     size_t line_count;
     bool lines_known;               /* line_ends were read (a script may have no newline) */
+    bool lines_cut;                 /* not read for want of budget: read at a later naming */
 } script_info;
 
 struct hw_js_namer {
@@ -72,141 +76,15 @@ struct hw_js_namer {
     size_t function_cap, function_count;
     script_info scripts[MAX_SCRIPTS];
     size_t script_count;
+    size_t cached_bytes; /* names, line ends and positions kept: past HW_JS_MAX_CACHED_BYTES, forgotten */
+    size_t read_left;    /* of this naming's HW_JS_MAX_READ_PER_NAMING */
+    unsigned lines_cut;  /* frames named without their line for want of budget, this naming */
     /* The receiver type a sample key's frame was last named with (a key
      * holds only the function and the offset). */
     struct {
         uint64_t key, receiver_class;
     } receivers[RECENT_RECEIVERS];
 };
-
-/* ---- strings ------------------------------------------------------------ */
-
-typedef bool (*units_fn)(void *ctx, const unsigned char *data, size_t units, bool two_byte);
-
-typedef struct string_head {
-    uint16_t type;
-    int64_t length;
-    unsigned char raw[HW_JS_MAX_OBJECT_READ];
-} string_head;
-
-static bool read_string_head(pid_t pid, const hw_js_layout *L, uint64_t str, string_head *h)
-{
-    if (!hw_js_instance_type(pid, L, str, &h->type, NULL) || h->type >= L->first_nonstring)
-        return false;
-    /* The largest header any representation has: up to the external
-     * resource's cached data pointer. */
-    size_t need = (size_t)L->external_resource + 16;
-    const int32_t ends[] = {L->string_length + 4, L->cons_second + 8, L->sliced_offset + 8, L->thin_actual + 8};
-    for (size_t i = 0; i < 4; i++)
-        if ((size_t)ends[i] > need)
-            need = (size_t)ends[i];
-    if (need > sizeof h->raw || !hw_js_peek(pid, hw_js_field(L, str, 0), h->raw, need)) {
-        /* A short sequential string may end its page: the length is enough. */
-        need = (size_t)L->string_length + 4;
-        memset(h->raw, 0, sizeof h->raw);
-        if (!hw_js_peek(pid, hw_js_field(L, str, 0), h->raw, need))
-            return false;
-    }
-    int32_t len;
-    memcpy(&len, h->raw + L->string_length, sizeof len);
-    if (len < 0)
-        return false;
-    h->length = len;
-    return true;
-}
-
-static bool read_units(pid_t pid, uint64_t addr, uint64_t from, uint64_t count, bool two_byte, units_fn fn,
-                       void *ctx)
-{
-    unsigned char buf[CHUNK];
-    size_t unit = two_byte ? 2 : 1;
-    while (count > 0) {
-        size_t n = count > CHUNK / unit ? CHUNK / unit : (size_t)count;
-        if (!hw_js_peek(pid, addr + from * unit, buf, n * unit) || !fn(ctx, buf, n, two_byte))
-            return false;
-        from += n;
-        count -= n;
-    }
-    return true;
-}
-
-/* Hand units [from, from + count) of string `str` to `fn`, in order. */
-static bool visit_string(pid_t pid, const hw_js_layout *L, uint64_t str, uint64_t from, uint64_t count, units_fn fn,
-                         void *ctx, int depth)
-{
-    string_head h;
-    if (depth > HW_JS_MAX_STRING_DEPTH || !read_string_head(pid, L, str, &h) || from > (uint64_t)h.length ||
-        count > (uint64_t)h.length - from)
-        return false;
-    if (count == 0)
-        return true;
-    uint16_t rep = h.type & L->string_representation_mask;
-    bool two_byte = (h.type & L->string_encoding_mask) != L->one_byte_tag;
-    if (rep == L->seq_tag)
-        return read_units(pid, hw_js_field(L, str, L->seq_chars), from, count, two_byte, fn, ctx);
-    if (rep == L->external_tag) {
-        uint64_t data = hw_js_u64(h.raw, L->external_resource + 8);
-        return data != 0 && read_units(pid, data, from, count, two_byte, fn, ctx);
-    }
-    if (rep == L->thin_tag)
-        return visit_string(pid, L, hw_js_u64(h.raw, L->thin_actual), from, count, fn, ctx, depth + 1);
-    if (rep == L->sliced_tag) {
-        uint64_t offset = hw_js_u64(h.raw, L->sliced_offset);
-        if (!hw_js_is_smi(L, offset) || hw_js_smi_value(L, offset) < 0)
-            return false;
-        return visit_string(pid, L, hw_js_u64(h.raw, L->sliced_parent), from + (uint64_t)hw_js_smi_value(L, offset),
-                            count, fn, ctx, depth + 1);
-    }
-    if (rep == L->cons_tag) {
-        uint64_t first = hw_js_u64(h.raw, L->cons_first), second = hw_js_u64(h.raw, L->cons_second);
-        string_head fh;
-        if (!read_string_head(pid, L, first, &fh) || fh.length > h.length)
-            return false;
-        uint64_t first_len = (uint64_t)fh.length;
-        if (from < first_len) {
-            uint64_t n = count < first_len - from ? count : first_len - from;
-            if (!visit_string(pid, L, first, from, n, fn, ctx, depth + 1))
-                return false;
-            from += n;
-            count -= n;
-        }
-        return count == 0 || visit_string(pid, L, second, from - first_len, count, fn, ctx, depth + 1);
-    }
-    return false;
-}
-
-typedef struct utf8_out {
-    char text[HW_JS_MAX_NAME_CHARS + 8];
-    size_t len;
-} utf8_out;
-
-static bool append_utf8(void *ctx, const unsigned char *data, size_t units, bool two_byte)
-{
-    utf8_out *o = ctx;
-    for (size_t i = 0; i < units && o->len + 4 <= HW_JS_MAX_NAME_CHARS; i++) {
-        /* Control characters kept: whatever shows a name escapes it
-         * (text_escape.h), so a file name with a newline reads "a\nb". */
-        uint32_t c = two_byte ? (uint32_t)data[2 * i] | (uint32_t)data[2 * i + 1] << 8 : data[i];
-        char *p = o->text + o->len;
-        hw_put_utf8(&p, c);
-        o->len = (size_t)(p - o->text);
-    }
-    return true;
-}
-
-/* A string as UTF-8 (at most HW_JS_MAX_NAME_CHARS bytes), or NULL. */
-static char *read_name(pid_t pid, const hw_js_layout *L, uint64_t str)
-{
-    string_head h;
-    if (!read_string_head(pid, L, str, &h))
-        return NULL;
-    utf8_out o = {.len = 0};
-    uint64_t count = h.length > HW_JS_MAX_NAME_CHARS ? HW_JS_MAX_NAME_CHARS : (uint64_t)h.length;
-    if (!visit_string(pid, L, str, 0, count, append_utf8, &o, 0))
-        return NULL;
-    o.text[o.len] = '\0';
-    return strdup(o.text);
-}
 
 /* ---- scripts and lines -------------------------------------------------- */
 
@@ -238,23 +116,38 @@ static bool note_newlines(void *ctx, const unsigned char *data, size_t units, bo
     return true;
 }
 
-/* Script::line_ends as V8 computed them (a FixedArray of Smis). */
-static bool line_ends_of_array(pid_t pid, const hw_js_layout *L, uint64_t array, script_info *s)
+/* Take `bytes` from this naming's read budget: false, and the budget
+ * kept, when they would pass it. */
+static bool take_read(hw_js_namer *n, uint64_t bytes)
 {
+    if (bytes > n->read_left)
+        return false;
+    n->read_left -= (size_t)bytes;
+    return true;
+}
+
+/* Script::line_ends as V8 computed them (a FixedArray of Smis), into s:
+ * 1 read, 0 none there (or not sane), -1 past this naming's budget. */
+static int line_ends_of_array(hw_js_namer *n, uint64_t array, script_info *s)
+{
+    const hw_js_layout *L = &n->js.layout;
     uint16_t type;
     uint64_t length_word;
-    if (!hw_js_instance_type(pid, L, array, &type, NULL) || type != L->type_fixed_array ||
-        !hw_js_peek(pid, hw_js_field(L, array, L->fixed_array_length), &length_word, sizeof length_word) ||
+    if (!hw_js_instance_type(n->pid, L, array, &type, NULL) || type != L->type_fixed_array ||
+        !hw_js_peek(n->pid, hw_js_field(L, array, L->fixed_array_length), &length_word, sizeof length_word) ||
         !hw_js_is_smi(L, length_word))
-        return false;
-    int64_t n = hw_js_smi_value(L, length_word);
-    if (n < 0 || n > HW_JS_MAX_LINE_ENDS)
-        return false;
-    uint64_t *words = malloc((size_t)(n ? n : 1) * sizeof *words);
-    uint32_t *ends = malloc((size_t)(n ? n : 1) * sizeof *ends);
+        return 0;
+    int64_t count = hw_js_smi_value(L, length_word);
+    if (count < 0 || count > HW_JS_MAX_LINE_ENDS)
+        return 0;
+    if (!take_read(n, (uint64_t)count * 8))
+        return -1;
+    uint64_t *words = malloc((size_t)(count ? count : 1) * sizeof *words);
+    uint32_t *ends = malloc((size_t)(count ? count : 1) * sizeof *ends);
     bool ok = words != NULL && ends != NULL &&
-              (n == 0 || hw_js_peek(pid, hw_js_field(L, array, L->fixed_array_data), words, (size_t)n * 8));
-    for (int64_t i = 0; ok && i < n; i++) {
+              (count == 0 ||
+               hw_js_peek(n->pid, hw_js_field(L, array, L->fixed_array_data), words, (size_t)count * 8));
+    for (int64_t i = 0; ok && i < count; i++) {
         int64_t v = hw_js_smi_value(L, words[i]);
         ok = hw_js_is_smi(L, words[i]) && v >= 0 && v <= UINT32_MAX && (i == 0 || (uint32_t)v > ends[i - 1]);
         if (ok)
@@ -263,30 +156,63 @@ static bool line_ends_of_array(pid_t pid, const hw_js_layout *L, uint64_t array,
     free(words);
     if (!ok) {
         free(ends);
-        return false;
+        return 0;
     }
     s->line_ends = ends;
-    s->line_count = (size_t)n;
-    return true;
+    s->line_count = (size_t)count;
+    return 1;
 }
 
-static void find_lines(const hw_js_namer *n, script_info *s, uint64_t line_ends_field)
+/* The script's line ends: V8's own array when it made one, else counted
+ * in the source; within this naming's budget, else s->lines_cut. */
+static void find_lines(hw_js_namer *n, script_info *s, uint64_t line_ends_field)
 {
     const hw_js_layout *L = &n->js.layout;
-    s->lines_known = line_ends_of_array(n->pid, L, line_ends_field, s);
-    if (s->lines_known)
+    int from_array = line_ends_of_array(n, line_ends_field, s);
+    s->lines_cut = from_array < 0;
+    s->lines_known = from_array > 0;
+    if (from_array != 0) {
+        n->cached_bytes += s->line_count * sizeof *s->line_ends;
         return;
-    string_head h;
-    if (!read_string_head(n->pid, L, s->source, &h) || (uint64_t)h.length > HW_JS_MAX_SOURCE_BYTES)
+    }
+    hw_js_string_head h;
+    if (!hw_js_read_string_head(n->pid, L, s->source, &h) || (uint64_t)h.length > HW_JS_MAX_SOURCE_BYTES)
         return;
+    bool two_byte = (h.type & L->string_encoding_mask) != L->one_byte_tag;
+    if (!take_read(n, (uint64_t)h.length * (two_byte ? 2 : 1))) {
+        s->lines_cut = true;
+        return;
+    }
     newline_scan scan = {0};
-    if (visit_string(n->pid, L, s->source, 0, (uint64_t)h.length, note_newlines, &scan, 0)) {
-        s->line_ends = scan.ends;
+    if (hw_js_visit_string(n->pid, L, s->source, 0, (uint64_t)h.length, note_newlines, &scan, 0)) {
+        /* kept at its size: what is counted is what is held */
+        uint32_t *fit = scan.count > 0 ? realloc(scan.ends, scan.count * sizeof *fit) : NULL;
+        if (fit == NULL) {
+            free(scan.ends);
+            scan.count = 0;
+        }
+        s->line_ends = fit;
         s->line_count = scan.count;
         s->lines_known = true;
+        n->cached_bytes += scan.count * sizeof *scan.ends;
     } else {
         free(scan.ends);
     }
+}
+
+static void script_clear(hw_js_namer *n, script_info *s)
+{
+    n->cached_bytes -= (s->name ? strlen(s->name) + 1 : 0) + s->line_count * sizeof *s->line_ends;
+    free(s->name);
+    free(s->line_ends);
+    memset(s, 0, sizeof *s);
+}
+
+static void forget_scripts(hw_js_namer *n)
+{
+    for (size_t i = 0; i < n->script_count; i++)
+        script_clear(n, &n->scripts[i]);
+    n->script_count = 0;
 }
 
 static script_info *script_at(hw_js_namer *n, uint64_t script)
@@ -303,20 +229,20 @@ static script_info *script_at(hw_js_namer *n, uint64_t script)
         !hw_js_peek(n->pid, hw_js_field(L, script, 0), head, need))
         return NULL;
     uint64_t source = hw_js_u64(head, L->script_source), name = hw_js_u64(head, L->script_name);
-    for (size_t i = 0; i < n->script_count; i++)
-        if (n->scripts[i].addr == script && n->scripts[i].source == source && n->scripts[i].name_field == name)
-            return &n->scripts[i];
-    if (n->script_count == MAX_SCRIPTS) {
-        for (size_t i = 0; i < n->script_count; i++) {
-            free(n->scripts[i].name);
-            free(n->scripts[i].line_ends);
-        }
-        memset(n->scripts, 0, sizeof n->scripts);
-        n->script_count = 0;
+    for (size_t i = 0; i < n->script_count; i++) {
+        script_info *s = &n->scripts[i];
+        if (s->addr != script || s->source != source || s->name_field != name)
+            continue;
+        if (s->lines_cut && n->read_left > 0)
+            find_lines(n, s, hw_js_u64(head, L->script_line_ends));
+        return s;
     }
+    if (n->script_count == MAX_SCRIPTS)
+        forget_scripts(n);
     script_info *s = &n->scripts[n->script_count++];
     *s = (script_info){.addr = script, .source = source, .name_field = name};
-    s->name = read_name(n->pid, L, name); /* undefined for code made by eval: no name */
+    s->name = hw_js_read_name(n->pid, L, name); /* undefined for code made by eval: no name */
+    n->cached_bytes += s->name ? strlen(s->name) + 1 : 0;
     find_lines(n, s, hw_js_u64(head, L->script_line_ends));
     return s;
 }
@@ -374,7 +300,7 @@ static void scan_scope_info(const hw_js_namer *n, uint64_t scope, char **name, i
         run = 0;
         uint16_t type;
         if (*name == NULL && hw_js_instance_type(n->pid, L, words[i], &type, NULL) && type < L->first_nonstring) {
-            char *s = read_name(n->pid, L, words[i]);
+            char *s = hw_js_read_name(n->pid, L, words[i]);
             if (s != NULL && s[0] == '\0')
                 free(s);
             else
@@ -391,7 +317,7 @@ static void read_function(const hw_js_namer *n, function_info *f)
     uint16_t type;
     if (hw_js_instance_type(n->pid, L, f->name_or_scope, &type, NULL)) {
         if (type < L->first_nonstring) {
-            f->name = read_name(n->pid, L, f->name_or_scope);
+            f->name = hw_js_read_name(n->pid, L, f->name_or_scope);
         } else if (type == L->type_scope_info) {
             scan_scope_info(n, f->name_or_scope, &f->name, &f->start);
         }
@@ -408,7 +334,7 @@ static void read_function(const hw_js_namer *n, function_info *f)
         if ((f->name == NULL || f->name[0] == '\0') &&
             hw_js_peek(n->pid, hw_js_field(L, f->function_data, L->uncompiled_inferred_name), &inferred,
                        sizeof inferred)) {
-            char *s = read_name(n->pid, L, inferred);
+            char *s = hw_js_read_name(n->pid, L, inferred);
             if (s != NULL && s[0] != '\0') {
                 free(f->name);
                 f->name = s;
@@ -429,17 +355,32 @@ static size_t slot_of(uint64_t addr, size_t cap)
     return (size_t)(h >> 20) & (cap - 1);
 }
 
-static void function_info_clear(function_info *f)
+static size_t position_bytes(const function_info *f)
 {
-    free(f->name);
+    return f->position_count * (sizeof *f->code_offsets + sizeof *f->positions);
+}
+
+static void forget_positions(hw_js_namer *n, function_info *f)
+{
+    n->cached_bytes -= position_bytes(f);
     free(f->code_offsets);
     free(f->positions);
+    f->code_offsets = NULL;
+    f->positions = NULL;
+    f->position_count = 0;
+}
+
+static void function_info_clear(hw_js_namer *n, function_info *f)
+{
+    n->cached_bytes -= f->name ? strlen(f->name) + 1 : 0;
+    free(f->name);
+    forget_positions(n, f);
 }
 
 static void forget_functions(hw_js_namer *n)
 {
     for (size_t i = 0; i < n->function_cap; i++)
-        function_info_clear(&n->functions[i]);
+        function_info_clear(n, &n->functions[i]);
     if (n->functions != NULL)
         memset(n->functions, 0, n->function_cap * sizeof *n->functions);
     n->function_count = 0;
@@ -500,9 +441,10 @@ static const function_info *function_at(hw_js_namer *n, uint64_t shared, script_
         return f;
     if (f->shared == 0)
         n->function_count++;
-    function_info_clear(f);
+    function_info_clear(n, f);
     *f = now;
     read_function(n, f);
+    n->cached_bytes += f->name ? strlen(f->name) + 1 : 0;
     return f;
 }
 
@@ -530,10 +472,11 @@ static bool read_vlq(const unsigned char *bytes, size_t len, size_t *at, int64_t
 
 /* Decode bytecode array `bytecode`'s source position table into f: entries
  * of (code offset delta, with is_statement as its sign; position delta). */
-static void read_positions(const hw_js_namer *n, function_info *f, uint64_t bytecode)
+static void read_positions(hw_js_namer *n, function_info *f, uint64_t bytecode)
 {
     const hw_js_layout *L = &n->js.layout;
     f->positions_of = bytecode;
+    f->positions_cut = false;
     uint64_t table = 0, length_word = 0;
     uint16_t type;
     if (!hw_js_peek(n->pid, hw_js_field(L, bytecode, L->bytecode_source_positions), &table, sizeof table) ||
@@ -544,6 +487,11 @@ static void read_positions(const hw_js_namer *n, function_info *f, uint64_t byte
     int64_t len = hw_js_smi_value(L, length_word);
     if (len <= 0 || len > MAX_POSITION_BYTES)
         return;
+    if (!take_read(n, (uint64_t)len)) {
+        f->positions_of = 0; /* read at a later naming */
+        f->positions_cut = true;
+        return;
+    }
     unsigned char *bytes = malloc((size_t)len);
     size_t cap = (size_t)len / 2 + 1; /* an entry takes two bytes at least */
     uint32_t *offsets = malloc(cap * sizeof *offsets);
@@ -578,17 +526,22 @@ static void read_positions(const hw_js_namer *n, function_info *f, uint64_t byte
         free(positions);
         return;
     }
-    f->code_offsets = offsets;
-    f->positions = positions;
+    /* kept at their size: what is counted is what is held */
+    uint32_t *fit_offsets = realloc(offsets, count * sizeof *offsets);
+    int64_t *fit_positions = realloc(positions, count * sizeof *positions);
+    f->code_offsets = fit_offsets != NULL ? fit_offsets : offsets;
+    f->positions = fit_positions != NULL ? fit_positions : positions;
     f->position_count = count;
+    n->cached_bytes += position_bytes(f);
 }
 
 /* The source position of bytecode offset `at` in frame `in` of function f:
  * the last entry at or before it, as V8's own stack traces take it; -1
  * when the frame's bytecode is not the function's or has no positions. */
-static int64_t position_in(const hw_js_namer *n, function_info *f, const hw_interp_frame *in)
+static int64_t position_in(hw_js_namer *n, function_info *f, const hw_interp_frame *in)
 {
     const hw_js_layout *L = &n->js.layout;
+    f->positions_cut = false;
     if (in->aux == 0 || in->instr_addr == UINT64_MAX)
         return -1;
     bool ours = in->aux == f->function_data;
@@ -600,11 +553,7 @@ static int64_t position_in(const hw_js_namer *n, function_info *f, const hw_inte
     if (!ours || !hw_js_instance_type(n->pid, L, in->aux, &type, NULL) || type != L->type_bytecode_array)
         return -1;
     if (f->positions_of != in->aux) {
-        free(f->code_offsets);
-        free(f->positions);
-        f->code_offsets = NULL;
-        f->positions = NULL;
-        f->position_count = 0;
+        forget_positions(n, f);
         read_positions(n, f, in->aux);
     }
     int64_t found = -1;
@@ -628,6 +577,7 @@ hw_js_namer *hw_js_namer_new(const hw_js_target *js, pid_t pid)
         return NULL;
     n->js = *js;
     n->pid = pid;
+    n->read_left = HW_JS_MAX_READ_PER_NAMING;
     return n;
 }
 
@@ -637,10 +587,7 @@ void hw_js_namer_free(hw_js_namer *n)
         return;
     forget_functions(n);
     free(n->functions);
-    for (size_t i = 0; i < n->script_count; i++) {
-        free(n->scripts[i].name);
-        free(n->scripts[i].line_ends);
-    }
+    forget_scripts(n);
     free(n);
 }
 
@@ -709,6 +656,13 @@ static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
         n->receivers[slot].key = out->runtime_key;
         n->receivers[slot].receiver_class = in->receiver_class;
     }
+    if (n->cached_bytes >= HW_JS_MAX_CACHED_BYTES) {
+        /* Full: forget everything (bounded memory), keep going.  One
+         * frame adds at most two scripts' line ends and a table's
+         * positions before the next look. */
+        forget_functions(n);
+        forget_scripts(n);
+    }
     script_info *script = NULL;
     char *type = NULL;
     if (in->receiver_class != 0) {
@@ -734,6 +688,8 @@ static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
         int64_t at = position_in(n, f, in);
         out->source_line = line_of(script, at >= 0 ? at : f->start);
         out->line_is_function_start = at < 0 && out->source_line > 0;
+        if (script->lines_cut || f->positions_cut)
+            n->lines_cut++;
     }
     return out->symbol_name != NULL;
 }
@@ -745,6 +701,7 @@ hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *
     hw_runtime_names *all = calloc(snap->thread_count, sizeof *all);
     if (all == NULL)
         return NULL;
+    n->read_left = HW_JS_MAX_READ_PER_NAMING;
     for (size_t t = 0; t < snap->thread_count; t++) {
         const hw_interp_stack *st = &snap->threads[t].interp;
         hw_runtime_names *out = &all[t];
@@ -763,6 +720,7 @@ hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *
             out->is_entry = NULL;
             continue;
         }
+        unsigned cut_before = n->lines_cut;
         for (unsigned i = 0; i < st->count; i++) {
             hw_frame *f = &out->frames[out->count];
             if (!name_frame(n, &st->frames[i], f)) {
@@ -774,6 +732,7 @@ hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *
                                "garbage collector, or not V8's): it is shown as \"?\"";
             out->count++;
         }
+        out->lines_cut = n->lines_cut - cut_before;
     }
     return all;
 }
@@ -844,5 +803,6 @@ int hw_js_merge(const hw_runtime_names *names, hw_backtrace *bt)
     }
     if (names->problem != NULL && bt->runtime_error == NULL)
         bt->runtime_error = strdup(names->problem);
+    bt->runtime_lines_cut += names->lines_cut;
     return 0;
 }
