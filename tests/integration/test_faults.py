@@ -334,6 +334,32 @@ def case_node_line_ends():
         shutil.rmtree(report_dir, ignore_errors=True)
 
 
+def case_namers_bounded_in_all():
+    """Two such nodes hang together under one agent whose bound on names kept for all processes
+    is 40 MiB (HANGWATCH_NAMERS_MAX_MIB, a knob for this test; 256 MiB otherwise): the second
+    capture's naming passes it, the other node's names are dropped and that is said once, and
+    both reports still name every chain function."""
+    node = shutil.which("node")
+    if node is None:
+        print("SKIP: node is not installed (scripts/ensure-deps.sh test installs it)")
+        return SKIP
+    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "node_line_ends.js")
+    r = hwtest.run(["--", "/bin/sh", "-c", f'"$0" "$1" 3 & "$0" "$1" 3; wait', node, program], timeout=120,
+                   env={"HANGWATCH_NAMERS_MAX_MIB": "40"})
+    try:
+        check(r.returncode == 0 and r.stdout.count("done") == 2, r.describe())
+        pids = {int(p) for p in re.findall(r"^hangwatch: (?:launch )?hang in node \(pid (\d+)\)", r.stderr, re.M)}
+        check(len(pids) == 2 and len(r.reports) == 2, f"{sorted(pids)}, {len(r.reports)} reports\n" + r.describe())
+        said = re.findall(r"^hangwatch: the names kept of watched processes' Python and JavaScript code passed 40 "
+                          r"MiB: those of pid (\d+) \(\d+ KiB\) were dropped", r.stderr, re.M)
+        check(len(said) == 1 and int(said[0]) in pids, "the drop was not said once, of a node\n" + r.stderr)
+        for report in r.reports:
+            chain = {f["symbol_name"] for f in hwtest.frames(report) if re.fullmatch(r"chain\d+", f.get("symbol_name", ""))}
+            check(len(chain) == 100, f"pid {report['report']['pid']}: {len(chain)} chain functions named")
+    finally:
+        hwtest.cleanup(r)
+
+
 def case_full_queue_hangs_announced():
     """30 children hang at once while the report queue holds only 2
     captures (HANGWATCH_REPORT_QUEUE, a knob for this test): every hang is
@@ -600,6 +626,7 @@ if __name__ == "__main__":
         "hangs_beside_hogs": case_hangs_beside_hogs,
         "python_line_tables": case_python_line_tables,
         "node_line_ends": case_node_line_ends,
+        "namers_bounded_in_all": case_namers_bounded_in_all,
         "full_queue_hangs_announced": case_full_queue_hangs_announced,
         "perf_map_flood": case_perf_map_flood,
         "commands_are_not_launch_hangs": case_commands_are_not_launch_hangs,

@@ -110,6 +110,9 @@ void hw_js_read_stacks(void *ctx, hw_process_snapshot *snap);
 typedef struct hw_js_namer hw_js_namer;
 hw_js_namer *hw_js_namer_new(const hw_js_target *js, pid_t pid);
 void hw_js_namer_free(hw_js_namer *namer);
+/* What the namer holds, in bytes (its tables and the names, line ends and
+ * positions it keeps): the agent bounds the sum over every watched process. */
+size_t hw_js_namer_bytes(const hw_js_namer *namer);
 
 /* Name the JavaScript frames of a snapshot's threads (all, or only the
  * target): snap->thread_count entries (hw_runtime_names, parallel to each

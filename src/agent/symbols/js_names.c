@@ -581,6 +581,11 @@ hw_js_namer *hw_js_namer_new(const hw_js_target *js, pid_t pid)
     return n;
 }
 
+size_t hw_js_namer_bytes(const hw_js_namer *n)
+{
+    return n == NULL ? 0 : sizeof *n + n->function_cap * sizeof *n->functions + n->cached_bytes;
+}
+
 void hw_js_namer_free(hw_js_namer *n)
 {
     if (n == NULL)

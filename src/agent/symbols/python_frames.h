@@ -68,6 +68,9 @@ void hw_python_read_stacks(void *ctx, hw_process_snapshot *snap);
 typedef struct hw_python_namer hw_python_namer;
 hw_python_namer *hw_python_namer_new(const hw_python_target *py, pid_t pid);
 void hw_python_namer_free(hw_python_namer *namer);
+/* What the namer holds, in bytes (its table and the names and line tables
+ * it keeps): the agent bounds the sum over every watched process. */
+size_t hw_python_namer_bytes(const hw_python_namer *namer);
 
 /* Name the Python frames of a snapshot's threads (all, or only the target),
  * right after the capture, while the process most likely still runs.

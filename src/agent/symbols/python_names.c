@@ -53,6 +53,11 @@ static void code_info_clear(code_info *c)
     memset(c, 0, sizeof *c);
 }
 
+size_t hw_python_namer_bytes(const hw_python_namer *n)
+{
+    return n == NULL ? 0 : sizeof *n + n->cap * sizeof *n->slots + n->cached_bytes;
+}
+
 void hw_python_namer_free(hw_python_namer *n)
 {
     if (n == NULL)

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "watch.h"
 
@@ -90,11 +91,59 @@ int name_runtime_key(watched_process *w, uint64_t key, hw_frame *out)
     return hw_js_frame_from_key(js_namer(w), key, out);
 }
 
-hw_runtime_names *name_runtime_frames(watched_process *w, const hw_process_snapshot *snap, bool target_only)
+static size_t namer_bytes(const watched_process *w)
 {
-    if (w->python.readable)
-        return hw_python_name_threads(python_namer(w), snap, target_only);
-    return hw_js_name_threads(js_namer(w), snap, target_only);
+    return hw_python_namer_bytes(w->python_namer) + hw_js_namer_bytes(w->js_namer);
+}
+
+/* What is kept to name runtime frames, for all watched processes together,
+ * stays within a->namers_max_bytes (HW_NAMERS_MAX_BYTES; docs/security.md):
+ * past it, other processes' namers are dropped, the largest first; each is
+ * made again, empty, at its process's next capture.  `naming` keeps its
+ * own, itself bounded per process. */
+static void keep_namers_bounded(agent *a, const watched_process *naming)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < a->table.end; i++)
+        if (a->table.slots[i] != NULL)
+            total += namer_bytes(a->table.slots[i]);
+    while (total > a->namers_max_bytes) {
+        watched_process *largest = NULL;
+        for (size_t i = 0; i < a->table.end; i++) {
+            watched_process *w = a->table.slots[i];
+            if (w != NULL && w != naming && namer_bytes(w) > 0 &&
+                (largest == NULL || namer_bytes(w) > namer_bytes(largest)))
+                largest = w;
+        }
+        if (largest == NULL)
+            return;
+        if (!a->said_namers_dropped && !a->opts->quiet) {
+            a->said_namers_dropped = true;
+            /* write(2), not stdio: stderr's stream lock is the idle worker's too */
+            char line[320];
+            int n = snprintf(line, sizeof line,
+                             "hangwatch: the names kept of watched processes' Python and JavaScript code passed %zu "
+                             "MiB: those of pid %d (%zu KiB) were dropped, to be read again at its next capture "
+                             "(further drops are not said)\n",
+                             a->namers_max_bytes >> 20, (int)largest->pid, namer_bytes(largest) >> 10);
+            if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0)
+                a->said_namers_dropped = true; /* nowhere to say it */
+        }
+        total -= namer_bytes(largest);
+        hw_python_namer_free(largest->python_namer);
+        hw_js_namer_free(largest->js_namer);
+        largest->python_namer = NULL;
+        largest->js_namer = NULL;
+    }
+}
+
+hw_runtime_names *name_runtime_frames(agent *a, watched_process *w, const hw_process_snapshot *snap,
+                                      bool target_only)
+{
+    hw_runtime_names *names = w->python.readable ? hw_python_name_threads(python_namer(w), snap, target_only)
+                                                 : hw_js_name_threads(js_namer(w), snap, target_only);
+    keep_namers_bounded(a, w);
+    return names;
 }
 
 hw_python_namer *python_namer(watched_process *w)
@@ -234,7 +283,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     count_agent_stops(w, &req->snap);
     /* Names of the Python or JavaScript code now, while the process most
      * likely lives. */
-    req->runtime_names = name_runtime_frames(w, &req->snap, false);
+    req->runtime_names = name_runtime_frames(a, w, &req->snap, false);
     if (rc < 0 && req->snap.process_name[0] == '\0')
         snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
     note_child_exit(a, w, &req->snap);

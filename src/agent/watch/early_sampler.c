@@ -202,7 +202,7 @@ static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uin
     for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
         if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
             continue;
-        hw_runtime_names *names = name_runtime_frames(w, &snap, true);
+        hw_runtime_names *names = name_runtime_frames(a, w, &snap, true);
         add_sample(s, &snap.threads[i], names ? &names[i] : NULL, now, HW_SAMPLE_STOPPED, park);
         hw_runtime_names_free(names, snap.thread_count);
     }

@@ -65,6 +65,10 @@
 #include "kernel_observer.h"
 
 #define MAX_WATCHED 1024
+/* What the namers of Python and JavaScript code keep, all watched processes
+ * together (each is also bounded on its own: python_internal.h,
+ * js_internal.h); past it, other processes' are dropped (captures.c). */
+#define HW_NAMERS_MAX_BYTES (256u << 20)
 #define REGISTRATION_GRACE_NS 1000000000ull
 #define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
 /* A re-check's report is sent only once the hang has gone on this long
@@ -238,6 +242,8 @@ typedef struct agent {
     /* captures the worker had no room for */
     unsigned long queue_dropped;
     bool said_queue_dropped;
+    size_t namers_max_bytes;    /* HW_NAMERS_MAX_BYTES, or less by HANGWATCH_NAMERS_MAX_MIB (for tests) */
+    bool said_namers_dropped;   /* another process's names were dropped to keep the bound: said once */
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
     bool said_tracepoint_cost; /* the kernel observer's tracepoints tax every process: said once */
     bool said_runtime_stops;    /* early samples of a Python or node process stop it: said once */
@@ -422,8 +428,10 @@ void look_for_runtimes(agent *a, watched_process *w);
 /* The process's namer of Python code (created on first use), or NULL. */
 hw_python_namer *python_namer(watched_process *w);
 /* Its Python or JavaScript frames of `snap` named (runtime names, one per
- * thread), or NULL when it runs neither or they were not read. */
-hw_runtime_names *name_runtime_frames(watched_process *w, const hw_process_snapshot *snap, bool target_only);
+ * thread), or NULL when it runs neither or they were not read; then what
+ * all processes' namers keep is brought back within HW_NAMERS_MAX_BYTES. */
+hw_runtime_names *name_runtime_frames(agent *a, watched_process *w, const hw_process_snapshot *snap,
+                                      bool target_only);
 /* A sample's runtime frame (its key) named again: 0, or -1. */
 int name_runtime_key(watched_process *w, uint64_t key, hw_frame *out);
 /* Stop only thread `tid` of `w` (a sample). */

@@ -416,6 +416,12 @@ int hw_agent_run(const hw_agent_options *opts)
     a->live = *opts;
     a->opts = &a->live;
     a->signal_fd = a->registration_fd = a->target_pidfd = -1;
+    /* A smaller bound on names kept, only to test what reaching it does
+     * (never larger). */
+    const char *namers_mib = getenv("HANGWATCH_NAMERS_MAX_MIB");
+    long mib = namers_mib != NULL ? strtol(namers_mib, NULL, 10) : 0;
+    a->namers_max_bytes = mib > 0 && (unsigned long)mib < (HW_NAMERS_MAX_BYTES >> 20) ? (size_t)mib << 20
+                                                                                      : HW_NAMERS_MAX_BYTES;
     a->pidfds_epoll = epoll_create1(EPOLL_CLOEXEC);
     if (a->pidfds_epoll < 0) {
         fprintf(stderr, "hangwatch: epoll_create1: %s\n", strerror(errno));
