@@ -186,12 +186,15 @@ static void find_lines(hw_js_namer *n, script_info *s, uint64_t line_ends_field)
     newline_scan scan = {0};
     if (hw_js_visit_string(n->pid, L, s->source, 0, (uint64_t)h.length, note_newlines, &scan, 0)) {
         /* kept at its size: what is counted is what is held */
-        uint32_t *fit = scan.count > 0 ? realloc(scan.ends, scan.count * sizeof *fit) : NULL;
-        if (fit == NULL) {
+        if (scan.count == 0) {
             free(scan.ends);
-            scan.count = 0;
+            scan.ends = NULL;
+        } else {
+            uint32_t *fit = realloc(scan.ends, scan.count * sizeof *fit);
+            if (fit != NULL)
+                scan.ends = fit;
         }
-        s->line_ends = fit;
+        s->line_ends = scan.ends;
         s->line_count = scan.count;
         s->lines_known = true;
         n->cached_bytes += scan.count * sizeof *scan.ends;
