@@ -565,6 +565,24 @@ def case_io_uring_program():
         target.kill()
 
 
+def case_moved_while_attaching():
+    """The loop leaves the wait it was found in before its entry is in the kernel observer's map
+    (HANGWATCH_KOBS_LOOK_DELAY_MS, a knob for this test, holds the two 500 ms apart; the window is
+    otherwise two system calls wide, met once under a loaded test run): the wait's end went
+    unseen, so the thread is looked at again and, found elsewhere, set from its registers in a
+    stop; the hang that follows is reported (without that: none)."""
+    need_kernel_observer()
+    r = hwtest.run(["--", hwtest.binary("uring-loop"), "hang", "0.3"], env={"HANGWATCH_KOBS_LOOK_DELAY_MS": "500"})
+    try:
+        check(r.returncode == 0, r.describe())
+        check("watched through the kernel observer" in r.stderr, r.stderr)
+        check(len(r.reports) == 1, f"{len(r.reports)} reports\n" + r.describe())
+        check("rebuild_index_synchronously" in hung_symbols(r.reports[0]), r.describe())
+        check(2.99 <= slept(r.stdout) <= 3.05, r.stdout)
+    finally:
+        hwtest.cleanup(r)
+
+
 def container_root(program):
     """A root file system holding `program` as /app/prog and the libraries
     it links (a path the agent's own file system does not have)."""
@@ -789,6 +807,7 @@ if __name__ == "__main__":
         "run_static_program": case_run_static_program,
         "run_raw_syscall_program": case_run_raw_syscall_program,
         "io_uring_program": case_io_uring_program,
+        "moved_while_attaching": case_moved_while_attaching,
         "watch_errors": case_watch_errors,
         "watch_container": case_watch_container,
         "watch_uprobe": case_watch_uprobe,

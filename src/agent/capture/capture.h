@@ -5,6 +5,8 @@
  *   snapshot.h      every thread (or one) stopped together with ptrace for
  *                   well under a millisecond: registers, a copy of the top
  *                   of each stack, and a runtime's frames read in the stop;
+ *   syscall_resume.h what a stopped thread's system call does when it is
+ *                   let go (goes on, or returns);
  *   helper_thread.h the thread a ptrace session runs on, made ahead of
  *                   time so that a capture never waits to create it;
  *   perf_sampler.h  a running thread's samples taken by the kernel (a perf
@@ -30,6 +32,7 @@
 #include "perf_sampler.h"
 #include "proc_task.h"
 #include "snapshot.h"
+#include "syscall_resume.h"
 #include "thread_time.h"
 #include "wait_peer.h"
 

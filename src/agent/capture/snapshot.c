@@ -80,6 +80,7 @@
 
 #include "core/text_escape.h"
 #include "helper_thread.h"
+#include "syscall_resume.h"
 
 #if !defined(__x86_64__)
 #error "snapshot.c supports x86_64 only (struct user_regs_struct, rsp, the 128-byte red zone)"
@@ -92,8 +93,6 @@
 #define LEADER_EXIT_WAIT_NS (100ull * 1000 * 1000) /* a dying process's leader becoming a zombie */
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
-#define KERNEL_ERESTARTNOHAND 514 /* include/linux/errno.h: the kernel's own, not in the C library's */
-#define USER_CS_64 0x33           /* a 64-bit task's code segment (a 32-bit one's system calls differ) */
 
 const char *hw_thread_status_name(hw_thread_status status)
 {
@@ -411,14 +410,9 @@ static void copy_stack(hw_thread_snapshot *th, size_t cap)
  * top of this file).  The captured registers keep what was read. */
 static void restart_untimed_epoll_wait(const hw_thread_snapshot *th)
 {
-    const struct user_regs_struct *r = &th->regs;
-    if (r->cs != USER_CS_64 || (long long)r->rax != -EINTR)
-        return;
-    bool untimed = ((r->orig_rax == SYS_epoll_wait || r->orig_rax == SYS_epoll_pwait) && (int)r->r10 == -1) ||
-                   (r->orig_rax == SYS_epoll_pwait2 && r->r10 == 0); /* a NULL timespec: no timeout */
-    if (untimed)
+    if (hw_syscall_is_untimed_epoll_eintr(&th->regs))
         (void)ptrace(PTRACE_POKEUSER, th->tid, (void *)offsetof(struct user_regs_struct, rax),
-                     (void *)(intptr_t)-KERNEL_ERESTARTNOHAND);
+                     (void *)(intptr_t)-HW_KERNEL_ERESTARTNOHAND);
 }
 
 static void capture_one(session *s, size_t i)
@@ -565,8 +559,9 @@ static void *session_main(void *arg)
     for (size_t i = 0; i < s->out->thread_count; i++)
         capture_one(s, i);
     /* What an interpreter keeps that changes as it runs (its frame chain)
-     * is read now, while nothing moves. */
-    if (s->opts.while_stopped != NULL && s->opts.interp_frames > 0)
+     * is read now, while nothing moves; and whatever else must be done
+     * while the threads cannot run (kobs_start.h). */
+    if (s->opts.while_stopped != NULL)
         s->opts.while_stopped(s->opts.while_stopped_ctx, s->out);
     /* Release last the threads that ran on the helper's own CPU: each
      * thread then finds its CPU free when it is woken, instead of being

@@ -149,9 +149,9 @@ typedef struct hw_capture_options {
     pid_t keep_tids[HW_CAPTURE_KEEP_MAX];
     size_t keep_count;
     /* Reading an interpreter's frames (python_frames.h): room for this many
-     * frames per thread is allocated before the stop, and while_stopped is
-     * called in the ptrace session once every thread's registers and stack
-     * are copied, before any is resumed.  0 / NULL: nothing is read. */
+     * frames per thread is allocated before the stop (0: none), and
+     * while_stopped (NULL: none) is called in the ptrace session once every
+     * thread's registers and stack are copied, before any is resumed. */
     unsigned interp_frames;
     void (*while_stopped)(void *ctx, hw_process_snapshot *snap);
     void *while_stopped_ctx;

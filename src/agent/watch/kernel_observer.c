@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/btf.h>
@@ -33,6 +34,7 @@
 
 #include "agent/capture/capture.h"
 #include "agent/common/clock.h"
+#include "kobs_start.h"
 #include "link_reaper.h"
 #include "wait_probes.h"
 #include "bpf/wait_observer.h"
@@ -373,84 +375,6 @@ int hw_kobs_open(hw_kernel_observer **out, hw_kobs_attach attach, char *why, siz
     return 0;
 }
 
-/* Stop `pid`'s main thread once, as a capture stops it, and let it go: its
- * registers into *regs (NULL: not wanted).  A wait call it was blocked in
- * is restarted by the kernel (the capture's stop sees to epoll_wait's
- * restart: decisions.md §1).  True when it was stopped and let go. */
-static bool stop_once(pid_t pid, struct user_regs_struct *regs)
-{
-    hw_capture_options o;
-    hw_capture_options_default(&o, pid);
-    o.all_threads = false;
-    o.target_stack_bytes = o.other_stack_bytes = 0;
-    hw_process_snapshot snap;
-    bool stopped = hw_capture_process(pid, &o, &snap) == 0 && snap.thread_count == 1 &&
-                   snap.threads[0].status == HW_THREAD_CAPTURED;
-    if (stopped && regs != NULL)
-        *regs = snap.threads[0].regs;
-    hw_process_snapshot_free(&snap);
-    return stopped;
-}
-
-#define ERESTARTSYS_CODE 512
-#define ERESTART_RESTARTBLOCK_CODE 516
-
-/*
- * Is `pid`'s main thread blocked in a wait system call now?  Then *call
- * is what /proc/PID/syscall says of it (the call, its arguments, the user
- * pc it will return to).  That file is mode 0400 and its user's: a watcher
- * that is not root but holds CAP_SYS_PTRACE (all it needs to capture) is
- * refused it for another user's process, and taking the thread for busy
- * then made an idle loop a hang.  The same facts are in the thread's
- * registers, which ptrace may read: it is stopped once (*stopped says so),
- * and a system call the stop interrupted shows as its number in orig_rax
- * with EINTR or a restart code in rax.
- */
-static bool is_waiting_now(pid_t pid, hw_task_syscall_info *call, bool *stopped)
-{
-    *stopped = false;
-    int rc = hw_task_syscall_read(pid, pid, call);
-    if (rc == 0)
-        return hw_is_wait_syscall(call->nr);
-    struct user_regs_struct r;
-    if ((rc != -EACCES && rc != -EPERM) || !stop_once(pid, &r))
-        return false;
-    *stopped = true;
-    long ret = (long)r.rax;
-    bool interrupted = ret == -EINTR || (ret <= -ERESTARTSYS_CODE && ret >= -ERESTART_RESTARTBLOCK_CODE);
-    memset(call, 0, sizeof *call);
-    call->blocked = true;
-    call->nr = (long)r.orig_rax >= 0 && interrupted ? (long)r.orig_rax : -1;
-    const uint64_t args[6] = {r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9};
-    memcpy(call->args, args, sizeof args);
-    call->sp = r.rsp;
-    call->pc = r.rip;
-    return hw_is_wait_syscall(call->nr);
-}
-
-/* fentry cannot see the end of a wait call entered before it was attached
- * (fexit's trampoline returns only from calls it entered): a thread found
- * blocked in its wait is stopped once, and the restarted call, entered
- * through the trampoline, has its end seen. */
-static bool restart_its_wait(pid_t pid)
-{
-    return stop_once(pid, NULL);
-}
-
-/* The thread is blocked in the wait `call`: that wait is its loop's
- * (wait_point.h, rule 4), and its slot says so. */
-static void prime_loop_wait(struct hw_kobs_thread *t, hw_loop_slot *slot, const hw_task_syscall_info *call)
-{
-    uint64_t object;
-    uint32_t rank, kind;
-    if (!hw_wait_syscall_describe(call, &object, &rank, &kind))
-        return;
-    hw_wait_point_prime(&t->wait_point, object, rank, kind);
-    atomic_store_explicit(&slot->loop_wait_object, object, memory_order_relaxed);
-    atomic_store_explicit(&slot->loop_wait_info, hw_loop_wait_info(kind, rank, HW_WAIT_LEARNED_PRIMED),
-                          memory_order_release);
-}
-
 /* The page's place among the observer's pages (the page is one of them). */
 static size_t page_index(const hw_kernel_observer *k, const hw_shared_page *page)
 {
@@ -615,6 +539,19 @@ const hw_shared_page *hw_kobs_watch_launch(hw_kernel_observer *k, pid_t pid, con
     return watch_process(k, pid, program, every_wait, loop_threads, follow, HW_KOBS_START_LAUNCHING, why, len);
 }
 
+/* Only to test what kobs_start.h guards against: the look at a thread and
+ * its entry in the map this many milliseconds apart (at most 2 s), so that
+ * the thread surely moves in between. */
+static void delay_for_tests(void)
+{
+    const char *v = getenv("HANGWATCH_KOBS_LOOK_DELAY_MS");
+    long ms = v != NULL ? strtol(v, NULL, 10) : 0;
+    if (ms > 0 && ms <= 2000) {
+        struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+    }
+}
+
 static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, const char *program, bool every_wait,
                                            bool loop_threads, bool follow, hw_kobs_start start, char *why, size_t len)
 {
@@ -637,18 +574,19 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
     page->flags = HW_PAGE_FLAG_LOOP_WAITS;
     struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
     hw_loop_slot *slot = &page->slots[0];
-    hw_task_syscall_info waiting;
+    hw_task_syscall_info waiting = {0};
     bool restart_wait = false, stopped = false;
-    bool found_waiting =
-        (start == HW_KOBS_START_AS_FOUND || start == HW_KOBS_START_QUIET) && is_waiting_now(pid, &waiting, &stopped);
+    bool found_waiting = (start == HW_KOBS_START_AS_FOUND || start == HW_KOBS_START_QUIET) &&
+                         hw_kobs_is_waiting_now(pid, &waiting, &stopped);
+    delay_for_tests();
     if (found_waiting) {
         /* Blocked in a wait call now: its exit will be seen, except by
          * fexit, whose trampoline only returns from calls made after it
-         * was attached; unless the look stopped it already, it is stopped
-         * once more below, its entry in the map. */
+         * was attached: it is stopped once more below, its entry in the
+         * map, and the call it goes on with is entered anew. */
         t.in_loop_wait = 1;
-        prime_loop_wait(&t, slot, &waiting);
-        k->wait_end_unseen[index] = k->attach == HW_KOBS_ATTACH_FENTRY && !stopped;
+        hw_kobs_prime_loop_wait(&t, slot, &waiting);
+        k->wait_end_unseen[index] = k->attach == HW_KOBS_ATTACH_FENTRY;
         restart_wait = k->wait_end_unseen[index];
         atomic_store_explicit(&slot->activity, HW_ACTIVITY_BEFORE_WAITING, memory_order_relaxed);
     } else if (start == HW_KOBS_START_QUIET) {
@@ -688,8 +626,13 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
         return NULL;
     }
     k->used[index] = true;
-    /* Its entry is in the map now: the restarted call's end is seen. */
-    if (restart_wait && restart_its_wait(pid))
+    /* Its entry is in the map now: what the thread did since the look is
+     * made true (kobs_start.h), and under fentry the wait it was found in
+     * is entered again, its end then seen. */
+    if (start != HW_KOBS_START_LAUNCHING &&
+        hw_kobs_settle_start(k->skel->maps.threads, pid, slot, found_waiting, &waiting,
+                             start == HW_KOBS_START_QUIET, restart_wait) &&
+        restart_wait)
         k->wait_end_unseen[index] = false;
     return page;
 }

@@ -1,0 +1,27 @@
+/*
+ * syscall_resume.c - whether a stopped thread goes on with its system call
+ * when let go (syscall_resume.h).
+ */
+#include "syscall_resume.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
+
+#define USER_CS_64 0x33 /* a 64-bit task's code segment (a 32-bit one's system calls differ) */
+
+bool hw_syscall_is_untimed_epoll_eintr(const struct user_regs_struct *r)
+{
+    if (r->cs != USER_CS_64 || (long long)r->rax != -EINTR)
+        return false;
+    return ((r->orig_rax == SYS_epoll_wait || r->orig_rax == SYS_epoll_pwait) && (int)r->r10 == -1) ||
+           (r->orig_rax == SYS_epoll_pwait2 && r->r10 == 0); /* a NULL timespec: no timeout */
+}
+
+bool hw_syscall_resumes(const struct user_regs_struct *r, long *nr)
+{
+    long ret = (long)r->rax;
+    bool restarts = ret <= -HW_KERNEL_ERESTARTSYS && ret >= -HW_KERNEL_ERESTART_RESTARTBLOCK;
+    bool interrupted = restarts || ret == -EINTR;
+    *nr = (long)r->orig_rax >= 0 && interrupted ? (long)r->orig_rax : -1;
+    return *nr >= 0 && (restarts || hw_syscall_is_untimed_epoll_eintr(r));
+}
