@@ -10,7 +10,11 @@
 
 #include "agent/common/clock.h"
 
-bool hw_kobs_stop_once(pid_t pid, struct user_regs_struct *regs)
+/* Stop `pid`'s main thread once, as a capture stops it, and let it go: its
+ * registers into *regs.  A wait call it was blocked in is restarted by the
+ * kernel (the capture's stop sees to epoll_wait's restart: decisions.md
+ * §1).  True when it was stopped and let go. */
+static bool stop_once(pid_t pid, struct user_regs_struct *regs)
 {
     hw_capture_options o;
     hw_capture_options_default(&o, pid);
@@ -19,7 +23,7 @@ bool hw_kobs_stop_once(pid_t pid, struct user_regs_struct *regs)
     hw_process_snapshot snap;
     bool stopped = hw_capture_process(pid, &o, &snap) == 0 && snap.thread_count == 1 &&
                    snap.threads[0].status == HW_THREAD_CAPTURED;
-    if (stopped && regs != NULL)
+    if (stopped)
         *regs = snap.threads[0].regs;
     hw_process_snapshot_free(&snap);
     return stopped;
@@ -53,7 +57,7 @@ bool hw_kobs_is_waiting_now(pid_t pid, hw_task_syscall_info *call, bool *stopped
     if (rc == 0)
         return hw_is_wait_syscall(call->nr);
     struct user_regs_struct r;
-    if ((rc != -EACCES && rc != -EPERM) || !hw_kobs_stop_once(pid, &r))
+    if ((rc != -EACCES && rc != -EPERM) || !stop_once(pid, &r))
         return false;
     *stopped = true;
     long ret = (long)r.rax;

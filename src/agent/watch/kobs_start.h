@@ -19,19 +19,12 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
-#include <sys/user.h>
 
 #include <bpf/libbpf.h>
 
 #include "agent/capture/capture.h"
 #include "bpf/wait_observer.h"
 #include "core/abi/loop_state.h"
-
-/* Stop `pid`'s main thread once, as a capture stops it, and let it go: its
- * registers into *regs (NULL: not wanted).  A wait call it was blocked in
- * is restarted by the kernel (the capture's stop sees to epoll_wait's
- * restart: decisions.md §1).  True when it was stopped and let go. */
-bool hw_kobs_stop_once(pid_t pid, struct user_regs_struct *regs);
 
 /* Is `pid`'s main thread blocked in a wait system call now?  Then *call
  * is what /proc/PID/syscall says of it, or, when that file is refused (a
