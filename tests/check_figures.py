@@ -10,8 +10,8 @@ said and compared with its source:
   - the tracepoint attachment's cost to every process (the agent's notice in
     src/agent/watch/kernel_watch.c, docs/limits.md, docs/decisions.md):
     within the range of part 8's tracepoint rows, rounded;
-  - the uprobe attachment's cost to the watched loop (the same notice):
-    the range part 8's text gives;
+  - the uprobe attachment's cost to the watched loop (the same notice,
+    docs/limits.md, docs/decisions.md): the range part 8's text gives;
   - `hangwatch run`'s own start (docs/decisions.md §49): within the budget
     part 14 holds it to, as the table's budgets say.
 
@@ -68,10 +68,18 @@ def main():
 
     # The uprobes' cost to the watched loop: part 8's text.
     said = one(r"take (\d+)–(\d+) µs per wait call", bench, "benchmarks.md part 8").groups()
-    quoted = one(r"(\d+) to (\d+) us measured on a virtual machine", notice, "notice").groups()
-    if said != quoted:
-        failures.append(f"the agent's notice says {quoted[0]} to {quoted[1]} us per uprobed wait; "
-                        f"docs/benchmarks.md part 8 says {said[0]}–{said[1]} µs")
+    quotes = {
+        "the agent's notice (kernel_watch.c)": one(r"(\d+) to (\d+) us measured on a virtual machine", notice,
+                                                   "notice").groups(),
+        "docs/limits.md": one(r"two per wait call: about (\d+)–(\d+) µs per call", read(root, "docs/limits.md"),
+                              "limits.md").groups(),
+        "docs/decisions.md": one(r"two traps per wait call \(about\s+(\d+)–(\d+) µs",
+                                 read(root, "docs/decisions.md"), "decisions.md").groups(),
+    }
+    for where, quoted in quotes.items():
+        if quoted != said:
+            failures.append(f"{where} says {quoted[0]}–{quoted[1]} µs per uprobed wait; "
+                            f"docs/benchmarks.md part 8 says {said[0]}–{said[1]} µs")
 
     # `run`'s own start: decisions §49 against part 14's budget.
     budget = float(one(r"`run -- true` against `true`, spawn to exit\) \| ≤ \+(\d+) ms", bench,
