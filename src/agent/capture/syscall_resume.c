@@ -17,11 +17,20 @@ bool hw_syscall_is_untimed_epoll_eintr(const struct user_regs_struct *r)
            (r->orig_rax == SYS_epoll_pwait2 && r->r10 == 0); /* a NULL timespec: no timeout */
 }
 
-bool hw_syscall_resumes(const struct user_regs_struct *r, long *nr)
+static bool restarts(const struct user_regs_struct *r)
 {
     long ret = (long)r->rax;
-    bool restarts = ret <= -HW_KERNEL_ERESTARTSYS && ret >= -HW_KERNEL_ERESTART_RESTARTBLOCK;
-    bool interrupted = restarts || ret == -EINTR;
-    *nr = (long)r->orig_rax >= 0 && interrupted ? (long)r->orig_rax : -1;
-    return *nr >= 0 && (restarts || hw_syscall_is_untimed_epoll_eintr(r));
+    return ret <= -HW_KERNEL_ERESTARTSYS && ret >= -HW_KERNEL_ERESTART_RESTARTBLOCK;
+}
+
+long hw_syscall_interrupted(const struct user_regs_struct *r)
+{
+    bool interrupted = restarts(r) || (long)r->rax == -EINTR;
+    return (long)r->orig_rax >= 0 && interrupted ? (long)r->orig_rax : -1;
+}
+
+bool hw_syscall_resumes(const struct user_regs_struct *r, long *nr)
+{
+    *nr = hw_syscall_interrupted(r);
+    return *nr >= 0 && (restarts(r) || hw_syscall_is_untimed_epoll_eintr(r));
 }

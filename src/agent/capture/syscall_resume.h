@@ -24,9 +24,13 @@
  * kernel run it again. */
 bool hw_syscall_is_untimed_epoll_eintr(const struct user_regs_struct *r);
 
-/* At the stop the thread was in system call *nr (-1: in none), which it
- * goes on with when let go: true; false when it returns from it, or was in
- * none. */
+/* The system call the stop interrupted (its number in orig_rax, with EINTR
+ * or a restart code in rax), or -1 when it was in none. */
+long hw_syscall_interrupted(const struct user_regs_struct *r);
+
+/* At the stop the thread was in system call *nr (hw_syscall_interrupted),
+ * which it goes on with when let go: true; false when it returns from it,
+ * or was in none. */
 bool hw_syscall_resumes(const struct user_regs_struct *r, long *nr);
 
 #endif

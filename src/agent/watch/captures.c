@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/common/write_all.h"
 #include "watch.h"
 
 /* If the capture saw a child of ours exit and consumed its status, keep it:
@@ -126,8 +127,8 @@ static void keep_namers_bounded(agent *a, const watched_process *naming)
                              "MiB: those of pid %d (%zu KiB) were dropped, to be read again at its next capture "
                              "(further drops are not said)\n",
                              a->namers_max_bytes >> 20, (int)largest->pid, namer_bytes(largest) >> 10);
-            if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0)
-                a->said_namers_dropped = true; /* nowhere to say it */
+            if (n > 0)
+                (void)hw_write_all(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         }
         total -= namer_bytes(largest);
         hw_python_namer_free(largest->python_namer);

@@ -575,9 +575,9 @@ static const hw_shared_page *watch_process(hw_kernel_observer *k, pid_t pid, con
     struct hw_kobs_thread t = {.page = index, .slot = 0, .every_wait = every_wait};
     hw_loop_slot *slot = &page->slots[0];
     hw_task_syscall_info waiting = {0};
-    bool restart_wait = false, stopped = false;
+    bool restart_wait = false;
     bool found_waiting = (start == HW_KOBS_START_AS_FOUND || start == HW_KOBS_START_QUIET) &&
-                         hw_kobs_is_waiting_now(pid, &waiting, &stopped);
+                         hw_kobs_is_waiting_now(pid, &waiting);
     delay_for_tests();
     if (found_waiting) {
         /* Blocked in a wait call now: its exit will be seen, except by

@@ -50,20 +50,15 @@ static void call_from_registers(const struct user_regs_struct *r, long nr, hw_ta
  * may read: a system call the stop interrupted shows as its number in
  * orig_rax with EINTR or a restart code in rax.
  */
-bool hw_kobs_is_waiting_now(pid_t pid, hw_task_syscall_info *call, bool *stopped)
+bool hw_kobs_is_waiting_now(pid_t pid, hw_task_syscall_info *call)
 {
-    *stopped = false;
     int rc = hw_task_syscall_read(pid, pid, call);
     if (rc == 0)
         return hw_is_wait_syscall(call->nr);
     struct user_regs_struct r;
     if ((rc != -EACCES && rc != -EPERM) || !stop_once(pid, &r))
         return false;
-    *stopped = true;
-    long ret = (long)r.rax;
-    bool interrupted =
-        ret == -EINTR || (ret <= -HW_KERNEL_ERESTARTSYS && ret >= -HW_KERNEL_ERESTART_RESTARTBLOCK);
-    call_from_registers(&r, (long)r.orig_rax >= 0 && interrupted ? (long)r.orig_rax : -1, call);
+    call_from_registers(&r, hw_syscall_interrupted(&r), call);
     return hw_is_wait_syscall(call->nr);
 }
 

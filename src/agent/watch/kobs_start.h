@@ -29,8 +29,8 @@
 /* Is `pid`'s main thread blocked in a wait system call now?  Then *call
  * is what /proc/PID/syscall says of it, or, when that file is refused (a
  * watcher with CAP_SYS_PTRACE but not root), what its registers say: it is
- * stopped once for them (*stopped says so). */
-bool hw_kobs_is_waiting_now(pid_t pid, hw_task_syscall_info *call, bool *stopped);
+ * stopped once for them. */
+bool hw_kobs_is_waiting_now(pid_t pid, hw_task_syscall_info *call);
 
 /* The thread is blocked in the wait `call`: that wait is its loop's
  * (wait_point.h, rule 4), and its slot says so. */
