@@ -6,6 +6,7 @@ from another user, from a process that is already gone, pages that shrink,
 a full registration queue, twenty hangs at once (and a hundred beside three
 CPU hogs), the agent killed at any moment, the program killed while it is
 being captured, and processes that never reach an event loop."""
+import contextlib
 import ctypes
 import glob
 import os
@@ -235,10 +236,11 @@ def case_hangs_beside_hogs():
         hwtest.cleanup(r)
 
 
-def run_measuring_peak(program_args):
+@contextlib.contextmanager
+def one_report_measuring_peak(program_args):
     """`hangwatch run -- PROGRAM...` to its end, the agent's peak memory read from /proc as it
-    runs: (exit status, stdout, stderr, peak KiB, report paths).  The caller removes the
-    report directory (the last path's parent)."""
+    runs; the program must exit 0 having printed "done", with one report.  Yields (its path, the
+    report, the agent's peak KiB); the report directory is removed afterwards."""
     report_dir = tempfile.mkdtemp(prefix="hw-it-")
     os.rmdir(report_dir)
     proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir, "--"] + program_args,
@@ -254,11 +256,18 @@ def run_measuring_peak(program_args):
                 pass
             time.sleep(0.05)
         out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0 and "done" in out, f"exit {proc.returncode}\n{out}\n{err}")
+        paths = sorted(glob.glob(os.path.join(report_dir, "*.json")))
+        check(len(paths) == 1, f"{len(paths)} reports\n{err}")
+        yield paths[0], hwtest.load_report(paths[0]), peak_kb
+        # A sanitizer's shadow memory is not the agent's: the bound holds for the real build.
+        if os.environ.get("HW_SANITIZE", "") == "":
+            check(peak_kb < 128 * 1024, f"the agent's peak memory was {peak_kb // 1024} MiB")
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return proc.returncode, out, err, peak_kb, report_dir
+        shutil.rmtree(report_dir, ignore_errors=True)
 
 
 def case_python_line_tables():
@@ -267,12 +276,7 @@ def case_python_line_tables():
     their threads (runtime_lines_cut), and the agent stays small (docs/security.md's budgets: at
     most 4 MiB of line tables read per capture, 16 MiB kept per process)."""
     program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "python_line_tables.py")
-    status, out, err, peak_kb, report_dir = run_measuring_peak(["/usr/bin/python3", program, "3"])
-    try:
-        check(status == 0 and "done" in out, f"exit {status}\n{out}\n{err}")
-        paths = sorted(glob.glob(os.path.join(report_dir, "*.json")))
-        check(len(paths) == 1, f"{len(paths)} reports\n{err}")
-        report = hwtest.load_report(paths[0])
+    with one_report_measuring_peak(["/usr/bin/python3", program, "3"]) as (path, report, peak_kb):
         threads = report["crash"]["threads"]
         deep = [t for t in threads if t["thread_identifier"] != report["report"]["pid"]]
         check(len(deep) == 32, f"{len(deep)} other threads")
@@ -283,14 +287,10 @@ def case_python_line_tables():
         # of the 128 frames read per thread, every other one is a chain function (63 in all, beside
         # Event.wait and Condition.wait): about 2,000 tables of 256 KiB, of which 16 fit in 4 MiB
         check(cut >= 32 * 63 - 16 - 32, f"{cut} frames at their first line")
-        if os.environ.get("HW_SANITIZE", "") == "":
-            check(peak_kb < 128 * 1024, f"the agent's peak memory was {peak_kb // 1024} MiB")
-        shown = hwtest.hw("show", "--every-stack", paths[0])
+        shown = hwtest.hw("show", "--every-stack", path)
         check(shown.returncode == 0 and "Python frames at their function's first line" in shown.stdout,
               shown.stdout[-800:] + shown.stderr)
         print(f"{cut} frames shown at their function's first line; the agent's peak {peak_kb // 1024} MiB")
-    finally:
-        shutil.rmtree(report_dir, ignore_errors=True)
 
 
 def case_node_line_ends():
@@ -304,12 +304,7 @@ def case_node_line_ends():
         print("SKIP: node is not installed (scripts/ensure-deps.sh test installs it)")
         return SKIP
     program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "node_line_ends.js")
-    status, out, err, peak_kb, report_dir = run_measuring_peak([node, program, "3"])
-    try:
-        check(status == 0 and "done" in out, f"exit {status}\n{out}\n{err}")
-        paths = sorted(glob.glob(os.path.join(report_dir, "*.json")))
-        check(len(paths) == 1, f"{len(paths)} reports\n{err}")
-        report = hwtest.load_report(paths[0])
+    with one_report_measuring_peak([node, program, "3"]) as (path, report, peak_kb):
         hung = hwtest.frames(report)
         chain = [f for f in hung if re.fullmatch(r"chain\d+", f.get("symbol_name", ""))]
         check(len(chain) == 100, f"{len(chain)} chain functions named: {[f.get('symbol_name') for f in hung][:12]}")
@@ -324,14 +319,10 @@ def case_node_line_ends():
         cut = thread.get("runtime_lines_cut", 0)
         check(1 <= len(lined) <= 16 and cut == 100 - len(lined),
               f"{len(lined)} chain frames with a line, {cut} counted as cut")
-        if os.environ.get("HW_SANITIZE", "") == "":
-            check(peak_kb < 128 * 1024, f"the agent's peak memory was {peak_kb // 1024} MiB")
-        shown = hwtest.hw("show", paths[0])
+        shown = hwtest.hw("show", path)
         check(shown.returncode == 0 and "JavaScript frames at their function's first line or with no line" in shown.stdout,
               shown.stdout[-800:] + shown.stderr)
         print(f"{len(lined)} of 100 scripts' lines counted, {cut} frames cut; the agent's peak {peak_kb // 1024} MiB")
-    finally:
-        shutil.rmtree(report_dir, ignore_errors=True)
 
 
 def case_namers_bounded_in_all():
