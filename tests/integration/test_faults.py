@@ -293,6 +293,36 @@ def case_python_line_tables():
         print(f"{cut} frames shown at their function's first line; the agent's peak {peak_kb // 1024} MiB")
 
 
+def case_honest_beside_line_tables():
+    """The line-table attacker above hangs, and an honest epoll loop's hang crosses its threshold
+    15 ms after the attacker's, while the attacker's capture is being named (tens of
+    milliseconds of reading its line tables): the honest hang is still captured within 2 ms of its
+    threshold (issue [24]).  The names are read by the report's naming thread, not the watch
+    thread; read on the watch thread, this capture came 40-60 ms late."""
+    program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "line_tables_beside_honest.py")
+    r = hwtest.run(["--", "/usr/bin/python3", program, hwtest.binary("hang-on-command"), "3", "15"], timeout=120)
+    try:
+        check(r.returncode == 0 and "done" in r.stdout, r.describe())
+        offset = float(re.search(r"^offset ([0-9.]+)", r.stdout, re.M).group(1))
+        by_name = {rep["report"]["process_name"]: rep for rep in r.reports}
+        check(len(r.reports) == 2 and "hang-on-command" in by_name, f"{sorted(by_name)}\n" + r.describe())
+        honest = by_name["hang-on-command"]
+        attacker = [rep for name, rep in by_name.items() if name != "hang-on-command"][0]
+        # the two thresholds came `offset` apart, by the programs' own clocks: the honest one inside
+        # the attacker's naming, which the attacker's report shows was long (its frames read past
+        # the budget: many line tables)
+        check(offset < 40, f"the honest hang began {offset:.1f} ms after the attacker's: no overlap to test")
+        cut = sum(t.get("runtime_lines_cut", 0) for t in attacker["crash"]["threads"])
+        check(cut > 1000, f"the attacker's capture read few line tables ({cut} cut): no long naming to test")
+        late_ms = honest["hangwatch"]["block_duration_us"] / 1000 - 2000
+        check(0 <= late_ms <= 2, f"the honest hang was captured {late_ms:.1f} ms after its threshold")
+        names = [f.get("symbol_name") for f in hwtest.frames(honest)]
+        check("hang_for_the_test" in names, f"the honest hang's stack: {names[:8]}")
+        print(f"honest hang {offset:.1f} ms after the attacker's, captured {late_ms:.2f} ms after its threshold")
+    finally:
+        hwtest.cleanup(r)
+
+
 def case_node_line_ends():
     """A node 100 frames deep in functions of distinct scripts, each script a million lines
     long, hangs: its report names every function, the frames whose lines it did not count are
@@ -340,7 +370,11 @@ def case_namers_bounded_in_all():
     try:
         check(r.returncode == 0 and r.stdout.count("done") == 2, r.describe())
         pids = {int(p) for p in re.findall(r"^hangwatch: (?:launch )?hang in node \(pid (\d+)\)", r.stderr, re.M)}
-        check(len(pids) == 2 and len(r.reports) == 2, f"{sorted(pids)}, {len(r.reports)} reports\n" + r.describe())
+        # each hang's first report; a re-check may add one (annealing: on a loaded machine a capture
+        # whose naming ran out of budget elsewhere in the stack can read as a moved stack)
+        firsts = [rep for rep in r.reports if rep["hangwatch"].get("stretch_report_index", 0) == 0]
+        check(len(pids) == 2 and sorted(rep["report"]["pid"] for rep in firsts) == sorted(pids),
+              f"{sorted(pids)}, {len(firsts)} first reports of {len(r.reports)}\n" + r.describe())
         said = re.findall(r"^hangwatch: the names kept of watched processes' Python and JavaScript code passed 40 "
                           r"MiB: those of pid (\d+) \(\d+ KiB\) were dropped", r.stderr, re.M)
         check(len(said) == 1 and int(said[0]) in pids, "the drop was not said once, of a node\n" + r.stderr)
@@ -616,6 +650,7 @@ if __name__ == "__main__":
         "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
         "hangs_beside_hogs": case_hangs_beside_hogs,
         "python_line_tables": case_python_line_tables,
+        "honest_beside_line_tables": case_honest_beside_line_tables,
         "node_line_ends": case_node_line_ends,
         "namers_bounded_in_all": case_namers_bounded_in_all,
         "full_queue_hangs_announced": case_full_queue_hangs_announced,

@@ -84,6 +84,8 @@ typedef struct report_request {
     hw_js_target js;              /* the process's V8 (node) */
     hw_runtime_names *runtime_names; /* each captured thread's Python or JavaScript frames, named
                                      right after the capture (snap.thread_count entries), or NULL */
+    uint64_t process_serial;      /* the watched process's, never given twice: whose namer names them */
+    bool names_pending;           /* the worker's: its names are being read (report_naming.c) */
     hw_check check;
     pid_t pid, tid;
     const char *observer;         /* what kept the loop state: "preload", "library", "kernel_tracepoint",
@@ -162,8 +164,13 @@ typedef struct report_worker report_worker;
 typedef struct hang_record hang_record;
 
 /* Start the worker: it reads `opts` and publishes through `ex` (both must
- * outlive it).  NULL when out of memory. */
-report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex);
+ * outlive it); the names it keeps of watched processes' Python and
+ * JavaScript code, to name their captures, stay within `namers_max_bytes`
+ * in all (report_naming.c).  NULL when out of memory. */
+report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex, size_t namers_max_bytes);
+/* The watched process of serial `serial` is gone: the names kept of its
+ * code are freed once its captures already handed over are named. */
+void worker_forget_process(report_worker *wk, uint64_t serial);
 /* Drain every job, end the thread, say the totals (reports dropped or not
  * written) if `say_totals`, and free it. */
 void worker_stop(report_worker *wk, bool say_totals);
@@ -177,8 +184,9 @@ hang_record *worker_new_hang(bool launch);
 void worker_announce(report_worker *wk, const report_request *req);
 /* Hand over a report, a re-check (`recheck`: decide by annealing first) or
  * a one-off report (hang NULL).  The request's snapshot is the worker's
- * afterwards.  False when the queue is full (the capture is dropped and
- * counted). */
+ * afterwards, and its Python or JavaScript frames are named off the watch
+ * thread (report_naming.c).  False when the queue is full (the capture is
+ * dropped and counted). */
 bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck);
 /* A hang's first report that found the queue full: it is still announced on
  * stderr (in order with the other lines, saying that its report was

@@ -51,6 +51,7 @@ struct hang_record {
 
 typedef struct job job;
 typedef struct report_herald report_herald; /* report_herald.c */
+typedef struct report_naming report_naming; /* report_naming.c */
 
 struct report_worker {
     const hw_agent_options *opts;
@@ -80,6 +81,10 @@ struct report_worker {
     unsigned long hangs, fatal_hangs, ignored_hangs;
     /* the lines at detection (NULL under --quiet, or when it could not start) */
     report_herald *herald;
+    /* the captures' runtime names, read off the watch thread; a job waits
+     * on `named` (under `lock`) until its request's are in */
+    report_naming *naming;
+    pthread_cond_t named;
 };
 
 /* ---- report_write.c ---- */
@@ -130,6 +135,27 @@ bool hw_detection_line(const hw_agent_options *opts, const report_request *req, 
 report_herald *herald_start(void);
 void herald_say(report_herald *h, const char *line);
 unsigned long herald_stop(report_herald *h);
+/* The calling thread at the watch thread's policy (SCHED_FIFO, priority 1,
+ * not inherited by a fork; the normal policy with
+ * HANGWATCH_WATCH_POLICY=normal): the herald's and the naming thread's. */
+void take_watch_thread_priority(void);
+
+/* ---- report_naming.c ---- */
+
+/* The thread that names captures' Python and JavaScript frames, at the
+ * watch thread's priority, keeping the namers of every process (bounded in
+ * all by `namers_max_bytes`).  naming_submit queues a request the worker
+ * holds (req->names_pending set), whose names it hands back with
+ * worker_names_ready; naming_forget frees a process's namer once its
+ * earlier tasks are done; naming_stop does every task queued, then ends it.
+ * NULL when out of memory. */
+report_naming *naming_start(report_worker *wk, size_t namers_max_bytes, bool quiet);
+void naming_submit(report_naming *n, report_request *req);
+void naming_forget(report_naming *n, uint64_t serial);
+void naming_stop(report_naming *n);
+/* The naming thread's call: `names` (NULL: none) are req's, and the worker
+ * may go on with it. */
+void worker_names_ready(report_worker *wk, report_request *req, hw_runtime_names *names);
 
 /* ---- report_request.c ---- */
 

@@ -175,11 +175,15 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
     j->hang = hang;
     j->req = copy;
     j->bytes = sizeof *copy + snapshot_bytes(&copy->snap);
+    bool name = (copy->python.readable || copy->js.readable) && copy->snap.thread_count > 0;
+    copy->names_pending = name; /* before the worker can see it */
     if (!enqueue(wk, j, true)) {
         free(copy);
         free(j);
         return false;
     }
+    if (name)
+        naming_submit(wk->naming, copy);
     memset(&req->snap, 0, sizeof req->snap); /* the worker's now */
     req->runtime_names = NULL;
     req->cpu = NULL;
@@ -678,6 +682,32 @@ static void do_finish(report_worker *wk, job *j)
     free_hang(h);
 }
 
+/* ---- the names of a capture's runtime frames (report_naming.c) ---- */
+
+void worker_names_ready(report_worker *wk, report_request *req, hw_runtime_names *names)
+{
+    pthread_mutex_lock(&wk->lock);
+    req->runtime_names = names;
+    req->names_pending = false;
+    pthread_cond_broadcast(&wk->named);
+    pthread_mutex_unlock(&wk->lock);
+}
+
+/* The worker's: wait until req's names are in. */
+static void wait_for_names(report_worker *wk, report_request *req)
+{
+    pthread_mutex_lock(&wk->lock);
+    while (req->names_pending)
+        pthread_cond_wait(&wk->named, &wk->lock);
+    pthread_mutex_unlock(&wk->lock);
+}
+
+void worker_forget_process(report_worker *wk, uint64_t serial)
+{
+    if (wk != NULL)
+        naming_forget(wk->naming, serial);
+}
+
 /* ---- the thread ---- */
 
 static void *worker_main(void *arg)
@@ -707,6 +737,7 @@ static void *worker_main(void *arg)
             report_request_release(j->req);
             free(j->req);
         } else {
+            wait_for_names(wk, j->req);
             do_report(wk, j);
             report_request_release(j->req);
             free(j->req);
@@ -717,7 +748,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex)
+report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex, size_t namers_max_bytes)
 {
     report_worker *wk = calloc(1, sizeof *wk);
     if (!wk)
@@ -730,9 +761,13 @@ report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex)
     wk->max_jobs = n > 0 && n < MAX_JOBS ? (size_t)n : MAX_JOBS;
     hw_pi_mutex_init(&wk->lock);
     pthread_cond_init(&wk->wake, NULL);
-    if (pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
+    pthread_cond_init(&wk->named, NULL);
+    wk->naming = naming_start(wk, namers_max_bytes, opts->quiet);
+    if (wk->naming == NULL || pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
+        naming_stop(wk->naming);
         pthread_mutex_destroy(&wk->lock);
         pthread_cond_destroy(&wk->wake);
+        pthread_cond_destroy(&wk->named);
         free(wk);
         return NULL;
     }
@@ -770,11 +805,13 @@ void worker_stop(report_worker *wk, bool say_totals)
      * fail without privileges: it then drains on idle time). */
     struct sched_param sp = {0};
     pthread_setschedparam(wk->thread, SCHED_OTHER, &sp);
-    pthread_join(wk->thread, NULL);
+    pthread_join(wk->thread, NULL); /* its last jobs' names came from the naming thread */
+    naming_stop(wk->naming);
     if (say_totals)
         worker_say_totals(wk);
     pthread_mutex_destroy(&wk->lock);
     pthread_cond_destroy(&wk->wake);
+    pthread_cond_destroy(&wk->named);
     free(wk);
 }
 

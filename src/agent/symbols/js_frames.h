@@ -15,7 +15,8 @@
  *     checked against the metadata's type) is a JavaScript frame: its
  *     SharedFunctionInfo, the code address it runs at, and for an
  *     interpreted frame its bytecode array and offset (js_walk.c);
- *  3. hw_js_name_threads, right after the resume: the function's name
+ *  3. hw_js_name_threads, right after the resume, on the report's naming
+ *     thread (runtime_namers.h): the function's name
  *     (V8's string kinds: sequential, cons, thin, sliced, external), its
  *     script's name and the line, kept per process for the next captures
  *     (js_names.c);

@@ -13,7 +13,8 @@
  *     each one's frame chain (code object and current instruction per
  *     frame), and the thread that holds the GIL.  Only system calls;
  *     nothing is allocated (python_frames.c).
- *  3. hw_python_name_threads, right after the resume on the watch thread:
+ *  3. hw_python_name_threads, right after the resume, on the report's
+ *     naming thread (or the watch thread, for an early sample's loop thread):
  *     code objects and strings, which do not change, are read (and kept
  *     for the process's next captures), so the names survive a process
  *     that dies just after its capture (python_names.c).
@@ -61,7 +62,7 @@ void hw_python_find(pid_t pid, const char *maps, size_t maps_len, hw_python_targ
 void hw_python_read_stacks(void *ctx, hw_process_snapshot *snap);
 
 /* Names of code objects, read after the resume and kept for reuse: one
- * per process, for its life, used by one thread (the watch thread).  A kept
+ * per process, for its life, used by one thread (runtime_namers.h).  A kept
  * name is checked against the code object again before each use (one read),
  * so a code object freed and replaced at the same address is read afresh;
  * a process that is gone keeps the names already read. */

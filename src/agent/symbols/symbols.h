@@ -13,6 +13,8 @@
  *                     postmortem metadata node carries;
  *   runtime_frames.h  the native and runtime frames of a thread together,
  *                     with why a runtime's frames are missing when they are;
+ *   runtime_namers.h  the namers of every watched process's Python or
+ *                     JavaScript code, kept by one thread, bounded in all;
  *   jit_map_file.h    V8's perf map of a node process (the flags that make
  *                     node write one), kept per process;
  *   code_names.h      names of code kept by file identity, shared by the
@@ -32,6 +34,7 @@
 #include "js_frames.h"
 #include "python_frames.h"
 #include "runtime_frames.h"
+#include "runtime_namers.h"
 #include "symbolizer.h"
 #include "unwind.h"
 

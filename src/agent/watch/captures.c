@@ -4,9 +4,10 @@
  *
  * A capture (capture.h) stops the process's threads for well under a
  * millisecond.  What the watched process needs of it is decided here: a
- * process that runs Python has its interpreter's frames read in the same
- * stop (python_frames.h), and their names read right after it, while the
- * process most likely still lives.  A capture that finds a child of the
+ * process that runs Python or node has its interpreter's frames read in
+ * the same stop (python_frames.h, js_frames.h); their names are read
+ * right after it by the report's naming thread (report_naming.c), not
+ * here: how long that takes is the watched process's to choose.  A capture that finds a child of the
  * agent dead reaps it, and its wait status is kept for the hang's end.
  *
  * The hang lifecycle, early sampling and CPU-high reports all capture
@@ -19,7 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/common/write_all.h"
 #include "watch.h"
 
 /* If the capture saw a child of ours exit and consumed its status, keep it:
@@ -78,80 +78,22 @@ void look_for_runtimes(agent *a, watched_process *w)
                 HW_JIT_MAP_NODE_FLAGS);
 }
 
-static hw_js_namer *js_namer(watched_process *w)
+/* Whose code a namer names: `w`, and the runtime it runs. */
+static hw_namer_process namer_process(const watched_process *w)
 {
-    if (w->js_namer == NULL && w->js.target.readable)
-        w->js_namer = hw_js_namer_new(&w->js.target, w->pid);
-    return w->js_namer;
+    return (hw_namer_process){.serial = w->serial, .pid = w->pid, .py = &w->python, .js = &w->js.target};
 }
 
-int name_runtime_key(watched_process *w, uint64_t key, hw_frame *out)
+int name_runtime_key(agent *a, watched_process *w, uint64_t key, hw_frame *out)
 {
-    if (w->python.readable)
-        return hw_python_frame_from_key(python_namer(w), key, out);
-    return hw_js_frame_from_key(js_namer(w), key, out);
+    hw_namer_process p = namer_process(w);
+    return hw_runtime_namers_frame_from_key(a->sample_namers, &p, key, out);
 }
 
-static size_t namer_bytes(const watched_process *w)
+hw_runtime_names *name_sample_frames(agent *a, watched_process *w, const hw_process_snapshot *snap)
 {
-    return hw_python_namer_bytes(w->python_namer) + hw_js_namer_bytes(w->js_namer);
-}
-
-/* What is kept to name runtime frames, for all watched processes together,
- * stays within a->namers_max_bytes (HW_NAMERS_MAX_BYTES; docs/security.md):
- * past it, other processes' namers are dropped, the largest first; each is
- * made again, empty, at its process's next capture.  `naming` keeps its
- * own, itself bounded per process. */
-static void keep_namers_bounded(agent *a, const watched_process *naming)
-{
-    size_t total = 0;
-    for (size_t i = 0; i < a->table.end; i++)
-        if (a->table.slots[i] != NULL)
-            total += namer_bytes(a->table.slots[i]);
-    while (total > a->namers_max_bytes) {
-        watched_process *largest = NULL;
-        for (size_t i = 0; i < a->table.end; i++) {
-            watched_process *w = a->table.slots[i];
-            if (w != NULL && w != naming && namer_bytes(w) > 0 &&
-                (largest == NULL || namer_bytes(w) > namer_bytes(largest)))
-                largest = w;
-        }
-        if (largest == NULL)
-            return;
-        if (!a->said_namers_dropped && !a->opts->quiet) {
-            a->said_namers_dropped = true;
-            /* write(2), not stdio: stderr's stream lock is the idle worker's too */
-            char line[320];
-            int n = snprintf(line, sizeof line,
-                             "hangwatch: the names kept of watched processes' Python and JavaScript code passed %zu "
-                             "MiB: those of pid %d (%zu KiB) were dropped, to be read again at its next capture "
-                             "(further drops are not said)\n",
-                             a->namers_max_bytes >> 20, (int)largest->pid, namer_bytes(largest) >> 10);
-            if (n > 0)
-                (void)hw_write_all(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-        }
-        total -= namer_bytes(largest);
-        hw_python_namer_free(largest->python_namer);
-        hw_js_namer_free(largest->js_namer);
-        largest->python_namer = NULL;
-        largest->js_namer = NULL;
-    }
-}
-
-hw_runtime_names *name_runtime_frames(agent *a, watched_process *w, const hw_process_snapshot *snap,
-                                      bool target_only)
-{
-    hw_runtime_names *names = w->python.readable ? hw_python_name_threads(python_namer(w), snap, target_only)
-                                                 : hw_js_name_threads(js_namer(w), snap, target_only);
-    keep_namers_bounded(a, w);
-    return names;
-}
-
-hw_python_namer *python_namer(watched_process *w)
-{
-    if (w->python_namer == NULL && w->python.readable)
-        w->python_namer = hw_python_namer_new(&w->python, w->pid);
-    return w->python_namer;
+    hw_namer_process p = namer_process(w);
+    return hw_runtime_namers_name(a->sample_namers, &p, snap, true);
 }
 
 static void capture_options(agent *a, watched_process *w, pid_t tid, hw_capture_options *copt)
@@ -262,6 +204,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->python = w->python;
     req->js = w->js.target;
     req->pid = w->pid;
+    req->process_serial = w->serial;
     req->tid = tid;
     req->observer = observer_name(a, w);
     req->loop_wait = loop_wait_of(w, tid);
@@ -282,9 +225,6 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     }
     req->resumed_ns = hw_monotonic_ns();
     count_agent_stops(w, &req->snap);
-    /* Names of the Python or JavaScript code now, while the process most
-     * likely lives. */
-    req->runtime_names = name_runtime_frames(a, w, &req->snap, false);
     if (rc < 0 && req->snap.process_name[0] == '\0')
         snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
     note_child_exit(a, w, &req->snap);

@@ -202,7 +202,7 @@ static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uin
     for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
         if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
             continue;
-        hw_runtime_names *names = name_runtime_frames(a, w, &snap, true);
+        hw_runtime_names *names = name_sample_frames(a, w, &snap);
         add_sample(s, &snap.threads[i], names ? &names[i] : NULL, now, HW_SAMPLE_STOPPED, park);
         hw_runtime_names_free(names, snap.thread_count);
     }
@@ -362,7 +362,7 @@ uint64_t early_sampler_tick(agent *a, watched_process *w, loop_watch *l, const h
     return s->next_sample_ns;
 }
 
-void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t seq, report_request *req)
+void early_sampler_fill_request(agent *a, early_sampler *s, watched_process *w, uint64_t seq, report_request *req)
 {
     req->main_thread_state = "not_requested";
     req->main_thread_reason = "disabled";
@@ -399,14 +399,14 @@ void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t s
             continue;
         if (!req->ps_named && !(req->ps_named = calloc(req->ps_depth, sizeof *req->ps_named)))
             break;
-        name_runtime_key(w, req->ps_pcs[i], &req->ps_named[i]);
+        name_runtime_key(a, w, req->ps_pcs[i], &req->ps_named[i]);
     }
     for (size_t i = 0; i < req->ring.addr_count; i++) {
         if (!hw_python_key_is_python(req->ring.addrs[i].pc))
             continue;
         if (!req->ring_named && !(req->ring_named = calloc(req->ring.addr_count, sizeof *req->ring_named)))
             break;
-        name_runtime_key(w, req->ring.addrs[i].pc, &req->ring_named[i]);
+        name_runtime_key(a, w, req->ring.addrs[i].pc, &req->ring_named[i]);
     }
     req->main_thread_state = "collected";
     req->main_thread_reason = "early_sampling";

@@ -67,8 +67,12 @@
 #define MAX_WATCHED 1024
 /* What the namers of Python and JavaScript code keep, all watched processes
  * together (each is also bounded on its own: python_internal.h,
- * js_internal.h); past it, other processes' are dropped (captures.c). */
+ * js_internal.h); past it, other processes' are dropped (runtime_namers.h).
+ * The reports' are the naming thread's (report_naming.c); early samples
+ * name the loop thread's frames on the watch thread with namers of their
+ * own, bounded apart. */
 #define HW_NAMERS_MAX_BYTES (256u << 20)
+#define HW_SAMPLE_NAMERS_MAX_BYTES (64u << 20)
 #define REGISTRATION_GRACE_NS 1000000000ull
 #define HANG_END_POLL_NS 10000000ull  /* while hung, look for its end every 10 ms */
 /* A re-check's report is sent only once the hang has gone on this long
@@ -150,15 +154,14 @@ typedef struct loop_watch {
 
 typedef struct watched_process {
     pid_t pid;
+    uint64_t serial;            /* never given twice (a pid is): whose names are kept (runtime_namers.h) */
     int pidfd;                  /* the process itself: readable once it has exited */
     const hw_shared_page *page; /* read-only view of the process's page */
     char executable[256];       /* /proc/PID/exe at registration */
     hw_python_target python;    /* its Python interpreter, if it runs one */
-    hw_python_namer *python_namer; /* names of its Python code, kept (watch thread only) */
     uint64_t python_next_look_ns; /* when to look for one (again), 0 = at the first capture */
     bool python_looked;
     hw_js_reader js;            /* its V8 (node), read from V8's metadata, and the reader's state */
-    hw_js_namer *js_namer;      /* names of its JavaScript functions, kept (watch thread only) */
     bool js_looked;
     uint32_t clock;             /* its page's HW_PAGE_CLOCK_*, read once when the page came */
     uint64_t born_ns;           /* CLOCK_MONOTONIC before the process began (0: unknown): no stretch starts earlier */
@@ -243,7 +246,8 @@ typedef struct agent {
     unsigned long queue_dropped;
     bool said_queue_dropped;
     size_t namers_max_bytes;    /* HW_NAMERS_MAX_BYTES, or less by HANGWATCH_NAMERS_MAX_MIB (for tests) */
-    bool said_namers_dropped;   /* another process's names were dropped to keep the bound: said once */
+    hw_runtime_namers *sample_namers; /* early samples' (watch thread only), within HW_SAMPLE_NAMERS_MAX_BYTES */
+    uint64_t next_serial;       /* the next watched process's serial */
     bool said_no_perf_sampling; /* early samples fell back to ptrace: said once */
     bool said_tracepoint_cost; /* the kernel observer's tracepoints tax every process: said once */
     bool said_runtime_stops;    /* early samples of a Python or node process stop it: said once */
@@ -419,25 +423,23 @@ void early_sampler_free(early_sampler *s);
 uint64_t early_sampler_tick(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 /* Early sampling's Point Stack of stretch `seq`, as addresses, and every
  * sample of the ring, for a report (s may be NULL: "not requested"). */
-void early_sampler_fill_request(early_sampler *s, watched_process *w, uint64_t seq, report_request *req);
+void early_sampler_fill_request(agent *a, early_sampler *s, watched_process *w, uint64_t seq, report_request *req);
 
 /* captures.c */
 /* The process's Python interpreter, looked for (again) when due, and its
  * V8 (once); one whose frames are not read is said once. */
 void look_for_runtimes(agent *a, watched_process *w);
-/* The process's namer of Python code (created on first use), or NULL. */
-hw_python_namer *python_namer(watched_process *w);
-/* Its Python or JavaScript frames of `snap` named (runtime names, one per
- * thread), or NULL when it runs neither or they were not read; then what
- * all processes' namers keep is brought back within HW_NAMERS_MAX_BYTES. */
-hw_runtime_names *name_runtime_frames(agent *a, watched_process *w, const hw_process_snapshot *snap,
-                                      bool target_only);
+/* An early sample's Python or JavaScript frames of `snap` named (runtime
+ * names, one per thread) with the samples' namers (a->sample_namers), or
+ * NULL when it runs neither or they were not read. */
+hw_runtime_names *name_sample_frames(agent *a, watched_process *w, const hw_process_snapshot *snap);
 /* A sample's runtime frame (its key) named again: 0, or -1. */
-int name_runtime_key(watched_process *w, uint64_t key, hw_frame *out);
+int name_runtime_key(agent *a, watched_process *w, uint64_t key, hw_frame *out);
 /* Stop only thread `tid` of `w` (a sample). */
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
 /* Capture every thread of `w` into `req`, thread `tid` the report's
- * first, with its Python frames named right after; `now` is the capture's
+ * first, its Python or JavaScript frames read in the stop (their names
+ * are read off this thread once it is handed over); `now` is the capture's
  * time (monotonic, taken right before it).  `req->check` is kept. */
 void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req);
 /* Hand `req`, a capture of `w`, to the report worker (hang NULL: a

@@ -288,6 +288,8 @@ static void agent_stop(agent *a, bool say_totals)
     /* Every capture becomes its report before we go. */
     worker_stop(a->worker, say_totals);
     a->worker = NULL;
+    hw_runtime_namers_free(a->sample_namers);
+    a->sample_namers = NULL;
     hw_exports_stop(a->exports); /* after the last report: its metrics and its event are in */
     a->exports = NULL;
     if (a->signal_fd >= 0)
@@ -318,7 +320,11 @@ static int agent_start(agent *a)
     if (opts->attach_pid > 0 && opts->events_socket && hw_exports_open_events(a->exports, opts->events_socket) != 0)
         fprintf(stderr, "hangwatch: cannot send events to %s: callbacks are off%s\n", opts->events_socket,
                 opts->pings_by_post ? ", and pings are answered at the loop's next wait" : "");
-    if ((a->worker = worker_start(a->base, a->exports)) == NULL) {
+    a->sample_namers = hw_runtime_namers_new(a->namers_max_bytes < HW_SAMPLE_NAMERS_MAX_BYTES
+                                                 ? a->namers_max_bytes
+                                                 : HW_SAMPLE_NAMERS_MAX_BYTES,
+                                             " for early samples", opts->quiet);
+    if (a->sample_namers == NULL || (a->worker = worker_start(a->base, a->exports, a->namers_max_bytes)) == NULL) {
         fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(ENOMEM));
         return -ENOMEM;
     }

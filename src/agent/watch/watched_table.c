@@ -47,6 +47,7 @@ static void start_watching(agent *a, watched_process *w, pid_t pid, int pidfd, c
 {
     w->pidfd = pidfd;
     w->pid = pid;
+    w->serial = ++a->next_serial;
     w->page = page;
     w->clock = page->clock; /* once: the program may write its page at any time */
     w->born_ns = process_born_ns(pid);
@@ -136,8 +137,9 @@ void table_remove(agent *a, watched_process *w)
         hw_metrics_watched(hw_exports_metrics(a->exports), w->metrics_name, -1);
     free_loops(w);
     cpu_high_free(w);
-    hw_python_namer_free(w->python_namer);
-    hw_js_namer_free(w->js_namer);
+    /* the names kept of its code: none can be asked for again */
+    hw_runtime_namers_forget(a->sample_namers, w->serial);
+    worker_forget_process(a->worker, w->serial);
     release_page(a, w);
     free(w);
     t->slots[slot] = NULL;

@@ -1,0 +1,147 @@
+/*
+ * report_naming.c - the names of a capture's Python and JavaScript frames,
+ * read off the watch thread.
+ *
+ * A capture reads the interpreter's frames in its stop (code objects,
+ * V8 function objects: addresses); their names, files and lines are read
+ * from the process's memory right after it, while the process most likely
+ * still runs that code.  That reading is the watched process's to make
+ * long: a code object's line table, a script's source are as large as it
+ * likes, within budgets (python_internal.h, js_internal.h) that still
+ * allow tens of milliseconds per capture.  Done on the watch thread, every
+ * other process's hang crossing its threshold meanwhile was captured that
+ * much later (issue [24]).  This thread does it instead, at the watch
+ * thread's priority (report_herald.c), so that the names are read as
+ * promptly as before and the machine's other work cannot hold them back,
+ * while the watch thread goes on watching.
+ *
+ * The report worker has the capture already, in its queue, in order with
+ * the hang's other jobs; it waits for the names before it unwinds that
+ * capture (worker_names_ready).  The namers kept between captures are this
+ * thread's alone (runtime_namers.h, bounded in all), and a process gone is
+ * forgotten in turn with its last capture's naming.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "agent/common/pi_mutex.h"
+#include "report_internal.h"
+
+typedef struct naming_task {
+    report_request *req; /* NULL: forget the process `serial` */
+    uint64_t serial;
+    struct naming_task *next;
+} naming_task;
+
+struct report_naming {
+    report_worker *worker;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    naming_task *head, *tail;
+    bool stopping;
+    hw_runtime_namers *namers; /* this thread's only */
+};
+
+static void name_one(report_naming *n, report_request *req)
+{
+    hw_namer_process p = {.serial = req->process_serial, .pid = req->pid, .py = &req->python, .js = &req->js};
+    hw_runtime_names *names = hw_runtime_namers_name(n->namers, &p, &req->snap, false);
+    worker_names_ready(n->worker, req, names);
+}
+
+static void *naming_main(void *arg)
+{
+    report_naming *n = arg;
+    take_watch_thread_priority();
+    pthread_mutex_lock(&n->lock);
+    for (;;) {
+        while (n->head == NULL && !n->stopping)
+            pthread_cond_wait(&n->wake, &n->lock);
+        naming_task *t = n->head;
+        if (t == NULL)
+            break; /* stopping, and every task done */
+        n->head = t->next;
+        if (n->head == NULL)
+            n->tail = NULL;
+        pthread_mutex_unlock(&n->lock);
+        if (t->req != NULL)
+            name_one(n, t->req);
+        else
+            hw_runtime_namers_forget(n->namers, t->serial);
+        free(t);
+        pthread_mutex_lock(&n->lock);
+    }
+    pthread_mutex_unlock(&n->lock);
+    return NULL;
+}
+
+report_naming *naming_start(report_worker *wk, size_t namers_max_bytes, bool quiet)
+{
+    report_naming *n = calloc(1, sizeof *n);
+    if (n == NULL)
+        return NULL;
+    n->worker = wk;
+    n->namers = hw_runtime_namers_new(namers_max_bytes, "", quiet);
+    if (n->namers == NULL) {
+        free(n);
+        return NULL;
+    }
+    hw_pi_mutex_init(&n->lock);
+    pthread_cond_init(&n->wake, NULL);
+    if (pthread_create(&n->thread, NULL, naming_main, n) != 0) {
+        pthread_mutex_destroy(&n->lock);
+        pthread_cond_destroy(&n->wake);
+        hw_runtime_namers_free(n->namers);
+        free(n);
+        return NULL;
+    }
+    return n;
+}
+
+/* Queue a task; false when out of memory. */
+static bool queue_task(report_naming *n, report_request *req, uint64_t serial)
+{
+    naming_task *t = malloc(sizeof *t);
+    if (t == NULL)
+        return false;
+    *t = (naming_task){.req = req, .serial = serial};
+    pthread_mutex_lock(&n->lock);
+    if (n->tail)
+        n->tail->next = t;
+    else
+        n->head = t;
+    n->tail = t;
+    pthread_cond_signal(&n->wake);
+    pthread_mutex_unlock(&n->lock);
+    return true;
+}
+
+void naming_submit(report_naming *n, report_request *req)
+{
+    /* Out of memory: the capture goes without its runtime names, as one
+     * whose reading failed. */
+    if (!queue_task(n, req, 0))
+        worker_names_ready(n->worker, req, NULL);
+}
+
+void naming_forget(report_naming *n, uint64_t serial)
+{
+    /* Out of memory: its namer stays until the bound drops it. */
+    (void)queue_task(n, NULL, serial);
+}
+
+void naming_stop(report_naming *n)
+{
+    if (n == NULL)
+        return;
+    pthread_mutex_lock(&n->lock);
+    n->stopping = true;
+    pthread_cond_signal(&n->wake);
+    pthread_mutex_unlock(&n->lock);
+    pthread_join(n->thread, NULL);
+    pthread_mutex_destroy(&n->lock);
+    pthread_cond_destroy(&n->wake);
+    hw_runtime_namers_free(n->namers);
+    free(n);
+}
