@@ -43,10 +43,28 @@ struct report_naming {
     hw_runtime_namers *namers; /* this thread's only */
 };
 
+/* Early sampling's Point Stack and ring keep a runtime frame as its key
+ * (frame.h): key `i` of `count` named into (*named)[i], the array made at
+ * its first runtime key. */
+static void name_key(report_naming *n, const hw_namer_process *p, uint64_t key, hw_frame **named, size_t count,
+                     size_t i)
+{
+    if (!hw_python_key_is_python(key))
+        return;
+    if (*named == NULL && (*named = calloc(count, sizeof **named)) == NULL)
+        return;
+    (void)hw_runtime_namers_frame_from_key(n->namers, p, key, &(*named)[i]);
+}
+
 static void name_one(report_naming *n, report_request *req)
 {
     hw_namer_process p = {.serial = req->process_serial, .pid = req->pid, .py = &req->python, .js = &req->js};
     hw_runtime_names *names = hw_runtime_namers_name(n->namers, &p, &req->snap, false);
+    /* written before worker_names_ready hands them over */
+    for (size_t i = 0; i < req->ps_depth; i++)
+        name_key(n, &p, req->ps_pcs[i], &req->ps_named, req->ps_depth, i);
+    for (size_t i = 0; i < req->ring.addr_count; i++)
+        name_key(n, &p, req->ring.addrs[i].pc, &req->ring_named, req->ring.addr_count, i);
     worker_names_ready(n->worker, req, names);
 }
 
@@ -82,7 +100,7 @@ report_naming *naming_start(report_worker *wk, size_t namers_max_bytes, bool qui
     if (n == NULL)
         return NULL;
     n->worker = wk;
-    n->namers = hw_runtime_namers_new(namers_max_bytes, "", quiet);
+    n->namers = hw_runtime_namers_new(namers_max_bytes, "", quiet, false);
     if (n->namers == NULL) {
         free(n);
         return NULL;

@@ -5,9 +5,9 @@
  * raw addresses (a Point Stack chosen from the ring, and every sample of the
  * ring as distinct stacks; sampler_fill_request).  The report worker names
  * them here with the capture's own symbolizer, so that the watch thread
- * never symbolizes for a report: Python frames come as the watch thread
- * named them while the process was stopped, every other address is
- * symbolized from the capture's maps.
+ * never symbolizes for a report: Python and JavaScript frames come as the
+ * naming thread named their keys with the capture's (report_naming.c),
+ * every other address is symbolized from the capture's maps.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@
 #include "report_internal.h"
 
 /* An address of early sampling symbolized with this capture's maps: as the
- * Python frame named when the request was made (`named`, may be NULL), else
+ * runtime frame its key was named (`named`, may be NULL), else
  * from the address (`exact`: where the thread was, not a return address). */
 static void symbolize_sampled(hw_symbolizer *sym, uint64_t pc, bool exact, const hw_frame *named, hw_frame *out)
 {

@@ -114,6 +114,10 @@ void hw_js_namer_free(hw_js_namer *namer);
 /* What the namer holds, in bytes (its tables and the names, line ends and
  * positions it keeps): the agent bounds the sum over every watched process. */
 size_t hw_js_namer_bytes(const hw_js_namer *namer);
+/* From now on the namer reads no source, line ends or position table: its
+ * frames come without their line (early samples: see
+ * hw_python_namer_names_only). */
+void hw_js_namer_names_only(hw_js_namer *namer);
 
 /* Name the JavaScript frames of a snapshot's threads (all, or only the
  * target): snap->thread_count entries (hw_runtime_names, parallel to each

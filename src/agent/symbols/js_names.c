@@ -77,7 +77,8 @@ struct hw_js_namer {
     script_info scripts[MAX_SCRIPTS];
     size_t script_count;
     size_t cached_bytes; /* names, line ends and positions kept: past HW_JS_MAX_CACHED_BYTES, forgotten */
-    size_t read_left;    /* of this naming's HW_JS_MAX_READ_PER_NAMING */
+    size_t read_left;    /* of this naming's read_per_naming */
+    size_t read_per_naming; /* HW_JS_MAX_READ_PER_NAMING, or 0 (hw_js_namer_names_only) */
     unsigned lines_cut;  /* frames named without their line for want of budget, this naming */
     /* The receiver type a sample key's frame was last named with (a key
      * holds only the function and the offset). */
@@ -580,8 +581,14 @@ hw_js_namer *hw_js_namer_new(const hw_js_target *js, pid_t pid)
         return NULL;
     n->js = *js;
     n->pid = pid;
-    n->read_left = HW_JS_MAX_READ_PER_NAMING;
+    n->read_per_naming = n->read_left = HW_JS_MAX_READ_PER_NAMING;
     return n;
+}
+
+void hw_js_namer_names_only(hw_js_namer *n)
+{
+    if (n != NULL)
+        n->read_per_naming = n->read_left = 0;
 }
 
 size_t hw_js_namer_bytes(const hw_js_namer *n)
@@ -709,7 +716,7 @@ hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *
     hw_runtime_names *all = calloc(snap->thread_count, sizeof *all);
     if (all == NULL)
         return NULL;
-    n->read_left = HW_JS_MAX_READ_PER_NAMING;
+    n->read_left = n->read_per_naming;
     for (size_t t = 0; t < snap->thread_count; t++) {
         const hw_interp_stack *st = &snap->threads[t].interp;
         hw_runtime_names *out = &all[t];

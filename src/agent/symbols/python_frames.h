@@ -72,6 +72,10 @@ void hw_python_namer_free(hw_python_namer *namer);
 /* What the namer holds, in bytes (its table and the names and line tables
  * it keeps): the agent bounds the sum over every watched process. */
 size_t hw_python_namer_bytes(const hw_python_namer *namer);
+/* From now on the namer reads no line table: its frames come at their
+ * function's first line (early samples, which keep only the frames' keys
+ * and names: a sample costs the watch thread a few reads per frame). */
+void hw_python_namer_names_only(hw_python_namer *namer);
 
 /* Name the Python frames of a snapshot's threads (all, or only the target),
  * right after the capture, while the process most likely still runs.

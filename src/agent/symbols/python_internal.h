@@ -104,6 +104,7 @@ struct hw_python_namer {
     size_t cap, used;
     size_t cached_bytes;   /* the slots' bytes, at most MAX_CACHED_CODE_BYTES */
     size_t read_left;      /* line-table bytes this naming may still read */
+    size_t read_per_naming; /* ... of MAX_LINETABLE_READ_PER_NAMING, or 0 (hw_python_namer_names_only) */
     unsigned lines_cut;    /* frames of this naming shown at their first line for want of budget */
     code_info scratch; /* when the table is full */
     uint64_t name_key; /* the interned str "_name", once found (python_threads.c) */

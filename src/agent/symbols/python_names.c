@@ -41,8 +41,14 @@ hw_python_namer *hw_python_namer_new(const hw_python_target *py, pid_t pid)
         return NULL;
     n->py = *py;
     n->pid = pid;
-    n->read_left = MAX_LINETABLE_READ_PER_NAMING;
+    n->read_per_naming = n->read_left = MAX_LINETABLE_READ_PER_NAMING;
     return n;
+}
+
+void hw_python_namer_names_only(hw_python_namer *n)
+{
+    if (n != NULL)
+        n->read_per_naming = n->read_left = 0;
 }
 
 static void code_info_clear(code_info *c)
@@ -391,7 +397,7 @@ hw_runtime_names *hw_python_name_threads(hw_python_namer *n, const hw_process_sn
     hw_runtime_names *all = calloc(snap->thread_count, sizeof *all);
     if (all == NULL)
         return NULL;
-    n->read_left = MAX_LINETABLE_READ_PER_NAMING;
+    n->read_left = n->read_per_naming;
     for (size_t t = 0; t < snap->thread_count; t++) {
         const hw_interp_stack *st = &snap->threads[t].interp;
         hw_runtime_names *out = &all[t];

@@ -33,10 +33,11 @@ struct hw_runtime_namers {
     size_t max_bytes;
     char purpose[48];
     bool quiet;
+    bool names_only;
     bool said_dropped;
 };
 
-hw_runtime_namers *hw_runtime_namers_new(size_t max_bytes, const char *purpose, bool quiet)
+hw_runtime_namers *hw_runtime_namers_new(size_t max_bytes, const char *purpose, bool quiet, bool names_only)
 {
     hw_runtime_namers *set = calloc(1, sizeof *set);
     if (set == NULL)
@@ -44,6 +45,7 @@ hw_runtime_namers *hw_runtime_namers_new(size_t max_bytes, const char *purpose, 
     set->max_bytes = max_bytes;
     snprintf(set->purpose, sizeof set->purpose, "%s", purpose != NULL ? purpose : "");
     set->quiet = quiet;
+    set->names_only = names_only;
     return set;
 }
 
@@ -99,16 +101,16 @@ static namer_entry *entry_of(hw_runtime_namers *set, const hw_namer_process *p)
 
 /* e's namer for p's runtime, made on first use; false when it runs none
  * that is read, or out of memory. */
-static bool ready(namer_entry *e, const hw_namer_process *p)
+static bool ready(const hw_runtime_namers *set, namer_entry *e, const hw_namer_process *p)
 {
     if (p->py != NULL && p->py->readable) {
-        if (e->python == NULL)
-            e->python = hw_python_namer_new(p->py, p->pid);
+        if (e->python == NULL && (e->python = hw_python_namer_new(p->py, p->pid)) != NULL && set->names_only)
+            hw_python_namer_names_only(e->python);
         return e->python != NULL;
     }
     if (p->js != NULL && p->js->readable) {
-        if (e->js == NULL)
-            e->js = hw_js_namer_new(p->js, p->pid);
+        if (e->js == NULL && (e->js = hw_js_namer_new(p->js, p->pid)) != NULL && set->names_only)
+            hw_js_namer_names_only(e->js);
         return e->js != NULL;
     }
     return false;
@@ -153,7 +155,7 @@ hw_runtime_names *hw_runtime_namers_name(hw_runtime_namers *set, const hw_namer_
                                          const hw_process_snapshot *snap, bool target_only)
 {
     namer_entry *e = entry_of(set, p);
-    if (e == NULL || !ready(e, p))
+    if (e == NULL || !ready(set, e, p))
         return NULL;
     hw_runtime_names *names = e->python != NULL ? hw_python_name_threads(e->python, snap, target_only)
                                                 : hw_js_name_threads(e->js, snap, target_only);
@@ -164,7 +166,7 @@ hw_runtime_names *hw_runtime_namers_name(hw_runtime_namers *set, const hw_namer_
 int hw_runtime_namers_frame_from_key(hw_runtime_namers *set, const hw_namer_process *p, uint64_t key, hw_frame *out)
 {
     namer_entry *e = entry_of(set, p);
-    if (e == NULL || !ready(e, p))
+    if (e == NULL || !ready(set, e, p))
         return -1;
     return e->python != NULL ? hw_python_frame_from_key(e->python, key, out) : hw_js_frame_from_key(e->js, key, out);
 }

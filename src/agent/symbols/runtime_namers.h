@@ -36,8 +36,10 @@ typedef struct hw_runtime_namers hw_runtime_namers;
 
 /* A set whose namers keep at most `max_bytes` in all; `purpose` names it in
  * the one line said on stderr when a namer is first dropped ("" for the
- * reports'), unless `quiet`.  NULL when out of memory. */
-hw_runtime_namers *hw_runtime_namers_new(size_t max_bytes, const char *purpose, bool quiet);
+ * reports'), unless `quiet`.  With `names_only`, its namers read names and
+ * files but no line tables or sources (hw_python_namer_names_only).  NULL
+ * when out of memory. */
+hw_runtime_namers *hw_runtime_namers_new(size_t max_bytes, const char *purpose, bool quiet, bool names_only);
 void hw_runtime_namers_free(hw_runtime_namers *set);
 
 /* The runtime frames of `snap` named with p's namer (made on first use),

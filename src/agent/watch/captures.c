@@ -84,12 +84,6 @@ static hw_namer_process namer_process(const watched_process *w)
     return (hw_namer_process){.serial = w->serial, .pid = w->pid, .py = &w->python, .js = &w->js.target};
 }
 
-int name_runtime_key(agent *a, watched_process *w, uint64_t key, hw_frame *out)
-{
-    hw_namer_process p = namer_process(w);
-    return hw_runtime_namers_frame_from_key(a->sample_namers, &p, key, out);
-}
-
 hw_runtime_names *name_sample_frames(agent *a, watched_process *w, const hw_process_snapshot *snap)
 {
     hw_namer_process p = namer_process(w);

@@ -362,7 +362,7 @@ uint64_t early_sampler_tick(agent *a, watched_process *w, loop_watch *l, const h
     return s->next_sample_ns;
 }
 
-void early_sampler_fill_request(agent *a, early_sampler *s, watched_process *w, uint64_t seq, report_request *req)
+void early_sampler_fill_request(early_sampler *s, uint64_t seq, report_request *req)
 {
     req->main_thread_state = "not_requested";
     req->main_thread_reason = "disabled";
@@ -392,22 +392,8 @@ void early_sampler_fill_request(agent *a, early_sampler *s, watched_process *w, 
     /* Every sample, for a flame graph (none when out of memory). */
     if (hw_ring_stacks_of(&s->ring, idx, HW_REPORT_MAX_SAMPLE_STACKS, &req->ring) != 0)
         memset(&req->ring, 0, sizeof req->ring);
-    /* Their Python or JavaScript frames are named now, while the process
-     * most likely lives. */
-    for (size_t i = 0; i < req->ps_depth; i++) {
-        if (!hw_python_key_is_python(req->ps_pcs[i]))
-            continue;
-        if (!req->ps_named && !(req->ps_named = calloc(req->ps_depth, sizeof *req->ps_named)))
-            break;
-        name_runtime_key(a, w, req->ps_pcs[i], &req->ps_named[i]);
-    }
-    for (size_t i = 0; i < req->ring.addr_count; i++) {
-        if (!hw_python_key_is_python(req->ring.addrs[i].pc))
-            continue;
-        if (!req->ring_named && !(req->ring_named = calloc(req->ring.addr_count, sizeof *req->ring_named)))
-            break;
-        name_runtime_key(a, w, req->ring.addrs[i].pc, &req->ring_named[i]);
-    }
+    /* Their Python or JavaScript frames (keys) are named with the capture's,
+     * off this thread (report_naming.c). */
     req->main_thread_state = "collected";
     req->main_thread_reason = "early_sampling";
 }

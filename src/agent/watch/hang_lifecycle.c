@@ -69,7 +69,7 @@ static void capture_for_report(agent *a, watched_process *w, loop_watch *l, cons
     hw_blocked_look look;
     hw_blocked_look_take(w->pid, l->tid, &look);
     capture_for_request(a, w, l->tid, now, req);
-    early_sampler_fill_request(a, l->sampler, w, c->seq, req);
+    early_sampler_fill_request(l->sampler, c->seq, req);
     if (!req->snap.process_exited)
         hang_time_section(a, w, l, c->seq, c->busy_start_ns, &look, &req->time);
     else

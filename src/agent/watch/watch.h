@@ -70,7 +70,7 @@
  * js_internal.h); past it, other processes' are dropped (runtime_namers.h).
  * The reports' are the naming thread's (report_naming.c); early samples
  * name the loop thread's frames on the watch thread with namers of their
- * own, bounded apart. */
+ * own, which read names but no line tables or sources, bounded apart. */
 #define HW_NAMERS_MAX_BYTES (256u << 20)
 #define HW_SAMPLE_NAMERS_MAX_BYTES (64u << 20)
 #define REGISTRATION_GRACE_NS 1000000000ull
@@ -423,18 +423,16 @@ void early_sampler_free(early_sampler *s);
 uint64_t early_sampler_tick(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
 /* Early sampling's Point Stack of stretch `seq`, as addresses, and every
  * sample of the ring, for a report (s may be NULL: "not requested"). */
-void early_sampler_fill_request(agent *a, early_sampler *s, watched_process *w, uint64_t seq, report_request *req);
+void early_sampler_fill_request(early_sampler *s, uint64_t seq, report_request *req);
 
 /* captures.c */
 /* The process's Python interpreter, looked for (again) when due, and its
  * V8 (once); one whose frames are not read is said once. */
 void look_for_runtimes(agent *a, watched_process *w);
 /* An early sample's Python or JavaScript frames of `snap` named (runtime
- * names, one per thread) with the samples' namers (a->sample_namers), or
- * NULL when it runs neither or they were not read. */
+ * names, one per thread) with the samples' namers (a->sample_namers: names
+ * and keys, no lines), or NULL when it runs neither or they were not read. */
 hw_runtime_names *name_sample_frames(agent *a, watched_process *w, const hw_process_snapshot *snap);
-/* A sample's runtime frame (its key) named again: 0, or -1. */
-int name_runtime_key(agent *a, watched_process *w, uint64_t key, hw_frame *out);
 /* Stop only thread `tid` of `w` (a sample). */
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
 /* Capture every thread of `w` into `req`, thread `tid` the report's

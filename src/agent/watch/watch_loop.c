@@ -323,7 +323,7 @@ static int agent_start(agent *a)
     a->sample_namers = hw_runtime_namers_new(a->namers_max_bytes < HW_SAMPLE_NAMERS_MAX_BYTES
                                                  ? a->namers_max_bytes
                                                  : HW_SAMPLE_NAMERS_MAX_BYTES,
-                                             " for early samples", opts->quiet);
+                                             " for early samples", opts->quiet, true);
     if (a->sample_namers == NULL || (a->worker = worker_start(a->base, a->exports, a->namers_max_bytes)) == NULL) {
         fprintf(stderr, "hangwatch: cannot set up the agent: %s\n", strerror(ENOMEM));
         return -ENOMEM;
