@@ -13,6 +13,7 @@
  * creates its own, as it did before there was a keeper.
  */
 #include "helper_thread.h"
+#include "stack_scratch.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -199,6 +200,7 @@ int hw_capture_helpers_start(void)
 
 void hw_capture_helpers_stop(void)
 {
+    hw_stack_scratch_release_all(); /* the calling thread's: its captures are over */
     struct timespec deadline = after_ns(STOP_WAIT_NS);
     pthread_mutex_lock(&keeper.lock);
     keeper.started = false;

@@ -37,7 +37,8 @@ int hw_helper_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
 int hw_capture_helpers_start(void);
 
 /* Let the keeper and the waiting helper go (a bounded wait for them to
- * end); captures create their own helper again. */
+ * end); captures create their own helper again.  The calling thread's kept
+ * stack buffers (stack_scratch.h) are freed too. */
 void hw_capture_helpers_stop(void);
 
 /* For the capture: hand `run(arg)` to the waiting helper, which posts

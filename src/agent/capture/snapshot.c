@@ -6,8 +6,8 @@
  * PTRACE_INTERRUPT every thread, then wait for each stop, so that all of them
  * are held at once; look again for threads created meanwhile; PTRACE_GETREGS
  * and process_vm_readv of each stack; PTRACE_DETACH everything.  Buffers are
- * allocated and touched before the first stop, so the stopped window holds
- * only system calls.
+ * touched before the first stop (or kept so: stack_scratch.h), so the
+ * stopped window holds only system calls.
  *
  * Why a helper thread: a tracer is a *thread*, and a tracee can only be
  * detached while it sits in a ptrace stop.  A thread that does not stop in
@@ -80,6 +80,7 @@
 
 #include "core/text_escape.h"
 #include "helper_thread.h"
+#include "stack_scratch.h"
 #include "syscall_resume.h"
 
 #if !defined(__x86_64__)
@@ -148,6 +149,7 @@ typedef struct tracee {
     int inject;           /* signal to hand back at PTRACE_DETACH */
     uint64_t interrupted; /* when PTRACE_INTERRUPT was sent */
     size_t stack_cap;     /* bytes allocated at thread->stack */
+    bool stack_kept;      /* ... one of the capturing thread's kept buffers (stack_scratch.h) */
 } tracee;
 
 typedef struct session {
@@ -166,6 +168,7 @@ typedef struct session {
     pid_t *listed;        /* the threads /proc listed at the start, sorted */
     size_t listed_count;
     bool target_listed;
+    bool on_caller; /* adding threads on the capturing thread: its kept buffers may be lent */
 } session;
 
 /* Append a thread entry (not yet seized); allocates and touches its stack
@@ -198,13 +201,9 @@ static ssize_t add_thread(session *s, pid_t tid)
     snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)s->pid, (int)tid);
     hw_proc_read_comm(path, th->name);
     size_t want = th->is_target ? s->opts.target_stack_bytes : s->opts.other_stack_bytes;
-    if (want > 0) {
-        th->stack = malloc(want);
-        if (th->stack != NULL) {
-            memset(th->stack, 0, want); /* fault the pages in now, not while the thread waits */
-            t->stack_cap = want;
-        }
-    }
+    if (want > 0) /* its pages in now, not while the thread waits */
+        th->stack = s->on_caller ? hw_stack_scratch_take(want, &t->stack_kept) : hw_stack_scratch_touched(want);
+    t->stack_cap = th->stack != NULL ? want : 0;
     if (s->opts.interp_frames > 0) {
         th->interp.frames = calloc(s->opts.interp_frames, sizeof *th->interp.frames);
         th->interp.capacity = s->opts.interp_frames;
@@ -637,11 +636,25 @@ static bool every_thread_exited(const hw_process_snapshot *out)
     return true;
 }
 
+/* After the resume: stacks read into kept buffers get buffers of their own. */
+static void give_back_kept_stacks(session *s)
+{
+    for (size_t i = 0; i < s->out->thread_count; i++) {
+        hw_thread_snapshot *th = &s->out->threads[i];
+        if (!s->tr[i].stack_kept)
+            continue;
+        s->tr[i].stack_kept = false;
+        th->stack = hw_stack_scratch_give_back(th->stack, th->status == HW_THREAD_CAPTURED ? th->stack_len : 0);
+        th->stack_len = s->tr[i].stack_cap = th->stack != NULL ? th->stack_len : 0;
+    }
+}
+
 /* Give the stack copies their final size (after the resume: realloc may
  * copy) and record the process's end if it has ended. */
 static void finish(session *s)
 {
     hw_process_snapshot *out = s->out;
+    give_back_kept_stacks(s);
     for (size_t i = 0; i < out->thread_count; i++) {
         hw_thread_snapshot *th = &out->threads[i];
         if (th->status != HW_THREAD_CAPTURED || th->stack_len == 0) {
@@ -837,13 +850,16 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     if (hw_task_stat_read(pid, 0, &ps) == 0)
         s.is_parent = ps.ppid == getpid();
 
+    s.on_caller = true; /* the threads listed now: the capturing thread's kept buffers */
     int r = list_threads(&s);
+    s.on_caller = false;
     bool run = r == 0 && (s.opts.all_threads ? out->thread_count > 0 : s.target_listed);
     if (run && (r = -run_session(&s)) == 0)
         wait_released(&s);
     free(s.listed);
     if (r != 0) {
         bool exited = out->process_exited;
+        give_back_kept_stacks(&s);
         free(s.tr);
         hw_process_snapshot_free(out);
         out->pid = pid;
