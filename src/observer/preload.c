@@ -59,6 +59,10 @@
 #include "core/abi/tsc_read.h"
 
 #define HW_EXPORT __attribute__((visibility("default")))
+/* A wait wrapper: exported, and aligned so that its code (under 1 KiB)
+ * lies in one page: with page-table isolation every page the way back
+ * from the wait touches costs a page walk (see `hot` below). */
+#define HW_WRAPPER HW_EXPORT __attribute__((aligned(1024)))
 
 /* The wrapped functions: their index in `hot.real` and in `hot.direct`. */
 enum {
@@ -289,10 +293,11 @@ static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp, uint64_
         (hw_wait_call){.site = site, .sp = sp, .turn = 0, .object = object, .rank = rank, .call = call});
 }
 
-static inline void after_waiting(hw_loop_slot *slot)
+/* `tsc`: hot.tsc, read before the wait (see WRAP_CALL). */
+static inline void after_waiting(hw_loop_slot *slot, bool tsc)
 {
     if (slot)
-        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, stamp_now());
+        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, tsc ? hw_tsc_read() : hw_coarse_now_ns());
 }
 
 /*
@@ -363,7 +368,10 @@ static inline int libc_result(long ret)
 
 /* A wrapper: observe, make the wait (as a system call where call_direct
  * allows; ENOSYS if libc lacks the function), observe.  WAITS_ON is the
- * call's (object, rank, HW_WAIT_CALL_*), in parentheses (wait_point.h). */
+ * call's (object, rank, HW_WAIT_CALL_*), in parentheses (wait_point.h).
+ * Which clock stamps the wake-up is read before the wait: after it, with
+ * page-table isolation, the hot block's page would cost a page walk of its
+ * own. */
 #define WAITS_ARGS(object, rank, call) object, rank, call
 #define WRAP_CALL(f, WAITS_ON, type, ...)                                                                              \
     do {                                                                                                               \
@@ -373,8 +381,9 @@ static inline int libc_result(long ret)
             return -1;                                                                                                 \
         }                                                                                                              \
         hw_loop_slot *slot = before_waiting(SITE, STACK, WAITS_ARGS WAITS_ON);                                         \
+        bool tsc = hot.tsc;                                                                                            \
         int ret = fn(__VA_ARGS__);                                                                                     \
-        after_waiting(slot);                                                                                           \
+        after_waiting(slot, tsc);                                                                                      \
         return ret;                                                                                                    \
     } while (0)
 
@@ -383,9 +392,10 @@ static inline int libc_result(long ret)
     do {                                                                                                               \
         if (HAVE_DIRECT && __builtin_expect(call_direct(f), 1)) {                                                      \
             hw_loop_slot *slot = before_waiting(SITE, STACK, WAITS_ARGS WAITS_ON);                                     \
+            bool tsc = hot.tsc;                                                                                        \
             long ret = direct_syscall6(nr, (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), (long)(a6));  \
             touch_stack_first(ret);                                                                                    \
-            after_waiting(slot);                                                                                       \
+            after_waiting(slot, tsc);                                                                                  \
             return libc_result(ret);                                                                                   \
         }                                                                                                              \
         WRAP_CALL(f, WAITS_ON, type, __VA_ARGS__);                                                                     \
@@ -398,56 +408,56 @@ static inline int libc_result(long ret)
 #define SELECT_OBJECT(n, r, w, e) hw_wait_select_object(n, (uintptr_t)(r), (uintptr_t)(w), (uintptr_t)(e))
 #define SIGNALS_ON(call) (HW_WAIT_OBJECT_SIGNALS, HW_WAIT_RANK_MANY, call)
 
-HW_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+HW_WRAPPER int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
     WRAP_DIRECT(F_EPOLL_WAIT, SYS_epoll_wait, epfd, events, maxevents, timeout, 0, 0,
                 EPOLL_ON(epfd, HW_WAIT_CALL_EPOLL_WAIT), epoll_wait_fn, epfd, events, maxevents, timeout);
 }
 
-HW_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask)
+HW_WRAPPER int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask)
 {
     /* The kernel's sigset is 64 bits on x86-64, as glibc passes it. */
     WRAP_DIRECT(F_EPOLL_PWAIT, SYS_epoll_pwait, epfd, events, maxevents, timeout, mask, 8,
                 EPOLL_ON(epfd, HW_WAIT_CALL_EPOLL_PWAIT), epoll_pwait_fn, epfd, events, maxevents, timeout, mask);
 }
 
-HW_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
+HW_WRAPPER int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
                            const sigset_t *mask)
 {
     WRAP_CALL(F_EPOLL_PWAIT2, EPOLL_ON(epfd, HW_WAIT_CALL_EPOLL_PWAIT2), epoll_pwait2_fn, epfd, events, maxevents,
               timeout, mask);
 }
 
-HW_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
+HW_WRAPPER int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
     WRAP_DIRECT(F_POLL, SYS_poll, fds, nfds, timeout, 0, 0, 0, POLL_ON(fds, nfds, HW_WAIT_CALL_POLL), poll_fn, fds,
                 nfds, timeout);
 }
 
-HW_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask)
+HW_WRAPPER int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask)
 {
     WRAP_CALL(F_PPOLL, POLL_ON(fds, nfds, HW_WAIT_CALL_PPOLL), ppoll_fn, fds, nfds, timeout, mask);
 }
 
-HW_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
+HW_WRAPPER int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout)
 {
     WRAP_CALL(F_SELECT, SELECT_ON(SELECT_OBJECT(nfds, readfds, writefds, exceptfds), HW_WAIT_CALL_SELECT), select_fn,
               nfds, readfds, writefds, exceptfds, timeout);
 }
 
-HW_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, const struct timespec *timeout,
+HW_WRAPPER int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, const struct timespec *timeout,
                       const sigset_t *mask)
 {
     WRAP_CALL(F_PSELECT, SELECT_ON(SELECT_OBJECT(nfds, readfds, writefds, exceptfds), HW_WAIT_CALL_PSELECT),
               pselect_fn, nfds, readfds, writefds, exceptfds, timeout, mask);
 }
 
-HW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
+HW_WRAPPER int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen)
 {
     WRAP_CALL(F_POLL_CHK, POLL_ON(fds, nfds, HW_WAIT_CALL_POLL), poll_chk_fn, fds, nfds, timeout, fdslen);
 }
 
-HW_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask,
+HW_WRAPPER int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask,
                           size_t fdslen)
 {
     WRAP_CALL(F_PPOLL_CHK, POLL_ON(fds, nfds, HW_WAIT_CALL_PPOLL), ppoll_chk_fn, fds, nfds, timeout, mask, fdslen);
@@ -455,7 +465,7 @@ HW_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespec
 
 /* A loop driven by signals (nginx's master, many daemons' supervisors)
  * waits in sigsuspend. */
-HW_EXPORT int sigsuspend(const sigset_t *mask)
+HW_WRAPPER int sigsuspend(const sigset_t *mask)
 {
     WRAP_CALL(F_SIGSUSPEND, SIGNALS_ON(HW_WAIT_CALL_SIGSUSPEND), sigsuspend_fn, mask);
 }
