@@ -421,10 +421,18 @@ def case_moved_into_quota():
         check(len(hangs) == 2, f"{len(hangs)} hang reports\n{s.stderr()}")
         first, second = (time_of(r, s.stderr()) for r in hangs)
         check(first.get("cgroup", {}).get("path") != group, json.dumps(first))
-        check(second["cause"] == "throttled", json.dumps(second))
         cg = second.get("cgroup", {})
         check(cg.get("path") == group and cg.get("limited") and cg.get("quota_us") == 20000, json.dumps(cg))
-        check(second["throttled_us"] >= 0.5 * second["window_us"], json.dumps(second))
+        # throttled, by the kernel's count, as a 20 % quota does to 600 ms of work; on a busy machine
+        # its waits for a CPU outside the quota's pauses can be the larger part: then the verdict is
+        # starved, with the throttling second (a throttled thread's pause counts as a wait for a CPU)
+        throttled, queued, window = second["throttled_us"], second["runqueue_wait_us"], second["window_us"]
+        check(throttled >= 0.25 * window, json.dumps(second))
+        if throttled >= 0.5 * window or throttled >= 0.5 * queued:
+            check(second["cause"] == "throttled", json.dumps(second))
+        else:
+            check(second["cause"] == "starved" and second.get("secondary", {}).get("cause") == "throttled",
+                  json.dumps(second))
     finally:
         if s:
             s.close()
