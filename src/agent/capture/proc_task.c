@@ -2,11 +2,13 @@
  * proc_task.c - what /proc says of a process and its threads, for the
  * capture and the agent: small files read whole, a thread's state, parent,
  * CPU and exit code, the system call it is blocked in, its tracer, the
- * list of a process's threads, and the pid behind a pidfd.  Every reader
+ * list of a process's threads, the pid behind a pidfd, and a captured
+ * process's memory map.  Every reader
  * takes the file as the kernel wrote it at that moment: a thread may be
  * gone by the next read, and callers treat an error as "gone".
  */
 #include "proc_task.h"
+#include "snapshot.h"
 
 #include "core/abi/wait_point.h"
 
@@ -477,4 +479,36 @@ bool hw_proc_mapped_file_path(pid_t pid, const char *path, uint64_t lo, uint64_t
     return is_inode(snprintf(out, len, "%s", path), len, out, inode) ||
            is_inode(snprintf(out, len, "/proc/%d/root%s", (int)pid, path), len, out, inode) ||
            is_inode(snprintf(out, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, lo, hi), len, out, inode);
+}
+
+char *hw_proc_read_maps(pid_t pid, pid_t tid, size_t max, size_t *len, bool *cut)
+{
+    char path[64];
+    int err = 0;
+    if (tid > 0)
+        snprintf(path, sizeof path, "/proc/%d/task/%d/maps", (int)pid, (int)tid);
+    else
+        snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    char *maps = hw_proc_read_capped(path, max > 0 && max < HW_PROC_READ_MAX ? max : HW_PROC_READ_MAX, len, cut, &err);
+    while (maps != NULL && *cut && *len > 0 && maps[*len - 1] != '\n')
+        maps[--*len] = '\0'; /* a line cut short is left out */
+    if (maps != NULL && *len == 0) {
+        free(maps);
+        maps = NULL;
+    }
+    return maps;
+}
+
+void hw_capture_read_maps(hw_process_snapshot *snap, size_t max)
+{
+    if (snap->maps != NULL && !snap->maps_cut)
+        return;
+    free(snap->maps);
+    snap->maps = hw_proc_read_maps(snap->pid, 0, max, &snap->maps_len, &snap->maps_cut);
+    /* A leader that called pthread_exit has no mm: ask a live thread. */
+    for (size_t i = 0; snap->maps == NULL && i < snap->thread_count; i++)
+        if (snap->threads[i].status == HW_THREAD_CAPTURED)
+            snap->maps = hw_proc_read_maps(snap->pid, snap->threads[i].tid, max, &snap->maps_len, &snap->maps_cut);
+    if (snap->maps == NULL)
+        snap->maps_len = 0;
 }

@@ -17,6 +17,10 @@ ssize_t hw_proc_read_small(const char *path, char *buf, size_t size);
  * the file goes on past them.  NULL with *err = -errno when it cannot be
  * read; an empty file gives "". */
 char *hw_proc_read_capped(const char *path, size_t cap, size_t *len, bool *cut, int *err);
+/* `pid`'s memory map (as thread `tid` sees it, if not 0: a leader gone by
+ * pthread_exit has none), at most `max` bytes (0: HW_PROC_READ_MAX) of
+ * whole lines; *cut says that more was left.  malloc'd, or NULL. */
+char *hw_proc_read_maps(pid_t pid, pid_t tid, size_t max, size_t *len, bool *cut);
 
 /* Read a whole file of unknown size (maps).  malloc'd and NUL-terminated,
  * or NULL when it could not be read or was empty.  At most about

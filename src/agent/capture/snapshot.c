@@ -671,17 +671,8 @@ static void finish(session *s)
     if (s->first_interrupt != 0 && s->last_resume > s->first_interrupt)
         out->stop_wall_ns = s->last_resume - s->first_interrupt;
 
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)s->pid);
-    out->maps = hw_proc_read_whole(path, &out->maps_len);
-    /* A leader that called pthread_exit has no mm: ask a live thread. */
-    for (size_t i = 0; out->maps == NULL && i < out->thread_count; i++) {
-        if (out->threads[i].status != HW_THREAD_CAPTURED)
-            continue;
-        snprintf(path, sizeof path, "/proc/%d/task/%d/maps", (int)s->pid, (int)out->threads[i].tid);
-        out->maps = hw_proc_read_whole(path, &out->maps_len);
-    }
-
+    if (!s->opts.maps_later)
+        hw_capture_read_maps(out, s->opts.maps_max);
     if (out->process_exited)
         return;
     /* Over when the leader is gone or a zombie with no thread left.  When

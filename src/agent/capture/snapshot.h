@@ -117,6 +117,7 @@ struct hw_process_snapshot {
     size_t threads_left_out; /* of those, not captured: more than max_threads */
     char *maps;             /* /proc/PID/maps text read right after the resume (NULL if gone) */
     size_t maps_len;
+    bool maps_cut;          /* ... only its first maps_max bytes (whole lines): more is left */
     uint64_t stop_wall_ns;  /* first stop to last resume */
     bool process_exited;    /* the process ended (before or during the capture) */
     int exit_status;        /* its wait status when process_exited, -1 if unknown */
@@ -155,6 +156,12 @@ typedef struct hw_capture_options {
     unsigned interp_frames;
     void (*while_stopped)(void *ctx, hw_process_snapshot *snap);
     void *while_stopped_ctx;
+    /* The memory map: not read at all (maps_later), or read up to maps_max
+     * bytes (0: HW_PROC_READ_MAX) and the rest left for hw_capture_read_maps,
+     * off the capturing thread: a process can make it megabytes long
+     * (65,530 mappings: 6 MiB, 40-50 ms to read). */
+    bool maps_later;
+    size_t maps_max;
 } hw_capture_options;
 
 void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);
@@ -172,6 +179,12 @@ void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);
 int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out);
 
 void hw_process_snapshot_free(hw_process_snapshot *snap);
+
+/* The process's memory map into snap->maps (a captured thread's when its
+ * leader has none), at most `max` bytes (0: HW_PROC_READ_MAX), unless it
+ * is there whole: what hw_capture_process does right after the resume,
+ * and what reads the rest of a map it cut. */
+void hw_capture_read_maps(hw_process_snapshot *snap, size_t max);
 
 /*
  * Why threads of `snap` could not be captured, when another tracer held

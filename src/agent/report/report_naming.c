@@ -1,6 +1,8 @@
 /*
- * report_naming.c - the names of a capture's Python and JavaScript frames,
- * read off the watch thread.
+ * report_naming.c - what a capture needs read from the process right after
+ * it, read off the watch thread: the rest of its memory map (the watch
+ * thread reads the first MiB), and the names of its Python and JavaScript
+ * frames.
  *
  * A capture reads the interpreter's frames in its stop (code objects,
  * V8 function objects: addresses); their names, files and lines are read
@@ -10,7 +12,9 @@
  * likes, within budgets (python_internal.h, js_internal.h) that still
  * allow tens of milliseconds per capture.  Done on the watch thread, every
  * other process's hang crossing its threshold meanwhile was captured that
- * much later (issue [24]).  This thread does it instead, at the watch
+ * much later (issue [24]).  So with the memory map, which a process with
+ * 65,530 mappings makes 6 MiB long (40-50 ms).  This thread does it
+ * instead, at the watch
  * thread's priority (report_herald.c), so that the names are read as
  * promptly as before and the machine's other work cannot hold them back,
  * while the watch thread goes on watching.
@@ -58,6 +62,8 @@ static void name_key(report_naming *n, const hw_namer_process *p, uint64_t key, 
 
 static void name_one(report_naming *n, report_request *req)
 {
+    if (req->snap.thread_count > 0)
+        hw_capture_read_maps(&req->snap, 0); /* the rest of a map cut in the capture, first */
     hw_namer_process p = {.serial = req->process_serial, .pid = req->pid, .py = &req->python, .js = &req->js};
     hw_runtime_names *names = hw_runtime_namers_name(n->namers, &p, &req->snap, false);
     /* written before worker_names_ready hands them over */

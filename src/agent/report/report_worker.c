@@ -175,8 +175,8 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
     j->hang = hang;
     j->req = copy;
     j->bytes = sizeof *copy + snapshot_bytes(&copy->snap);
-    bool name = (copy->python.readable || copy->js.readable) &&
-                (copy->snap.thread_count > 0 || copy->ps_depth > 0 || copy->ring.addr_count > 0);
+    /* its memory map and runtime names are read off the watch thread */
+    bool name = copy->snap.thread_count > 0 || copy->ps_depth > 0 || copy->ring.addr_count > 0;
     copy->names_pending = name; /* before the worker can see it */
     if (!enqueue(wk, j, true)) {
         free(copy);

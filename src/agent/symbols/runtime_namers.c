@@ -151,9 +151,18 @@ static void keep_bounded(hw_runtime_namers *set, uint64_t naming)
     }
 }
 
+/* Whether p runs a runtime whose frames are read (no entry is kept for one
+ * that does not). */
+static bool runs_runtime(const hw_namer_process *p)
+{
+    return (p->py != NULL && p->py->readable) || (p->js != NULL && p->js->readable);
+}
+
 hw_runtime_names *hw_runtime_namers_name(hw_runtime_namers *set, const hw_namer_process *p,
                                          const hw_process_snapshot *snap, bool target_only)
 {
+    if (!runs_runtime(p))
+        return NULL;
     namer_entry *e = entry_of(set, p);
     if (e == NULL || !ready(set, e, p))
         return NULL;
@@ -165,6 +174,8 @@ hw_runtime_names *hw_runtime_namers_name(hw_runtime_namers *set, const hw_namer_
 
 int hw_runtime_namers_frame_from_key(hw_runtime_namers *set, const hw_namer_process *p, uint64_t key, hw_frame *out)
 {
+    if (!runs_runtime(p))
+        return -1;
     namer_entry *e = entry_of(set, p);
     if (e == NULL || !ready(set, e, p))
         return -1;

@@ -49,10 +49,9 @@ void look_for_runtimes(agent *a, watched_process *w)
         return;
     w->python_looked = true;
     w->python_next_look_ns = now + PYTHON_LOOK_AGAIN_NS;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
     size_t len = 0;
-    char *maps = hw_proc_read_whole(path, &len);
+    bool cut = false;
+    char *maps = hw_proc_read_maps(w->pid, 0, HW_WATCH_MAPS_MAX, &len, &cut);
     hw_python_find(w->pid, maps, len, &w->python);
     /* V8 comes with the executable (or libnode, mapped before main): one
      * look is enough. */
@@ -140,6 +139,7 @@ void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot
     hw_capture_options copt;
     capture_options(a, w, tid, &copt);
     copt.all_threads = false;
+    copt.maps_later = true; /* a sample's symbolizer reads its own, bounded (HW_WATCH_MAPS_MAX) */
     hw_capture_process(w->pid, &copt, snap);
     count_agent_stops(w, snap);
     note_child_exit(a, w, snap);
@@ -195,6 +195,8 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
 {
     hw_capture_options copt;
     capture_options(a, w, tid, &copt);
+    /* the map's rest, past what this thread reads, is read by the naming thread */
+    copt.maps_max = HW_WATCH_MAPS_MAX;
     req->python = w->python;
     req->js = w->js.target;
     req->pid = w->pid;

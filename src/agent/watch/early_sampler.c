@@ -191,14 +191,27 @@ static hw_symbolizer *new_symbolizer(const watched_process *w, const char *maps,
     return sym;
 }
 
+/* The sampler's symbolizer, made from the process's memory map as the
+ * watch thread reads it (HW_WATCH_MAPS_MAX): false when it cannot be. */
+static bool sampler_symbolizer(const watched_process *w, const loop_watch *l, early_sampler *s)
+{
+    size_t len = 0;
+    bool cut = false;
+    char *maps = hw_proc_read_maps(w->pid, l->tid, HW_WATCH_MAPS_MAX, &len, &cut);
+    if (maps)
+        s->sym = new_symbolizer(w, maps, len);
+    free(maps);
+    return s->sym != NULL;
+}
+
 /* Stop the loop thread and take one sample into the ring. */
 static void take_stopped_sample(agent *a, watched_process *w, loop_watch *l, uint64_t now, bool park)
 {
     early_sampler *s = l->sampler;
     hw_process_snapshot snap;
     capture_thread(a, w, l->tid, &snap);
-    if (!s->sym && snap.maps)
-        s->sym = new_symbolizer(w, snap.maps, snap.maps_len);
+    if (!s->sym)
+        (void)sampler_symbolizer(w, l, s);
     for (size_t i = 0; s->sym && i < snap.thread_count; i++) {
         if (!snap.threads[i].is_target || snap.threads[i].status != HW_THREAD_CAPTURED)
             continue;
@@ -273,17 +286,8 @@ static unsigned drain_kernel_samples(early_sampler *s)
 static unsigned take_kernel_samples(agent *a, watched_process *w, loop_watch *l, uint64_t now)
 {
     early_sampler *s = l->sampler;
-    if (!s->sym) {
-        char path[64];
-        size_t len = 0;
-        snprintf(path, sizeof path, "/proc/%d/maps", (int)w->pid);
-        char *maps = hw_proc_read_whole(path, &len);
-        if (maps)
-            s->sym = new_symbolizer(w, maps, len);
-        free(maps);
-        if (!s->sym)
-            return 0;
-    }
+    if (!s->sym && !sampler_symbolizer(w, l, s))
+        return 0;
     unsigned taken = drain_kernel_samples(s);
     if (taken > 0) {
         s->parked_line[0] = '\0';

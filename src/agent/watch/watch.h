@@ -80,6 +80,12 @@
  * (decisions.md §39). */
 #define HANG_TAIL_NS 100000000ull
 #define PYTHON_LOOK_AGAIN_NS 10000000000ull /* no Python interpreter found: look again after 10 s */
+/* What the watch thread reads of a process's memory map (to find its
+ * interpreter, for early samples' function keys, in a capture for the line
+ * at detection): about 10,000 mappings.  A process can have 65,530, 6 MiB
+ * of text that took 40-50 ms to read; the first MiB takes 6 ms.  A report
+ * gets the rest from the naming thread (report_naming.c). */
+#define HW_WATCH_MAPS_MAX (1u << 20)
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
 #define STOPPED_LOOK_NS 50000000ull   /* a stopped or traced process: look at its state every 50 ms */
 
@@ -433,7 +439,7 @@ void look_for_runtimes(agent *a, watched_process *w);
  * names, one per thread) with the samples' namers (a->sample_namers: names
  * and keys, no lines), or NULL when it runs neither or they were not read. */
 hw_runtime_names *name_sample_frames(agent *a, watched_process *w, const hw_process_snapshot *snap);
-/* Stop only thread `tid` of `w` (a sample). */
+/* Stop only thread `tid` of `w` (a sample); its memory map is not read. */
 void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot *snap);
 /* Capture every thread of `w` into `req`, thread `tid` the report's
  * first, its Python or JavaScript frames read in the stop (their names

@@ -1,23 +1,24 @@
-"""line_tables_beside_honest.py - an honest hang that crosses its threshold while hangwatch reads
-the names of an attacker's capture.
+"""beside_honest.py - an honest hang that crosses its threshold while hangwatch handles an
+attacker's hang.
 
-Starts python_line_tables.py (32 threads 128 frames deep in code objects with 256 KiB line
-tables, whose main loop then spins SECONDS) and hang_on_command (an honest epoll loop).  Once the
-attacker's spin has begun, at its own clock's time T, the honest program is told to hang
-SECONDS too, at T + OFFSET_MS: its threshold comes OFFSET_MS after the attacker's, while the
-attacker's capture is being named.  Prints "offset MS" (the honest hang's start, measured, after
-the attacker's) and "done" once both have ended.
+Starts ATTACKER (a Python program that prints "ready", then "spin T" with T its CLOCK_MONOTONIC
+as its loop's hang begins, and "done" at its end; it gets SECONDS as its argument) and
+hang_on_command (an honest epoll loop).  Once the attacker's spin has begun, the honest program
+is told to hang SECONDS too, at T + OFFSET_MS: its threshold comes OFFSET_MS after the
+attacker's, while the agent handles the attacker's capture.  Prints "offset MS" (the honest
+hang's start, measured, after the attacker's) and "done" once both have ended.
 
-usage: line_tables_beside_honest.py HANG_ON_COMMAND [SECONDS] [OFFSET_MS]"""
+usage: beside_honest.py HANG_ON_COMMAND ATTACKER.py [SECONDS] [OFFSET_MS]"""
 import os
 import subprocess
 import sys
 import time
 
-HONEST = sys.argv[1]
-SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 3
-OFFSET_MS = float(sys.argv[3]) if len(sys.argv) > 3 else 15
-ATTACKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_line_tables.py")
+HONEST, ATTACKER = sys.argv[1], sys.argv[2]
+SECONDS = float(sys.argv[3]) if len(sys.argv) > 3 else 3
+OFFSET_MS = float(sys.argv[4]) if len(sys.argv) > 4 else 15
+if not os.path.isabs(ATTACKER):
+    ATTACKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), ATTACKER)
 
 attacker = subprocess.Popen([sys.executable, ATTACKER, str(SECONDS)], stdout=subprocess.PIPE, text=True)
 honest = subprocess.Popen([HONEST], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
