@@ -764,11 +764,38 @@ static int run_launch(double seconds)
 
 static pthread_mutex_t g_print_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* How long the calling thread has waited for a CPU, by the kernel's count
+ * (schedstat's run_delay), in seconds; 0 when it cannot be read. */
+static double queued_seconds(void)
+{
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    unsigned long long on_cpu = 0, run_delay = 0;
+    if (f != NULL) {
+        if (fscanf(f, "%llu %llu", &on_cpu, &run_delay) != 2)
+            run_delay = 0;
+        fclose(f);
+    }
+    return (double)run_delay / 1e9;
+}
+
+static __thread double g_queued_at_start;
+
+/* A wait starts: its time, and how long the thread had waited for a CPU. */
+static double start_wait(void)
+{
+    g_queued_at_start = queued_seconds();
+    return now_seconds();
+}
+
+/* One line per wait: what it returned, how long it took, and how much of
+ * that the thread spent waiting for a CPU (a busy machine's, not the
+ * call's: the tests allow it). */
 static void report_wait(const char *who, const char *call, long result, int err, double start)
 {
     double took = now_seconds() - start;
+    double queued = queued_seconds() - g_queued_at_start;
     pthread_mutex_lock(&g_print_lock);
-    printf("wait: %s %s %ld %d %.3f\n", who, call, result, err, took);
+    printf("wait: %s %s %ld %d %.3f %.3f\n", who, call, result, err, took, queued);
     fflush(stdout);
     pthread_mutex_unlock(&g_print_lock);
 }
@@ -811,7 +838,7 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
     /* read() on a pipe written after `seconds` */
     delayed_write dw = {fds[1], seconds, NULL};
     pthread_create(&helper, NULL, write_later, &dw);
-    double t0 = now_seconds();
+    double t0 = start_wait();
     char c;
     ssize_t n = read(fds[0], &c, 1);
     report_wait(who, "read", (long)n, n < 0 ? errno : 0, t0);
@@ -822,13 +849,13 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
     sem_init(&sem, 0, 0);
     delayed_write dp = {-1, seconds, &sem};
     pthread_create(&helper, NULL, write_later, &dp);
-    t0 = now_seconds();
+    t0 = start_wait();
     int rc = sem_wait(&sem);
     report_wait(who, "sem_wait", rc, rc ? errno : 0, t0);
     pthread_join(helper, NULL);
 
     /* sem_timedwait that times out */
-    t0 = now_seconds(); /* before the deadline: a preemption between the two must not look like an early return */
+    t0 = start_wait(); /* before the deadline: a preemption between the two must not look like an early return */
     struct timespec dl = deadline_in(seconds);
     rc = sem_timedwait(&sem, &dl);
     report_wait(who, "sem_timedwait", rc, rc ? errno : 0, t0);
@@ -838,7 +865,7 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     pthread_mutex_lock(&m);
-    t0 = now_seconds();
+    t0 = start_wait();
     dl = deadline_in(seconds);
     rc = pthread_cond_timedwait(&cv, &m, &dl);
     report_wait(who, "cond_timedwait", rc, rc, t0);
@@ -846,12 +873,12 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
 
     /* poll() with a timeout on a pipe that stays empty */
     struct pollfd pfd = {fds[0], POLLIN, 0};
-    t0 = now_seconds();
+    t0 = start_wait();
     rc = poll(&pfd, 1, (int)(seconds * 1000));
     report_wait(who, "poll", rc, rc < 0 ? errno : 0, t0);
 
     /* nanosleep */
-    t0 = now_seconds();
+    t0 = start_wait();
     struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
     rc = nanosleep(&ts, NULL);
     report_wait(who, "nanosleep", rc, rc ? errno : 0, t0);
