@@ -23,7 +23,14 @@
  * sees the stretch end):
  *
  *   observer active|inert
- *   spin SPIN_NS gaps COUNT GAP_TOTAL_NS LONGEST_NS short COUNT SHORT_TOTAL_NS
+ *   spin SPIN_NS gaps COUNT GAP_TOTAL_NS LONGEST_NS short COUNT SHORT_TOTAL_NS stops COUNT STOP_TOTAL_NS
+ *
+ * "stops" are the gaps over STOP_CHECK_NS in which the thread switched out
+ * voluntarily (its rusage's ru_nvcsw grew): a thread that only spins never
+ * does, a ptrace stop (the agent's capture) does, and a preemption by other
+ * work does not.  They are the agent's stops of the thread, as the thread
+ * saw them, told apart from the machine's other work without subtracting
+ * another run's.
  *
  * Short gaps (under 1 ms) are interrupts, kernel samples, ptrace stops and
  * brief wake-ups of other threads (the agent's); longer ones are mostly
@@ -32,6 +39,7 @@
  */
 #include <poll.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +51,7 @@
 #include "observer_active.h"
 
 #define GAP_NS 1000ull
+#define STOP_CHECK_NS 10000ull /* a gap this long is looked at for a voluntary switch (a stop is longer) */
 #define SHORT_GAP_NS 1000000ull /* below: interrupts, samples, stops; above: scheduler slices */
 #define MAX_NOTED_GAPS (1u << 17) /* a busy 4 s spin here has up to ~30,000 */
 
@@ -60,14 +69,32 @@ static uint64_t now_ns(void)
 typedef struct gaps {
     uint64_t count, total_ns, longest_ns, spin_ns, start_ns;
     uint64_t short_count, short_ns; /* gaps under SHORT_GAP_NS */
+    uint64_t stop_count, stop_ns;   /* gaps with a voluntary switch: stops */
 } gaps;
+
+/* The calling thread's voluntary context switches so far. */
+static long voluntary_switches(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
+}
 
 __attribute__((noinline)) static void spin_and_note_gaps(uint64_t spin_ns, gaps *g)
 {
+    long switches = voluntary_switches();
     uint64_t start = now_ns(), prev = start, end = start + spin_ns;
     for (;;) {
         uint64_t t = now_ns();
         uint64_t d = t - prev;
+        if (d > STOP_CHECK_NS) {
+            long now_switches = voluntary_switches();
+            if (now_switches != switches) {
+                g->stop_count++;
+                g->stop_ns += d;
+                switches = now_switches;
+            }
+            t = now_ns(); /* the look itself is not spin time */
+        }
         if (d > GAP_NS) {
             g->count++;
             g->total_ns += d;
@@ -133,8 +160,9 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("observer %s\n", observer_active() ? "active" : "inert");
-    printf("spin %llu gaps %llu %llu %llu short %llu %llu\n", (unsigned long long)g.spin_ns,
+    printf("spin %llu gaps %llu %llu %llu short %llu %llu stops %llu %llu\n", (unsigned long long)g.spin_ns,
            (unsigned long long)g.count, (unsigned long long)g.total_ns, (unsigned long long)g.longest_ns,
-           (unsigned long long)g.short_count, (unsigned long long)g.short_ns);
+           (unsigned long long)g.short_count, (unsigned long long)g.short_ns, (unsigned long long)g.stop_count,
+           (unsigned long long)g.stop_ns);
     return 0;
 }
