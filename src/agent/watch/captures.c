@@ -5,10 +5,11 @@
  * A capture (capture.h) stops the process's threads for well under a
  * millisecond.  What the watched process needs of it is decided here: a
  * process that runs Python or node has its interpreter's frames read in
- * the same stop (python_frames.h, js_frames.h); their names are read
- * right after it by the report's naming thread (report_naming.c), not
- * here: how long that takes is the watched process's to choose.  A capture that finds a child of the
- * agent dead reaps it, and its wait status is kept for the hang's end.
+ * the same stop (python_frames.h, js_frames.h); their names, and a memory
+ * map past its first MiB, are read right after it by the report's naming
+ * thread (report_naming.c), not here: how long that takes is the watched
+ * process's to choose.  A capture that finds a child of the agent dead
+ * reaps it, and its wait status is kept for the hang's end.
  *
  * The hang lifecycle, early sampling and CPU-high reports all capture
  * through here; whatever becomes a report goes to the worker through
