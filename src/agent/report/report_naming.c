@@ -1,7 +1,7 @@
 /*
  * report_naming.c - what a capture needs read from the process right after
  * it, read off the watch thread: the rest of its memory map (the watch
- * thread reads the first MiB), and the names of its Python and JavaScript
+ * thread reads the first 128 KiB), and the names of its Python and JavaScript
  * frames.
  *
  * A capture reads the interpreter's frames in its stop (code objects,

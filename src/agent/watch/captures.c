@@ -6,7 +6,7 @@
  * millisecond.  What the watched process needs of it is decided here: a
  * process that runs Python or node has its interpreter's frames read in
  * the same stop (python_frames.h, js_frames.h); their names, and a memory
- * map past its first MiB, are read right after it by the report's naming
+ * map past its first 128 KiB, are read right after it by the report's naming
  * thread (report_naming.c), not here: how long that takes is the watched
  * process's to choose.  A capture that finds a child of the agent dead
  * reaps it, and its wait status is kept for the hang's end.

@@ -82,10 +82,12 @@
 #define PYTHON_LOOK_AGAIN_NS 10000000000ull /* no Python interpreter found: look again after 10 s */
 /* What the watch thread reads of a process's memory map (to find its
  * interpreter, for early samples' function keys, in a capture for the line
- * at detection): about 10,000 mappings.  A process can have 65,530, 6 MiB
- * of text that took 40-50 ms to read; the first MiB takes 6 ms.  A report
- * gets the rest from the naming thread (report_naming.c). */
-#define HW_WATCH_MAPS_MAX (1u << 20)
+ * at detection): about 1,300 mappings, where node and Python have about
+ * 100.  A process can have 65,530, 6 MiB of text that took 40-50 ms to
+ * read; its first 128 KiB take 0.7 ms (its first MiB took 6-9 ms: an
+ * honest hang beside it was captured 6.4 ms late).  A report gets the
+ * rest from the naming thread (report_naming.c). */
+#define HW_WATCH_MAPS_MAX (128u << 10)
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
 #define STOPPED_LOOK_NS 50000000ull   /* a stopped or traced process: look at its state every 50 ms */
 
