@@ -13,11 +13,10 @@
  * allow tens of milliseconds per capture.  Done on the watch thread, every
  * other process's hang crossing its threshold meanwhile was captured that
  * much later (issue [24]).  So with the memory map, which a process with
- * 65,530 mappings makes 6 MiB long (40-50 ms).  This thread does it
- * instead, at the watch
- * thread's priority (report_herald.c), so that the names are read as
- * promptly as before and the machine's other work cannot hold them back,
- * while the watch thread goes on watching.
+ * 65,530 mappings makes 6 MiB long (40-50 ms).  This thread does both
+ * instead, at the watch thread's priority (report_herald.c), so that they
+ * are read as promptly as before and the machine's other work cannot hold
+ * them back, while the watch thread goes on watching.
  *
  * The report worker has the capture already, in its queue, in order with
  * the hang's other jobs; it waits for the names before it unwinds that
