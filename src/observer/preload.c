@@ -201,9 +201,15 @@ static inline void *real_fn(unsigned f)
  * guarantees the conversion). */
 #define AS_FN(type, p) ((type)(uintptr_t)(p))
 
+/* A time stamp from the clock `tsc` says (hot.tsc's choice). */
+static inline uint64_t stamp_with(bool tsc)
+{
+    return tsc ? hw_tsc_read() : hw_coarse_now_ns();
+}
+
 static inline uint64_t stamp_now(void)
 {
-    return hot.tsc ? hw_tsc_read() : hw_coarse_now_ns();
+    return stamp_with(hot.tsc);
 }
 
 /* Make `slot`'s owner (the calling thread) the owner of the fast path for
@@ -297,7 +303,7 @@ static inline hw_loop_slot *before_waiting(uintptr_t site, uintptr_t sp, uint64_
 static inline void after_waiting(hw_loop_slot *slot, bool tsc)
 {
     if (slot)
-        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, tsc ? hw_tsc_read() : hw_coarse_now_ns());
+        hw_observe(slot, HW_ACTIVITY_AFTER_WAITING, stamp_with(tsc));
 }
 
 /*

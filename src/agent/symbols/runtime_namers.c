@@ -158,13 +158,20 @@ static bool runs_runtime(const hw_namer_process *p)
     return (p->py != NULL && p->py->readable) || (p->js != NULL && p->js->readable);
 }
 
-hw_runtime_names *hw_runtime_namers_name(hw_runtime_namers *set, const hw_namer_process *p,
-                                         const hw_process_snapshot *snap, bool target_only)
+/* p's entry with its namer ready, or NULL (no runtime read, no memory). */
+static namer_entry *namer_for(hw_runtime_namers *set, const hw_namer_process *p)
 {
     if (!runs_runtime(p))
         return NULL;
     namer_entry *e = entry_of(set, p);
-    if (e == NULL || !ready(set, e, p))
+    return e != NULL && ready(set, e, p) ? e : NULL;
+}
+
+hw_runtime_names *hw_runtime_namers_name(hw_runtime_namers *set, const hw_namer_process *p,
+                                         const hw_process_snapshot *snap, bool target_only)
+{
+    namer_entry *e = namer_for(set, p);
+    if (e == NULL)
         return NULL;
     hw_runtime_names *names = e->python != NULL ? hw_python_name_threads(e->python, snap, target_only)
                                                 : hw_js_name_threads(e->js, snap, target_only);
@@ -174,10 +181,8 @@ hw_runtime_names *hw_runtime_namers_name(hw_runtime_namers *set, const hw_namer_
 
 int hw_runtime_namers_frame_from_key(hw_runtime_namers *set, const hw_namer_process *p, uint64_t key, hw_frame *out)
 {
-    if (!runs_runtime(p))
-        return -1;
-    namer_entry *e = entry_of(set, p);
-    if (e == NULL || !ready(set, e, p))
+    namer_entry *e = namer_for(set, p);
+    if (e == NULL)
         return -1;
     return e->python != NULL ? hw_python_frame_from_key(e->python, key, out) : hw_js_frame_from_key(e->js, key, out);
 }
