@@ -1,8 +1,9 @@
 """beside_honest.py - an honest hang that crosses its threshold while hangwatch handles an
 attacker's hang.
 
-Starts ATTACKER (a Python program that prints "ready", then "spin T" with T its CLOCK_MONOTONIC
-as its loop's hang begins, and "done" at its end; it gets SECONDS as its argument) and
+Starts ATTACKER (a Python program that hangs as attacker_loop.py does: "ready", then "spin T" with
+T its CLOCK_MONOTONIC as its loop's hang begins, and "done" at its end; it gets SECONDS as its
+argument) and
 hang_on_command (an honest epoll loop).  Once the attacker's spin has begun, the honest program
 is told to hang SECONDS too, at T + OFFSET_MS: its threshold comes OFFSET_MS after the
 attacker's, while the agent handles the attacker's capture.  Prints "offset MS" (the honest

@@ -2,13 +2,13 @@
 mappings as the kernel allows (vm.max_map_count, 65,530 by default: every other page of one
 region made read-only, all legal API), so that /proc/PID/maps is about 6 MiB; then its loop hangs,
 spinning for SECONDS (default 3).  Prints "ready" once mapped, "spin T" (CLOCK_MONOTONIC) as the
-hang starts, "done" at the end."""
+hang starts (attacker_loop.py), "done" at the end."""
 import ctypes
 import errno
 import mmap
-import selectors
 import sys
-import time
+
+from attacker_loop import ready_then_hang
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 3
 PAGE = mmap.PAGESIZE
@@ -24,13 +24,5 @@ for i in range(count):
         if ctypes.get_errno() == errno.ENOMEM:
             break  # the bound on mappings: as many as there can be
         sys.exit(f"mprotect: {ctypes.get_errno()}")
-print("ready", flush=True)
-selector = selectors.DefaultSelector()
-end = time.monotonic() + 1
-while time.monotonic() < end:
-    selector.select(0.05)
-start = time.monotonic()
-print("spin", time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)
-while time.monotonic() - start < SECONDS:
-    pass
+ready_then_hang(SECONDS)
 print("done", flush=True)

@@ -2,11 +2,12 @@
 threads, each 128 frames deep in distinct code objects whose line table is 256 KiB of valid "no
 location" entries (all legal API: code.replace), then the main thread's loop hangs, spinning for
 SECONDS (default 3).  Prints "ready" once the threads wait, "spin T" (CLOCK_MONOTONIC) as the hang
-starts, "done" at the end.  CPython 3.11 and later (their location table format)."""
-import selectors
+starts (attacker_loop.py), "done" at the end.  CPython 3.11 and later (their location table
+format)."""
 import sys
 import threading
-import time
+
+from attacker_loop import ready_then_hang
 
 DEPTH, THREADS = 128, 32
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 3
@@ -36,15 +37,7 @@ def main():
     threads = [threading.Thread(target=make_chain(t), args=(ev,)) for t in range(THREADS)]
     for t in threads:
         t.start()
-    print("ready", flush=True)
-    selector = selectors.DefaultSelector()
-    end = time.monotonic() + 1
-    while time.monotonic() < end:
-        selector.select(0.05)
-    start = time.monotonic()
-    print("spin", time.clock_gettime(time.CLOCK_MONOTONIC), flush=True)
-    while time.monotonic() - start < SECONDS:
-        pass
+    ready_then_hang(SECONDS)
     ev.set()
     for t in threads:
         t.join()
