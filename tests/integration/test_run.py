@@ -62,6 +62,13 @@ def case_demo():
         check(apm["collection"]["main_thread"] == {"state": "not_requested", "reason": "disabled"},
               f"main_thread collection: {apm['collection']['main_thread']}")
         check(rep["report"]["process_name"] == "hangwatch-demo"[:15], f"process_name {rep['report']['process_name']}")
+        # sleep(4) from start to end: at detection and to the hang's end the
+        # verdict is a sleep (the capture's stop resumes it as restart_syscall,
+        # which the looks after it see).
+        t = apm["time"]
+        for section in (t, t["at_end"]):
+            check(section["cause"] == hwtest.cause_by_rule(section), json.dumps(t))
+            check(section["cause"] != "blocked" or section.get("blocked_on") == "sleep", json.dumps(t))
         # One line on stderr naming the culprit and the report.
         lines = [l for l in r.stderr.splitlines() if l.startswith("hangwatch: hang in")]
         check(len(lines) == 1 and "block_main_thread_for_four_seconds" in lines[0] and r.report_paths[0] in lines[0],

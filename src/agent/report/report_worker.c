@@ -539,11 +539,11 @@ static void settle_look(hang_record *h, report_request *req, const hw_backtrace 
             names[n++] = bt->frames[i].symbol_name;
     changed |= hw_look_resolve_restart(&t->look, names, n);
     long restarted = t->look.restarted ? t->look.syscall : -1;
-    /* Found in a fresh call, after earlier stops of the stretch had its
-     * sleeps resumed as restart_syscall (most looks saw that): the call the
-     * stack is in is what they resumed. */
-    hw_blocked_look resumed = t->slept;
-    if (restarted < 0 && t->slept.valid && hw_look_resolve_restart(&resumed, names, n))
+    /* Found in a fresh call: the looks around this capture's stop (before
+     * it, after it, to the hang's end) see that call resumed as
+     * restart_syscall, and the call the stack is in is what they resume. */
+    hw_blocked_look resumed = {.valid = true, .in_syscall = true, .syscall = SYS_restart_syscall};
+    if (restarted < 0 && hw_look_resolve_restart(&resumed, names, n))
         restarted = resumed.syscall;
     changed |= settle_slept(t, restarted);
     if (hw_look_classify_lock(&t->look, names, n)) {
