@@ -567,14 +567,16 @@ def run_noting_times(args, env=None):
 
 
 def check_uring_hang_under_run(env=None):
-    """`run -- uring-loop hang 0.3` (3 s asleep, 0.3 s after it starts): moved to the kernel
-    observer, its one hang reported with the culprit, its sleep untouched."""
-    r, lines = run_noting_times(["--", hwtest.binary("uring-loop"), "hang", "0.3"], env=env)
+    """`run -- uring-loop hang 0.8` (3 s asleep, 0.8 s after it starts, its eighth turn): moved to
+    the kernel observer, its one hang reported with the culprit, its sleep untouched.  The agent's
+    looks at the launch must find two waits: 0.3 s (three turns) was too few for six agents beside
+    two CPU hogs, whose other agents' kernel observers being loaded held the CPUs from the looks."""
+    r, lines = run_noting_times(["--", hwtest.binary("uring-loop"), "hang", "0.8"], env=env)
     try:
         check(r.returncode == 0, r.describe())
         check("watched through the kernel observer" in r.stderr, r.stderr)
         # when the move was said, after the program's start: the observer counts a stretch it finds
-        # under way from the move, so a move over ~1.3 s after the 0.3 s hang began leaves too little
+        # under way from the move, so a move over ~1.8 s after the 0.8 s hang began leaves too little
         ready = next((t for t, line in lines if line.startswith("ready")), None)
         moved = next((t for t, line in lines if "watched through the kernel observer" in line), None)
         said = f"the move was said {moved - ready:.3f} s after the program's start" if ready and moved else ""
@@ -587,7 +589,7 @@ def check_uring_hang_under_run(env=None):
 
 def case_io_uring_program():
     """A loop waiting through io_uring_enter(GETEVENTS): its waits are seen, its hang reported, under run and watch.
-    Under run, the hang starts 0.3 s after start: the loop is found within its first turns, not at the threshold."""
+    Under run, the hang starts 0.8 s after start: the loop is found within its first turns, not at the threshold."""
     need_kernel_observer()
     check_uring_hang_under_run()
     # Watched from outside: idle turns are waits (no report), the sleep is one hang.
@@ -605,12 +607,13 @@ def case_io_uring_program():
 
 def case_moved_while_attaching():
     """The loop leaves the wait it was found in before its entry is in the kernel observer's map
-    (HANGWATCH_KOBS_LOOK_DELAY_MS, a knob for this test, holds the two 500 ms apart; the window is
+    (HANGWATCH_KOBS_LOOK_DELAY_MS, a knob for this test, holds the two 900 ms apart, past the hang's
+    start 0.8 s in; the window is
     otherwise two system calls wide, met once under a loaded test run): the wait's end went
     unseen, so the thread is looked at again and, found elsewhere, set from its registers in a
     stop; the hang that follows is reported (without that: none)."""
     need_kernel_observer()
-    check_uring_hang_under_run(env={"HANGWATCH_KOBS_LOOK_DELAY_MS": "500"})
+    check_uring_hang_under_run(env={"HANGWATCH_KOBS_LOOK_DELAY_MS": "900"})
 
 
 def container_root(program):

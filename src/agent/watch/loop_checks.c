@@ -151,24 +151,39 @@ static void found_unseen_wait(agent *a, watched_process *w, loop_watch *l, long 
                 (int)w->pid, nr);
 }
 
-/* A process still launching is looked at every LAUNCH_LOOK_NS during its
+/* A process still launching is looked at about every 50 ms during its
  * first threshold: a loop waiting through raw system calls or io_uring is
  * found from its first turns, so a hang it has soon after start is not
  * taken for a launch (and lost when it never reaches a seen wait point).
  * Two looks in a row must find it in a wait call: one start-up poll (a DNS
- * lookup inside libc) is not a loop.  Later, the look at each threshold
+ * lookup inside libc) is not a loop.  A look that finds it "running" (on a
+ * CPU, or woken and waiting for one: the kernel says the same of both)
+ * breaks no row: on a busy machine a loop woken by its timer waits for a
+ * CPU, and looks in step with that timer (50 ms against a 100 ms timeout)
+ * found it so at every other look and never moved it (a loaded test run
+ * lost a hang so).  The looks are spread over 40..60 ms, so that they keep
+ * in step with no loop's period.  Later, the look at each threshold
  * (check_loop) goes on finding it, at no cost to a long quiet launch. */
-#define LAUNCH_LOOK_NS 50000000ull
+#define LAUNCH_LOOK_MIN_NS 40000000ull
+#define LAUNCH_LOOK_SPREAD_NS 20000000ull
+
+static uint64_t next_launch_look(loop_watch *l, uint64_t now)
+{
+    /* a small multiplicative hash of the thread and the look's number */
+    uint32_t h = ((uint32_t)l->tid ^ (++l->launch_looks * 0x9e3779b9u)) * 0x85ebca6bu;
+    return now + LAUNCH_LOOK_MIN_NS + (uint64_t)(h >> 8) % LAUNCH_LOOK_SPREAD_NS;
+}
 
 static void look_at_launch(agent *a, watched_process *w, loop_watch *l, uint64_t now)
 {
     long nr = hw_task_syscall(w->pid, l->tid);
-    if (!hw_is_wait_syscall(nr))
+    if (nr >= 0 && !hw_is_wait_syscall(nr))
         l->launch_waits_seen = 0;
-    else if (++l->launch_waits_seen >= 2)
+    else if (nr >= 0 && ++l->launch_waits_seen >= 2)
         found_unseen_wait(a, w, l, nr);
-    if (!l->warned_unseen_wait && now + LAUNCH_LOOK_NS < l->next_wake_ns)
-        l->next_wake_ns = now + LAUNCH_LOOK_NS;
+    uint64_t next = next_launch_look(l, now);
+    if (!l->warned_unseen_wait && next < l->next_wake_ns)
+        l->next_wake_ns = next;
 }
 
 /* The seeds' other detectors, kept for comparison (--detector): false for

@@ -123,6 +123,7 @@ typedef struct loop_watch {
     bool said_unseen;           /* its hangs cannot be told: said (loop_checks.c) */
     bool thread_gone;           /* its thread ended (not the main one): dropped at the next look */
     unsigned launch_waits_seen; /* looks in a row that found the launch in a wait call */
+    unsigned launch_looks;      /* looks at the launch so far (they are spread: loop_checks.c) */
     hw_stutter stutter; /* with --stutter */
     hw_semaphore_detector semaphore; /* with --detector semaphore */
     uint64_t semaphore_next_ns;      /* its next look (every 50 ms) */
