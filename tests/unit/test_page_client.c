@@ -4,7 +4,9 @@
  * leaves full).  Checks that the page arrives sealed at its one size, that a
  * full agent queue never blocks the caller (it gives up within its budget
  * and leaves errno alone), that an agent which drains its queue meanwhile
- * still gets the page, and that a failure is said in exactly one line.
+ * still gets the page, that a burst of processes registering at once all
+ * get through an agent that takes each message in turn, and that a failure
+ * is said in exactly one line.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -209,6 +212,74 @@ static void test_draining_agent_gets_the_page(void **state)
     close(agent);
 }
 
+/* The agent's work per registration in the burst below (its checks, the
+ * page's mapping), spent on the CPU as the agent does. */
+#define BURST_SENDERS 300
+#define BURST_WORK_US 100
+
+static void spin_us(int64_t us)
+{
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    while ((now.tv_sec - start.tv_sec) * 1000000 + (now.tv_nsec - start.tv_nsec) / 1000 < us);
+}
+
+/* BURST_SENDERS processes register at the same moment with an agent that
+ * takes one message per BURST_WORK_US (30 ms for all, well inside each
+ * one's 200 ms): every one of them must get through.  Waiting in poll()
+ * for room woke every sender for each message taken, and that herd of
+ * wake-ups made processes give up at 1,000 (bench part 11). */
+static void test_burst_of_senders_all_get_through(void **state)
+{
+    (void)state;
+    int agent = bind_agent("burst");
+    int start[2];
+    assert_int_equal(pipe2(start, O_CLOEXEC), 0);
+    pid_t senders[BURST_SENDERS];
+    for (int i = 0; i < BURST_SENDERS; i++) {
+        senders[i] = fork();
+        assert_true(senders[i] >= 0);
+        if (senders[i] == 0) {
+            close(start[1]);
+            char c;
+            while (read(start[0], &c, 1) < 0 && errno == EINTR)
+                ; /* the start: the parent closes its end */
+            hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, 0, 0);
+            _exit(page != NULL ? 0 : 1);
+        }
+    }
+    close(start[0]);
+    close(start[1]); /* all go */
+    int received = 0;
+    int64_t deadline = now_ms() + 20000;
+    while (received < BURST_SENDERS && now_ms() < deadline) {
+        hw_registration msg;
+        int fd;
+        ssize_t n = receive(agent, &fd, &msg, sizeof msg);
+        if (fd >= 0)
+            close(fd);
+        if (n == (ssize_t)sizeof msg && msg.magic == HW_REGISTRATION_MAGIC) {
+            received++;
+            spin_us(BURST_WORK_US);
+        } else if (n < 0) {
+            struct pollfd p = {.fd = agent, .events = POLLIN};
+            poll(&p, 1, 100);
+        }
+    }
+    int gave_up = 0;
+    for (int i = 0; i < BURST_SENDERS; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(senders[i], &status, 0), senders[i]);
+        gave_up += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    printf("burst: %d of %d registered, %d gave up\n", received, BURST_SENDERS, gave_up);
+    assert_int_equal(gave_up, 0);
+    assert_int_equal(received, BURST_SENDERS);
+    close(agent);
+}
+
 /* Call hw_page_publish_or_warn with stderr caught (the line left in
  * `later`, if not NULL, then said twice); what was printed. */
 static hw_shared_page *publish_catching_stderr_later(char *out, size_t size, hw_publish_warning *later)
@@ -304,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_page_arrives_sealed),
         cmocka_unit_test(test_full_queue_does_not_block),
         cmocka_unit_test(test_draining_agent_gets_the_page),
+        cmocka_unit_test(test_burst_of_senders_all_get_through),
         cmocka_unit_test(test_failure_is_said_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
