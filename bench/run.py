@@ -977,6 +977,7 @@ def main():
 
     started = time.monotonic()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    measured = revision()  # what the build at the start was made of, not what the tree is at the end
     host = machine()
     b = Bench(args.build)
     o = bench_observer(b) if "observer" in parts else None
@@ -1026,7 +1027,7 @@ def main():
         ld = line_delay.measure(b.bin, b.env)
     took = time.monotonic() - started
 
-    text = f"Run {when}, {revision()}, on {host}; the whole run took {took:.0f} s."
+    text = f"Run {when}, {measured}, on {host}; the whole run took {took:.0f} s."
     if d:
         text += (f"  Detection: threshold {HANG_THRESHOLD_MS} ms, check period {HANG_PERIOD_MS} ms, "
                  f"hang-schedule seeds exact {d['exact']['seed']}, periodic {d['periodic']['seed']}.")
