@@ -11,6 +11,7 @@ import ctypes
 import glob
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -211,6 +212,29 @@ def case_twenty_simultaneous_hangs():
                   f"pid {pid}: stack taken at {taken_ms}, {taken_ms - named_ms:+.1f} ms from the moment its "
                   f"block duration {block_ms:.1f} ms names")
             check(block_ms <= 2300, f"pid {pid}: captured {block_ms:.0f} ms into its hang (late)")
+    finally:
+        hwtest.cleanup(r)
+
+
+def case_registration_burst():
+    """1,000 children register at the same moment (each right after its fork; their "hangs" last
+    10 ms), under an agent
+    started with the usual soft descriptor limit of 1,024: every one gets in (none says it could not
+    register: the agent reads the socket on a thread of its own, admission_intake.c, and raises its
+    own limit), and the program still has the limit it was started with."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+    try:
+        r = hwtest.run(["--", "sh", "-c", f"ulimit -n; exec {hwtest.binary('many-hangs')} 1000 0.01"], timeout=120)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        check(r.returncode == 0, r.describe())
+        check(r.stdout.split("\n", 1)[0] == str(min(1024, hard)), f"the program's limit: {r.stdout[:40]!r}")
+        children = re.findall(r"^hang (\d+) (\d+)$", r.stdout, re.M)
+        check(len(children) == 1000, f"{len(children)} children ran\n" + r.describe())
+        refused = [l for l in r.stderr.splitlines() if "could not register" in l]
+        check(not refused, f"{len(refused)} of 1,000 could not register, the first: {refused[:1]}")
     finally:
         hwtest.cleanup(r)
 
@@ -667,6 +691,7 @@ if __name__ == "__main__":
         "shrunk_page": case_shrunk_page,
         "dead_sender": case_dead_sender,
         "full_registration_queue": case_full_registration_queue,
+        "registration_burst": case_registration_burst,
         "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
         "hangs_beside_hogs": case_hangs_beside_hogs,
         "python_line_tables": case_python_line_tables,

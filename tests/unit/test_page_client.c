@@ -18,10 +18,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -216,6 +218,10 @@ static void test_draining_agent_gets_the_page(void **state)
  * page's mapping), spent on the CPU as the agent does. */
 #define BURST_SENDERS 300
 #define BURST_WORK_US 100
+/* A sender's exit status: how often it was woken while it registered
+ * (voluntary context switches, at most this), or GAVE_UP. */
+#define WAKES_MAX 250
+#define GAVE_UP 255
 
 static void spin_us(int64_t us)
 {
@@ -226,11 +232,29 @@ static void spin_us(int64_t us)
     while ((now.tv_sec - start.tv_sec) * 1000000 + (now.tv_nsec - start.tv_nsec) / 1000 < us);
 }
 
-/* BURST_SENDERS processes register at the same moment with an agent that
- * takes one message per BURST_WORK_US (30 ms for all, well inside each
- * one's 200 ms): every one of them must get through.  Waiting in poll()
- * for room woke every sender for each message taken, and that herd of
- * wake-ups made processes give up at 1,000 (bench part 11). */
+static _Noreturn void register_and_tell(int start_fd)
+{
+    char c;
+    while (read(start_fd, &c, 1) < 0 && errno == EINTR)
+        ; /* the start: the parent closes its end */
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, 0, 0);
+    getrusage(RUSAGE_SELF, &after);
+    long wakes = after.ru_nvcsw - before.ru_nvcsw;
+    _exit(page == NULL ? GAVE_UP : wakes < WAKES_MAX ? (int)wakes : WAKES_MAX);
+}
+
+/* BURST_SENDERS processes register at the same moment with a stand-in
+ * agent at the normal policy (an agent without the right to a real-time
+ * one) that takes one message per BURST_WORK_US: each sender that finds
+ * the queue full must be woken about once, when there is room for it.
+ * Waiting in poll() woke every waiting sender for each message taken (33-57
+ * times each, measured here), all of it work for the reader's CPU (it
+ * wakes them in its recvmsg), and 95-168 of 300 gave up.  Whether any
+ * gives up depends on whether this reader gets a CPU, so it is only
+ * counted here; with the agent's intake at its real-time policy,
+ * it_test_faults_registration_burst holds that none does. */
 static void test_burst_of_senders_all_get_through(void **state)
 {
     (void)state;
@@ -243,11 +267,7 @@ static void test_burst_of_senders_all_get_through(void **state)
         assert_true(senders[i] >= 0);
         if (senders[i] == 0) {
             close(start[1]);
-            char c;
-            while (read(start[0], &c, 1) < 0 && errno == EINTR)
-                ; /* the start: the parent closes its end */
-            hw_shared_page *page = hw_page_publish(agent_name, HW_PAGE_CLOCK_COARSE, 0, 0);
-            _exit(page != NULL ? 0 : 1);
+            register_and_tell(start[0]);
         }
     }
     close(start[0]);
@@ -268,15 +288,24 @@ static void test_burst_of_senders_all_get_through(void **state)
             poll(&p, 1, 100);
         }
     }
-    int gave_up = 0;
+    int gave_up = 0, most_wakes = 0;
+    long wakes = 0;
     for (int i = 0; i < BURST_SENDERS; i++) {
         int status = 0;
         assert_int_equal(waitpid(senders[i], &status, 0), senders[i]);
-        gave_up += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : GAVE_UP;
+        if (code == GAVE_UP) {
+            gave_up++;
+        } else {
+            wakes += code;
+            most_wakes = code > most_wakes ? code : most_wakes;
+        }
     }
-    printf("burst: %d of %d registered, %d gave up\n", received, BURST_SENDERS, gave_up);
-    assert_int_equal(gave_up, 0);
-    assert_int_equal(received, BURST_SENDERS);
+    double mean = BURST_SENDERS > gave_up ? (double)wakes / (BURST_SENDERS - gave_up) : 0;
+    printf("burst: %d of %d registered, %d gave up; woken %.1f times each (most %d)\n", received, BURST_SENDERS,
+           gave_up, mean, most_wakes);
+    assert_int_equal(received + gave_up, BURST_SENDERS); /* each either got in or said it gave up */
+    assert_true(mean <= 4.0);
     close(agent);
 }
 

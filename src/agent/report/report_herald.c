@@ -22,7 +22,6 @@
  * report's line.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 
 #include "agent/common/pi_mutex.h"
 #include "agent/common/write_all.h"
+#include "agent/common/watch_priority.h"
 #include "report_internal.h"
 
 #define SLOTS 64
@@ -44,22 +44,13 @@ struct report_herald {
     bool stopping;
 };
 
-void take_watch_thread_priority(void)
-{
-    const char *policy = getenv("HANGWATCH_WATCH_POLICY");
-    if (policy == NULL || strcmp(policy, "normal") != 0) {
-        struct sched_param sp = {.sched_priority = 1};
-        (void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
-    }
-}
-
 static void *herald_main(void *arg)
 {
     report_herald *h = arg;
     /* The watch thread's policy (watch_loop.c): the machine's other work
      * cannot hold the line back.  It only writes lines the watch thread
      * made, a few a second at most. */
-    take_watch_thread_priority();
+    hw_take_watch_priority();
     char line[HW_DETECTION_LINE_MAX];
     pthread_mutex_lock(&h->lock);
     for (;;) {

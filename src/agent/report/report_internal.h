@@ -135,10 +135,6 @@ bool hw_detection_line(const hw_agent_options *opts, const report_request *req, 
 report_herald *herald_start(void);
 void herald_say(report_herald *h, const char *line);
 unsigned long herald_stop(report_herald *h);
-/* The calling thread at the watch thread's policy (SCHED_FIFO, priority 1,
- * not inherited by a fork; the normal policy with
- * HANGWATCH_WATCH_POLICY=normal): the herald's and the naming thread's. */
-void take_watch_thread_priority(void);
 
 /* ---- report_naming.c ---- */
 

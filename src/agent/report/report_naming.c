@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "agent/common/pi_mutex.h"
+#include "agent/common/watch_priority.h"
 #include "report_internal.h"
 
 typedef struct naming_task {
@@ -76,7 +77,7 @@ static void name_one(report_naming *n, report_request *req)
 static void *naming_main(void *arg)
 {
     report_naming *n = arg;
-    take_watch_thread_priority();
+    hw_take_watch_priority();
     pthread_mutex_lock(&n->lock);
     for (;;) {
         while (n->head == NULL && !n->stopping)

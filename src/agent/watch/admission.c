@@ -20,8 +20,10 @@
  *
  * What passes is handed back to the watch loop, which puts it in the table
  * of watched processes (watched_table.c); admission itself watches nothing.
- * A flood of datagrams cannot starve detection: at most a few dozen are
- * read per wake-up.
+ * The socket is read by the intake's thread (admission_intake.c), which
+ * only parses; every check here is the watch thread's.  A flood of
+ * datagrams cannot starve detection: at most a few dozen are checked per
+ * wake-up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,7 +88,17 @@ int admission_open_socket(agent *a)
         return -e;
     }
     a->registration_fd = fd;
-    return 0;
+    a->intake = admission_intake_start(fd);
+    return a->intake != NULL ? 0 : -(errno ? errno : ENOMEM);
+}
+
+void admission_close(agent *a)
+{
+    admission_intake_stop(a->intake); /* before the socket it reads */
+    a->intake = NULL;
+    if (a->registration_fd >= 0)
+        close(a->registration_fd);
+    a->registration_fd = -1;
 }
 
 /* ---- who may register ---- */
@@ -221,36 +233,18 @@ void admission_refuse_full(agent *a, const admitted *m)
 
 size_t admission_drain(agent *a, admitted *out)
 {
-    size_t admitted_count = 0;
-    for (int i = 0; i < MAX_ADMITTED_PER_WAKE; i++) {
-        hw_registration msg;
-        struct iovec iov = {&msg, sizeof msg};
-        union {
-            char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int)) +
-                     CMSG_SPACE(HW_REGISTRATION_MAX_FDS / 2 * sizeof(int))];
-            struct cmsghdr align;
-        } control;
-        struct msghdr mh = {0};
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = control.buf;
-        mh.msg_controllen = sizeof control.buf;
-        ssize_t n = recvmsg(a->registration_fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            break; /* EAGAIN: nothing more */
-        }
-        hw_registration_parsed m;
-        int rc = hw_registration_parse(&msg, (size_t)n, mh.msg_flags, mh.msg_control, mh.msg_controllen, &m);
-        if (rc == 0) {
-            if (check_registration(a, &m, &out[admitted_count]))
+    admission_received in[MAX_ADMITTED_PER_WAKE];
+    size_t n = admission_intake_take(a->intake, in, MAX_ADMITTED_PER_WAKE), admitted_count = 0;
+    for (size_t i = 0; i < n; i++) {
+        hw_registration_parsed *m = &in[i].m;
+        if (in[i].well_formed) {
+            if (check_registration(a, m, &out[admitted_count]))
                 admitted_count++;
-        } else if (!m.pidfd_failed) { /* else its sender is gone: nothing to refuse */
-            refuse(a, &m, "a malformed message");
+        } else if (!m->pidfd_failed) { /* else its sender is gone: nothing to refuse */
+            refuse(a, m, "a malformed message");
         }
-        for (size_t k = 0; k < m.fd_count; k++)
-            close(m.fds[k]);
+        for (size_t k = 0; k < m->fd_count; k++)
+            close(m->fds[k]);
     }
     return admitted_count;
 }

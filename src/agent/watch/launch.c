@@ -261,6 +261,8 @@ int launch_program(agent *a)
          * malloc; a sanitizer's allocator is not reset in the child). */
         sigaction(SIGPIPE, &a->original_sigpipe, NULL);
         sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
+        if (a->nofile_raised)
+            setrlimit(RLIMIT_NOFILE, &a->original_nofile); /* and the descriptor limit */
         if (use_kernel) {
             char go;
             close(gopipe[1]);

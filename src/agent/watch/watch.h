@@ -11,8 +11,9 @@
  *                     something can have happened;
  *   launch.c          start the program with the observer preloaded;
  *   admission.c       the registration socket: admit loop pages, only from
- *                     the watched tree (page_guard.c keeps a page that
- *                     faults from taking the agent down);
+ *                     the watched tree (admission_intake.c reads the
+ *                     socket on a thread of its own; page_guard.c keeps a
+ *                     page that faults from taking the agent down);
  *   kernel_watch.c    processes watched through the kernel observer
  *                     (watch -p, static programs, raw-syscall loops, their
  *                     new children); kernel_observer.c loads it;
@@ -46,6 +47,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "agent/agent.h"
@@ -54,6 +56,7 @@
 #include "agent/exports/exports.h"
 #include "agent/report/report.h"
 #include "agent/symbols/symbols.h"
+#include "core/abi/registration.h"
 #include "core/abi/shared_page.h"
 #include "core/detector.h"
 #include "core/frame_gap.h"
@@ -209,6 +212,7 @@ typedef struct clock_source {
 } clock_source;
 
 typedef struct machine_scan machine_scan;
+typedef struct admission_intake admission_intake;
 
 typedef struct agent {
     const hw_agent_options *opts; /* &live: what the watch thread goes by */
@@ -218,9 +222,12 @@ typedef struct agent {
     bool reload_asked;            /* SIGHUP with --config: read the file again */
     int signal_fd;
     int registration_fd;
+    admission_intake *intake; /* reads registration_fd (admission_intake.c) */
     char socket_name[64];
     sigset_t original_mask;
     struct sigaction original_sigpipe;
+    struct rlimit original_nofile; /* the program gets this back (watch_loop.c raises ours) */
+    bool nofile_raised;
     pid_t child;
     bool child_done;
     int child_status;
@@ -276,12 +283,30 @@ typedef struct admitted {
     const hw_shared_page *page; /* mapped read-only, its header checked */
 } admitted;
 #define MAX_ADMITTED_PER_WAKE 64
+/* The registration socket, and its intake (below) started on it. */
 int admission_open_socket(agent *a);
-/* Read the registrations waiting on the socket (at most
- * MAX_ADMITTED_PER_WAKE, so a flood cannot starve detection): those that
- * pass every check go into `out`, the others are refused (counted, said
- * once).  Returns how many were admitted. */
+/* Take the registrations the intake holds (at most MAX_ADMITTED_PER_WAKE,
+ * so a flood cannot starve detection): those that pass every check go
+ * into `out`, the others are refused (counted, said once).  Returns how
+ * many were admitted. */
 size_t admission_drain(agent *a, admitted *out);
+/* Stop the intake and close the socket (agent_stop). */
+void admission_close(agent *a);
+
+/* admission_intake.c: the socket read by a thread of its own into a
+ * bounded queue, so that a registering process waits for the read, never
+ * for the checks of those before it. */
+typedef struct admission_received {
+    hw_registration_parsed m; /* a malformed one's descriptors are closed already */
+    bool well_formed;
+} admission_received;
+admission_intake *admission_intake_start(int socket_fd);
+/* Readable while registrations wait (the watch thread polls it). */
+int admission_intake_fd(const admission_intake *in);
+/* Up to `max` of them, oldest first: their descriptors are the caller's. */
+size_t admission_intake_take(admission_intake *in, admission_received *out, size_t max);
+/* The thread ended, what it still held closed. */
+void admission_intake_stop(admission_intake *in);
 /* Refuse `m` after all: the agent watches as many processes as it can. */
 void admission_refuse_full(agent *a, const admitted *m);
 

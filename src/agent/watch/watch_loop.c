@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/common/watch_priority.h"
 #include "watch.h"
 
 /* ---- processes that end ---- */
@@ -125,24 +125,17 @@ static void admit(agent *a)
 
 /*
  * The watch thread at the lowest real-time priority, where the agent may
- * have it (root, CAP_SYS_NICE, an RLIMIT_RTPRIO): it sleeps until a busy
- * stretch crosses the threshold, and then it must run at once, whatever
- * else wants the CPU.  At the normal policy a busy machine makes it wait
- * for a slice; docs/benchmarks.md (part 4) measured exact mode's p99 at
- * 4.4-5.4 ms after the threshold at the normal policy and 0.7 ms this way,
- * on a machine kept busy.  It only looks at pages and takes captures (the
- * program is stopped then anyway); everything slow is the report worker's,
- * at SCHED_IDLE.  SCHED_RESET_ON_FORK: nothing it starts inherits it.
- * HANGWATCH_WATCH_POLICY=normal keeps the normal policy; without the right
- * to it, the normal policy is kept silently.
+ * have it (hw_take_watch_priority): it sleeps until a busy stretch crosses
+ * the threshold, and then it must run at once, whatever else wants the
+ * CPU.  At the normal policy a busy machine makes it wait for a slice;
+ * docs/benchmarks.md (part 4) measured exact mode's p99 at 4.4-5.4 ms after
+ * the threshold at the normal policy and 0.7 ms this way, on a machine kept
+ * busy.  It only looks at pages and takes captures (the program is stopped
+ * then anyway); everything slow is the report worker's, at SCHED_IDLE.
  */
 static void raise_watch_priority(void)
 {
-    const char *policy = getenv("HANGWATCH_WATCH_POLICY");
-    if (policy != NULL && strcmp(policy, "normal") == 0)
-        return;
-    struct sched_param sp = {.sched_priority = 1};
-    (void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp); /* 0: this thread */
+    hw_take_watch_priority();
 }
 
 /* When the loop must look next: the earliest next look of any watched
@@ -175,7 +168,7 @@ static uint64_t next_wake(const agent *a, uint64_t now, uint64_t deadline)
 }
 
 /* The poll set, a few descriptors however many processes are watched:
- * the signalfd, the registration socket, the attached program's pidfd,
+ * the signalfd, the registrations' intake, the attached program's pidfd,
  * the kernel observer's news, and the epoll of the watched processes'
  * pidfds (pidfds_epoll).  The places of the last three in `at` (0: none). */
 enum { AT_TARGET, AT_NEWS, AT_PIDFDS, AT_COUNT };
@@ -184,7 +177,7 @@ static nfds_t poll_set(agent *a, struct pollfd *fds, nfds_t at[AT_COUNT])
 {
     nfds_t nfds = 2;
     fds[0] = (struct pollfd){a->signal_fd, POLLIN, 0};
-    fds[1] = (struct pollfd){a->registration_fd, POLLIN, 0};
+    fds[1] = (struct pollfd){admission_intake_fd(a->intake), POLLIN, 0};
     int own[AT_COUNT] = {a->target_pidfd, hw_kobs_children_fd(a->kobs), a->pidfds_epoll};
     for (int i = 0; i < AT_COUNT; i++) {
         at[i] = own[i] >= 0 ? nfds : 0;
@@ -294,10 +287,24 @@ static void agent_stop(agent *a, bool say_totals)
     a->exports = NULL;
     if (a->signal_fd >= 0)
         close(a->signal_fd);
-    if (a->registration_fd >= 0)
-        close(a->registration_fd);
+    admission_close(a);
     if (a->pidfds_epoll >= 0)
         close(a->pidfds_epoll);
+}
+
+/* The agent's descriptor limit at its hard limit (at most 65,536): it
+ * holds a pidfd of each process it watches (up to MAX_WATCHED) and the
+ * descriptors of the registrations waiting in its intake, and the soft
+ * limit's usual 1,024 would not hold both.  The program it starts gets the
+ * limit it had back (launch.c). */
+static void raise_descriptor_limit(agent *a)
+{
+    if (getrlimit(RLIMIT_NOFILE, &a->original_nofile) != 0)
+        return;
+    struct rlimit raised = a->original_nofile;
+    raised.rlim_cur = raised.rlim_max < 65536 ? raised.rlim_max : 65536;
+    if (raised.rlim_cur > a->original_nofile.rlim_cur)
+        a->nofile_raised = setrlimit(RLIMIT_NOFILE, &raised) == 0;
 }
 
 /* What the agent needs before anything is watched: its signals, the
@@ -307,6 +314,7 @@ static void agent_stop(agent *a, bool say_totals)
 static int agent_start(agent *a)
 {
     const hw_agent_options *opts = a->opts;
+    raise_descriptor_limit(a);
     /* Signals first: the report worker inherits the blocked set. */
     int rc = launch_open_signal_fd(a);
     if (rc == 0)
