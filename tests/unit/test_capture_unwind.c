@@ -957,7 +957,7 @@ static void test_waiting_helpers(void **state)
     (void)state;
     target *t = &current;
     spawn_vfork_parent(t);
-    assert_int_equal(hw_capture_helpers_start(), 0);
+    assert_int_equal(hw_capture_helpers_start(true), 0);
     unsigned long taken_before, created_before, taken_after, created_after;
     hw_capture_helpers_counts(&taken_before, &created_before);
 

@@ -89,7 +89,7 @@ static void test_sessions_run_once_on_helpers(void **state)
     (void)state;
     unsigned long taken_before, created_before, taken_after, created_after;
     hw_capture_helpers_counts(&taken_before, &created_before);
-    assert_int_equal(hw_capture_helpers_start(), 0);
+    assert_int_equal(hw_capture_helpers_start(true), 0);
     assert_true(hw_capture_helper_waiting()); /* start returns once the first one waits */
     for (int i = 0; i < 100; i++) {
         assert_true(wait_for_waiting_helper());
@@ -126,7 +126,7 @@ static void *start_as_fifo(void *arg)
     fifo_start *f = arg;
     struct sched_param sp = {.sched_priority = 1};
     f->fifo = sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0;
-    f->started = hw_capture_helpers_start() == 0;
+    f->started = hw_capture_helpers_start(true) == 0;
     f->taken = f->started && wait_for_waiting_helper() && take_and_wait(&f->s);
     hw_capture_helpers_stop();
     return NULL;
@@ -171,7 +171,7 @@ static void test_concurrent_callers(void **state)
     (void)state;
     unsigned long taken_before, taken_after;
     hw_capture_helpers_counts(&taken_before, NULL);
-    assert_int_equal(hw_capture_helpers_start(), 0);
+    assert_int_equal(hw_capture_helpers_start(true), 0);
     atomic_int total = 0;
     pthread_t t[CALLERS];
     for (int i = 0; i < CALLERS; i++)
@@ -188,8 +188,8 @@ static void test_start_stop_repeated(void **state)
 {
     (void)state;
     for (int i = 0; i < 20; i++) {
-        assert_int_equal(hw_capture_helpers_start(), 0);
-        assert_int_equal(hw_capture_helpers_start(), 0); /* idempotent */
+        assert_int_equal(hw_capture_helpers_start(true), 0);
+        assert_int_equal(hw_capture_helpers_start(true), 0); /* idempotent */
         session s = {0};
         assert_true(wait_for_waiting_helper());
         assert_true(take_and_wait(&s));

@@ -164,7 +164,7 @@ static void *keeper_main(void *unused)
     return NULL;
 }
 
-int hw_capture_helpers_start(void)
+int hw_capture_helpers_start(bool wait_for_first)
 {
     pthread_mutex_lock(&keeper.lock);
     if (keeper.started) {
@@ -192,7 +192,8 @@ int hw_capture_helpers_start(void)
         ended_locked();
     }
     struct timespec deadline = after_ns(START_WAIT_NS);
-    while (e == 0 && !keeper.waiting && pthread_cond_timedwait(&keeper.change, &keeper.lock, &deadline) != ETIMEDOUT)
+    while (e == 0 && wait_for_first && !keeper.waiting &&
+           pthread_cond_timedwait(&keeper.change, &keeper.lock, &deadline) != ETIMEDOUT)
         ;
     pthread_mutex_unlock(&keeper.lock);
     return e;

@@ -31,10 +31,12 @@
 int hw_helper_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /* Keep one helper waiting for the calling thread's captures, at its
- * policy, priority and CPU affinity; returns once the first one waits
- * (bounded).  0, or an errno value (captures then create their helper as
- * without it).  Idempotent. */
-int hw_capture_helpers_start(void);
+ * policy, priority and CPU affinity; with `wait_for_first`, returns once
+ * the first one waits (bounded), else at once (the agent: a capture that
+ * comes before it creates its own, and a program's start does not wait the
+ * millisecond the first helper takes).  0, or an errno value (captures
+ * then create their helper as without it).  Idempotent. */
+int hw_capture_helpers_start(bool wait_for_first);
 
 /* Let the keeper and the waiting helper go (a bounded wait for them to
  * end); captures create their own helper again.  The calling thread's kept

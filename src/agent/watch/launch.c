@@ -6,7 +6,9 @@
  * A statically linked program cannot take the observer (no dynamic loader,
  * no LD_PRELOAD): that is said before it starts.  An exec failure comes back
  * through a close-on-exec pipe, so "cannot run" is known before the agent
- * starts watching anything.
+ * starts watching anything.  The child is made by vfork (no copy of the
+ * agent's memory), except for a launch the kernel observer must watch from
+ * its first instruction.
  */
 #include <elf.h>
 #include <errno.h>
@@ -217,6 +219,49 @@ static void write_decimal(char *out, size_t len, pid_t value)
         out[i] = '\0';
 }
 
+/* The child, from its fork to its exec.  The program gets the signal
+ * state and descriptor limit we were given, not ours.  Between fork and
+ * exec only what cannot take a lock another thread held at the fork (no
+ * allocation: the worker may have been in malloc; a sanitizer's allocator
+ * is not reset in the child), and, after vfork, only system calls: the
+ * child runs in our memory, with the parent's thread suspended, until its
+ * exec (or _exit). */
+static _Noreturn void run_child(const agent *a, bool use_kernel, const int gopipe[2], const int errpipe[2],
+                                const child_env *env)
+{
+    sigaction(SIGPIPE, &a->original_sigpipe, NULL);
+    sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
+    if (a->nofile_raised)
+        setrlimit(RLIMIT_NOFILE, &a->original_nofile);
+    if (use_kernel) {
+        char go;
+        close(gopipe[1]);
+        while (read(gopipe[0], &go, 1) < 0 && errno == EINTR)
+            ;
+    }
+    if (env->own_pid_digits)
+        write_decimal(env->own_pid_digits, ONLY_PID_DIGITS, getpid());
+    execvpe(a->opts->argv[0], a->opts->argv, env->vars);
+    int e = errno;
+    ssize_t w = write(errpipe[1], &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
+/* The child made and started on its way: its pid, or -1 (errno).  vfork,
+ * not fork: copying the agent's page tables and tearing the copy down again
+ * at the exec took 4-6 ms of every program's start (decisions §60).  Only
+ * the kernel observer's launch forks: its child waits for the go, which
+ * vfork's suspended parent could never give. */
+static pid_t start_child(const agent *a, bool use_kernel, const int gopipe[2], const int errpipe[2],
+                         const child_env *env)
+{
+    pid_t pid = use_kernel ? fork() : vfork();
+    if (pid == 0)
+        run_child(a, use_kernel, gopipe, errpipe, env);
+    return pid;
+}
+
 /* Fork and exec the program.  Exec failures come back through a pipe. */
 int launch_program(agent *a)
 {
@@ -239,7 +284,7 @@ int launch_program(agent *a)
         rc = -ENOMEM;
     } else if (!child_env_make(a, use_kernel ? NULL : preload, node_options, &env)) {
         rc = -ENOMEM;
-    } else if ((pid = fork()) < 0) {
+    } else if ((pid = start_child(a, use_kernel, gopipe, errpipe, &env)) < 0) {
         rc = -errno;
     }
     if (rc != 0) {
@@ -253,29 +298,6 @@ int launch_program(agent *a)
                 close(errpipe[i]);
         }
         return rc;
-    }
-    if (pid == 0) {
-        /* The program gets the signal state we were given, not ours.
-         * Between fork and exec only what cannot take a lock another thread
-         * held at the fork (no allocation: the worker may have been in
-         * malloc; a sanitizer's allocator is not reset in the child). */
-        sigaction(SIGPIPE, &a->original_sigpipe, NULL);
-        sigprocmask(SIG_SETMASK, &a->original_mask, NULL);
-        if (a->nofile_raised)
-            setrlimit(RLIMIT_NOFILE, &a->original_nofile); /* and the descriptor limit */
-        if (use_kernel) {
-            char go;
-            close(gopipe[1]);
-            while (read(gopipe[0], &go, 1) < 0 && errno == EINTR)
-                ;
-        }
-        if (env.own_pid_digits)
-            write_decimal(env.own_pid_digits, ONLY_PID_DIGITS, getpid());
-        execvpe(a->opts->argv[0], a->opts->argv, env.vars);
-        int e = errno;
-        ssize_t w = write(errpipe[1], &e, sizeof e);
-        (void)w;
-        _exit(127);
     }
     child_env_free(&env);
     free(preload);

@@ -230,8 +230,10 @@ static void watch(agent *a)
 {
     raise_watch_priority();
     /* Every capture's helper thread made ahead of time, at this thread's
-     * new priority: creating one can wait for the loader's lock. */
-    hw_capture_helpers_start();
+     * new priority: creating one can wait for the loader's lock.  Not
+     * waited for: the first is ready a millisecond on, long before any
+     * threshold, and the program's start does not wait for it. */
+    hw_capture_helpers_start(false);
     const hw_agent_options *opts = a->opts;
     struct pollfd fds[2 + AT_COUNT];
     uint64_t deadline = opts->duration_ns ? a->started_ns + opts->duration_ns : UINT64_MAX;
