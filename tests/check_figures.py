@@ -13,7 +13,9 @@ said and compared with its source:
   - the uprobe attachment's cost to the watched loop (the same notice,
     docs/limits.md, docs/decisions.md): the range part 8's text gives;
   - `hangwatch run`'s own start (docs/decisions.md §49): within the budget
-    part 14 holds it to, as the table's budgets say.
+    part 14 holds it to, as the table's budgets say;
+  - the stop per capture the README quotes: part 2's rows of the results
+    block (median and p99, alone and beside two CPU hogs).
 
     check_figures.py SOURCE_DIR
 """
@@ -88,6 +90,27 @@ def main():
                       read(root, "docs/decisions.md"), "decisions.md §49").group(1))
     if added > budget:
         failures.append(f"decisions.md §49 quotes run -- true at +{added} ms, over part 14's budget +{budget} ms")
+
+    # The stop per capture the README quotes: part 2's rows of the results
+    # block, median and p99, rounded to the microsecond.
+    def results_row(label):
+        m = one(r"(?m)^\| " + re.escape(label) + r"[^|]*\| [^|]*\| ([0-9,.]+) \| ([0-9,.]+) \|", bench,
+                "benchmarks.md results, " + label)
+        return [round(float(v.replace(",", ""))) for v in m.groups()]
+    readme = read(root, "README.md")
+    stops = {
+        "a sleeping single-threaded program": (
+            results_row("2 stop per capture, 1 sleeping thread"),
+            one(r"median of (\d+) µs \(p99 (\d+) µs\) for a sleeping\s+single-threaded program", readme, "README")),
+        "two CPU hogs beside it": (
+            results_row("  the same, 2 CPU hogs beside"),
+            one(r"(\d+) µs \(p99 (\d+) µs\) with two CPU hogs beside it", readme, "README")),
+    }
+    for what, (table, quote) in stops.items():
+        quoted = [int(v) for v in quote.groups()]
+        if quoted != table:
+            failures.append(f"README.md quotes the stop for {what} as {quoted[0]} µs (p99 {quoted[1]}); "
+                            f"docs/benchmarks.md's results say {table[0]} (p99 {table[1]})")
 
     for f in failures:
         print("figures: " + f)
