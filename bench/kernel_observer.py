@@ -40,22 +40,33 @@ def _spinner(bin_dir, mode, chunk):
 
 
 def _phases(bin_dir, target_pid, env, attach, phase_s):
-    """Switch `hangwatch watch --attach ATTACH -p target_pid` on and off; the on windows."""
+    """Switch `hangwatch watch --attach ATTACH -p target_pid` on and off; the on windows.  An on
+    window starts when the agent says it watches the process (its programs attached): uprobes
+    go in one by one, and a window timed from the command's start held mostly unprobed calls
+    (part 8's uprobe row once read +64 ns where each probed call costs tens of microseconds)."""
     windows = []
     for _ in range(PHASES):
         time.sleep(phase_s)  # an off phase: the driver paces the phases, nothing is waited for
         reports = tempfile.mkdtemp(prefix="hw-bench-")
         os.rmdir(reports)
-        on = time.monotonic_ns()
-        watch = subprocess.Popen([os.path.join(bin_dir, "hangwatch"), "watch", "-q", "--attach", attach,
+        watch = subprocess.Popen([os.path.join(bin_dir, "hangwatch"), "watch", "--attach", attach,
                                   "--report-dir", reports, "-p", str(target_pid)], env=env, stderr=subprocess.PIPE,
                                  text=True)
+        said = []
+        for line in watch.stderr:  # until it watches (or ends)
+            said.append(line)
+            if line.startswith("hangwatch: watching pid"):
+                break
+        on = time.monotonic_ns()
+        drain = threading.Thread(target=lambda: said.extend(watch.stderr), daemon=True)
+        drain.start()
         time.sleep(phase_s)
         watch.send_signal(signal.SIGINT)
-        _, err = watch.communicate(timeout=30)
+        watch.wait(timeout=30)
+        drain.join(timeout=30)
         off = time.monotonic_ns()
         if watch.returncode != 0:
-            sys.exit(f"bench: hangwatch watch failed ({watch.returncode}): {err}")
+            sys.exit(f"bench: hangwatch watch failed ({watch.returncode}): {''.join(said)}")
         windows.append((on, off))
         subprocess.run(["rm", "-rf", reports])
     time.sleep(phase_s)

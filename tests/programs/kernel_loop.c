@@ -15,8 +15,9 @@
  *                            PID"); the parent turns idly until the child
  *                            has exited
  *
- * Prints "ready PID" first and, for a hang, "slept S" with the sleep's own
- * measured length (the program's view of whether it was disturbed), and
+ * Prints "ready PID" first and, for a hang, "slept S Q" with the sleep's own
+ * measured length (the program's view of whether it was disturbed) and the
+ * seconds of it the thread waited for a CPU (cpu_queue.h), and
  * "done" at the end.  Function bodies differ, so -O2 cannot fold them.
  */
 #include <pthread.h>
@@ -30,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_queue.h"
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -39,9 +42,9 @@ static double now_seconds(void)
 
 __attribute__((noinline)) static void render_report_synchronously(void)
 {
-    double start = now_seconds();
+    double start = now_seconds(), queued = queued_seconds();
     sleep(3);
-    printf("slept %.3f\n", now_seconds() - start);
+    printf("slept %.3f %.3f\n", now_seconds() - start, queued_seconds() - queued);
     fflush(stdout);
 }
 

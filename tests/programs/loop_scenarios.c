@@ -90,6 +90,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_queue.h"
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -763,20 +765,6 @@ static int run_launch(double seconds)
 /* ---- waits ---- */
 
 static pthread_mutex_t g_print_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* How long the calling thread has waited for a CPU, by the kernel's count
- * (schedstat's run_delay), in seconds; 0 when it cannot be read. */
-static double queued_seconds(void)
-{
-    FILE *f = fopen("/proc/thread-self/schedstat", "r");
-    unsigned long long on_cpu = 0, run_delay = 0;
-    if (f != NULL) {
-        if (fscanf(f, "%llu %llu", &on_cpu, &run_delay) != 2)
-            run_delay = 0;
-        fclose(f);
-    }
-    return (double)run_delay / 1e9;
-}
 
 static __thread double g_queued_at_start;
 

@@ -9,8 +9,9 @@
  *                           3 s, then turns 0.5 s more
  *   uring_loop idle SECS    turns idly for SECS seconds
  *
- * Prints "ready PID" first, "slept S" with the sleep's own measured length,
- * and "done after N turns" at the end.
+ * Prints "ready PID" first, "slept S Q" with the sleep's own measured length
+ * and the seconds of it the thread waited for a CPU (cpu_queue.h), and
+ * "done after N turns" at the end.
  */
 #include <liburing.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "cpu_queue.h"
 
 static double now_seconds(void)
 {
@@ -28,9 +31,9 @@ static double now_seconds(void)
 
 __attribute__((noinline)) static void rebuild_index_synchronously(void)
 {
-    double start = now_seconds();
+    double start = now_seconds(), queued = queued_seconds();
     sleep(3);
-    printf("slept %.3f\n", now_seconds() - start);
+    printf("slept %.3f %.3f\n", now_seconds() - start, queued_seconds() - queued);
     fflush(stdout);
 }
 
