@@ -320,8 +320,8 @@ def case_python_line_tables():
 def honest_beside(attacker_program, offset_ms=15):
     """`hangwatch run` of beside_honest.py: the attacker's hang, and an honest epoll loop's that
     crosses its threshold `offset_ms` after it, while the agent handles the attacker's capture.
-    The honest hang must be captured within 2 ms of its threshold (issue [24]).  Returns the
-    attacker's report."""
+    The honest hang must be captured within 2 ms of its threshold (issue [24]; 60 ms in a sanitized
+    build, below).  Returns the attacker's report."""
     program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "beside_honest.py")
     r = hwtest.run(["--", "/usr/bin/python3", program, hwtest.binary("hang-on-command"), attacker_program, "3",
                     str(offset_ms)], timeout=120)
@@ -335,9 +335,15 @@ def honest_beside(attacker_program, offset_ms=15):
         # the two thresholds came `offset` apart, by the programs' own clocks
         check(offset < offset_ms + 25, f"the honest hang began {offset:.1f} ms after the attacker's: no overlap to test")
         late_ms = honest["hangwatch"]["block_duration_us"] / 1000 - 2000
-        # (the attacker's own capture, which the watch thread waits for, is said in case of failure)
-        check(0 <= late_ms <= 2, f"the honest hang was captured {late_ms:.1f} ms after its threshold; the "
-              f"attacker's capture: {attacker['hangwatch'].get('capture')}")
+        # The plain build holds 2 ms.  A sanitized agent spends several times longer on the
+        # attacker's capture itself (the watch thread still waits for it): on a host with page-table
+        # isolation the ASan build was 4.4-23.2 ms late (8 runs), and the code of 3a6fcab, before
+        # the changes beside this comment, too (8.9-17.3 ms, 3 runs), while the attacks this guards
+        # against made the plain build 27-60 ms late, several times that under ASan.  (The
+        # attacker's capture is said in case of failure.)
+        bound_ms = 2 if os.environ.get("HW_SANITIZE", "") == "" else 60
+        check(0 <= late_ms <= bound_ms, f"the honest hang was captured {late_ms:.1f} ms after its threshold "
+              f"(at most {bound_ms}); the attacker's capture: {attacker['hangwatch'].get('capture')}")
         names = [f.get("symbol_name") for f in hwtest.frames(honest)]
         check("hang_for_the_test" in names, f"the honest hang's stack: {names[:8]}")
         print(f"honest hang {offset:.1f} ms after the attacker's, captured {late_ms:.2f} ms after its threshold")
