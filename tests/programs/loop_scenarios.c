@@ -4,7 +4,8 @@
  *
  *   idle SECS      wait in epoll_wait for SECS seconds, doing nothing
  *   busypoll SECS  spin on epoll_wait(..., 0) with a little work per turn
- *   cpuspin SECS   a timer callback burns the CPU for SECS seconds
+ *   cpuspin SECS   a timer callback burns the CPU for SECS seconds (then
+ *                  "queued Q": the thread's seconds waiting for a CPU)
  *   abca SECS      one callback blocked SECS in block_in_a(), then as long
  *                  in block_in_b(), block_in_c() and block_in_a() again
  *   threads12 SECS 11 threads parked in known functions while a callback on
@@ -428,9 +429,16 @@ static int run_cpuhot(double seconds)
     return rc;
 }
 
+/* Prints "queued Q" at the end: the seconds the loop's thread waited for
+ * a CPU over the run (a spin that overran its stretch by that much was the
+ * busy machine's). */
 static int run_cpuspin(double seconds)
 {
-    return run_from_timer(on_spin_timer, seconds);
+    double queued = queued_seconds();
+    int rc = run_from_timer(on_spin_timer, seconds);
+    printf("queued %.3f\n", queued_seconds() - queued);
+    fflush(stdout);
+    return rc;
 }
 
 static struct timespec deadline_in(double seconds);
