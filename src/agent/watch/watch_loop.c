@@ -123,21 +123,6 @@ static void admit(agent *a)
 
 /* ---- the loop ---- */
 
-/*
- * The watch thread at the lowest real-time priority, where the agent may
- * have it (hw_take_watch_priority): it sleeps until a busy stretch crosses
- * the threshold, and then it must run at once, whatever else wants the
- * CPU.  At the normal policy a busy machine makes it wait for a slice;
- * docs/benchmarks.md (part 4) measured exact mode's p99 at 4.4-5.4 ms after
- * the threshold at the normal policy and 0.7 ms this way, on a machine kept
- * busy.  It only looks at pages and takes captures (the program is stopped
- * then anyway); everything slow is the report worker's, at SCHED_IDLE.
- */
-static void raise_watch_priority(void)
-{
-    hw_take_watch_priority();
-}
-
 /* When the loop must look next: the earliest next look of any watched
  * process, the end of `watch --duration`, the registration warning, the
  * report worker's raise when a job waits too long (report.h), the
@@ -226,9 +211,19 @@ static void check_processes(agent *a)
     }
 }
 
+/*
+ * The watch thread runs at the lowest real-time priority, where the agent
+ * may have it (hw_take_watch_priority): it sleeps until a busy stretch
+ * crosses the threshold, and then it must run at once, whatever else wants
+ * the CPU.  At the normal policy a busy machine makes it wait for a slice;
+ * docs/benchmarks.md (part 4) measured exact mode's p99 at 4.4-5.4 ms after
+ * the threshold at the normal policy and 0.7 ms this way, on a machine kept
+ * busy.  It only looks at pages and takes captures (the program is stopped
+ * then anyway); everything slow is the report worker's, at SCHED_IDLE.
+ */
 static void watch(agent *a)
 {
-    raise_watch_priority();
+    hw_take_watch_priority();
     /* Every capture's helper thread made ahead of time, at this thread's
      * new priority: creating one can wait for the loader's lock.  Not
      * waited for: the first is ready a millisecond on, long before any
