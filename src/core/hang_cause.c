@@ -52,6 +52,10 @@ static const syscall_kind syscalls[] = {
     {SYS_futex, "futex", false, HW_BLOCKED_ON_LOCK},
     {SYS_wait4, "wait4", false, HW_BLOCKED_ON_CHILD},
     {SYS_waitid, "waitid", false, HW_BLOCKED_ON_CHILD},
+    /* a vfork's parent (posix_spawn's too) waits for its child to exec */
+    {SYS_clone, "clone", false, HW_BLOCKED_ON_CHILD},
+    {SYS_clone3, "clone3", false, HW_BLOCKED_ON_CHILD},
+    {SYS_vfork, "vfork", false, HW_BLOCKED_ON_CHILD},
     {SYS_nanosleep, "nanosleep", false, HW_BLOCKED_ON_SLEEP},
     {SYS_clock_nanosleep, "clock_nanosleep", false, HW_BLOCKED_ON_SLEEP},
     {SYS_pause, "pause", false, HW_BLOCKED_ON_SLEEP},

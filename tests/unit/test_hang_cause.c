@@ -118,6 +118,11 @@ static void blocked_on_what_the_call_waits_for(void **state)
     blocked_in(&t, SYS_wait4, -1, HW_FD_CLASS_NONE, "");
     hw_cause_decide(&t);
     assert_int_equal(t.blocked_on, HW_BLOCKED_ON_CHILD);
+    blocked_in(&t, SYS_clone, -1, HW_FD_CLASS_NONE, "");
+    hw_cause_decide(&t);
+    assert_int_equal(t.blocked_on, HW_BLOCKED_ON_CHILD);
+    assert_string_equal(hw_time_clause(&t, clause, sizeof clause),
+                        "blocked on child: 0.0 s on CPU, 2.0 s asleep in clone of 2.0 s");
     blocked_in(&t, SYS_clock_nanosleep, -1, HW_FD_CLASS_NONE, "");
     hw_cause_decide(&t);
     assert_int_equal(t.blocked_on, HW_BLOCKED_ON_SLEEP);
