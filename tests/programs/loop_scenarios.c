@@ -43,6 +43,11 @@
  *                  totals x 2 UNIT > z 1.6 UNIT > y 1.2 UNIT)
  *   sleephang SECS a timer callback sleeps SECS in sleep_until_killed()
  *                  (the tests kill the program during it: a fatal hang)
+ *   vforkhang SECS a timer callback prints "hang at T" (CLOCK_MONOTONIC
+ *                  seconds) and waits in wait_for_child_exec() for a vfork
+ *                  child that sleeps SECS before it exits: the thread
+ *                  sleeps uninterruptibly, and no stop reaches it until the
+ *                  child is gone
  *   exithang SECS  a timer callback sleeps 2 SECS in sleep_until_exit() while
  *                  a watchdog thread calls exit(3) after SECS (a fatal
  *                  hang ended by the program's own exit)
@@ -78,6 +83,7 @@
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -369,6 +375,30 @@ __attribute__((noinline)) static void sleep_until_exit(double seconds)
 {
     g_sink += 41; /* distinct bodies: -O2 would fold identical functions into one */
     sleep_seconds(seconds);
+}
+
+static char g_vfork_child_stack[64 * 1024] __attribute__((aligned(16)));
+
+static int vfork_child_sleeps(void *arg)
+{
+    sleep_seconds(*(double *)arg);
+    return 0;
+}
+
+__attribute__((noinline)) static void wait_for_child_exec(double seconds)
+{
+    g_sink += 51; /* distinct bodies: -O2 would fold identical functions into one */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    printf("hang at %.6f\n", (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+    fflush(stdout);
+    /* The parent of a vfork waits for its child in a killable
+     * uninterruptible sleep, which a ptrace interrupt does not end. */
+    pid_t child = clone(vfork_child_sleeps, g_vfork_child_stack + sizeof g_vfork_child_stack,
+                        CLONE_VM | CLONE_VFORK | SIGCHLD, &seconds);
+    if (child > 0)
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+            ;
 }
 
 static void *watchdog_gives_up(void *arg)
@@ -1029,6 +1059,8 @@ int main(int argc, char **argv)
         rc = run_startpoll(seconds);
     else if (strcmp(argv[1], "sleephang") == 0)
         rc = run_from_timer(sleep_until_killed, seconds);
+    else if (strcmp(argv[1], "vforkhang") == 0)
+        rc = run_from_timer(wait_for_child_exec, seconds);
     else if (strcmp(argv[1], "exithang") == 0)
         rc = run_exithang(seconds);
     else if (strcmp(argv[1], "breakpoint") == 0)

@@ -21,14 +21,13 @@
  * thread can wait for the loader's lock).
  *
  * Waiting: SIGCHLD is blocked in the calling thread and in the helper, which
- * sleeps in sigtimedwait(SIGCHLD) for at most the time left and re-checks
- * waitpid(tid, __WALL | WNOHANG) after every wake-up, so a stop is seen as it
- * happens and nothing is lost if a SIGCHLD arrives between the two calls.  If
- * some other thread of the agent takes the SIGCHLD, or SIGCHLD is ignored (no
- * notification is sent then), the wait still ends: each sigtimedwait is
- * capped at WAIT_SLICE_NS.  A SIGCHLD consumed here may have hidden one meant
- * for the agent's own children (standard signals do not queue), so one is
- * raised again for the process before the mask is restored.
+ * sleeps in sigtimedwait(SIGCHLD) and re-checks waitpid(tid, __WALL |
+ * WNOHANG) after every wake-up: a stop is seen as it happens, and none is
+ * lost between the two calls.  Each sleep is capped at WAIT_SLICE_NS, for a
+ * SIGCHLD another thread took or one ignored.  One consumed here may have
+ * hidden one meant for the agent's own children (standard signals do not
+ * queue): it is raised again before the mask is restored.  A stop still
+ * not over after opts.overdue_ms calls opts.overdue from this wait.
  *
  * Transparency: PTRACE_INTERRUPT makes a blocking system call return with a
  * restart code; after the detach the kernel restarts it with the time left,
@@ -95,32 +94,6 @@
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 
-const char *hw_thread_status_name(hw_thread_status status)
-{
-    switch (status) {
-    case HW_THREAD_CAPTURED:
-        return "captured";
-    case HW_THREAD_EXITED:
-        return "exited";
-    case HW_THREAD_TIMEOUT:
-        return "timeout";
-    case HW_THREAD_DENIED:
-        return "denied";
-    }
-    return "unknown";
-}
-
-const char *hw_thread_timeout_reason(const hw_thread_snapshot *t, char *buf, size_t len)
-{
-    /* A stop is a signal the thread takes on its way back to user space:
-     * it must run to stop. */
-    const char *why = t->state_at_timeout == 'R'   ? ": it was waiting for a CPU (state R)"
-                      : t->state_at_timeout == 'D' ? ": it was in uninterruptible sleep (state D)"
-                                                   : "";
-    snprintf(buf, len, "not stopped within %u ms%s", t->timeout_ms, why);
-    return buf;
-}
-
 void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid)
 {
     if (opts == NULL)
@@ -165,6 +138,7 @@ typedef struct session {
     sigset_t sigchld;
     pid_t helper_tid;
     uint64_t first_interrupt, last_resume;
+    uint64_t overdue_at; /* when to call opts.overdue (0: not, or called) */
     pid_t *listed;        /* the threads /proc listed at the start, sorted */
     size_t listed_count;
     bool target_listed;
@@ -263,6 +237,15 @@ static void interrupt(session *s, size_t i)
     (void)ptrace(PTRACE_INTERRUPT, s->out->threads[i].tid, NULL, NULL);
 }
 
+/* Is the target in its stop, or past needing one (gone, or never seized)? */
+static bool target_stopped(const session *s)
+{
+    for (size_t i = 0; i < s->out->thread_count; i++)
+        if (s->out->threads[i].tid == s->target)
+            return s->tr[i].stopped || !s->tr[i].seized;
+    return true;
+}
+
 /* Wait for tid's next report until `deadline`.  1 with *status, 0 on
  * timeout, -1 with errno (ECHILD: not ours to wait for any more). */
 static int wait_report(session *s, pid_t tid, int *status, uint64_t deadline)
@@ -276,11 +259,19 @@ static int wait_report(session *s, pid_t tid, int *status, uint64_t deadline)
         if (r < 0)
             return -1;
         uint64_t now = now_ns();
+        if (s->overdue_at != 0 && now >= s->overdue_at) {
+            s->overdue_at = 0;
+            if (!target_stopped(s))
+                s->opts.overdue(s->opts.overdue_ctx);
+            continue;
+        }
         if (now >= deadline)
             return 0;
         uint64_t left = deadline - now;
         if (left > WAIT_SLICE_NS)
             left = WAIT_SLICE_NS;
+        if (s->overdue_at != 0 && s->overdue_at - now < left)
+            left = s->overdue_at - now;
         struct timespec ts = {.tv_sec = (time_t)(left / NS_PER_S), .tv_nsec = (long)(left % NS_PER_S)};
         if (sigtimedwait(&s->sigchld, NULL, &ts) == SIGCHLD)
             s->consumed_sigchld = true;
@@ -551,8 +542,11 @@ static void *session_main(void *arg)
     for (size_t i = 0; i < n; i++)
         interrupt(s, i);
     uint64_t deadline = s->first_interrupt + s->timeout_ns;
+    if (s->opts.overdue != NULL && s->opts.overdue_ms > 0)
+        s->overdue_at = s->first_interrupt + (uint64_t)s->opts.overdue_ms * NS_PER_MS;
     for (size_t i = 0; i < n; i++)
         await_stop(s, i, deadline);
+    s->overdue_at = 0;
     if (s->opts.all_threads)
         rescan(s);
     for (size_t i = 0; i < s->out->thread_count; i++)

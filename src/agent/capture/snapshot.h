@@ -156,6 +156,16 @@ typedef struct hw_capture_options {
     unsigned interp_frames;
     void (*while_stopped)(void *ctx, hw_process_snapshot *snap);
     void *while_stopped_ctx;
+    /* overdue (NULL: none) is called once, on the session's thread while
+     * the capturing thread waits for it, if a thread has still not stopped
+     * overdue_ms after the first interrupt (a thread that waits for a CPU
+     * on a busy machine, or sleeps uninterruptibly): what the caller must
+     * say at once need not wait up to stop_timeout_ms for it.  The
+     * snapshot's threads are not filled yet; its pid, process_name and
+     * namespace_pid are. */
+    unsigned overdue_ms;
+    void (*overdue)(void *ctx);
+    void *overdue_ctx;
     /* The memory map: not read at all (maps_later), or read up to maps_max
      * bytes (0: HW_PROC_READ_MAX) and the rest left for hw_capture_read_maps,
      * off the capturing thread: a process can make it megabytes long

@@ -120,6 +120,9 @@ typedef struct report_request {
     hw_time_section time;
     /* what its observer took to be the hung thread's loop wait */
     hw_loop_wait_seen loop_wait;
+    /* its line at detection was said while the capture still waited for
+     * the thread to stop (worker_announce_unstopped): not again after it */
+    bool announced;
 } report_request;
 
 /* What classifying the request's frames needs (its rules, its
@@ -182,6 +185,15 @@ hang_record *worker_new_hang(bool launch);
  * stutter, a capture that found the process gone, or with --ignore-frame
  * or --quiet. */
 void worker_announce(report_worker *wk, const report_request *req);
+/* The same line while the capture still waits for the hung thread to stop
+ * (a thread waiting for a CPU on a busy machine, or asleep
+ * uninterruptibly): said now, from what was known before the stop (the
+ * request's check, pid, tid and process name, and `time`, read now) with
+ * the thread's state `state` (/proc's letter) in place of its address.
+ * True if said: req->announced is then set, and worker_announce says
+ * nothing more.  The capture's session thread calls it (capture.h's
+ * overdue), the watch thread waiting for it. */
+bool worker_announce_unstopped(report_worker *wk, report_request *req, const hw_time_section *time, char state);
 /* Hand over a report, a re-check (`recheck`: decide by annealing first) or
  * a one-off report (hang NULL).  The request's snapshot is the worker's
  * afterwards, and its Python or JavaScript frames are named off the watch

@@ -322,25 +322,20 @@ static void raw_frame(const hw_process_snapshot *snap, uint64_t pc, char *buf, s
     snprintf(buf, len, "0x%" PRIx64, pc);
 }
 
-bool hw_detection_line(const hw_agent_options *opts, const report_request *req, char *out, size_t len)
+/* The line at detection, with `where` (", at ..." or what kept the thread
+ * from its stop) after the threshold, and `time`'s clause. */
+static bool detection_line(const hw_agent_options *opts, const report_request *req, const char *who,
+                           const char *where, const hw_time_section *time, char *out, size_t len)
 {
-    const hw_check *c = &req->check;
     const hw_process_snapshot *snap = &req->snap;
-    const hw_thread_snapshot *target = NULL;
-    for (size_t i = 0; i < snap->thread_count; i++)
-        if (snap->threads[i].is_target && snap->threads[i].status == HW_THREAD_CAPTURED)
-            target = &snap->threads[i];
-    char busy[32], thr[32], who[96], process[64], pid[256], at[200], why[1024];
-    hw_format_duration(c->busy_ns / 1000000 * 1000000, busy, sizeof busy);
+    char busy[32], thr[32], process[64], pid[256], why[1024];
+    hw_format_duration(req->check.busy_ns / 1000000 * 1000000, busy, sizeof busy);
     hw_format_duration(req->threshold_ns, thr, sizeof thr);
-    if (target != NULL)
-        raw_frame(snap, target->regs.rip, at, sizeof at);
-    hw_time_clause(&req->time, why, sizeof why);
-    int n = snprintf(out, len, "hangwatch: hang detected in %s (%s): %s %s %s (threshold %s)%s%s%s%s%s; its report follows\n",
+    hw_time_clause(time, why, sizeof why);
+    int n = snprintf(out, len, "hangwatch: hang detected in %s (%s): %s %s %s (threshold %s)%s%s%s; its report follows\n",
                      hw_escape_text(snap->process_name, process, sizeof process),
-                     hw_line_pid(snap, snap->pid, pid, sizeof pid), line_who(snap, who, sizeof who),
-                     line_measured(opts), busy, thr, target ? ", at " : "", target ? at : "",
-                     target ? " (raw address: the report names it)" : "", why[0] ? "; " : "", why);
+                     hw_line_pid(snap, snap->pid, pid, sizeof pid), who, line_measured(opts), busy, thr, where,
+                     why[0] ? "; " : "", why);
     if (n < 0)
         return false;
     if ((size_t)n >= len && len >= 2) {
@@ -348,4 +343,39 @@ bool hw_detection_line(const hw_agent_options *opts, const report_request *req, 
         out[len - 1] = '\0';
     }
     return true;
+}
+
+bool hw_detection_line(const hw_agent_options *opts, const report_request *req, char *out, size_t len)
+{
+    const hw_process_snapshot *snap = &req->snap;
+    const hw_thread_snapshot *target = NULL;
+    for (size_t i = 0; i < snap->thread_count; i++)
+        if (snap->threads[i].is_target && snap->threads[i].status == HW_THREAD_CAPTURED)
+            target = &snap->threads[i];
+    char who[96], at[200], where[260] = "";
+    if (target != NULL) {
+        raw_frame(snap, target->regs.rip, at, sizeof at);
+        snprintf(where, sizeof where, ", at %s (raw address: the report names it)", at);
+    }
+    return detection_line(opts, req, line_who(snap, who, sizeof who), where, &req->time, out, len);
+}
+
+bool hw_detection_line_unstopped(const hw_agent_options *opts, const report_request *req, const hw_time_section *time,
+                                 char state, char *out, size_t len)
+{
+    char who[96] = "main thread", name[16], escaped[64], where[96];
+    if (req->tid != req->pid) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)req->pid, (int)req->tid);
+        hw_proc_read_comm(path, name);
+        snprintf(who, sizeof who, "thread %d (%s)", (int)req->tid, hw_escape_text(name, escaped, sizeof escaped));
+    }
+    /* A stop is a signal the thread takes on its way back to user space:
+     * it must run to stop (snapshot.c). */
+    const char *why = state == 'R' ? "waiting for a CPU, " : state == 'D' ? "in uninterruptible sleep, " : "";
+    if (state >= 'A' && state <= 'Z')
+        snprintf(where, sizeof where, ", not stopped yet (%sstate %c)", why, state);
+    else
+        snprintf(where, sizeof where, ", not stopped yet");
+    return detection_line(opts, req, who, where, time, out, len);
 }

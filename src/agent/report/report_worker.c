@@ -783,17 +783,31 @@ report_worker *worker_start(const hw_agent_options *opts, hw_exports *ex, size_t
     return wk;
 }
 
+/* A launch's, an ignored frame's fate is the report's to decide: they are
+ * said with it, or not at all. */
+static bool announced_at_detection(const report_worker *wk, const report_request *req)
+{
+    return wk->herald != NULL && !req->check.launch && !req->check.stutter && wk->opts->ignore_frame_count == 0;
+}
+
 void worker_announce(report_worker *wk, const report_request *req)
 {
-    const hw_agent_options *o = wk->opts;
-    /* A launch's, an ignored frame's, a shutdown's fate is the report's to
-     * decide: they are said with it, or not at all. */
-    if (wk->herald == NULL || req->check.launch || req->check.stutter || o->ignore_frame_count > 0 ||
-        req->snap.process_exited)
+    /* a shutdown's too */
+    if (!announced_at_detection(wk, req) || req->snap.process_exited || req->announced)
         return;
     char line[HW_DETECTION_LINE_MAX];
-    if (hw_detection_line(o, req, line, sizeof line))
+    if (hw_detection_line(wk->opts, req, line, sizeof line))
         herald_say(wk->herald, line);
+}
+
+bool worker_announce_unstopped(report_worker *wk, report_request *req, const hw_time_section *time, char state)
+{
+    char line[HW_DETECTION_LINE_MAX];
+    if (!announced_at_detection(wk, req) || !hw_detection_line_unstopped(wk->opts, req, time, state, line, sizeof line))
+        return false;
+    herald_say(wk->herald, line);
+    req->announced = true;
+    return true;
 }
 
 void worker_stop(report_worker *wk, bool say_totals)

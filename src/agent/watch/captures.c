@@ -192,10 +192,14 @@ static bool target_waited_for_a_cpu(const hw_process_snapshot *snap)
     return false;
 }
 
-void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req)
+void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
+                         void (*overdue)(void *ctx), void *ctx)
 {
     hw_capture_options copt;
     capture_options(a, w, tid, &copt);
+    copt.overdue = overdue;
+    copt.overdue_ctx = ctx;
+    copt.overdue_ms = CAPTURE_OVERDUE_MS;
     /* the map's rest, past what this thread reads, is read by the naming thread */
     copt.maps_max = HW_WATCH_MAPS_MAX;
     req->python = w->python;
@@ -217,6 +221,7 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
          * stop on in time: once more, before the hang has no stack. */
         count_agent_stops(w, &req->snap);
         hw_process_snapshot_free(&req->snap);
+        copt.overdue = NULL; /* the first said what it had to */
         rc = hw_capture_process(w->pid, &copt, &req->snap);
         req->snap.retried_after_timeout = true;
     }

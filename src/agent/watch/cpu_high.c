@@ -261,7 +261,7 @@ static void submit_cpu_high(agent *a, watched_process *w, cpu_watch *cw, pid_t t
     req->check = (hw_check){.verdict = HW_VERDICT_HANG, .busy_ns = cpu->window_ns};
     req->cpu = cpu;
     early_sampler_fill_request(NULL, 0, req);
-    capture_for_request(a, w, tid, hw_monotonic_ns(), req);
+    capture_for_request(a, w, tid, hw_monotonic_ns(), req, NULL, NULL);
     /* Where the hottest thread's time went over the thread figures' window. */
     const cpu_thread *t = find_thread(cw, tid);
     uint64_t stopped = 0;

@@ -49,14 +49,36 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq)
 
 /* ---- capturing for a report ---- */
 
+typedef struct unstopped_line {
+    agent *a;
+    watched_process *w;
+    loop_watch *l;
+    const hw_check *c;
+    const hw_blocked_look *look;
+    report_request *req;
+} unstopped_line;
+
+/* The hung thread is not stopped CAPTURE_OVERDUE_MS into the capture: its
+ * line at detection is said now (on the capture's session thread, this
+ * thread waiting for it), with its time so far and its state. */
+static void say_unstopped(void *arg)
+{
+    unstopped_line *u = arg;
+    hw_time_section time;
+    hang_time_preview(u->a, u->w, u->l, u->c->seq, u->c->busy_start_ns, u->look, &time);
+    worker_announce_unstopped(u->a->worker, u->req, &time, hw_task_state(u->w->pid, u->l->tid));
+}
+
 /* Fill a report request for check `c` of loop `l`: the capture of every
  * thread, taken now, and then the Point Stack chosen from the samples so
  * far (unwinding the kernel's raw samples takes tens of milliseconds: the
  * stop comes first, at the moment detection asked for).  The busy time is
  * measured right before the stop, so the report's block duration is the
- * moment its stacks show (the frame gap's gap is over by then and stays). */
+ * moment its stacks show (the frame gap's gap is over by then and stays).
+ * A hang's first (`announced`) says its line at detection before the
+ * capture ends if its thread does not stop at once. */
 static void capture_for_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
-                               report_request *req)
+                               report_request *req, bool announced)
 {
     look_for_runtimes(a, w); /* before the frames are read and the samples named */
     req->check = *c;
@@ -68,7 +90,8 @@ static void capture_for_report(agent *a, watched_process *w, loop_watch *l, cons
      * takes a moment to be back in its call); its time, after. */
     hw_blocked_look look;
     hw_blocked_look_take(w->pid, l->tid, &look);
-    capture_for_request(a, w, l->tid, now, req);
+    unstopped_line said_early = {a, w, l, c, &look, req};
+    capture_for_request(a, w, l->tid, now, req, announced ? say_unstopped : NULL, &said_early);
     early_sampler_fill_request(l->sampler, c->seq, req);
     if (!req->snap.process_exited)
         hang_time_section(a, w, l, c->seq, c->busy_start_ns, &look, &req->time);
@@ -83,7 +106,7 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
     report_request *req = calloc(1, sizeof *req);
     if (!req)
         return;
-    capture_for_report(a, w, l, c, req);
+    capture_for_report(a, w, l, c, req, false);
     hw_metrics_hang_detected(hw_exports_metrics(a->exports), w->metrics_name,
                              c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG, req->time.cause, req->time.partial);
     submit_request(a, w, NULL, req, false);
@@ -112,7 +135,7 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     hw_exports_event(a->exports, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
     report_request *req = calloc(1, sizeof *req);
     if (req)
-        capture_for_report(a, w, l, &c, req);
+        capture_for_report(a, w, l, &c, req, true);
     /* Counted once its cause is known (the capture's time section). */
     hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
                           req ? req->time.cause : HW_CAUSE_UNKNOWN, req && req->time.partial);
@@ -197,7 +220,7 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
         return;
     hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r->seq, .busy_start_ns = l->hung_start_ns,
                   .busy_ns = now - l->hung_start_ns, .launch = is_launch(w, l, r->seq)};
-    capture_for_report(a, w, l, &c, req);
+    capture_for_report(a, w, l, &c, req, false);
     if (req->snap.process_exited || !still_hung(w, l)) {
         /* It ended meanwhile: the next look closes it. */
         report_request_release(req);

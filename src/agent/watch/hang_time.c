@@ -228,6 +228,41 @@ static bool kernel_stretch_start(const agent *a, watched_process *w, loop_watch 
     return true;
 }
 
+/* Where the window of stretch `seq` starts: the counters there (the
+ * kernel's, copied into *at_start, or the agent's reading), with when and
+ * which they are; NULL with none. */
+static const hw_thread_counters *window_start_of(agent *a, watched_process *w, loop_watch *l, uint64_t seq,
+                                                 uint64_t stretch_start_ns, hw_thread_counters *at_start,
+                                                 uint64_t *window_start, const char **window_from)
+{
+    *window_start = stretch_start_ns;
+    if (kernel_stretch_start(a, w, l, seq, stretch_start_ns, at_start)) {
+        *window_from = "wait_return";
+        return at_start;
+    }
+    if (!l->time_base.valid) {
+        *window_start = 0;
+        *window_from = NULL;
+        return NULL;
+    }
+    if (l->time_base_seq + 1 == seq && !(l->time_base_seq & 1)) {
+        *window_from = "stretch_start"; /* read in the wait before the stretch */
+    } else if (l->time_base_seq == seq && l->time_base_stopped) {
+        /* read while stopped, where the stretch's clock starts again */
+        *window_start = stretch_start_ns > l->time_base.at_ns ? l->time_base.at_ns : stretch_start_ns;
+        *window_from = "stop";
+    } else if (l->time_base_seq == seq) {
+        /* read at an earlier look in the stretch */
+        *window_start = l->time_base.at_ns > stretch_start_ns ? l->time_base.at_ns : stretch_start_ns;
+        *window_from = "earlier_look";
+    } else {
+        *window_start = 0;
+        *window_from = NULL;
+        return NULL;
+    }
+    return &l->time_base;
+}
+
 void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
                        hw_blocked_look *look, hw_time_section *out)
 {
@@ -236,26 +271,10 @@ void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq
     hw_cgroup_cpu *cgroup = process_cgroup(w); /* found again if the process moved */
     hw_thread_counters now, at_start;
     read_counters_in(w, l, cgroup, &now);
-    const hw_thread_counters *from = NULL;
-    uint64_t window_start = 0;
-    const char *window_from = NULL;
-    if (kernel_stretch_start(a, w, l, seq, stretch_start_ns, &at_start)) {
-        from = &at_start;
-        window_start = stretch_start_ns;
-        window_from = "wait_return";
-    } else if (l->time_base.valid && l->time_base_seq + 1 == seq && !(l->time_base_seq & 1)) {
-        from = &l->time_base; /* read in the wait before the stretch */
-        window_start = stretch_start_ns;
-        window_from = "stretch_start";
-    } else if (l->time_base.valid && l->time_base_seq == seq && l->time_base_stopped) {
-        from = &l->time_base; /* read while stopped, where the stretch's clock starts again */
-        window_start = stretch_start_ns > l->time_base.at_ns ? l->time_base.at_ns : stretch_start_ns;
-        window_from = "stop";
-    } else if (l->time_base.valid && l->time_base_seq == seq) {
-        from = &l->time_base; /* read at an earlier look in the stretch */
-        window_start = l->time_base.at_ns > stretch_start_ns ? l->time_base.at_ns : stretch_start_ns;
-        window_from = "earlier_look";
-    }
+    uint64_t window_start;
+    const char *window_from;
+    const hw_thread_counters *from =
+        window_start_of(a, w, l, seq, stretch_start_ns, &at_start, &window_start, &window_from);
     if (look != NULL)
         hw_sleep_tally_add(&l->sleeps, seq, look); /* the capture's look counts too */
     hw_time_section_fill(out, from, &now, cgroup, w->cgroup_error, window_start, stretch_start_ns, window_from,
@@ -281,4 +300,17 @@ void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq
         l->time_base_seq = seq;
         l->time_base_stopped = false;
     }
+}
+
+void hang_time_preview(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
+                       const hw_blocked_look *look, hw_time_section *out)
+{
+    hw_cgroup_cpu *cgroup = process_cgroup(w);
+    hw_thread_counters now, at_start;
+    read_counters_in(w, l, cgroup, &now);
+    uint64_t window_start;
+    const char *window_from;
+    const hw_thread_counters *from =
+        window_start_of(a, w, l, seq, stretch_start_ns, &at_start, &window_start, &window_from);
+    hw_time_section_fill(out, from, &now, cgroup, w->cgroup_error, window_start, stretch_start_ns, window_from, look);
 }

@@ -91,6 +91,11 @@
  * honest hang beside it was captured 6.4 ms late).  A report gets the
  * rest from the naming thread (report_naming.c). */
 #define HW_WATCH_MAPS_MAX (128u << 10)
+/* A hang's line at detection waits this long for its thread to stop (its
+ * raw address is in the line); then it is said without: a loop thread
+ * that waits for a CPU on a busy machine took 600 ms to stop (the stop
+ * itself: p99 0.33 ms beside two CPU hogs, docs/benchmarks.md). */
+#define CAPTURE_OVERDUE_MS 5u
 #define STUTTER_LOOK_NS 50000000ull   /* with --stutter, look at a loop every 50 ms */
 #define STOPPED_LOOK_NS 50000000ull   /* a stopped or traced process: look at its state every 50 ms */
 
@@ -448,6 +453,11 @@ void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq);
  * the capture; its descriptor is described here), or NULL. */
 void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
                        hw_blocked_look *look, hw_time_section *out);
+/* The same section read now, changing nothing the hang's own section
+ * counts from: what the line at detection says while the capture still
+ * waits for the thread to stop. */
+void hang_time_preview(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
+                       const hw_blocked_look *look, hw_time_section *out);
 
 /* early_sampler.c */
 early_sampler *early_sampler_new(size_t capacity);
@@ -472,8 +482,11 @@ void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot
 /* Capture every thread of `w` into `req`, thread `tid` the report's
  * first, its Python or JavaScript frames read in the stop (their names
  * are read off this thread once it is handed over); `now` is the capture's
- * time (monotonic, taken right before it).  `req->check` is kept. */
-void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req);
+ * time (monotonic, taken right before it).  `req->check` is kept.
+ * `overdue(ctx)` (NULL: none) is called if the thread has not stopped
+ * CAPTURE_OVERDUE_MS into the stop (snapshot.h's overdue). */
+void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
+                         void (*overdue)(void *ctx), void *ctx);
 /* Hand `req`, a capture of `w`, to the report worker (hang NULL: a
  * one-off report); a full queue drops the capture, counted and said once.
  * `req` is emptied either way. */
