@@ -17,6 +17,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 
 import hwtest
@@ -545,9 +546,12 @@ def kill_agent_and_check(extra_args, when, what):
     it is ready, and check the demo runs on untouched and sleeps its 4 s."""
     become_subreaper()
     proc, report_dir = start(extra_args + ["--", hwtest.binary("hangwatch-demo")])
+    said = []  # the agent's stderr, as it comes
+    reader = threading.Thread(target=lambda: said.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
     try:
         program = hwtest.program_of(proc.pid)
-        when(program, report_dir)
+        when(program, said)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)  # the kernel detached its tracees before it died
         check_untouched(program, what)
@@ -562,20 +566,20 @@ def kill_agent_and_check(extra_args, when, what):
 
 
 def case_agent_killed():
-    def when_idle(program, report_dir):
+    def when_idle(program, said):
         hwtest.wait_for(lambda: "S" in hwtest.status_fields(program)["State"], "the demo to wait")
 
-    def when_hung(program, report_dir):
-        hwtest.wait_for(lambda: reports_in(report_dir), "the hang's report", timeout=30)
-
-    def when_sampling(program, report_dir):
-        # Samples every millisecond: the kill lands in or near a capture.
-        hwtest.wait_for(lambda: os.path.isdir(report_dir) and os.listdir(report_dir), "the hang's report", 30)
+    def when_hung(program, said):
+        # The line at detection, not the report: written on idle time, that
+        # can come after the demo's 4 s, when there is no hang left to kill in.
+        hwtest.wait_for(lambda: any(l.startswith("hangwatch: hang detected in") for l in said),
+                        "the hang's line at detection", timeout=30)
 
     kill_agent_and_check([], when_idle, "idle")
     kill_agent_and_check([], when_hung, "hung")
     for attempt in range(3):
-        kill_agent_and_check(["--early-sampling", "--sample-interval", "1ms"], when_sampling,
+        # Samples every millisecond: the kill lands in or near a capture.
+        kill_agent_and_check(["--early-sampling", "--sample-interval", "1ms"], when_hung,
                              f"sampling (attempt {attempt + 1})")
 
 
