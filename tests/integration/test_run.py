@@ -728,9 +728,10 @@ def case_line_unstopped():
     sys.path.insert(0, os.path.join(hwtest.SOURCE_DIR, "bench"))
     import line_delay
     report_dir = tempfile.mkdtemp(prefix="hw-it-")
+    metrics = os.path.join(report_dir, "hangwatch.prom")
     try:
         proc = subprocess.Popen([hwtest.binary("hangwatch"), "run", "--report-dir", report_dir, "--threshold",
-                                 "500ms", "--"] + scenario("vforkhang", 2),
+                                 "500ms", "--metrics-file", metrics, "--"] + scenario("vforkhang", 2),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines = []
         reader = threading.Thread(target=line_delay.read_lines, args=(proc.stderr, lines), daemon=True)
@@ -754,6 +755,11 @@ def case_line_unstopped():
               "the line at detection: " + line)
         check("not stopped within 500 ms: it was in uninterruptible sleep (state D)" in said,
               "the report's line says why it has no stack:\n" + said)
+        # counted once, with the cause the line said (there, not after the capture)
+        with open(metrics) as f:
+            counts = {m.group(1): int(m.group(2)) for m in re.finditer(
+                r'^hangwatch_hangs_total\{[^}]*hang_type="hang",cause="(\w+)"\} (\d+)$', f.read(), re.M)}
+        check(sum(counts.values()) == 1 and counts.get("blocked") == 1, f"the metrics counted {counts}")
     finally:
         shutil.rmtree(report_dir, ignore_errors=True)
 

@@ -49,24 +49,33 @@ bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq)
 
 /* ---- capturing for a report ---- */
 
+/* A hang's first capture: what is said of it while the capture still
+ * waits for its thread. */
 typedef struct unstopped_line {
-    agent *a;
+    uint64_t detected_ns; /* the caller's */
+    agent *a;             /* the rest, capture_for_report's */
     watched_process *w;
     loop_watch *l;
     const hw_check *c;
     const hw_blocked_look *look;
     report_request *req;
+    bool counted; /* the metrics counted the hang then */
 } unstopped_line;
 
 /* The hung thread is not stopped CAPTURE_OVERDUE_MS into the capture: its
- * line at detection is said now (on the capture's session thread, this
- * thread waiting for it), with its time so far and its state. */
+ * line at detection is said now (on the capture's session thread, the
+ * watch thread waiting for it), with its time so far and its state, and
+ * the metrics count it with that time's cause. */
 static void say_unstopped(void *arg)
 {
     unstopped_line *u = arg;
     hw_time_section time;
     hang_time_preview(u->a, u->w, u->l, u->c->seq, u->c->busy_start_ns, u->look, &time);
-    worker_announce_unstopped(u->a->worker, u->req, &time, hw_task_state(u->w->pid, u->l->tid));
+    if (!worker_announce_unstopped(u->a->worker, u->req, &time, hw_task_state(u->w->pid, u->l->tid)))
+        return;
+    hw_exports_hang_begin(u->a->exports, &u->l->metrics, u->w->metrics_name, u->c->launch, u->c->busy_start_ns,
+                          u->detected_ns, time.cause, time.partial);
+    u->counted = true;
 }
 
 /* Fill a report request for check `c` of loop `l`: the capture of every
@@ -75,10 +84,10 @@ static void say_unstopped(void *arg)
  * stop comes first, at the moment detection asked for).  The busy time is
  * measured right before the stop, so the report's block duration is the
  * moment its stacks show (the frame gap's gap is over by then and stays).
- * A hang's first (`announced`) says its line at detection before the
+ * A hang's first (`early` not NULL) says its line at detection before the
  * capture ends if its thread does not stop at once. */
 static void capture_for_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
-                               report_request *req, bool announced)
+                               report_request *req, unstopped_line *early)
 {
     look_for_runtimes(a, w); /* before the frames are read and the samples named */
     req->check = *c;
@@ -90,8 +99,10 @@ static void capture_for_report(agent *a, watched_process *w, loop_watch *l, cons
      * takes a moment to be back in its call); its time, after. */
     hw_blocked_look look;
     hw_blocked_look_take(w->pid, l->tid, &look);
-    unstopped_line said_early = {a, w, l, c, &look, req};
-    capture_for_request(a, w, l->tid, now, req, announced ? say_unstopped : NULL, &said_early);
+    if (early != NULL)
+        *early = (unstopped_line){
+            .detected_ns = early->detected_ns, .a = a, .w = w, .l = l, .c = c, .look = &look, .req = req};
+    capture_for_request(a, w, l->tid, now, req, early != NULL ? say_unstopped : NULL, early);
     early_sampler_fill_request(l->sampler, c->seq, req);
     if (!req->snap.process_exited)
         hang_time_section(a, w, l, c->seq, c->busy_start_ns, &look, &req->time);
@@ -106,7 +117,7 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
     report_request *req = calloc(1, sizeof *req);
     if (!req)
         return;
-    capture_for_report(a, w, l, c, req, false);
+    capture_for_report(a, w, l, c, req, NULL);
     hw_metrics_hang_detected(hw_exports_metrics(a->exports), w->metrics_name,
                              c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG, req->time.cause, req->time.partial);
     submit_request(a, w, NULL, req, false);
@@ -134,11 +145,14 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
     l->hang_look.valid = false;
     hw_exports_event(a->exports, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
     report_request *req = calloc(1, sizeof *req);
+    unstopped_line early = {.detected_ns = now};
     if (req)
-        capture_for_report(a, w, l, &c, req, true);
-    /* Counted once its cause is known (the capture's time section). */
-    hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
-                          req ? req->time.cause : HW_CAUSE_UNKNOWN, req && req->time.partial);
+        capture_for_report(a, w, l, &c, req, &early);
+    /* Counted once its cause is known (the capture's time section, or
+     * what say_unstopped read). */
+    if (!early.counted)
+        hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
+                              req ? req->time.cause : HW_CAUSE_UNKNOWN, req && req->time.partial);
     if (req) {
         worker_announce(a->worker, req); /* the line now; the report's follows */
         submit_request(a, w, l->hang, req, false);
@@ -220,7 +234,7 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
         return;
     hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r->seq, .busy_start_ns = l->hung_start_ns,
                   .busy_ns = now - l->hung_start_ns, .launch = is_launch(w, l, r->seq)};
-    capture_for_report(a, w, l, &c, req, false);
+    capture_for_report(a, w, l, &c, req, NULL);
     if (req->snap.process_exited || !still_hung(w, l)) {
         /* It ended meanwhile: the next look closes it. */
         report_request_release(req);
