@@ -101,6 +101,7 @@ typedef struct hw_blocked_look {
     int fd;              /* the descriptor the call is on, -1 if none */
     char fd_kind[12];    /* "tcp", "pipe", "file", ... ("" if none) */
     char fd_text[256];   /* the descriptor in words ("TCP 127.0.0.1:40312 → 127.0.0.1:5432 (ESTABLISHED)") */
+    char fd_object[32];  /* the socket or pipe it was when described ("socket:[81234]"), else "" */
     hw_fd_class fd_class;
     /* poll, ppoll, select, pselect6: how many descriptors the call waits on,
      * read from the process (fd is the first of them); -1 unknown.  0 with

@@ -10,7 +10,8 @@
  * described through a child process that inherited it (another pid, as the
  * agent sees a watched program).  Then the bounds: a table cap that the
  * tables exceed, and output buffers too small for the text, which is cut
- * at a whole UTF-8 character.
+ * at a whole UTF-8 character.  Last, a wait's other end looked for after
+ * its descriptor was closed or reused (wait_peer.h).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +29,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -38,6 +40,8 @@
 #include <cmocka.h>
 
 #include "agent/capture/fd_describe.h"
+#include "agent/capture/thread_time.h"
+#include "agent/capture/wait_peer.h"
 
 #define ARROW "\xe2\x86\x92"
 
@@ -450,6 +454,49 @@ static void test_small_output_buffers(void **state)
     close_connection(&c);
 }
 
+/* The other end of a wait is looked for after the capture, by the report:
+ * a descriptor closed, or handed to another pipe, by then is said so, and
+ * never taken for the one the thread waited on. */
+static void test_peer_after_the_wait(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    hw_blocked_look look = {.valid = true, .in_syscall = true, .syscall = SYS_read, .fd = p[0]};
+    hw_blocked_look_describe_fd(getpid(), &look);
+    assert_string_equal(look.fd_kind, "pipe");
+    assert_true(strncmp(look.fd_object, "pipe:[", 6) == 0);
+    hw_wait_peer_find(getpid(), (pid_t)syscall(SYS_gettid), &look);
+    assert_int_equal(look.peer.pid, getpid()); /* its writer: p[1], ours */
+    assert_string_equal(look.peer.role, "writer");
+    assert_null(look.peer.missing);
+
+    close(p[0]);
+    hw_wait_peer_find(getpid(), (pid_t)syscall(SYS_gettid), &look);
+    assert_int_equal(look.peer.pid, 0);
+    assert_non_null(look.peer.missing);
+    assert_non_null(strstr(look.peer.missing, "closed"));
+
+    int q[2];
+    assert_int_equal(pipe(q), 0);
+    assert_int_equal(q[0], look.fd); /* the lowest free number: the one closed */
+    hw_wait_peer_find(getpid(), (pid_t)syscall(SYS_gettid), &look);
+    assert_int_equal(look.peer.pid, 0);
+    assert_non_null(look.peer.missing);
+    assert_non_null(strstr(look.peer.missing, "another one's"));
+
+    /* A file's descriptor has no other end, and nothing is missing. */
+    hw_blocked_look file = {.valid = true, .in_syscall = true, .syscall = SYS_read, .fd = open("/dev/null", O_RDONLY)};
+    hw_blocked_look_describe_fd(getpid(), &file);
+    assert_string_equal(file.fd_object, "");
+    hw_wait_peer_find(getpid(), (pid_t)syscall(SYS_gettid), &file);
+    assert_null(file.peer.missing);
+    close(file.fd);
+    close(p[1]);
+    close(q[0]);
+    close(q[1]);
+}
+
 static void test_kind_names(void **state)
 {
     (void)state;
@@ -480,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_another_process),
         cmocka_unit_test(test_table_cap),
         cmocka_unit_test(test_small_output_buffers),
+        cmocka_unit_test(test_peer_after_the_wait),
         cmocka_unit_test(test_kind_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

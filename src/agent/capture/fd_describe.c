@@ -230,7 +230,10 @@ static bool socket_inode(const char *link, unsigned long long *inode)
     return true;
 }
 
-hw_fd_kind hw_fd_describe_capped(pid_t pid, int fd, size_t table_cap, char *out, size_t len)
+/* hw_fd_describe_capped, with the link of a socket or a pipe into
+ * `object` (NULL: not wanted). */
+static hw_fd_kind describe(pid_t pid, int fd, size_t table_cap, char *out, size_t len, char *object,
+                           size_t object_len)
 {
     char link_path[64], link[LINK_TEXT_MAX + 1];
     snprintf(link_path, sizeof link_path, "/proc/%d/fd/%d", (int)pid, fd);
@@ -241,11 +244,15 @@ hw_fd_kind hw_fd_describe_capped(pid_t pid, int fd, size_t table_cap, char *out,
         return HW_FD_UNKNOWN;
     }
     link[n] = '\0';
+    bool is_pipe = strncmp(link, "pipe:[", 6) == 0;
     unsigned long long inode;
-    if (socket_inode(link, &inode))
+    bool is_socket = socket_inode(link, &inode);
+    if (object != NULL && (is_pipe || is_socket))
+        say(object, object_len, "%s", link);
+    if (is_socket)
         return describe_socket(pid, link_path, inode, table_cap, out, len);
     say(out, len, "%s", link);
-    if (strncmp(link, "pipe:[", 6) == 0)
+    if (is_pipe)
         return HW_FD_PIPE;
     if (link[0] == '/')
         return HW_FD_FILE;
@@ -254,7 +261,19 @@ hw_fd_kind hw_fd_describe_capped(pid_t pid, int fd, size_t table_cap, char *out,
     return HW_FD_OTHER;
 }
 
+hw_fd_kind hw_fd_describe_capped(pid_t pid, int fd, size_t table_cap, char *out, size_t len)
+{
+    return describe(pid, fd, table_cap, out, len, NULL, 0);
+}
+
 hw_fd_kind hw_fd_describe(pid_t pid, int fd, char *out, size_t len)
 {
-    return hw_fd_describe_capped(pid, fd, HW_FD_NET_TABLE_MAX, out, len);
+    return describe(pid, fd, HW_FD_NET_TABLE_MAX, out, len, NULL, 0);
+}
+
+hw_fd_kind hw_fd_describe_object(pid_t pid, int fd, char *out, size_t len, char *object, size_t object_len)
+{
+    if (object != NULL && object_len > 0)
+        object[0] = '\0';
+    return describe(pid, fd, HW_FD_NET_TABLE_MAX, out, len, object, object_len);
 }

@@ -49,6 +49,12 @@ hw_fd_kind hw_fd_describe(pid_t pid, int fd, char *out, size_t len);
  * table (hw_fd_describe's is HW_FD_NET_TABLE_MAX; tests take less). */
 hw_fd_kind hw_fd_describe_capped(pid_t pid, int fd, size_t table_cap, char *out, size_t len);
 
+/* hw_fd_describe, and the kernel's name of the socket or pipe behind it
+ * into `object` ("socket:[81234]", "pipe:[81235]"; "" for anything
+ * else): which one it was, should the descriptor be closed or reused
+ * later. */
+hw_fd_kind hw_fd_describe_object(pid_t pid, int fd, char *out, size_t len, char *object, size_t object_len);
+
 /* "file", "pipe", "tcp", "udp", "unix", "socket", "other", "unknown". */
 const char *hw_fd_kind_name(hw_fd_kind kind);
 

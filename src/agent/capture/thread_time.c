@@ -337,7 +337,8 @@ void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look)
 {
     if (!look->valid || look->fd < 0)
         return;
-    hw_fd_kind kind = hw_fd_describe(pid, look->fd, look->fd_text, sizeof look->fd_text);
+    hw_fd_kind kind =
+        hw_fd_describe_object(pid, look->fd, look->fd_text, sizeof look->fd_text, look->fd_object, sizeof look->fd_object);
     snprintf(look->fd_kind, sizeof look->fd_kind, "%s", hw_fd_kind_name(kind));
     look->fd_class = kind == HW_FD_TCP || kind == HW_FD_UDP || kind == HW_FD_UNIX || kind == HW_FD_SOCKET_OTHER
                          ? HW_FD_CLASS_SOCKET

@@ -294,9 +294,20 @@ void hw_wait_peer_find(pid_t pid, pid_t tid, hw_blocked_look *look)
     char path[64], link[LINK_MAX_TEXT];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, look->fd);
     ssize_t n = readlink(path, link, sizeof link - 1);
-    if (n <= 0)
+    link[n > 0 ? n : 0] = '\0';
+    /* Looked for after the capture (by the report): the wait may be over
+     * and its descriptor closed, or given to another socket by now. */
+    bool object_now = strncmp(link, "socket:[", 8) == 0 || strncmp(link, "pipe:[", 6) == 0;
+    bool described = look->fd_kind[0] != '\0';
+    if (described && (look->fd_object[0] != '\0' || object_now) && strcmp(link, look->fd_object) != 0) {
+        out->missing = n > 0 ? "the descriptor was another one's by the time its other end was looked for (the wait "
+                               "had ended)"
+                             : "the descriptor was closed by the time its other end was looked for (the wait had "
+                               "ended)";
         return;
-    link[n] = '\0';
+    }
+    if (n <= 0)
+        return; /* not a socket or a pipe (fd_object would say), or gone with the process */
     unsigned long long inode = 0;
     if (strncmp(link, "pipe:[", 6) == 0) {
         name_holder(pid, look->fd, link, true, "writer", out);

@@ -86,6 +86,7 @@ typedef struct report_request {
                                      right after the capture (snap.thread_count entries), or NULL */
     uint64_t process_serial;      /* the watched process's, never given twice: whose namer names them */
     bool names_pending;           /* the worker's: its names are being read (report_naming.c) */
+    bool peer_looked;             /* the naming thread looked for the other end of its wait */
     hw_check check;
     pid_t pid, tid;
     const char *observer;         /* what kept the loop state: "preload", "library", "kernel_tracepoint",

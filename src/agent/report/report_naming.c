@@ -1,8 +1,8 @@
 /*
  * report_naming.c - what a capture needs read from the process right after
  * it, read off the watch thread: the rest of its memory map (the watch
- * thread reads the first 128 KiB), and the names of its Python and JavaScript
- * frames.
+ * thread reads the first 128 KiB), the names of its Python and JavaScript
+ * frames, and for a hang's first, who is at the other end of its wait.
  *
  * A capture reads the interpreter's frames in its stop (code objects,
  * V8 function objects: addresses); their names, files and lines are read
@@ -71,6 +71,16 @@ static void name_one(report_naming *n, report_request *req)
         name_key(n, &p, req->ps_pcs[i], &req->ps_named, req->ps_depth, i);
     for (size_t i = 0; i < req->ring.addr_count; i++)
         name_key(n, &p, req->ring.addrs[i].pc, &req->ring_named, req->ring.addr_count, i);
+    /* Who is at the other end of a hang's wait, while it most likely still
+     * waits: on idle time the worker came to it after the wait had ended
+     * and its descriptor was closed.  A hang's first capture only (a walk
+     * of /proc, bounded: wait_peer.h); the worker looks for its re-checks'
+     * that it writes. */
+    hw_blocked_look *look = &req->time.look;
+    if (req->check.verdict == HW_VERDICT_HANG && req->time.present && look->valid && look->in_syscall) {
+        hw_wait_peer_find(req->pid, req->tid, look);
+        req->peer_looked = true;
+    }
     worker_names_ready(n->worker, req, names);
 }
 

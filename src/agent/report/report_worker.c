@@ -575,8 +575,9 @@ static void do_report(report_worker *wk, job *j)
         settle_look(j->hang, j->req, hw_named_target(&nc));
     if (annealing_reports(j->hang, j, hw_named_target(&nc))) {
         /* who is at the other end of its wait: a walk of /proc, bounded,
-         * here on the worker and only for a report that is written */
-        if (j->req->time.present && j->req->time.look.valid)
+         * here on the worker and only for a report that is written (a
+         * hang's first: by the naming thread, while it waited) */
+        if (!j->req->peer_looked && j->req->time.present && j->req->time.look.valid)
             hw_wait_peer_find(j->req->pid, j->req->tid, &j->req->time.look);
         hw_name_capture_rest(j->req, &nc);
         make_report(wk, j->hang, j->req, &nc);
