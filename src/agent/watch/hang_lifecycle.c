@@ -58,6 +58,7 @@ typedef struct unstopped_line {
     loop_watch *l;
     const hw_check *c;
     const hw_blocked_look *look;
+    const hw_thread_counters *end;
     report_request *req;
     bool counted; /* the metrics counted the hang then */
 } unstopped_line;
@@ -70,7 +71,7 @@ static void say_unstopped(void *arg)
 {
     unstopped_line *u = arg;
     hw_time_section time;
-    hang_time_preview(u->a, u->w, u->l, u->c->seq, u->c->busy_start_ns, u->look, &time);
+    hang_time_preview(u->a, u->w, u->l, u->c->seq, u->c->busy_start_ns, u->look, u->end, &time);
     if (!worker_announce_unstopped(u->a->worker, u->req, &time, hw_task_state(u->w->pid, u->l->tid)))
         return;
     hw_exports_hang_begin(u->a->exports, &u->l->metrics, u->w->metrics_name, u->c->launch, u->c->busy_start_ns,
@@ -96,16 +97,23 @@ static void capture_for_report(agent *a, watched_process *w, loop_watch *l, cons
     if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && c->busy_start_ns != 0 && now > c->busy_start_ns)
         req->check.busy_ns = now - c->busy_start_ns;
     /* What it is blocked in, read before the stop (after it, the thread
-     * takes a moment to be back in its call); its time, after. */
+     * takes a moment to be back in its call); its time, after, but for a
+     * thread asleep in a call: the stop wakes it, and on a busy machine
+     * it then waits for a CPU to take the stop on, up to the stop's
+     * timeout twice (captures.c).  That wait is the capture's, not the
+     * program's: its window ends before the stop. */
     hw_blocked_look look;
     hw_blocked_look_take(w->pid, l->tid, &look);
+    hw_thread_counters asleep_until = {0};
+    if (hw_look_asleep(&look))
+        hang_time_reading(w, l, &asleep_until);
     if (early != NULL)
-        *early = (unstopped_line){
-            .detected_ns = early->detected_ns, .a = a, .w = w, .l = l, .c = c, .look = &look, .req = req};
+        *early = (unstopped_line){.detected_ns = early->detected_ns, .a = a, .w = w, .l = l, .c = c,
+                                  .look = &look, .end = &asleep_until, .req = req};
     capture_for_request(a, w, l->tid, now, req, early != NULL ? say_unstopped : NULL, early);
     early_sampler_fill_request(l->sampler, c->seq, req);
     if (!req->snap.process_exited)
-        hang_time_section(a, w, l, c->seq, c->busy_start_ns, &look, &req->time);
+        hang_time_section(a, w, l, c->seq, c->busy_start_ns, &look, &asleep_until, &req->time);
     else
         req->time.missing = "the process ended during the capture";
 }
@@ -291,7 +299,7 @@ static void end_hang(agent *a, loop_watch *l, uint64_t now, const char *end, boo
         send_followup(a, l);
     if (l->hang) {
         hw_hang_end e = {.final_ns = final_ns, .precision_ns = precision_ns, .end = end, .wait_status = wait_status};
-        hang_time_section(a, l->process, l, l->hung_seq, l->hung_start_ns, NULL, &e.time);
+        hang_time_section(a, l->process, l, l->hung_seq, l->hung_start_ns, NULL, NULL, &e.time);
         worker_submit_finish(a->worker, l->hang, &e, keep_launch);
     }
     l->hang = NULL;

@@ -10,7 +10,9 @@
  * the detector looks at a loop about once per threshold: the cost is a few
  * small /proc reads every couple of seconds.  A capture's section is the difference
  * from that reading to one taken right after the capture (the threads run
- * again by then), and the final update's to one taken at the hang's end.
+ * again by then), or, for a thread asleep in a call, right before it (the
+ * stop wakes it, and its wait for a CPU to stop on is the capture's), and
+ * the final update's to one taken at the hang's end.
  * A look that finds the process stopped restarts the stretch's clock
  * (decisions.md §33), and takes a reading there: the thread's counters do
  * not move while it is stopped either, so the window starts where the
@@ -263,14 +265,22 @@ static const hw_thread_counters *window_start_of(agent *a, watched_process *w, l
     return &l->time_base;
 }
 
+void hang_time_reading(watched_process *w, loop_watch *l, hw_thread_counters *out)
+{
+    read_counters(w, l, out);
+}
+
 void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
-                       hw_blocked_look *look, hw_time_section *out)
+                       hw_blocked_look *look, const hw_thread_counters *end, hw_time_section *out)
 {
     if (look)
         hw_blocked_look_describe_fd(w->pid, look);
     hw_cgroup_cpu *cgroup = process_cgroup(w); /* found again if the process moved */
     hw_thread_counters now, at_start;
-    read_counters_in(w, l, cgroup, &now);
+    if (end != NULL && end->valid && end->cgroup_generation == w->cgroup_generation)
+        now = *end;
+    else
+        read_counters_in(w, l, cgroup, &now);
     uint64_t window_start;
     const char *window_from;
     const hw_thread_counters *from =
@@ -303,11 +313,14 @@ void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq
 }
 
 void hang_time_preview(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
-                       const hw_blocked_look *look, hw_time_section *out)
+                       const hw_blocked_look *look, const hw_thread_counters *end, hw_time_section *out)
 {
     hw_cgroup_cpu *cgroup = process_cgroup(w);
     hw_thread_counters now, at_start;
-    read_counters_in(w, l, cgroup, &now);
+    if (end != NULL && end->valid && end->cgroup_generation == w->cgroup_generation)
+        now = *end;
+    else
+        read_counters_in(w, l, cgroup, &now);
     uint64_t window_start;
     const char *window_from;
     const hw_thread_counters *from =

@@ -448,16 +448,19 @@ void hang_time_cpu_section(watched_process *w, pid_t tid, const hw_thread_counte
 /* A look found loop `l`'s process stopped in stretch `seq` (its clock starts
  * again now): read its counters, which stand for the restart. */
 void hang_time_note_stop(watched_process *w, loop_watch *l, uint64_t seq);
-/* The `time` section of stretch `seq` (started at `stretch_start_ns`),
- * read now; with what the thread was blocked in when `look` (taken before
- * the capture; its descriptor is described here), or NULL. */
+/* Loop `l`'s thread's counters now (a window's end taken ahead). */
+void hang_time_reading(watched_process *w, loop_watch *l, hw_thread_counters *out);
+/* The `time` section of stretch `seq` (started at `stretch_start_ns`) up
+ * to `end` (hang_time_reading's; NULL: read now); with what the thread was
+ * blocked in when `look` (taken before the capture; its descriptor is
+ * described here), or NULL. */
 void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
-                       hw_blocked_look *look, hw_time_section *out);
-/* The same section read now, changing nothing the hang's own section
- * counts from: what the line at detection says while the capture still
- * waits for the thread to stop. */
+                       hw_blocked_look *look, const hw_thread_counters *end, hw_time_section *out);
+/* The same section, changing nothing the hang's own section counts from:
+ * what the line at detection says while the capture still waits for the
+ * thread to stop. */
 void hang_time_preview(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
-                       const hw_blocked_look *look, hw_time_section *out);
+                       const hw_blocked_look *look, const hw_thread_counters *end, hw_time_section *out);
 
 /* early_sampler.c */
 early_sampler *early_sampler_new(size_t capacity);
