@@ -27,7 +27,10 @@
  *
  * For the ping detector a scenario starts just before a ping is due (the
  * ping posted 50 ms into the first stall, its best case), except late_ping,
- * whose ping comes 800 ms into the stall (the case seeds/000 describes).
+ * whose ping comes 800 ms into the stall (the case seeds/000 describes),
+ * and queue30, whose 30 tasks are queued by the post function right
+ * before that ping: a ping late by more than a second (the program's
+ * threads on a loaded machine) would otherwise find the queue drained.
  *
  * At the end the program writes RESULTS_JSON: each stall's start (wall
  * clock), nominal and actual length and culprit function, for run.py to set
@@ -213,6 +216,9 @@ static bool queue_empty(void)
     return empty;
 }
 
+static _Atomic bool g_queue30_before_ping; /* queue30 under the ping detector: queue it with the next ping */
+static void queued_task(void *arg);
+
 /* hangwatch_post_fn: a ping joins the back of the queue. */
 static void post_to_queue(hangwatch_loop *loop, hangwatch_task_fn fn, void *arg, void *data)
 {
@@ -220,6 +226,9 @@ static void post_to_queue(hangwatch_loop *loop, hangwatch_task_fn fn, void *arg,
     (void)data;
     atomic_store(&g_last_post_ns, mono_ns());
     atomic_fetch_add(&g_pings_posted, 1);
+    if (atomic_exchange(&g_queue30_before_ping, false))
+        for (int i = 0; i < 30; i++)
+            queue_push(queued_task, NULL);
     if (!queue_push(fn, arg))
         fprintf(stderr, "compare-scenarios: queue full, ping dropped\n");
 }
@@ -271,8 +280,11 @@ static void run_step(void)
         culprit_late_ping();
     } else if (strcmp(s, "queue30") == 0) {
         g_queued_left = 30;
-        for (int i = 0; i < 30; i++)
-            queue_push(queued_task, NULL);
+        if (g_align_to_ping)
+            atomic_store(&g_queue30_before_ping, true);
+        else
+            for (int i = 0; i < 30; i++)
+                queue_push(queued_task, NULL);
         return; /* the last task finishes */
     } else if (strcmp(s, "stutter") == 0) {
         culprit_stutter_1s();
