@@ -237,14 +237,7 @@ static void interrupt(session *s, size_t i)
     (void)ptrace(PTRACE_INTERRUPT, s->out->threads[i].tid, NULL, NULL);
 }
 
-/* Is the target in its stop, or past needing one (gone, or never seized)? */
-static bool target_stopped(const session *s)
-{
-    for (size_t i = 0; i < s->out->thread_count; i++)
-        if (s->out->threads[i].tid == s->target)
-            return s->tr[i].stopped || !s->tr[i].seized;
-    return true;
-}
+static bool target_stopped(session *s);
 
 /* Wait for tid's next report until `deadline`.  1 with *status, 0 on
  * timeout, -1 with errno (ECHILD: not ours to wait for any more). */
@@ -318,6 +311,21 @@ static void note_report(session *s, size_t i, int status)
         /* group-stop: detached with no signal, it goes back to the stop */
         th->group_stopped = true;
     }
+}
+
+/* Is the target in its stop, or past needing one (gone, or never seized)?
+ * Its report is taken here if it came while another thread was waited for. */
+static bool target_stopped(session *s)
+{
+    for (size_t i = 0; i < s->out->thread_count; i++) {
+        if (s->out->threads[i].tid != s->target)
+            continue;
+        int status;
+        if (s->tr[i].seized && !s->tr[i].stopped && waitpid(s->target, &status, __WALL | WNOHANG) == s->target)
+            note_report(s, i, status);
+        return s->tr[i].stopped || !s->tr[i].seized;
+    }
+    return true;
 }
 
 /* Our wait found nothing (timeout) or could not wait (ECHILD).  If the
