@@ -6,6 +6,7 @@ from another user, from a process that is already gone, pages that shrink,
 a full registration queue, twenty hangs at once (and a hundred beside three
 CPU hogs), the agent killed at any moment, the program killed while it is
 being captured, and processes that never reach an event loop."""
+import collections
 import contextlib
 import ctypes
 import glob
@@ -445,7 +446,9 @@ def case_namers_bounded_in_all():
             check(not unnamed, f"{where}: {len(unnamed)} JavaScript frames without a name: {unnamed[:3]}")
             if "spin" in hwtest.symbols(frames):
                 spun.add(report["report"]["pid"])
-                check(len(chain) == 100, f"{where}: {len(chain)} chain functions named in the spin")
+                js = collections.Counter(f.get("symbol_name") for f in frames if f.get("language") == "javascript")
+                check(len(chain) == 100, f"{where}: {len(chain)} chain functions named in the spin; its JavaScript "
+                      f"frames' names, most found first: {js.most_common(6)}; culprit {report['hangwatch'].get('culprit')}")
         check(spun == pids, f"captured in the spin: {sorted(spun)} of {sorted(pids)}\n" + r.describe())
     finally:
         hwtest.cleanup(r)
