@@ -291,8 +291,13 @@ def judge(mode, row_kinds):
             else:
                 verdicts[(name, kind)] = None
         for culprit, rs in named.items():
-            extras.append(f"{mode.mode}: {name}: {len(rs)} report(s) whose culprit is {culprit}: "
-                          + "; ".join(describe_extra(r) for r in rs))
+            # A stretch the machine stretched past the threshold (the loop waiting for a CPU more
+            # than half of it: GTK's drawing under the load of every row at once) is a true hang,
+            # said as starved, but not a cell's.
+            rs = [r for r in rs if (r["hangwatch"].get("time") or {}).get("cause") != "starved"]
+            if rs:
+                extras.append(f"{mode.mode}: {name}: {len(rs)} report(s) whose culprit is {culprit}: "
+                              + "; ".join(describe_extra(r) for r in rs))
     for pid, rs in by_pid.items():
         extras.append(f"{mode.mode}: {len(rs)} report(s) of pid {pid}, not a row's")
     return verdicts, extras
@@ -305,7 +310,8 @@ def table(results, row_kinds):
              "process of that loop library, blocked from a callback in each way of the columns, "
              f"{HOLD} s each, under a {THRESHOLD} threshold; a cell is ✓ when every mode (" + ", ".join(
                  f"`{m}`" for m in MODES) + ") reported that hold once, with the user's own holding function as the "
-             "hang's culprit, and nothing else; otherwise it names each mode's failure. `—`: not a way this "
+             "hang's culprit, and nothing else (but stretches the machine starved of a CPU, said as such); "
+             "otherwise it names each mode's failure. `—`: not a way this "
              "runtime can block. `make test` runs the same matrix and fails on any cell not listed as a known gap "
              "in the test.", "",
              "| library | " + " | ".join(KINDS) + " |", "|---|" + "---|" * len(KINDS)]
@@ -364,7 +370,8 @@ def case_matrix():
 
 def case_idle_under_load():
     """Every row's loop turning every millisecond for a minute beside two CPU hogs: no report, but
-    for a loop the kernel held in uninterruptible sleep outside its wait (a real stall, said)."""
+    for a loop the kernel held in uninterruptible sleep outside its wait, or work the hogs kept from
+    a CPU past the threshold (real stalls, said as such)."""
     work = tempfile.mkdtemp(prefix="hw-coverage-idle-")
     go_file = os.path.join(work, "go")
     row_list = rows(0, go_file, kinds_for=lambda name, kinds: ["none"])
@@ -384,7 +391,15 @@ def case_idle_under_load():
                 print(f"{m.mode}: {len(stalls)} loop(s) held in the kernel, reported as blocked (a real stall): " +
                       ", ".join(f"pid {r['report']['pid']} in {r['hangwatch']['time']['blocked_in'].get('wchan')}"
                                 for r in stalls))
-            hangs = [r for r in hangs if r not in stalls]
+            # Work the machine kept from a CPU past the threshold (GTK loading Mesa's LLVM at its
+            # first draw, 0.86 s of 1 s waiting for a CPU beside the hogs): a real stall, said as
+            # starved, not an idle loop taken for a hung one.
+            starved = [r for r in hangs
+                       if r not in stalls and (r["hangwatch"].get("time") or {}).get("cause") == "starved"]
+            if starved:
+                print(f"{m.mode}: {len(starved)} stretch(es) starved of a CPU past the threshold, reported as starved: "
+                      + ", ".join(f"pid {r['report']['pid']} in {culprit_of(r)}" for r in starved))
+            hangs = [r for r in hangs if r not in stalls and r not in starved]
             check(hangs == [], f"{m.mode}: idle loops were reported:\n" + "\n".join(
                 f"pid {r['report']['pid']} ({r['report'].get('process_name')}): {culprit_of(r)}, "
                 f"busy {r['hangwatch']['block_duration_us']} us, time {json.dumps(r['hangwatch'].get('time'))}\n"
