@@ -270,25 +270,35 @@ void hang_time_reading(watched_process *w, loop_watch *l, hw_thread_counters *ou
     read_counters(w, l, out);
 }
 
+/* Stretch `seq`'s section from its window's start to `end` (NULL: read
+ * now, into *now); the counters the window starts from, NULL if none. */
+static const hw_thread_counters *fill_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq,
+                                              uint64_t stretch_start_ns, const hw_blocked_look *look,
+                                              const hw_thread_counters *end, hw_thread_counters *now,
+                                              hw_thread_counters *at_start, hw_time_section *out)
+{
+    hw_cgroup_cpu *cgroup = process_cgroup(w); /* found again if the process moved */
+    if (end != NULL && end->valid && end->cgroup_generation == w->cgroup_generation)
+        *now = *end;
+    else
+        read_counters_in(w, l, cgroup, now);
+    uint64_t window_start;
+    const char *window_from;
+    const hw_thread_counters *from =
+        window_start_of(a, w, l, seq, stretch_start_ns, at_start, &window_start, &window_from);
+    hw_time_section_fill(out, from, now, cgroup, w->cgroup_error, window_start, stretch_start_ns, window_from, look);
+    return from;
+}
+
 void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
                        hw_blocked_look *look, const hw_thread_counters *end, hw_time_section *out)
 {
     if (look)
         hw_blocked_look_describe_fd(w->pid, look);
-    hw_cgroup_cpu *cgroup = process_cgroup(w); /* found again if the process moved */
     hw_thread_counters now, at_start;
-    if (end != NULL && end->valid && end->cgroup_generation == w->cgroup_generation)
-        now = *end;
-    else
-        read_counters_in(w, l, cgroup, &now);
-    uint64_t window_start;
-    const char *window_from;
-    const hw_thread_counters *from =
-        window_start_of(a, w, l, seq, stretch_start_ns, &at_start, &window_start, &window_from);
+    const hw_thread_counters *from = fill_section(a, w, l, seq, stretch_start_ns, look, end, &now, &at_start, out);
     if (look != NULL)
         hw_sleep_tally_add(&l->sleeps, seq, look); /* the capture's look counts too */
-    hw_time_section_fill(out, from, &now, cgroup, w->cgroup_error, window_start, stretch_start_ns, window_from,
-                         look);
     if (look != NULL) {
         if (!l->hang_look.valid)
             l->hang_look = *look; /* the detection's */
@@ -315,15 +325,6 @@ void hang_time_section(agent *a, watched_process *w, loop_watch *l, uint64_t seq
 void hang_time_preview(agent *a, watched_process *w, loop_watch *l, uint64_t seq, uint64_t stretch_start_ns,
                        const hw_blocked_look *look, const hw_thread_counters *end, hw_time_section *out)
 {
-    hw_cgroup_cpu *cgroup = process_cgroup(w);
     hw_thread_counters now, at_start;
-    if (end != NULL && end->valid && end->cgroup_generation == w->cgroup_generation)
-        now = *end;
-    else
-        read_counters_in(w, l, cgroup, &now);
-    uint64_t window_start;
-    const char *window_from;
-    const hw_thread_counters *from =
-        window_start_of(a, w, l, seq, stretch_start_ns, &at_start, &window_start, &window_from);
-    hw_time_section_fill(out, from, &now, cgroup, w->cgroup_error, window_start, stretch_start_ns, window_from, look);
+    (void)fill_section(a, w, l, seq, stretch_start_ns, look, end, &now, &at_start, out);
 }
