@@ -126,8 +126,8 @@ char *hw_hang_line(const hw_agent_options *opts, const report_request *req, cons
 #define HW_DETECTION_LINE_MAX 1536
 bool hw_detection_line(const hw_agent_options *opts, const report_request *req, char *out, size_t len);
 /* The same line while the capture still waits for the thread to stop: its
- * state (/proc's letter, 0 if unknown) in place of its address, `time`
- * read before its stop. */
+ * state (/proc's letter, 0 if unknown; 't' once its stop came after all)
+ * in place of its address, `time` read before its stop. */
 bool hw_detection_line_unstopped(const hw_agent_options *opts, const report_request *req, const hw_time_section *time,
                                  char state, char *out, size_t len);
 

@@ -373,7 +373,9 @@ bool hw_detection_line_unstopped(const hw_agent_options *opts, const report_requ
     /* A stop is a signal the thread takes on its way back to user space:
      * it must run to stop (snapshot.c). */
     const char *why = state == 'R' ? "waiting for a CPU, " : state == 'D' ? "in uninterruptible sleep, " : "";
-    if (state >= 'A' && state <= 'Z')
+    if (state == 't') /* its stop came between the deadline and this read */
+        snprintf(where, sizeof where, ", stopped late (the report names where)");
+    else if (state >= 'A' && state <= 'Z')
         snprintf(where, sizeof where, ", not stopped yet (%sstate %c)", why, state);
     else
         snprintf(where, sizeof where, ", not stopped yet");
