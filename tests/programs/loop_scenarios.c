@@ -48,9 +48,10 @@
  *                  child that sleeps SECS before it exits: the thread
  *                  sleeps uninterruptibly, and no stop reaches it until the
  *                  child is gone
- *   exithang SECS  a timer callback sleeps 2 SECS in sleep_until_exit() while
- *                  a watchdog thread calls exit(3) after SECS (a fatal
- *                  hang ended by the program's own exit)
+ *   exithang SECS  a timer callback prints "hang at T" and sleeps 2 SECS in
+ *                  sleep_until_exit() while a watchdog thread prints "exit
+ *                  at T" and calls exit(3) SECS after start (a fatal hang
+ *                  ended by the program's own exit)
  *   breakpoint SECS  a loop ticking every 0.1 s for SECS seconds whose
  *                  ticks call debugger_breaks_here() (where a debugger's
  *                  breakpoint holds the loop) and then work 0.4 s
@@ -371,9 +372,20 @@ __attribute__((noinline)) static void sleep_until_killed(double seconds)
     sleep_seconds(seconds);
 }
 
+/* "WHAT at T": now, in CLOCK_MONOTONIC seconds, for the tests to time the
+ * agent's figures against the program's own clock. */
+static void say_when(const char *what)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    printf("%s at %.6f\n", what, (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+    fflush(stdout);
+}
+
 __attribute__((noinline)) static void sleep_until_exit(double seconds)
 {
     g_sink += 41; /* distinct bodies: -O2 would fold identical functions into one */
+    say_when("hang");
     sleep_seconds(seconds);
 }
 
@@ -388,10 +400,7 @@ static int vfork_child_sleeps(void *arg)
 __attribute__((noinline)) static void wait_for_child_exec(double seconds)
 {
     g_sink += 51; /* distinct bodies: -O2 would fold identical functions into one */
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    printf("hang at %.6f\n", (double)now.tv_sec + (double)now.tv_nsec / 1e9);
-    fflush(stdout);
+    say_when("hang");
     /* The parent of a vfork waits for its child in a killable
      * uninterruptible sleep, which a ptrace interrupt does not end. */
     pid_t child = clone(vfork_child_sleeps, g_vfork_child_stack + sizeof g_vfork_child_stack,
@@ -404,7 +413,7 @@ __attribute__((noinline)) static void wait_for_child_exec(double seconds)
 static void *watchdog_gives_up(void *arg)
 {
     sleep_seconds(*(double *)arg);
-    fflush(stdout);
+    say_when("exit");
     exit(3);
 }
 
