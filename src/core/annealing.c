@@ -11,15 +11,29 @@ void hw_annealing_reset(hw_annealing *a)
     a->saved_len = 0;
 }
 
-bool hw_stacks_same(const uint64_t *a, size_t a_len, const uint64_t *b, size_t b_len)
+static bool has_key(const uint64_t *keys, size_t len, uint64_t key)
 {
-    size_t n = a_len < b_len ? a_len : b_len;
+    for (size_t i = 0; i < len; i++)
+        if (keys[i] == key)
+            return true;
+    return false;
+}
+
+bool hw_stacks_same(const uint64_t *reported, size_t reported_len, const uint64_t *now, size_t now_len)
+{
+    size_t n = reported_len < now_len ? reported_len : now_len;
     if (n == 0)
-        return a_len == b_len;
+        return reported_len == now_len;
     /* Compare from the outermost frame in: the shorter must be the outer
      * part of the longer. */
     for (size_t i = 1; i <= n; i++)
-        if (a[a_len - i] != b[b_len - i])
+        if (reported[reported_len - i] != now[now_len - i])
+            return false;
+    /* Deeper now: the same only if it went back into functions it was in
+     * (recursion, the callback's own helper seen before), not into new
+     * code, whose time the report so far does not name. */
+    for (size_t i = 0; i + n < now_len; i++)
+        if (!has_key(reported, reported_len, now[i]))
             return false;
     return true;
 }

@@ -7,12 +7,15 @@
  *
  * "The same stack" (docs/decisions.md, "Annealing"): stacks are compared as
  * chains of *functions* (a frame's symbol start, or its pc when it has no
- * symbol), from the outermost frame in, and two chains are the same when one
- * is a suffix of the other: the thread is still inside the same calls and
- * has only gone deeper or come back up.  Matrix compares raw addresses, so a
- * thread spinning in one function (whose pc moves at every capture) would be
- * reported at every check; with this rule one spin is one report, while a
- * thread that moves from A() to a sibling B() is a new report.
+ * symbol), from the outermost frame in, and the new chain is the same as
+ * the one last reported when one is a suffix of the other and the new one's
+ * deeper part, if any, runs only functions the reported chain holds: the
+ * thread is still inside the same calls and has only come back up, or gone
+ * deeper into code it was already in (recursion).  Matrix compares raw
+ * addresses, so a thread spinning in one function (whose pc moves at every
+ * capture) would be reported at every check; with this rule one spin is one
+ * report, while a thread that moves from A() to a sibling B(), or on from
+ * A() into a new callee C(), is a new report.
  *
  * The report worker passes each stack's keys from its culprit outwards
  * (decisions.md §39), so what runs under the user's frame never counts.
@@ -48,7 +51,7 @@ void hw_annealing_reset(hw_annealing *a);
  * first).  An empty stack (the capture failed) never counts as a change. */
 hw_anneal_decision hw_annealing_step(hw_annealing *a, const uint64_t *keys, size_t len);
 
-/* The comparison rule above. */
-bool hw_stacks_same(const uint64_t *a, size_t a_len, const uint64_t *b, size_t b_len);
+/* The comparison rule above: is `now` the same as `reported`? */
+bool hw_stacks_same(const uint64_t *reported, size_t reported_len, const uint64_t *now, size_t now_len);
 
 #endif

@@ -73,19 +73,39 @@ static void test_reset_forgets_the_saved_stack(void **state)
 static void test_spinning_thread_is_one_stack(void **state)
 {
     (void)state;
-    /* A spin in spin() (0x50): sometimes caught inside a helper it calls. */
+    /* A spin in spin() (0x50), sometimes caught inside a helper of the
+     * program's own it calls (0x60); what runs under the culprit (libc,
+     * the vDSO) is not in the keys the worker passes. */
     const uint64_t in_spin[] = {0x50, 0x51, 0x900, 0x901};
     const uint64_t in_helper[] = {0x60, 0x50, 0x51, 0x900, 0x901};
-    const uint64_t in_vdso[] = {0x70, 0x60, 0x50, 0x51, 0x900, 0x901};
     hw_annealing a;
     hw_annealing_reset(&a);
     assert_true(hw_annealing_step(&a, in_helper, N(in_helper)).report);
     assert_false(hw_annealing_step(&a, in_spin, N(in_spin)).report);
-    assert_false(hw_annealing_step(&a, in_vdso, N(in_vdso)).report);
+    assert_false(hw_annealing_step(&a, in_helper, N(in_helper)).report);
     assert_false(hw_annealing_step(&a, in_spin, N(in_spin)).report);
     /* Leaving spin() for a sibling is a change. */
     const uint64_t elsewhere[] = {0x80, 0x51, 0x900, 0x901};
     assert_true(hw_annealing_step(&a, elsewhere, N(elsewhere)).report);
+}
+
+static void test_new_callee_is_a_move_once(void **state)
+{
+    (void)state;
+    /* First reported in spin() itself; then caught in its helper, code the
+     * report did not name: one report more, after which spin() and the
+     * helper are one stack. */
+    const uint64_t in_spin[] = {0x50, 0x51, 0x900, 0x901};
+    const uint64_t in_helper[] = {0x60, 0x50, 0x51, 0x900, 0x901};
+    hw_annealing a;
+    hw_annealing_reset(&a);
+    assert_true(hw_annealing_step(&a, in_spin, N(in_spin)).report);
+    assert_true(hw_annealing_step(&a, in_helper, N(in_helper)).report);
+    assert_false(hw_annealing_step(&a, in_spin, N(in_spin)).report);
+    assert_false(hw_annealing_step(&a, in_helper, N(in_helper)).report);
+    /* Recursion: deeper, through functions the reported stack holds. */
+    const uint64_t recursing[] = {0x60, 0x50, 0x60, 0x50, 0x51, 0x900, 0x901};
+    assert_false(hw_annealing_step(&a, recursing, N(recursing)).report);
 }
 
 static void test_empty_capture_is_no_change(void **state)
@@ -107,10 +127,16 @@ static void test_same_rule(void **state)
     (void)state;
     const uint64_t x[] = {1, 2, 3};
     const uint64_t deeper[] = {9, 1, 2, 3};
+    const uint64_t recursed[] = {1, 2, 1, 2, 3};
     const uint64_t other[] = {1, 2, 4};
     assert_true(hw_stacks_same(x, 3, x, 3));
-    assert_true(hw_stacks_same(x, 3, deeper, 4));
+    /* on into a new callee: a move (a launch's first report in its
+     * compiler, the script's spin later) */
+    assert_false(hw_stacks_same(x, 3, deeper, 4));
+    /* back up from it: the same */
     assert_true(hw_stacks_same(deeper, 4, x, 3));
+    /* deeper into functions it was in (recursion): the same */
+    assert_true(hw_stacks_same(x, 3, recursed, 5));
     assert_false(hw_stacks_same(x, 3, other, 3));
     assert_false(hw_stacks_same(x, 3, NULL, 0));
     assert_true(hw_stacks_same(NULL, 0, NULL, 0));
@@ -137,6 +163,7 @@ int main(void)
         cmocka_unit_test(test_backoff_is_fibonacci),
         cmocka_unit_test(test_reset_forgets_the_saved_stack),
         cmocka_unit_test(test_spinning_thread_is_one_stack),
+        cmocka_unit_test(test_new_callee_is_a_move_once),
         cmocka_unit_test(test_empty_capture_is_no_change),
         cmocka_unit_test(test_same_rule),
         cmocka_unit_test(test_very_deep_stacks_compare_on_outer_frames),
