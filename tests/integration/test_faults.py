@@ -419,8 +419,9 @@ def case_namers_bounded_in_all():
     program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "node_line_ends.js")
     # 5 s of spinning: one capture reads at most 16 MiB of a node's scripts, so the bound is passed
     # only once the re-checks (annealing) have read more; with 3 s the hang could end before them
-    # (a loaded ASan run found no drop to say)
-    r = hwtest.run(["--", "/bin/sh", "-c", f'"$0" "$1" 5 & "$0" "$1" 5; wait', node, program], timeout=120,
+    # (a loaded ASan run found no drop to say); each lingers 1 s in its loop after the spin: a capture at
+    # the spin's very end is named after it, and node's exit would have taken its heap (seen: "?" frames)
+    r = hwtest.run(["--", "/bin/sh", "-c", f'"$0" "$1" 5 1 & "$0" "$1" 5 1; wait', node, program], timeout=120,
                    env={"HANGWATCH_NAMERS_MAX_MIB": "40"})
     try:
         check(r.returncode == 0 and r.stdout.count("done") == 2, r.describe())

@@ -4,13 +4,17 @@
 // source starts with a million blank lines, so that every frame's line is
 // a count over a megabyte of source and a 4 MiB table of line ends.  The
 // innermost function spins for SECONDS (default 3).  Prints "spin" as the
-// hang starts and "done" at the end.
+// hang starts and "done" at the end; then waits in its event loop for
+// LINGER seconds (default 0) before it exits, the chain's functions still
+// alive, so that a capture taken at the spin's very end can still have
+// them named (once node exits, its heap cannot be read).
 "use strict";
 const vm = require("vm");
 
 const DEPTH = 100;
 const BLANK_LINES = (1 << 20) - 64; // below hangwatch's bound on a script's line ends
 const seconds = Number(process.argv[2] || 3);
+const linger = Number(process.argv[3] || 0);
 
 function spin() {
   const end = Date.now() + seconds * 1000;
@@ -34,3 +38,4 @@ process.stdout.write("spin\n");
 const first = chain[0]; // called as a plain function, not as the array's method
 first(chain, spin);
 process.stdout.write("done\n");
+if (linger > 0) setTimeout(() => chain.length, linger * 1000);
