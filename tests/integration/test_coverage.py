@@ -389,8 +389,7 @@ def case_idle_under_load():
             stalls = [r for r in hangs if held_in_the_kernel(r)]
             if stalls:
                 print(f"{m.mode}: {len(stalls)} loop(s) held in the kernel, reported as blocked (a real stall): " +
-                      ", ".join(f"pid {r['report']['pid']} in {r['hangwatch']['time']['blocked_in'].get('wchan')}"
-                                for r in stalls))
+                      ", ".join(f"pid {r['report']['pid']} in {stall_place(r)}" for r in stalls))
             # Work the machine kept from a CPU past the threshold (GTK loading Mesa's LLVM at its
             # first draw, 0.86 s of 1 s waiting for a CPU beside the hogs): a real stall, said as
             # starved, not an idle loop taken for a hung one.
@@ -422,10 +421,20 @@ def held_in_the_kernel(report):
     """A real stall, not a false hang: the loop thread was found in uninterruptible sleep outside
     any wait call, and its time went to being blocked.  On this machine kind the kernel's memory
     monitor (kdamond, walking the reverse maps of the cells' shared heap) held a cell's brk() for
-    seconds beside the hogs; the report said so, rightly."""
+    seconds beside the hogs; the report said so, rightly.  Where the thread was at the capture
+    (blocked_in) or where the looks found it asleep (slept_in: GTK's accessibility bridge forking
+    dbus-launch at start-up, 0.67 s of 1 s in clone beside the hogs, runnable again by the capture)."""
     t = report["hangwatch"].get("time") or {}
-    b = t.get("blocked_in") or {}
-    return t.get("cause") == "blocked" and b.get("state") == "D" and b.get("syscall_nr") not in WAIT_SYSCALLS
+    places = [t.get("blocked_in") or {}, t.get("slept_in") or {}]
+    return t.get("cause") == "blocked" and any(
+        p.get("state") == "D" and p.get("syscall_nr") not in WAIT_SYSCALLS for p in places)
+
+
+def stall_place(report):
+    """Where a stall held the thread: the wait channel of its capture, or the call the looks found it in."""
+    t = report["hangwatch"]["time"]
+    b, slept = t.get("blocked_in") or {}, t.get("slept_in") or {}
+    return b.get("wchan") or slept.get("syscall") or "?"
 
 
 def run_modes(modes, go_file, attach_after_go=False):
