@@ -722,6 +722,26 @@ def case_line_at_detection():
                   "the line at detection: " + line)
 
 
+def case_stop_not_held_for_others():
+    """A hang whose process has a thread no stop reaches (a vfork's parent, beside the hung loop): the
+    report's capture holds the hung thread stopped for that thread at most its grace, 100 ms, and says the
+    other thread was not stopped and why; before, the hung thread waited the whole 500 ms stop timeout
+    for a stack that is only context."""
+    r = hwtest.run(["--threshold", "500ms", "--", *scenario("vforkside", 1.5)])
+    try:
+        check(r.returncode == 0 and len(r.reports) == 1, r.describe())
+        apm = r.reports[0]["hangwatch"]
+        check("sleep_beside_vfork" in hwtest.symbols(hwtest.frames(r.reports[0])), r.describe())
+        held_us = apm["capture"]["max_thread_stopped_us"]
+        check(held_us < 400_000, f"the hung thread was held stopped {held_us} us for the other one")
+        others = [t for t in apm["collection"]["scene_threads"]["items"] if not t["is_hung_thread"]]
+        check(len(others) == 1 and others[0]["status"] == "timeout" and re.fullmatch(
+            r"not stopped within 1\d\d ms: it was in uninterruptible sleep \(state D\)",
+            others[0].get("not_stopped_because", "")), json.dumps(apm["collection"]["scene_threads"]))
+    finally:
+        hwtest.cleanup(r)
+
+
 def case_line_unstopped():
     """A hung thread no stop reaches at once (a vfork's parent sleeps uninterruptibly until its child is gone)
     still has its line at detection said right after the threshold, with its state in place of its address and its
@@ -795,4 +815,5 @@ if __name__ == "__main__":
         "observer_clock": case_observer_clock,
         "line_at_detection": case_line_at_detection,
         "line_unstopped": case_line_unstopped,
+        "stop_not_held_for_others": case_stop_not_held_for_others,
     })

@@ -48,6 +48,10 @@
  *                  child that sleeps SECS before it exits: the thread
  *                  sleeps uninterruptibly, and no stop reaches it until the
  *                  child is gone
+ *   vforkside SECS a side thread vforks a child that sleeps SECS + 1 (the
+ *                  thread sleeps uninterruptibly, no stop reaches it) while
+ *                  a timer callback prints "hang at T" and sleeps SECS in
+ *                  sleep_beside_vfork()
  *   exithang SECS  a timer callback prints "hang at T" and sleeps 2 SECS in
  *                  sleep_until_exit() while a watchdog thread prints "exit
  *                  at T" and calls exit(3) SECS after start (a fatal hang
@@ -408,6 +412,36 @@ __attribute__((noinline)) static void wait_for_child_exec(double seconds)
     if (child > 0)
         while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
             ;
+}
+
+/* vforkside: the side thread, a vfork parent until its child has slept. */
+static void *vfork_beside(void *arg)
+{
+    static double child_sleeps;
+    child_sleeps = *(double *)arg + 1.0;
+    pid_t child = clone(vfork_child_sleeps, g_vfork_child_stack + sizeof g_vfork_child_stack,
+                        CLONE_VM | CLONE_VFORK | SIGCHLD, &child_sleeps);
+    if (child > 0)
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+            ;
+    return NULL;
+}
+
+__attribute__((noinline)) static void sleep_beside_vfork(double seconds)
+{
+    g_sink += 61; /* distinct bodies: -O2 would fold identical functions into one */
+    say_when("hang");
+    sleep_seconds(seconds);
+}
+
+static int run_vforkside(double seconds)
+{
+    static double side;
+    side = seconds;
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, vfork_beside, &side) != 0)
+        return 1;
+    return run_from_timer(sleep_beside_vfork, seconds); /* the exit ends the side thread's wait */
 }
 
 static void *watchdog_gives_up(void *arg)
@@ -1072,6 +1106,8 @@ int main(int argc, char **argv)
         rc = run_from_timer(wait_for_child_exec, seconds);
     else if (strcmp(argv[1], "exithang") == 0)
         rc = run_exithang(seconds);
+    else if (strcmp(argv[1], "vforkside") == 0)
+        rc = run_vforkside(seconds);
     else if (strcmp(argv[1], "breakpoint") == 0)
         rc = run_ticks(on_breakpoint_tick, seconds, 0.1);
     else if (strcmp(argv[1], "deep") == 0)

@@ -104,6 +104,7 @@ void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid)
     opts->target_stack_bytes = 512 * 1024;
     opts->other_stack_bytes = 64 * 1024;
     opts->stop_timeout_ms = 500;
+    opts->context_grace_ms = 100;
     opts->max_threads = HW_CAPTURE_MAX_THREADS;
 }
 
@@ -130,6 +131,7 @@ typedef struct session {
     pid_t target;
     hw_capture_options opts;
     uint64_t timeout_ns;
+    uint64_t grace_ns; /* the other threads' time to stop once the target has */
     hw_process_snapshot *out;
     tracee *tr; /* parallel to out->threads */
     size_t cap; /* entries allocated in both */
@@ -368,7 +370,7 @@ static void await_stop(session *s, size_t i, uint64_t deadline)
     th->status = HW_THREAD_TIMEOUT; /* still seized: released when the helper ends */
     th->error = e;
     th->state_at_timeout = hw_task_state(s->pid, th->tid);
-    th->timeout_ms = (unsigned)(s->timeout_ns / NS_PER_MS);
+    th->timeout_ms = (unsigned)((deadline - s->tr[i].interrupted) / NS_PER_MS);
 }
 
 static ssize_t read_remote(pid_t tid, uint64_t addr, unsigned char *buf, size_t len)
@@ -517,7 +519,7 @@ static void rescan(session *s)
             return;
         for (size_t i = before; i < after; i++)
             interrupt(s, i);
-        uint64_t deadline = now_ns() + s->timeout_ns;
+        uint64_t deadline = now_ns() + s->grace_ns;
         for (size_t i = before; i < after; i++)
             await_stop(s, i, deadline);
     }
@@ -527,9 +529,8 @@ static void *session_main(void *arg)
 {
     session *s = arg;
     s->helper_tid = gettid();
-    /* Stopping one thread (a sample) is fastest from the CPU it last ran
-     * on: the stop and the wake-up of this helper stay on one CPU's run
-     * queue instead of crossing CPUs twice (docs/benchmarks.md). */
+    /* Stopping one thread (a sample) is fastest from the CPU it last ran on:
+     * the stop and this helper's wake-up stay on one run queue (benchmarks.md). */
     if (!s->opts.all_threads) {
         int cpu = hw_task_last_cpu(s->out->pid, s->target);
         if (cpu >= 0 && cpu < CPU_SETSIZE) {
@@ -552,8 +553,13 @@ static void *session_main(void *arg)
     uint64_t deadline = s->first_interrupt + s->timeout_ns;
     if (s->opts.overdue != NULL && s->opts.overdue_ms > 0)
         s->overdue_at = s->first_interrupt + (uint64_t)s->opts.overdue_ms * NS_PER_MS;
+    for (size_t i = 0; i < n; i++) /* the target first: the others hold it stopped only grace_ns more */
+        if (s->out->threads[i].is_target)
+            await_stop(s, i, deadline);
+    uint64_t others = now_ns() + s->grace_ns;
     for (size_t i = 0; i < n; i++)
-        await_stop(s, i, deadline);
+        if (!s->out->threads[i].is_target)
+            await_stop(s, i, others < deadline ? others : deadline);
     s->overdue_at = 0;
     if (s->opts.all_threads)
         rescan(s);
@@ -826,6 +832,7 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
         hw_capture_options_default(&s.opts, pid);
     s.target = s.opts.target_tid > 0 ? s.opts.target_tid : pid;
     s.timeout_ns = (uint64_t)(s.opts.stop_timeout_ms > 0 ? s.opts.stop_timeout_ms : 500) * NS_PER_MS;
+    s.grace_ns = s.opts.context_grace_ms > 0 ? (uint64_t)s.opts.context_grace_ms * NS_PER_MS : s.timeout_ns;
     sigemptyset(&s.sigchld);
     sigaddset(&s.sigchld, SIGCHLD);
 

@@ -141,6 +141,12 @@ typedef struct hw_capture_options {
     size_t target_stack_bytes; /* bytes to copy from the target's stack pointer */
     size_t other_stack_bytes;  /* bytes to copy for every other thread */
     int stop_timeout_ms;       /* give up on a thread that does not stop (<= 0: 500) */
+    /* all_threads: once the target has stopped (or been given up on), the
+     * time the others have left to stop (<= 0: stop_timeout_ms), since
+     * those stopped wait for them: a thread that waits for a CPU on a busy
+     * machine, or sleeps uninterruptibly, held the hung one stopped up to
+     * stop_timeout_ms for a stack that is only context.  Default 100. */
+    int context_grace_ms;
     /* all_threads with more threads than this (0: no bound): the target, the
      * main thread and keep_tids (the loop threads) are captured first, then
      * the lowest thread ids (the oldest threads) up to the bound; the rest
