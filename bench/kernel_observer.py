@@ -40,15 +40,20 @@ def _spinner(bin_dir, mode, chunk):
 
 
 def _phases(bin_dir, target_pid, env, attach, phase_s):
-    """Switch `hangwatch watch --attach ATTACH -p target_pid` on and off; the on windows.  An on
-    window starts when the agent says it watches the process (its programs attached): uprobes
-    go in one by one, and a window timed from the command's start held mostly unprobed calls
-    (part 8's uprobe row once read +64 ns where each probed call costs tens of microseconds)."""
+    """Switch `hangwatch watch --attach ATTACH -p target_pid` on and off; the windows, each
+    (started, on, stopping, ended).  On runs from when the agent says it watches the process (its
+    programs attached: uprobes go in one by one, and a window timed from the command's start held
+    mostly unprobed calls) to when it is told to stop; off, from one command's end to the next
+    one's start.  The command's end is not the on window's: it takes its probes out first and
+    then takes its time to finish, and a window to its end held three seconds of unprobed calls
+    after three of probed ones (part 8's uprobe row read +64 ns where each probed call costs tens
+    of microseconds: a median over chunks counted the many fast ones)."""
     windows = []
     for _ in range(PHASES):
         time.sleep(phase_s)  # an off phase: the driver paces the phases, nothing is waited for
         reports = tempfile.mkdtemp(prefix="hw-bench-")
         os.rmdir(reports)
+        started = time.monotonic_ns()
         watch = subprocess.Popen([os.path.join(bin_dir, "hangwatch"), "watch", "--attach", attach,
                                   "--report-dir", reports, "-p", str(target_pid)], env=env, stderr=subprocess.PIPE,
                                  text=True)
@@ -61,25 +66,29 @@ def _phases(bin_dir, target_pid, env, attach, phase_s):
         drain = threading.Thread(target=lambda: said.extend(watch.stderr), daemon=True)
         drain.start()
         time.sleep(phase_s)
+        stopping = time.monotonic_ns()
         watch.send_signal(signal.SIGINT)
         watch.wait(timeout=30)
         drain.join(timeout=30)
-        off = time.monotonic_ns()
+        ended = time.monotonic_ns()
         if watch.returncode != 0:
             sys.exit(f"bench: hangwatch watch failed ({watch.returncode}): {''.join(said)}")
-        windows.append((on, off))
+        windows.append((started, on, stopping, ended))
         subprocess.run(["rm", "-rf", reports])
     time.sleep(phase_s)
     return windows
 
 
 def _cost(chunks, windows, phase_s, settle_s):
+    """Per window, (median on - median off) in ns per call.  A window is (on, off), the virtual
+    machine's, or _phases' (started, on, stopping, ended)."""
     settle = int(settle_s * 1e9)
+    windows = [w if len(w) == 4 else (w[0], w[0], w[1], w[1]) for w in windows]
     diffs = []
-    for k, (on, off) in enumerate(windows):
-        before_start = windows[k - 1][1] if k else on - int(2 * phase_s * 1e9)
-        during = [ns for ns, t in chunks if on + settle <= t <= off - settle]
-        before = [ns for ns, t in chunks if before_start + settle <= t <= on - settle]
+    for k, (started, on, stopping, _) in enumerate(windows):
+        before_start = windows[k - 1][3] if k else started - int(2 * phase_s * 1e9)
+        during = [ns for ns, t in chunks if on + settle <= t <= stopping - settle]
+        before = [ns for ns, t in chunks if before_start + settle <= t <= started - settle]
         if during and before:
             diffs.append(statistics.median(during) - statistics.median(before))
     return diffs
