@@ -401,17 +401,22 @@ static int vfork_child_sleeps(void *arg)
     return 0;
 }
 
+/* vfork a child that sleeps *seconds, and wait for it: the parent waits in
+ * a killable uninterruptible sleep, which a ptrace interrupt does not end. */
+static void vfork_and_wait(double *seconds)
+{
+    pid_t child = clone(vfork_child_sleeps, g_vfork_child_stack + sizeof g_vfork_child_stack,
+                        CLONE_VM | CLONE_VFORK | SIGCHLD, seconds);
+    if (child > 0)
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+            ;
+}
+
 __attribute__((noinline)) static void wait_for_child_exec(double seconds)
 {
     g_sink += 51; /* distinct bodies: -O2 would fold identical functions into one */
     say_when("hang");
-    /* The parent of a vfork waits for its child in a killable
-     * uninterruptible sleep, which a ptrace interrupt does not end. */
-    pid_t child = clone(vfork_child_sleeps, g_vfork_child_stack + sizeof g_vfork_child_stack,
-                        CLONE_VM | CLONE_VFORK | SIGCHLD, &seconds);
-    if (child > 0)
-        while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-            ;
+    vfork_and_wait(&seconds);
 }
 
 /* vforkside: the side thread, a vfork parent until its child has slept. */
@@ -419,11 +424,7 @@ static void *vfork_beside(void *arg)
 {
     static double child_sleeps;
     child_sleeps = *(double *)arg + 1.0;
-    pid_t child = clone(vfork_child_sleeps, g_vfork_child_stack + sizeof g_vfork_child_stack,
-                        CLONE_VM | CLONE_VFORK | SIGCHLD, &child_sleeps);
-    if (child > 0)
-        while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-            ;
+    vfork_and_wait(&child_sleeps);
     return NULL;
 }
 
