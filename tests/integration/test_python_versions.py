@@ -290,8 +290,22 @@ def case_not_read(python):
         hwtest.cleanup(r)
 
 
+def case_select_idle(python):
+    """A hand-written select loop that goes idle at any turn, whether before or after the
+    interpreter specialized its call into select.select (3.11+: the select set's C frame moves up
+    then), is idle: no hang, in each of fifteen children idle at turns 2 to 16."""
+    r = run(python, "selectidle")
+    children = {int(pid): int(k) for k, pid in re.findall(r"^child (\d+) (\d+)$", r.stdout, re.M)}
+    idled = set(map(int, re.findall(r"^idle (\d+)$", r.stdout, re.M)))
+    turned = set(map(int, re.findall(r"^turned (\d+)$", r.stdout, re.M)))
+    check(sorted(children.values()) == list(range(2, 17)) and idled == turned == set(range(2, 17)), r.describe())
+    hangs = [rep for rep in r.reports if rep["hangwatch"]["hang_type"] == "hang"]
+    check(hangs == [], "idle select loops were reported, idle at turns " +
+          str(sorted(children.get(rep["report"]["pid"], -1) for rep in hangs)) + ":\n" + r.describe())
+
+
 SCENARIOS = {"sleep": case_sleep, "spin": case_spin, "gil": case_gil, "names": case_names, "stack": case_stack,
-             "watch": case_watch}
+             "watch": case_watch, "selectidle": case_select_idle}
 READ = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "debian")
 NOT_READ = ("3.7",)
 

@@ -19,13 +19,24 @@ from 3.7 to 3.13 (the tests run it with each interpreter the machine has).
   python_versions.py watch   a loop that waits until a line comes on stdin
                              (for `hangwatch watch -p` to attach first), then
                              turns over and calls slow_handler()
+  python_versions.py selectidle
+                             hand-written select.select loops, one per child
+                             process, turning every 20 ms and going idle for
+                             1.6 s at turn K, K from 2 to 16 (on 3.11+ the
+                             interpreter specializes the loop's call into
+                             select.select after a few turns, which moves the
+                             C frame the select set lies in); each child
+                             prints "child K PID", "idle K" and "turned K";
+                             no hang
 
 The line numbers the tests look for are printed at start ("line NAME N"),
 so the tests never hard-code them; "ready" once the threads run.
 """
 import asyncio
 import inspect
+import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -147,14 +158,43 @@ async def watched():
     slow_handler()  # watch-call
 
 
+def select_loop_idle_at(k):
+    """One child of selectidle: a select loop idle once, at turn `k`."""
+    import select
+    import socket
+    waker, other = socket.socketpair()
+    wait = lambda timeout: select.select([waker, other], [], [], timeout)  # noqa: E731
+    say = lambda line: os.write(1, (line + "\n").encode())  # noqa: E731 (one write: children share stdout)
+    say(f"child {k} {os.getpid()}")
+    turns, after = 0, 0.02
+    while after is not None:
+        wait(after)
+        turns += 1
+        after = 0.02 if turns < k else 1.6 if turns == k else None
+        if turns == k:
+            say(f"idle {k}")
+    say(f"turned {k}")
+
+
+def select_loops_idle_at_every_turn():
+    sys.stdout.flush()
+    children = [subprocess.Popen([sys.executable, __file__, "selectidle-child", str(k)]) for k in range(2, 17)]
+    for child in children:
+        child.wait()
+
+
 def main():
     mode = sys.argv[1]
+    if mode == "selectidle-child":
+        return select_loop_idle_at(int(sys.argv[2]))
     for marker in ("slow-sleep", "spin-loop", "crunch-call", "gil-wait", "alpha-wait", "beta-wait", "gamma-wait",
                    "main-sleep", "handle-call", "names-call", "watch-call"):
         print(f"line {marker} {line_of(marker)}", flush=True)
     print(f"python {sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]}", flush=True)
     if mode == "idle":
         asyncio.run(idle())
+    elif mode == "selectidle":
+        select_loops_idle_at_every_turn()
     elif mode == "watch":
         asyncio.run(watched())
     else:

@@ -279,6 +279,34 @@ static void test_the_loop_s_wait_from_a_moved_stack_is_the_loop(void **state)
     assert_true(epoll_at(&t, LOOP_SITE, LOOP_SP - 0x60u, EPFD));
 }
 
+/* CPython 3.11+: select.select's call from the loop's bytecode is
+ * specialized after a few turns and skips the generic call's C frames, so
+ * select_select's frame, and the fd_set in it, move up by the same amount.
+ * The first wait of the shallower call (the one that idles, if the loop
+ * goes idle on that turn) is the loop's at once; a callback's select from
+ * deeper frames, at the same distance from its stack pointer, is not; nor
+ * is a shallower call whose set is not on the stack. */
+static void test_python_select_loop_specialized_mid_run(void **state)
+{
+    (void)state;
+    const uint64_t generic_sp = LOOP_SP, specialized_sp = LOOP_SP + 0x60u, set_above = 0xc100u;
+    thread_waits t = fresh();
+    wait_call(&t, LOOP_SITE, generic_sp, generic_sp + set_above, HW_WAIT_RANK_MANY);
+    wait_call(&t, LOOP_SITE, generic_sp, generic_sp + set_above, HW_WAIT_RANK_MANY);
+    assert_int_equal(t.wp.learned, HW_WAIT_LEARNED_REPEATED);
+    assert_true(wait_call(&t, LOOP_SITE, specialized_sp, specialized_sp + set_above, HW_WAIT_RANK_MANY));
+    assert_int_equal(t.wp.learned, HW_WAIT_LEARNED_MOVED);
+    assert_int_equal(t.wp.loop_object, specialized_sp + set_above);
+    assert_true(wait_call(&t, LOOP_SITE, specialized_sp, specialized_sp + set_above, HW_WAIT_RANK_MANY));
+    /* a callback's select.select through C frames of its own */
+    assert_false(wait_call(&t, LOOP_SITE, NESTED_SP, NESTED_SP + set_above, HW_WAIT_RANK_MANY));
+    assert_true(wait_call(&t, LOOP_SITE, specialized_sp, specialized_sp + set_above, HW_WAIT_RANK_MANY));
+    /* shallower, but elsewhere in its frame, or off the stack */
+    assert_false(wait_call(&t, LOOP_SITE, specialized_sp + 0x40u, specialized_sp + 0x40u + set_above + 0x10u, HW_WAIT_RANK_MANY));
+    assert_false(wait_call(&t, LOOP_SITE, specialized_sp + 0x80u, POLL_ARRAY, HW_WAIT_RANK_MANY));
+    assert_int_equal(t.wp.loop_object, specialized_sp + set_above);
+}
+
 static void test_busy_polling_loop_is_its_own_wait(void **state)
 {
     (void)state;
@@ -315,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_a_deeper_loop_that_keeps_waiting_moves_it_at_last),
         cmocka_unit_test(test_primed_from_the_thread_s_wait),
         cmocka_unit_test(test_the_loop_s_wait_from_a_moved_stack_is_the_loop),
+        cmocka_unit_test(test_python_select_loop_specialized_mid_run),
         cmocka_unit_test(test_busy_polling_loop_is_its_own_wait),
         cmocka_unit_test(test_ranks_and_objects_from_arguments),
     };

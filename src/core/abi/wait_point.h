@@ -43,7 +43,12 @@
  *        made a new epoll instance);
  *      - it is of the same or a higher rank and repeats MOVE_AFTER times
  *        with no wait of the loop's in between, at any depth (the learned
- *        loop is gone: a start-up loop that was closed).
+ *        loop is gone: a start-up loop that was closed);
+ *      - at once, when only the frames under the loop's call changed: the
+ *        loop's site and rank, shallower, its set on the stack at the same
+ *        distance above the stack pointer as the loop's (an interpreter
+ *        that specialized its call into select.select; a callback's own
+ *        call runs under the loop's, deeper).
  *      A wait of a lower rank than the loop's never moves it: a callback's
  *      socket polls, however many, are work.
  *   4. The agent may prime the rule from what the kernel shows of a thread
@@ -71,6 +76,9 @@ typedef __u32 uint32_t;
 
 #define HW_WAIT_POINT_CANDIDATES 4
 #define HW_WAIT_POINT_MOVE_AFTER 16
+/* How far above the stack pointer a wait's set may lie and still be taken
+ * for one in its caller's frames (rule 3's frame shift). */
+#define HW_WAIT_POINT_STACK_SPAN ((uint64_t)1 << 20)
 
 /* A wait call's rank: how much of an event loop's wait it can be. */
 enum {
@@ -203,6 +211,21 @@ static inline uint32_t hw_wait_point_note(hw_wait_point *wp, const hw_wait_call 
     return 1;
 }
 
+/* Is `c` the loop's own wait with the frames under it changed: from the
+ * loop's site, of its rank, shallower, and waiting on a set that lies on
+ * the stack at the loop's set's distance above the stack pointer (rule 3's
+ * frame shift)?  An interpreter that specializes its call path (CPython
+ * 3.11+ calling select.select straight from its bytecode once the call has
+ * run a few times) moves the whole frame, and the set with it. */
+static inline bool hw_wait_point_frame_shifted(const hw_wait_point *wp, const hw_wait_call *c)
+{
+    if (c->site != wp->loop_site || c->rank != wp->loop_rank || c->sp <= wp->loop_sp)
+        return false;
+    if (c->object <= c->sp || c->object - c->sp >= HW_WAIT_POINT_STACK_SPAN || wp->loop_object <= wp->loop_sp)
+        return false;
+    return c->object - c->sp == wp->loop_object - wp->loop_sp;
+}
+
 /* Is the wait call `c` the loop's own wait?  May learn or move the loop's
  * wait (the caller compares wp->learned / loop_site before and after to
  * publish a change). */
@@ -251,6 +274,10 @@ static inline bool hw_wait_point_is_loop(hw_wait_point *wp, const hw_wait_call *
         if (c->site != wp->loop_site)
             return false; /* time.sleep in a callback */
         return true; /* the loop's own call, with nothing to wait on this turn */
+    }
+    if (hw_wait_point_frame_shifted(wp, c)) {
+        hw_wait_point_learn(wp, c, HW_WAIT_LEARNED_MOVED);
+        return true;
     }
     if (c->rank < wp->loop_rank)
         return false;
