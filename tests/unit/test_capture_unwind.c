@@ -984,6 +984,52 @@ static void test_waiting_helpers(void **state)
     reap(t);
 }
 
+/* Captures under way at once (hw_capture_start): a vfork parent's, whose
+ * main thread cannot stop and holds its session for its whole timeout,
+ * started first, does not hold back two captures of other processes
+ * started after it: they are finished, every thread captured, while the
+ * first is still under way (its main thread still traced), and it then
+ * ends with its timeout as alone. */
+static void test_captures_under_way_at_once(void **state)
+{
+    (void)state;
+    target *slow = &current, quick[2];
+    spawn_vfork_parent(slow);
+    for (int k = 0; k < 2; k++) {
+        spawn(&quick[k], "hang");
+        wait_target_blocked(&quick[k]);
+    }
+    hw_capture_options slow_opts, opts;
+    hw_capture_options_default(&slow_opts, slow->pid);
+    slow_opts.stop_timeout_ms = 5000; /* longer than the others can take on a busy machine */
+    hw_process_snapshot slow_snap, snap[2];
+    hw_capture_flight *slow_flight, *flight[2];
+    assert_int_equal(hw_capture_start(slow->pid, &slow_opts, &slow_snap, &slow_flight), 0);
+    wait_state(slow->pid, slow->tids[1], 't'); /* its session has begun */
+    for (int k = 0; k < 2; k++) {
+        hw_capture_options_default(&opts, quick[k].pid);
+        assert_int_equal(hw_capture_start(quick[k].pid, &opts, &snap[k], &flight[k]), 0);
+    }
+    for (int k = 1; k >= 0; k--) {
+        assert_int_equal(hw_capture_finish(flight[k]), 0);
+        assert_int_equal(snap[k].thread_count, 3);
+        for (size_t i = 0; i < snap[k].thread_count; i++)
+            assert_int_equal(snap[k].threads[i].status, HW_THREAD_CAPTURED);
+        hw_process_snapshot_free(&snap[k]);
+    }
+    assert_int_not_equal(tracer_of(slow->pid, slow->pid), 0);
+    assert_int_equal(hw_capture_finish(slow_flight), 0);
+    assert_int_equal(find_thread(&slow_snap, slow->pid)->status, HW_THREAD_TIMEOUT);
+    assert_int_equal(find_thread(&slow_snap, slow->tids[1])->status, HW_THREAD_CAPTURED);
+    hw_process_snapshot_free(&slow_snap);
+    for (size_t k = 0; k < 3; k++)
+        assert_int_equal(tracer_of(slow->pid, slow->tids[k]), 0);
+    let_vfork_child_end(slow);
+    for (int k = 0; k < 2; k++)
+        reap(&quick[k]);
+    reap(slow);
+}
+
 /* The main thread called pthread_exit: it is a zombie, the process lives. */
 static void test_leader_exited(void **state)
 {
@@ -1190,6 +1236,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(test_spinning_thread_and_vdso, teardown),
         cmocka_unit_test_teardown(test_unwind_stops_at_end_of_copy, teardown),
         cmocka_unit_test_teardown(test_timeout_releases_thread, teardown),
+        cmocka_unit_test_teardown(test_captures_under_way_at_once, teardown),
         cmocka_unit_test_teardown(test_waiting_helpers, teardown),
         cmocka_unit_test_teardown(test_leader_exited, teardown),
         cmocka_unit_test_teardown(test_traced_by_another_tracer, teardown),

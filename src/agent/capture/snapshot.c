@@ -18,7 +18,9 @@
  * runs its ptrace session in a short-lived helper thread; whatever it could
  * not detach is released when it ends.  In the agent that thread was made
  * ahead of time and waits for its session (helper_thread.h: creating a
- * thread can wait for the loader's lock).
+ * thread can wait for the loader's lock).  hw_capture_start hands the
+ * session over and returns; hw_capture_finish waits for it: a caller may
+ * have several processes' captures under way at once, each on its helper.
  *
  * Waiting: SIGCHLD is blocked in the calling thread and in the helper, which
  * sleeps in sigtimedwait(SIGCHLD) and re-checks waitpid(tid, __WALL |
@@ -77,8 +79,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/text_escape.h"
 #include "helper_thread.h"
+#include "snapshot_helpers.h"
 #include "stack_scratch.h"
 #include "syscall_resume.h"
 
@@ -90,30 +92,8 @@
 #define WAIT_SLICE_NS (5ull * 1000 * 1000)  /* longest single sigtimedwait, see above */
 #define RESCAN_ROUNDS 3                     /* passes looking for threads born during the stop */
 #define RELEASE_WAIT_NS (200ull * 1000 * 1000)
-#define LEADER_EXIT_WAIT_NS (100ull * 1000 * 1000) /* a dying process's leader becoming a zombie */
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
-
-void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid)
-{
-    if (opts == NULL)
-        return;
-    memset(opts, 0, sizeof *opts);
-    opts->target_tid = target_tid;
-    opts->all_threads = true;
-    opts->target_stack_bytes = 512 * 1024;
-    opts->other_stack_bytes = 64 * 1024;
-    opts->stop_timeout_ms = 500;
-    opts->context_grace_ms = 100;
-    opts->max_threads = HW_CAPTURE_MAX_THREADS;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the ptrace session ------------------------------------------------- */
 
@@ -232,7 +212,7 @@ static void interrupt(session *s, size_t i)
     tracee *t = &s->tr[i];
     if (!t->seized)
         return;
-    t->interrupted = now_ns();
+    t->interrupted = hw_snapshot_now_ns();
     if (s->first_interrupt == 0)
         s->first_interrupt = t->interrupted;
     /* ESRCH: it is exiting; waitpid will report that. */
@@ -253,7 +233,7 @@ static int wait_report(session *s, pid_t tid, int *status, uint64_t deadline)
             continue;
         if (r < 0)
             return -1;
-        uint64_t now = now_ns();
+        uint64_t now = hw_snapshot_now_ns();
         if (s->overdue_at != 0 && now >= s->overdue_at) {
             s->overdue_at = 0;
             if (!target_stopped(s))
@@ -444,7 +424,7 @@ static bool detach(session *s, size_t i)
         return true;
     if (ptrace(PTRACE_DETACH, th->tid, NULL, (void *)(intptr_t)t->inject) != 0)
         return false; /* ESRCH: it is being killed; reaped below */
-    uint64_t now = now_ns();
+    uint64_t now = hw_snapshot_now_ns();
     t->seized = false;
     t->stopped = false;
     th->stopped_ns = now - t->interrupted;
@@ -461,7 +441,7 @@ static void reap_dying(session *s)
         tracee *t = &s->tr[i];
         for (int tries = 0; tries < 4 && t->seized && t->stopped; tries++) {
             int status;
-            uint64_t deadline = now_ns() + s->timeout_ns;
+            uint64_t deadline = hw_snapshot_now_ns() + s->timeout_ns;
             int r = wait_report(s, s->out->threads[i].tid, &status, deadline);
             if (r != 1)
                 break; /* left to the helper's exit */
@@ -519,7 +499,7 @@ static void rescan(session *s)
             return;
         for (size_t i = before; i < after; i++)
             interrupt(s, i);
-        uint64_t deadline = now_ns() + s->grace_ns;
+        uint64_t deadline = hw_snapshot_now_ns() + s->grace_ns;
         for (size_t i = before; i < after; i++)
             await_stop(s, i, deadline);
     }
@@ -556,7 +536,7 @@ static void *session_main(void *arg)
     for (size_t i = 0; i < n; i++) /* the target first: the others hold it stopped only grace_ns more */
         if (s->out->threads[i].is_target)
             await_stop(s, i, deadline);
-    uint64_t others = now_ns() + s->grace_ns;
+    uint64_t others = hw_snapshot_now_ns() + s->grace_ns;
     for (size_t i = 0; i < n; i++)
         if (!s->out->threads[i].is_target)
             await_stop(s, i, others < deadline ? others : deadline);
@@ -604,44 +584,19 @@ static void session_run(void *arg)
  * attach again. */
 static void wait_released(const session *s)
 {
-    uint64_t deadline = now_ns() + RELEASE_WAIT_NS;
+    uint64_t deadline = hw_snapshot_now_ns() + RELEASE_WAIT_NS;
     for (size_t i = 0; i < s->out->thread_count; i++) {
         if (!s->tr[i].seized)
             continue;
         for (;;) {
             if (hw_task_tracer(s->pid, s->out->threads[i].tid) != s->helper_tid)
                 break;
-            if (now_ns() >= deadline)
+            if (hw_snapshot_now_ns() >= deadline)
                 return;
             struct timespec ts = {0, 1000 * 1000};
             nanosleep(&ts, NULL);
         }
     }
-}
-
-/* Whether every thread of `pid` but its leader is gone or a zombie: a
- * process being killed lists its threads for a moment after they died. */
-static bool other_threads_dead(pid_t pid)
-{
-    pid_t *tids;
-    size_t n;
-    int r = hw_task_list(pid, &tids, &n);
-    if (r != 0)
-        return r == -ENOENT || r == -ESRCH;
-    bool all_dead = true;
-    for (size_t k = 0; k < n && all_dead; k++)
-        if (tids[k] != pid)
-            all_dead = hw_task_is_dead(pid, tids[k]);
-    free(tids);
-    return all_dead;
-}
-
-static bool every_thread_exited(const hw_process_snapshot *out)
-{
-    for (size_t i = 0; i < out->thread_count; i++)
-        if (out->threads[i].status != HW_THREAD_EXITED)
-            return false;
-    return true;
 }
 
 /* After the resume: stacks read into kept buffers get buffers of their own. */
@@ -658,7 +613,7 @@ static void give_back_kept_stacks(session *s)
 }
 
 /* Give the stack copies their final size (after the resume: realloc may
- * copy) and record the process's end if it has ended. */
+ * copy) and record the process's end if it has ended (snapshot_helpers.h). */
 static void finish(session *s)
 {
     hw_process_snapshot *out = s->out;
@@ -681,45 +636,7 @@ static void finish(session *s)
 
     if (!s->opts.maps_later)
         hw_capture_read_maps(out, s->opts.maps_max);
-    if (out->process_exited)
-        return;
-    /* Over when the leader is gone or a zombie with no thread left.  When
-     * every thread of an all-threads capture had exited, the leader may
-     * still be on its way out (a process being killed): give it a moment. */
-    hw_task_stat ps;
-    int r = hw_task_stat_read(s->pid, 0, &ps);
-    if (r == 0 && ps.state != 'Z' && ps.state != 'X' && s->opts.all_threads && every_thread_exited(out)) {
-        uint64_t deadline = now_ns() + LEADER_EXIT_WAIT_NS;
-        while (r == 0 && ps.state != 'Z' && ps.state != 'X' && now_ns() < deadline) {
-            struct timespec ts = {0, 1000 * 1000};
-            nanosleep(&ts, NULL);
-            r = hw_task_stat_read(s->pid, 0, &ps);
-        }
-    }
-    if (r == 0 && ps.state != 'Z' && ps.state != 'X')
-        return;
-    if (r == 0) {
-        if (!other_threads_dead(s->pid))
-            return; /* the leader ended early; other threads run on */
-    } else if (r != -ENOENT && r != -ESRCH) {
-        return;
-    }
-    out->process_exited = true;
-    out->exit_status = -1;
-    if (s->is_parent) {
-        int status;
-        pid_t w;
-        do
-            w = waitpid(s->pid, &status, __WALL | WNOHANG);
-        while (w < 0 && errno == EINTR);
-        if (w == s->pid) {
-            out->exit_status = status;
-            out->reaped = true;
-            return;
-        }
-    }
-    if (r == 0 && ps.exit_code >= 0)
-        out->exit_status = ps.exit_code;
+    hw_snapshot_note_end(s->pid, s->opts.all_threads, s->is_parent, out);
 }
 
 /* With more threads than the bound: mark in `take` the target, the main
@@ -780,61 +697,96 @@ static int list_threads(session *s)
     return r;
 }
 
-/* The ptrace session on a helper: the one waiting (helper_thread.h), else
- * one made now.  0 or an errno value (no helper could be made). */
-static int run_session(session *s)
-{
-    sigset_t old, all, saved;
-    pthread_sigmask(SIG_BLOCK, &s->sigchld, &old);
-    int e = 0;
+/* A capture under way (hw_capture_start): its session, on a helper. */
+struct hw_capture_flight {
+    session s;
+    bool running;      /* a helper runs the session: hw_capture_finish waits for it */
+    bool on_waiting;   /* ... the waiting helper, which posts `done`; else one made for it, joined */
     sem_t done;
-    bool waiting_helper = sem_init(&done, 0, 0) == 0;
-    if (waiting_helper && !hw_capture_helper_take(session_run, s, &done)) {
-        sem_destroy(&done);
-        waiting_helper = false;
+    pthread_t helper;
+    sigset_t old_mask; /* the caller's, before SIGCHLD was blocked for the session */
+};
+
+/* Hand the session to a helper: the one waiting (helper_thread.h), else
+ * one made now.  0 or an errno value (no helper could be made). */
+static int session_start(hw_capture_flight *f)
+{
+    session *s = &f->s;
+    sigset_t all, saved;
+    pthread_sigmask(SIG_BLOCK, &s->sigchld, &f->old_mask);
+    if (sem_init(&f->done, 0, 0) == 0) {
+        if (hw_capture_helper_take(session_run, s, &f->done)) {
+            f->on_waiting = f->running = true;
+            return 0;
+        }
+        sem_destroy(&f->done);
     }
-    if (waiting_helper) {
-        while (sem_wait(&done) != 0 && errno == EINTR)
-            ;
-        sem_destroy(&done);
-    } else {
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
-        pthread_t helper;
-        e = hw_helper_thread_create(&helper, session_main, s);
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        if (e == 0)
-            pthread_join(helper, NULL);
-    }
-    if (s->consumed_sigchld)
-        kill(getpid(), SIGCHLD); /* it may have stood for one of ours */
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved); /* the helper inherits it */
+    int e = hw_helper_thread_create(&f->helper, session_main, s);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (e != 0)
+        pthread_sigmask(SIG_SETMASK, &f->old_mask, NULL);
+    f->running = e == 0;
     return e;
 }
 
-int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out)
+static void session_wait(hw_capture_flight *f)
 {
-    if (out == NULL)
+    if (f->on_waiting) {
+        while (sem_wait(&f->done) != 0 && errno == EINTR)
+            ;
+        sem_destroy(&f->done);
+    } else {
+        pthread_join(f->helper, NULL);
+    }
+    if (f->s.consumed_sigchld)
+        kill(getpid(), SIGCHLD); /* it may have stood for one of ours */
+    pthread_sigmask(SIG_SETMASK, &f->old_mask, NULL);
+}
+
+/* A capture that could not run: what it holds freed, `r` returned. */
+static int abandon(hw_capture_flight *f, int r)
+{
+    hw_process_snapshot *out = f->s.out;
+    bool exited = out->process_exited;
+    pid_t pid = f->s.pid;
+    free(f->s.listed);
+    give_back_kept_stacks(&f->s);
+    free(f->s.tr);
+    free(f);
+    hw_process_snapshot_free(out);
+    out->pid = pid;
+    out->exit_status = -1;
+    out->process_exited = exited;
+    return r;
+}
+
+int hw_capture_start(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out, hw_capture_flight **flight)
+{
+    if (flight == NULL || out == NULL)
         return -EINVAL;
+    *flight = NULL;
     memset(out, 0, sizeof *out);
     out->pid = pid;
     out->exit_status = -1;
     if (pid <= 0)
         return -EINVAL;
-
-    session s;
-    memset(&s, 0, sizeof s);
-    s.pid = pid;
-    s.out = out;
+    hw_capture_flight *f = calloc(1, sizeof *f);
+    if (f == NULL)
+        return -ENOMEM;
+    session *s = &f->s;
+    s->pid = pid;
+    s->out = out;
     if (opts != NULL)
-        s.opts = *opts;
+        s->opts = *opts;
     else
-        hw_capture_options_default(&s.opts, pid);
-    s.target = s.opts.target_tid > 0 ? s.opts.target_tid : pid;
-    s.timeout_ns = (uint64_t)(s.opts.stop_timeout_ms > 0 ? s.opts.stop_timeout_ms : 500) * NS_PER_MS;
-    s.grace_ns = s.opts.context_grace_ms > 0 ? (uint64_t)s.opts.context_grace_ms * NS_PER_MS : s.timeout_ns;
-    sigemptyset(&s.sigchld);
-    sigaddset(&s.sigchld, SIGCHLD);
+        hw_capture_options_default(&s->opts, pid);
+    s->target = s->opts.target_tid > 0 ? s->opts.target_tid : pid;
+    s->timeout_ns = (uint64_t)(s->opts.stop_timeout_ms > 0 ? s->opts.stop_timeout_ms : 500) * NS_PER_MS;
+    s->grace_ns = s->opts.context_grace_ms > 0 ? (uint64_t)s->opts.context_grace_ms * NS_PER_MS : s->timeout_ns;
+    sigemptyset(&s->sigchld);
+    sigaddset(&s->sigchld, SIGCHLD);
 
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
@@ -848,53 +800,38 @@ int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_sna
     }
     hw_task_stat ps;
     if (hw_task_stat_read(pid, 0, &ps) == 0)
-        s.is_parent = ps.ppid == getpid();
+        s->is_parent = ps.ppid == getpid();
 
-    s.on_caller = true; /* the threads listed now: the capturing thread's kept buffers */
-    int r = list_threads(&s);
-    s.on_caller = false;
-    bool run = r == 0 && (s.opts.all_threads ? out->thread_count > 0 : s.target_listed);
-    if (run && (r = -run_session(&s)) == 0)
-        wait_released(&s);
-    free(s.listed);
-    if (r != 0) {
-        bool exited = out->process_exited;
-        give_back_kept_stacks(&s);
-        free(s.tr);
-        hw_process_snapshot_free(out);
-        out->pid = pid;
-        out->exit_status = -1;
-        out->process_exited = exited;
-        return r;
-    }
-    finish(&s);
-    free(s.tr);
+    s->on_caller = true; /* the threads listed now: the capturing thread's kept buffers */
+    int r = list_threads(s);
+    s->on_caller = false;
+    bool run = r == 0 && (s->opts.all_threads ? out->thread_count > 0 : s->target_listed);
+    if (run)
+        r = -session_start(f);
+    if (r != 0)
+        return abandon(f, r);
+    *flight = f;
     return 0;
 }
 
-const char *hw_capture_denied_reason(const hw_process_snapshot *snap, char *buf, size_t len)
+int hw_capture_finish(hw_capture_flight *f)
 {
-    if (snap == NULL || snap->tracer_pid <= 0 || buf == NULL || len == 0)
-        return NULL;
-    if (snap->tracer_name[0] == '\0') {
-        snprintf(buf, len, "traced by pid %d", (int)snap->tracer_pid);
-        return buf;
+    if (f == NULL)
+        return -EINVAL;
+    if (f->running) {
+        session_wait(f);
+        wait_released(&f->s);
     }
-    char name[4 * sizeof snap->tracer_name];
-    hw_escape_bytes(snap->tracer_name, strnlen(snap->tracer_name, sizeof snap->tracer_name), name, sizeof name);
-    snprintf(buf, len, "traced by pid %d (%s)", (int)snap->tracer_pid, name);
-    return buf;
+    free(f->s.listed);
+    finish(&f->s);
+    free(f->s.tr);
+    free(f);
+    return 0;
 }
 
-void hw_process_snapshot_free(hw_process_snapshot *snap)
+int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out)
 {
-    if (snap == NULL)
-        return;
-    for (size_t i = 0; i < snap->thread_count; i++) {
-        free(snap->threads[i].stack);
-        free(snap->threads[i].interp.frames);
-    }
-    free(snap->threads);
-    free(snap->maps);
-    memset(snap, 0, sizeof *snap);
+    hw_capture_flight *f;
+    int r = hw_capture_start(pid, opts, out, &f);
+    return r != 0 ? r : hw_capture_finish(f);
 }

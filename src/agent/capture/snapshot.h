@@ -194,6 +194,19 @@ void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);
  */
 int hw_capture_process(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out);
 
+/* hw_capture_process in two halves, so that a thread can have several
+ * processes' captures under way at once (each session runs on a helper
+ * thread of its own).  hw_capture_start returns at once once the session
+ * is handed over, with *flight set (0), or what hw_capture_process would
+ * return on failure (*flight NULL; `out` filled as it says); each flight
+ * is then given to hw_capture_finish exactly once, by the thread that
+ * started it, which waits for its session and fills `out` (0).  SIGCHLD
+ * stays blocked in that thread from the start to the finish, so flights
+ * that overlap are finished in the reverse order of their starts. */
+typedef struct hw_capture_flight hw_capture_flight;
+int hw_capture_start(pid_t pid, const hw_capture_options *opts, hw_process_snapshot *out, hw_capture_flight **flight);
+int hw_capture_finish(hw_capture_flight *flight);
+
 void hw_process_snapshot_free(hw_process_snapshot *snap);
 
 /* The process's memory map into snap->maps (a captured thread's when its
