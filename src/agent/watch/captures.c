@@ -192,16 +192,15 @@ static bool target_waited_for_a_cpu(const hw_process_snapshot *snap)
     return false;
 }
 
-void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
-                         void (*overdue)(void *ctx), void *ctx)
+void capture_request_start(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
+                           void (*overdue)(void *ctx), void *ctx, request_capture *rc)
 {
-    hw_capture_options copt;
-    capture_options(a, w, tid, &copt);
-    copt.overdue = overdue;
-    copt.overdue_ctx = ctx;
-    copt.overdue_ms = CAPTURE_OVERDUE_MS;
+    capture_options(a, w, tid, &rc->copt);
+    rc->copt.overdue = overdue;
+    rc->copt.overdue_ctx = ctx;
+    rc->copt.overdue_ms = CAPTURE_OVERDUE_MS;
     /* the map's rest, past what this thread reads, is read by the naming thread */
-    copt.maps_max = HW_WATCH_MAPS_MAX;
+    rc->copt.maps_max = HW_WATCH_MAPS_MAX;
     req->python = w->python;
     req->js = w->js.target;
     req->pid = w->pid;
@@ -215,21 +214,35 @@ void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, 
     req->threshold_ns = a->opts->detector.threshold_ns;
     req->detected_unix_ns = hw_realtime_ns();
     req->captured_ns = now;
-    int rc = hw_capture_process(w->pid, &copt, &req->snap);
-    if (rc >= 0 && target_waited_for_a_cpu(&req->snap)) {
+    rc->result = hw_capture_start(w->pid, &rc->copt, &req->snap, &rc->flight);
+}
+
+void capture_request_finish(agent *a, watched_process *w, report_request *req, request_capture *rc)
+{
+    int r = rc->flight != NULL ? hw_capture_finish(rc->flight) : rc->result;
+    rc->flight = NULL;
+    if (r >= 0 && target_waited_for_a_cpu(&req->snap)) {
         /* On a machine busy enough that the loop did not get a CPU to
          * stop on in time: once more, before the hang has no stack. */
         count_agent_stops(w, &req->snap);
         hw_process_snapshot_free(&req->snap);
-        copt.overdue = NULL; /* the first said what it had to */
-        rc = hw_capture_process(w->pid, &copt, &req->snap);
+        rc->copt.overdue = NULL; /* the first said what it had to */
+        r = hw_capture_process(w->pid, &rc->copt, &req->snap);
         req->snap.retried_after_timeout = true;
     }
     req->resumed_ns = hw_monotonic_ns();
     count_agent_stops(w, &req->snap);
-    if (rc < 0 && req->snap.process_name[0] == '\0')
+    if (r < 0 && req->snap.process_name[0] == '\0')
         snprintf(req->snap.process_name, sizeof req->snap.process_name, "pid-%d", (int)w->pid);
     note_child_exit(a, w, &req->snap);
+}
+
+void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
+                         void (*overdue)(void *ctx), void *ctx)
+{
+    request_capture rc;
+    capture_request_start(a, w, tid, now, req, overdue, ctx, &rc);
+    capture_request_finish(a, w, req, &rc);
 }
 
 void submit_request(agent *a, watched_process *w, hang_record *hang, report_request *req, bool recheck)

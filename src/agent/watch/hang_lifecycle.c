@@ -79,18 +79,30 @@ static void say_unstopped(void *arg)
     u->counted = true;
 }
 
-/* Fill a report request for check `c` of loop `l`: the capture of every
- * thread, taken now, and then the Point Stack chosen from the samples so
- * far (unwinding the kernel's raw samples takes tens of milliseconds: the
- * stop comes first, at the moment detection asked for).  The busy time is
- * measured right before the stop, so the report's block duration is the
- * moment its stacks show (the frame gap's gap is over by then and stays).
- * A hang's first (`early` not NULL) says its line at detection before the
- * capture ends if its thread does not stop at once. */
-static void capture_for_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
-                               report_request *req, unstopped_line *early)
+/* A report's capture: what is read before the stop and used after it
+ * (the capture itself under way or done in between). */
+typedef struct report_capture {
+    hw_check c;
+    hw_blocked_look look;
+    hw_thread_counters asleep_until;
+    unstopped_line early; /* a hang's first: its line if the stop is late */
+    request_capture rc;
+} report_capture;
+
+/* Start the capture for a report request for check `c` of loop `l`: every
+ * thread, taken now; report_capture_complete then adds the Point Stack
+ * chosen from the samples so far (unwinding the kernel's raw samples takes
+ * tens of milliseconds: the stop comes first, at the moment detection
+ * asked for).  The busy time is measured right before the stop, so the
+ * report's block duration is the moment its stacks show (the frame gap's
+ * gap is over by then and stays).  A hang's first (`detected_ns` not 0,
+ * when it was detected) says its line at detection before the capture
+ * ends if its thread does not stop at once. */
+static void report_capture_start(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
+                                 report_request *req, uint64_t detected_ns, report_capture *rcap)
 {
     look_for_runtimes(a, w); /* before the frames are read and the samples named */
+    rcap->c = *c;
     req->check = *c;
     req->stutter = l->last_stutter;
     uint64_t now = hw_monotonic_ns();
@@ -102,20 +114,35 @@ static void capture_for_report(agent *a, watched_process *w, loop_watch *l, cons
      * it then waits for a CPU to take the stop on, up to the stop's
      * timeout twice (captures.c).  That wait is the capture's, not the
      * program's: its window ends before the stop. */
-    hw_blocked_look look;
-    hw_blocked_look_take(w->pid, l->tid, &look);
-    hw_thread_counters asleep_until = {0};
-    if (hw_look_asleep(&look))
-        hang_time_reading(w, l, &asleep_until);
-    if (early != NULL)
-        *early = (unstopped_line){.detected_ns = early->detected_ns, .a = a, .w = w, .l = l, .c = c,
-                                  .look = &look, .end = &asleep_until, .req = req};
-    capture_for_request(a, w, l->tid, now, req, early != NULL ? say_unstopped : NULL, early);
-    early_sampler_fill_request(l->sampler, c->seq, req);
+    hw_blocked_look_take(w->pid, l->tid, &rcap->look);
+    memset(&rcap->asleep_until, 0, sizeof rcap->asleep_until);
+    if (hw_look_asleep(&rcap->look))
+        hang_time_reading(w, l, &rcap->asleep_until);
+    rcap->early = (unstopped_line){.detected_ns = detected_ns, .a = a, .w = w, .l = l, .c = &rcap->c,
+                                   .look = &rcap->look, .end = &rcap->asleep_until, .req = req};
+    capture_request_start(a, w, l->tid, now, req, detected_ns != 0 ? say_unstopped : NULL,
+                          detected_ns != 0 ? &rcap->early : NULL, &rcap->rc);
+}
+
+/* After the capture: the samples' Point Stack and the time section. */
+static void report_capture_complete(agent *a, watched_process *w, loop_watch *l, report_request *req,
+                                    report_capture *rcap)
+{
+    early_sampler_fill_request(l->sampler, rcap->c.seq, req);
     if (!req->snap.process_exited)
-        hang_time_section(a, w, l, c->seq, c->busy_start_ns, &look, &asleep_until, &req->time);
+        hang_time_section(a, w, l, rcap->c.seq, rcap->c.busy_start_ns, &rcap->look, &rcap->asleep_until,
+                          &req->time);
     else
         req->time.missing = "the process ended during the capture";
+}
+
+static void capture_for_report(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
+                               report_request *req)
+{
+    report_capture rcap;
+    report_capture_start(a, w, l, c, req, 0, &rcap);
+    capture_request_finish(a, w, req, &rcap.rc);
+    report_capture_complete(a, w, l, req, &rcap);
 }
 
 /* A report of something that is not a hang with a lifecycle (a semaphore
@@ -125,7 +152,7 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
     report_request *req = calloc(1, sizeof *req);
     if (!req)
         return;
-    capture_for_report(a, w, l, c, req, NULL);
+    capture_for_report(a, w, l, c, req);
     hw_metrics_hang_detected(hw_exports_metrics(a->exports), w->metrics_name,
                              c->stutter ? HW_METRICS_STUTTER : HW_METRICS_HANG, req->time.cause, req->time.partial);
     submit_request(a, w, NULL, req, false);
@@ -134,9 +161,50 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
 
 /* ---- a hang's life ---- */
 
-/* The stretch `c` is a new hang: capture it now, report it, and look again
- * after one check period (annealing). */
-void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
+/* A hang begun: its request, and its capture under way or done. */
+struct begun_hang {
+    watched_process *w;
+    loop_watch *l;
+    hw_check c;
+    uint64_t detected_ns;
+    report_request *req;
+    report_capture cap;
+};
+
+/* The capture of hang `b` is over: its line, its report, and the first
+ * annealing look one check period on. */
+static void hang_begin_complete(agent *a, struct begun_hang *b)
+{
+    watched_process *w = b->w;
+    loop_watch *l = b->l;
+    report_capture_complete(a, w, l, b->req, &b->cap);
+    /* Counted once its cause is known (the capture's time section, or
+     * what say_unstopped read). */
+    if (!b->cap.early.counted)
+        hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, b->c.launch, l->hung_start_ns,
+                              b->detected_ns, b->req->time.cause, b->req->time.partial);
+    worker_announce(a->worker, b->req); /* the line now; the report's follows */
+    submit_request(a, w, l->hang, b->req, false);
+    free(b->req);
+    free(b);
+    l->next_capture_ns = hw_monotonic_ns() + a->opts->detector.check_period_ns;
+}
+
+/* Keep `b` for the end of the pass over the processes, if one is under way
+ * and has room, and holds nothing of its process yet. */
+static bool batch_takes(agent *a, struct begun_hang *b)
+{
+    hang_batch *hb = &a->begun;
+    if (!hb->open || hb->count == HANG_BATCH_MAX || hang_batch_holds(a, b->w))
+        return false;
+    hb->items[hb->count++] = b;
+    return true;
+}
+
+/* The stretch `c` is a new hang: capture it (now, or, when `may_wait`,
+ * with the other hangs this pass over the processes found: hang_batch_run),
+ * report it, and look again after one check period (annealing). */
+static void begin_hang(agent *a, watched_process *w, loop_watch *l, hw_check c, bool may_wait)
 {
     uint64_t now = hw_monotonic_ns();
     l->hung = true;
@@ -151,23 +219,62 @@ void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
      * (docs/decisions.md, "Launch hangs"). */
     l->hang = worker_new_hang(c.launch);
     l->hang_look.valid = false;
-    hw_exports_event(a->exports, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
-    report_request *req = calloc(1, sizeof *req);
-    unstopped_line early = {.detected_ns = now};
-    if (req)
-        capture_for_report(a, w, l, &c, req, &early);
-    /* Counted once its cause is known (the capture's time section, or
-     * what say_unstopped read). */
-    if (!early.counted)
-        hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
-                              req ? req->time.cause : HW_CAUSE_UNKNOWN, req && req->time.partial);
-    if (req) {
-        worker_announce(a->worker, req); /* the line now; the report's follows */
-        submit_request(a, w, l->hang, req, false);
-        free(req);
-    }
-    l->next_capture_ns = hw_monotonic_ns() + a->opts->detector.check_period_ns;
     l->next_wake_ns = now + HANG_END_POLL_NS;
+    l->next_capture_ns = now + a->opts->detector.check_period_ns; /* (from the capture's end, once over) */
+    hw_exports_event(a->exports, HW_EVENT_HANG, l->tid, c.busy_ns, 0, NULL);
+    struct begun_hang *b = calloc(1, sizeof *b);
+    report_request *req = b != NULL ? calloc(1, sizeof *req) : NULL;
+    if (req == NULL) {
+        free(b);
+        hw_exports_hang_begin(a->exports, &l->metrics, w->metrics_name, c.launch, l->hung_start_ns, now,
+                              HW_CAUSE_UNKNOWN, false);
+        return;
+    }
+    *b = (struct begun_hang){.w = w, .l = l, .c = c, .detected_ns = now, .req = req};
+    if (may_wait && batch_takes(a, b))
+        return;
+    report_capture_start(a, w, l, &b->c, req, now, &b->cap);
+    capture_request_finish(a, w, req, &b->cap.rc);
+    hang_begin_complete(a, b);
+}
+
+void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c)
+{
+    begin_hang(a, w, l, c, true);
+}
+
+void hang_batch_open(agent *a)
+{
+    a->begun.open = true;
+}
+
+bool hang_batch_holds(const agent *a, const watched_process *w)
+{
+    for (size_t i = 0; i < a->begun.count; i++)
+        if (a->begun.items[i]->w == w)
+            return true;
+    return false;
+}
+
+/* The hangs the pass found, captured together: every capture started, one
+ * process after another, then each waited for (in the reverse order, as
+ * snapshot.h asks), then each reported.  Processes found hung at once are
+ * stopped at once, not each after the others' captures: on a busy machine
+ * a hung thread can take tens of milliseconds to get a CPU to stop on, and
+ * the tenth of them was captured half a second late. */
+void hang_batch_run(agent *a)
+{
+    hang_batch *hb = &a->begun;
+    hb->open = false;
+    for (size_t i = 0; i < hb->count; i++) {
+        struct begun_hang *b = hb->items[i];
+        report_capture_start(a, b->w, b->l, &b->c, b->req, b->detected_ns, &b->cap);
+    }
+    for (size_t i = hb->count; i-- > 0;)
+        capture_request_finish(a, hb->items[i]->w, hb->items[i]->req, &hb->items[i]->cap.rc);
+    for (size_t i = 0; i < hb->count; i++)
+        hang_begin_complete(a, hb->items[i]);
+    hb->count = 0;
 }
 
 /* A hang one of the comparison detectors found: it started at `start_ns`
@@ -177,7 +284,7 @@ void hang_found(agent *a, watched_process *w, loop_watch *l, const hw_loop_readi
 {
     hw_check c = {.verdict = HW_VERDICT_HANG, .seq = r->seq, .busy_start_ns = start_ns, .busy_ns = busy_ns};
     uint64_t wake = l->next_wake_ns;
-    hang_begin(a, w, l, c);
+    begin_hang(a, w, l, c, false); /* (captured now: it may be closed at once, check_frames) */
     l->next_wake_ns = wake; /* these detectors keep their own schedule */
 }
 
@@ -242,7 +349,7 @@ static void recheck(agent *a, watched_process *w, loop_watch *l, const hw_loop_r
         return;
     hw_check c = {.verdict = HW_VERDICT_STILL_HUNG, .seq = r->seq, .busy_start_ns = l->hung_start_ns,
                   .busy_ns = now - l->hung_start_ns, .launch = is_launch(w, l, r->seq)};
-    capture_for_report(a, w, l, &c, req, NULL);
+    capture_for_report(a, w, l, &c, req);
     if (req->snap.process_exited || !still_hung(w, l)) {
         /* It ended meanwhile: the next look closes it. */
         report_request_release(req);

@@ -219,6 +219,15 @@ typedef struct clock_source {
 typedef struct machine_scan machine_scan;
 typedef struct admission_intake admission_intake;
 
+/* The hangs begun in one pass over the processes, captured together at
+ * its end (hang_lifecycle.c). */
+#define HANG_BATCH_MAX 16
+typedef struct hang_batch {
+    bool open;
+    size_t count;
+    struct begun_hang *items[HANG_BATCH_MAX];
+} hang_batch;
+
 typedef struct agent {
     const hw_agent_options *opts; /* &live: what the watch thread goes by */
     const hw_agent_options *base; /* the options it started with: the report worker's and the exports' */
@@ -273,6 +282,7 @@ typedef struct agent {
     bool said_tracepoint_cost; /* the kernel observer's tracepoints tax every process: said once */
     bool said_runtime_stops;    /* early samples of a Python or node process stop it: said once */
     bool said_no_cpu_samples;   /* CPU-high reports without samples: said once */
+    hang_batch begun;           /* hangs found in this pass over the processes */
 } agent;
 
 /* launch.c */
@@ -412,6 +422,13 @@ void free_loops(watched_process *w);
 
 /* hang_lifecycle.c */
 void hang_begin(agent *a, watched_process *w, loop_watch *l, hw_check c);
+/* Between hang_batch_open and hang_batch_run (a pass over the processes),
+ * hang_begin keeps the hangs it finds, one per process, and
+ * hang_batch_run captures them together; hang_batch_holds says whether
+ * `w` has one kept. */
+void hang_batch_open(agent *a);
+bool hang_batch_holds(const agent *a, const watched_process *w);
+void hang_batch_run(agent *a);
 void hang_found(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t start_ns,
                 uint64_t busy_ns);
 void hang_look_again(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now);
@@ -490,6 +507,17 @@ void capture_thread(agent *a, watched_process *w, pid_t tid, hw_process_snapshot
  * CAPTURE_OVERDUE_MS into the stop (snapshot.h's overdue). */
 void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
                          void (*overdue)(void *ctx), void *ctx);
+/* capture_for_request in two halves (snapshot.h's hw_capture_start and
+ * hw_capture_finish): several processes' captures under way at once,
+ * finished in the reverse order of their starts. */
+typedef struct request_capture {
+    hw_capture_options copt; /* the retry's too */
+    hw_capture_flight *flight;
+    int result; /* hw_capture_start's */
+} request_capture;
+void capture_request_start(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
+                           void (*overdue)(void *ctx), void *ctx, request_capture *rc);
+void capture_request_finish(agent *a, watched_process *w, report_request *req, request_capture *rc);
 /* Hand `req`, a capture of `w`, to the report worker (hang NULL: a
  * one-off report); a full queue drops the capture, counted and said once.
  * `req` is emptied either way. */

@@ -199,6 +199,7 @@ static void handle_ready(agent *a, const struct pollfd *fds, const nfds_t at[AT_
 static void check_processes(agent *a)
 {
     clock_source_refresh(a); /* before the stamps are read */
+    hang_batch_open(a);
     for (size_t i = 0; i < a->table.end && !a->child_done; i++) {
         watched_process *w = a->table.slots[i];
         if (!w)
@@ -206,9 +207,10 @@ static void check_processes(agent *a)
         uint64_t t = hw_monotonic_ns(); /* checks take time: each its own now */
         if (w->next_wake_ns <= t)
             check_process(a, w, t);
-        if (w->wants_kernel)
+        if (w->wants_kernel && !hang_batch_holds(a, w)) /* (the next pass, after its capture) */
             kernel_watch_switch(a, w);
     }
+    hang_batch_run(a); /* the hangs this pass found, captured together */
 }
 
 /*
