@@ -299,7 +299,8 @@ def judge(mode, row_kinds):
                 extras.append(f"{mode.mode}: {name}: {len(rs)} report(s) whose culprit is {culprit}: "
                               + "; ".join(describe_extra(r) for r in rs))
     for pid, rs in by_pid.items():
-        extras.append(f"{mode.mode}: {len(rs)} report(s) of pid {pid}, not a row's")
+        extras.append(f"{mode.mode}: {len(rs)} report(s) of pid {pid} ({rs[0]['report'].get('process_name')}), "
+                      "not a row's: " + "; ".join(describe_extra(r) for r in rs))
     return verdicts, extras
 
 
