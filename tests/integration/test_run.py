@@ -420,8 +420,11 @@ def case_transparency():
             e_result, e_err, _, _ = expected[key]
             check((result, err) == (e_result, e_err),
                   f"{key}: returned {result} errno {err} under hangwatch, {e_result} errno {e_err} without")
-            # late by at most 100 ms, beyond what the thread waited for a CPU (the kernel's count)
-            check(seconds - 0.001 <= took <= seconds + 0.1 + queued,
+            # late by at most 150 ms, beyond what the thread waited for a CPU (the kernel's count): a
+            # capture whose stop spans the call's deadline holds it until every thread has stopped, up
+            # to the 100 ms a thread that needs a CPU to stop on is given (decisions.md §61), and then
+            # copies the stacks
+            check(seconds - 0.001 <= took <= seconds + 0.15 + queued,
                   f"{key}: took {took} s instead of {seconds} ({queued} s of it waiting for a CPU)")
         check(len(r.reports) >= 1, "the main thread's long callback was never reported\n" + r.describe())
         sampled = [rep for rep in r.reports if rep["hangwatch"]["collection"]["main_thread"]["state"] == "collected"]
