@@ -787,15 +787,28 @@ void hw_kobs_close(hw_kernel_observer *k)
     ring_buffer__free(k->children);
     for (size_t i = 0; i < HW_KOBS_MAX_PAGES; i++)
         remove_probes(k, i);
-    hw_link_reaper_stop(k->reaper); /* every probe gone before the programs are */
-    /* One batch: the fork and exec programs' links with the wait calls'. */
-    struct bpf_link *all[MAX_SHARED_LINKS + 2];
-    size_t n = 0;
+    /* One batch: the uprobes the reaper had not destroyed yet, the fork
+     * and exec programs' links, and the wait calls'. */
+    struct bpf_link **pending;
+    size_t n;
+    hw_link_reaper_stop(k->reaper, &pending, &n);
+    struct bpf_link *shared[MAX_SHARED_LINKS + 2];
+    size_t m = 0;
     for (size_t i = 0; i < k->link_count; i++)
-        all[n++] = k->links[i];
-    all[n++] = k->fork_link;
-    all[n++] = k->exec_link;
-    hw_links_destroy_at_exit(all, n);
+        shared[m++] = k->links[i];
+    shared[m++] = k->fork_link;
+    shared[m++] = k->exec_link;
+    struct bpf_link **all = n > 0 ? realloc(pending, (n + m) * sizeof *all) : NULL;
+    if (all != NULL) {
+        memcpy(all + n, shared, m * sizeof *all);
+        hw_links_destroy_at_exit(all, n + m);
+        free(all);
+    } else {
+        if (n > 0) /* no room to join them: a process for these too */
+            hw_links_destroy_at_exit(pending, n);
+        free(pending);
+        hw_links_destroy_at_exit(shared, m);
+    }
     k->link_count = 0;
     if (k->pages)
         munmap(k->pages, (size_t)HW_KOBS_MAX_PAGES * HW_PAGE_SIZE);

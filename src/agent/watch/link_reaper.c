@@ -3,9 +3,10 @@
  * the watch thread never waits for the kernel's grace periods
  * (link_reaper.h says why).  The pending links are a growing array under
  * one mutex; the thread takes the whole array at a time and destroys it
- * outside the lock.  It runs at the normal priority: nothing waits for it
- * but the agent's own exit.  At exit, every program's links are left to a
- * process of their own (hw_links_destroy_at_exit).
+ * outside the lock, one at a time.  It runs at the normal priority: nothing
+ * waits for it but the agent's own exit, and that only for the link it is
+ * destroying: at exit, the links still pending and every program's are
+ * left to a process of their own (hw_links_destroy_at_exit).
  */
 #include "link_reaper.h"
 
@@ -40,6 +41,8 @@ static void destroy_all(struct bpf_link *const *links, size_t count)
         bpf_link__destroy(links[i]);
 }
 
+/* One link at a time, so that stopping waits for one at most: the rest
+ * is handed back (hw_link_reaper_stop). */
 static void *reap(void *arg)
 {
     hw_link_reaper *r = arg;
@@ -47,15 +50,11 @@ static void *reap(void *arg)
     for (;;) {
         while (r->count == 0 && !r->stopping)
             pthread_cond_wait(&r->wake, &r->lock);
-        if (r->count == 0)
-            break; /* stopping, and nothing left */
-        struct bpf_link **links = r->pending;
-        size_t count = r->count;
-        r->pending = NULL;
-        r->count = r->capacity = 0;
+        if (r->stopping)
+            break;
+        struct bpf_link *link = r->pending[--r->count];
         pthread_mutex_unlock(&r->lock);
-        destroy_all(links, count);
-        free(links);
+        bpf_link__destroy(link);
         pthread_mutex_lock(&r->lock);
     }
     pthread_mutex_unlock(&r->lock);
@@ -117,8 +116,10 @@ void hw_link_reaper_give(hw_link_reaper *r, struct bpf_link *const *links, size_
     destroy_all(links, count);
 }
 
-void hw_link_reaper_stop(hw_link_reaper *r)
+void hw_link_reaper_stop(hw_link_reaper *r, struct bpf_link ***left, size_t *left_count)
 {
+    *left = NULL;
+    *left_count = 0;
     if (r == NULL)
         return;
     pthread_mutex_lock(&r->lock);
@@ -126,7 +127,8 @@ void hw_link_reaper_stop(hw_link_reaper *r)
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);
     pthread_join(r->thread, NULL);
-    free(r->pending);
+    *left = r->pending;
+    *left_count = r->count;
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->lock);
     free(r);

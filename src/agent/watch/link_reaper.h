@@ -29,9 +29,13 @@ hw_link_reaper *hw_link_reaper_start(void);
  * longer owns them.  Never blocks on the kernel. */
 void hw_link_reaper_give(hw_link_reaper *r, struct bpf_link *const *links, size_t count);
 
-/* Destroy whatever is still pending, end the thread and free it (NULL is
- * fine).  Blocks until every link is gone. */
-void hw_link_reaper_stop(hw_link_reaper *r);
+/* End the thread (after the link it is destroying, if any) and free the
+ * reaper; the links not destroyed yet are handed back, *left (the caller's
+ * to free, with its *left_count links) for hw_links_destroy_at_exit.
+ * NULL `r`: none.  A `watch --duration` whose uprobes were still pending
+ * (some twenty, 60-80 ms each here) ended 1.5 s late when this destroyed
+ * them. */
+void hw_link_reaper_stop(hw_link_reaper *r, struct bpf_link ***left, size_t *left_count);
 
 /*
  * Detach `links` (NULL ones skipped) as the agent ends, without waiting
