@@ -89,25 +89,21 @@ typedef struct report_capture {
     request_capture rc;
 } report_capture;
 
-/* Start the capture for a report request for check `c` of loop `l`: every
- * thread, taken now; report_capture_complete then adds the Point Stack
- * chosen from the samples so far (unwinding the kernel's raw samples takes
- * tens of milliseconds: the stop comes first, at the moment detection
- * asked for).  The busy time is measured right before the stop, so the
- * report's block duration is the moment its stacks show (the frame gap's
- * gap is over by then and stays).  A hang's first (`detected_ns` not 0,
- * when it was detected) says its line at detection before the capture
- * ends if its thread does not stop at once. */
-static void report_capture_start(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
-                                 report_request *req, uint64_t detected_ns, report_capture *rcap)
+/* Before the capture of a report request for check `c` of loop `l`: what
+ * is read of the thread while it still runs (report_capture_launch then
+ * stops every thread; report_capture_complete adds the Point Stack chosen
+ * from the samples so far: unwinding the kernel's raw samples takes tens
+ * of milliseconds, and the stop comes first, at the moment detection asked
+ * for).  The busy time is measured right before the stop, so the report's
+ * block duration is the moment its stacks show (the frame gap's gap is
+ * over by then and stays). */
+static void report_capture_look(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
+                                report_request *req, report_capture *rcap)
 {
     look_for_runtimes(a, w); /* before the frames are read and the samples named */
     rcap->c = *c;
     req->check = *c;
     req->stutter = l->last_stutter;
-    uint64_t now = hw_monotonic_ns();
-    if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && c->busy_start_ns != 0 && now > c->busy_start_ns)
-        req->check.busy_ns = now - c->busy_start_ns;
     /* What it is blocked in, read before the stop (after it, the thread
      * takes a moment to be back in its call); its time, after, but for a
      * thread asleep in a call: the stop wakes it, and on a busy machine
@@ -118,6 +114,17 @@ static void report_capture_start(agent *a, watched_process *w, loop_watch *l, co
     memset(&rcap->asleep_until, 0, sizeof rcap->asleep_until);
     if (hw_look_asleep(&rcap->look))
         hang_time_reading(w, l, &rcap->asleep_until);
+}
+
+/* The capture itself, started: a hang's first (`detected_ns` not 0, when
+ * it was detected) says its line at detection before the capture ends if
+ * its thread does not stop at once. */
+static void report_capture_launch(agent *a, watched_process *w, loop_watch *l, report_request *req,
+                                  uint64_t detected_ns, report_capture *rcap)
+{
+    uint64_t now = hw_monotonic_ns();
+    if (a->opts->detector_kind != HW_DETECTOR_FRAME_GAP && rcap->c.busy_start_ns != 0 && now > rcap->c.busy_start_ns)
+        req->check.busy_ns = now - rcap->c.busy_start_ns;
     rcap->early = (unstopped_line){.detected_ns = detected_ns, .a = a, .w = w, .l = l, .c = &rcap->c,
                                    .look = &rcap->look, .end = &rcap->asleep_until, .req = req};
     capture_request_start(a, w, l->tid, now, req, detected_ns != 0 ? say_unstopped : NULL,
@@ -140,7 +147,8 @@ static void capture_for_report(agent *a, watched_process *w, loop_watch *l, cons
                                report_request *req)
 {
     report_capture rcap;
-    report_capture_start(a, w, l, c, req, 0, &rcap);
+    report_capture_look(a, w, l, c, req, &rcap);
+    report_capture_launch(a, w, l, req, 0, &rcap);
     capture_request_finish(a, w, req, &rcap.rc);
     report_capture_complete(a, w, l, req, &rcap);
 }
@@ -233,7 +241,8 @@ static void begin_hang(agent *a, watched_process *w, loop_watch *l, hw_check c, 
     *b = (struct begun_hang){.w = w, .l = l, .c = c, .detected_ns = now, .req = req};
     if (may_wait && batch_takes(a, b))
         return;
-    report_capture_start(a, w, l, &b->c, req, now, &b->cap);
+    report_capture_look(a, w, l, &b->c, req, &b->cap);
+    report_capture_launch(a, w, l, req, now, &b->cap);
     capture_request_finish(a, w, req, &b->cap.rc);
     hang_begin_complete(a, b);
 }
@@ -256,19 +265,26 @@ bool hang_batch_holds(const agent *a, const watched_process *w)
     return false;
 }
 
-/* The hangs the pass found, captured together: every capture started, one
- * process after another, then each waited for (in the reverse order, as
- * snapshot.h asks), then each reported.  Processes found hung at once are
- * stopped at once, not each after the others' captures: on a busy machine
- * a hung thread can take tens of milliseconds to get a CPU to stop on, and
- * the tenth of them was captured half a second late. */
+/* The hangs the pass found, captured together: every one looked at while
+ * none is stopped (one's stop must not be what another's look sees: a
+ * child the parent waits for, found running as it woke for its own stop),
+ * then every capture started, one process after another, then each waited
+ * for (in the reverse order, as snapshot.h asks), then each reported.
+ * Processes found hung at once are stopped at once, not each after the
+ * others' captures: on a busy machine a hung thread can take tens of
+ * milliseconds to get a CPU to stop on, and the tenth of them was captured
+ * half a second late. */
 void hang_batch_run(agent *a)
 {
     hang_batch *hb = &a->begun;
     hb->open = false;
     for (size_t i = 0; i < hb->count; i++) {
         struct begun_hang *b = hb->items[i];
-        report_capture_start(a, b->w, b->l, &b->c, b->req, b->detected_ns, &b->cap);
+        report_capture_look(a, b->w, b->l, &b->c, b->req, &b->cap);
+    }
+    for (size_t i = 0; i < hb->count; i++) {
+        struct begun_hang *b = hb->items[i];
+        report_capture_launch(a, b->w, b->l, b->req, b->detected_ns, &b->cap);
     }
     for (size_t i = hb->count; i-- > 0;)
         capture_request_finish(a, hb->items[i]->w, hb->items[i]->req, &hb->items[i]->cap.rc);
