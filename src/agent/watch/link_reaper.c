@@ -2,8 +2,8 @@
  * link_reaper.c - a thread that destroys BPF links handed to it, so that
  * the watch thread never waits for the kernel's grace periods
  * (link_reaper.h says why).  The pending links are a growing array under
- * one mutex; the thread takes the whole array at a time and destroys it
- * outside the lock, one at a time.  It runs at the normal priority: nothing
+ * one mutex; the thread takes one link at a time off its end and destroys
+ * it outside the lock.  It runs at the normal priority: nothing
  * waits for it but the agent's own exit, and that only for the link it is
  * destroying: at exit, the links still pending and every program's are
  * left to a process of their own (hw_links_destroy_at_exit).
