@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/capture/fd_describe.h"
@@ -28,6 +29,7 @@
 #include "core/parse/proc_net.h"
 
 #define LINK_MAX_TEXT 64 /* "socket:[N]" and "pipe:[N]" fit; longer links are never a match */
+#define CHILD_SETTLE_MS 50 /* how long a waited-for child is read again while it runs or is stopped */
 #define NS_PER_MS 1000000ull
 
 /* A decimal name of at most 9 digits (a pid, a descriptor), else -1. */
@@ -258,6 +260,24 @@ static pid_t waited_child(pid_t pid, pid_t tid, const hw_blocked_look *look)
     return child > 0 && child < INT32_MAX ? (pid_t)child : 0;
 }
 
+/* The child's state, read again every millisecond for up to
+ * CHILD_SETTLE_MS while it is runnable or in a ptrace stop: the agent may be
+ * capturing it at this very moment (a child hung as long as its parent is,
+ * in a report of its own), and a thread let go of is runnable until it is
+ * back in its call.  A child that truly runs stays R.  False if it cannot
+ * be read. */
+static bool settled_child_state(pid_t child, hw_task_stat *st)
+{
+    for (int waited = 0;; waited++) {
+        if (hw_task_stat_read(child, child, st) != 0)
+            return false;
+        if ((st->state != 'R' && st->state != 't') || waited >= CHILD_SETTLE_MS)
+            return true;
+        struct timespec ms = {0, 1000 * 1000};
+        nanosleep(&ms, NULL);
+    }
+}
+
 void hw_wait_peer_find(pid_t pid, pid_t tid, hw_blocked_look *look)
 {
     hw_wait_peer *out = &look->peer;
@@ -272,7 +292,7 @@ void hw_wait_peer_find(pid_t pid, pid_t tid, hw_blocked_look *look)
             return;
         }
         hw_task_stat st;
-        if (hw_task_stat_read(child, child, &st) != 0) {
+        if (!settled_child_state(child, &st)) {
             out->missing = "the child could not be read";
             return;
         }
