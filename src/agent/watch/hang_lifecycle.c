@@ -94,9 +94,7 @@ typedef struct report_capture {
  * stops every thread; report_capture_complete adds the Point Stack chosen
  * from the samples so far: unwinding the kernel's raw samples takes tens
  * of milliseconds, and the stop comes first, at the moment detection asked
- * for).  The busy time is measured right before the stop, so the report's
- * block duration is the moment its stacks show (the frame gap's gap is
- * over by then and stays). */
+ * for). */
 static void report_capture_look(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
                                 report_request *req, report_capture *rcap)
 {
@@ -116,9 +114,11 @@ static void report_capture_look(agent *a, watched_process *w, loop_watch *l, con
         hang_time_reading(w, l, &rcap->asleep_until);
 }
 
-/* The capture itself, started: a hang's first (`detected_ns` not 0, when
- * it was detected) says its line at detection before the capture ends if
- * its thread does not stop at once. */
+/* The capture itself, started.  The busy time is measured right before the
+ * stop, so the report's block duration is the moment its stacks show (the
+ * frame gap's gap is over by then and stays).  A hang's first
+ * (`detected_ns` not 0, when it was detected) says its line at detection
+ * before the capture ends if its thread does not stop at once. */
 static void report_capture_launch(agent *a, watched_process *w, loop_watch *l, report_request *req,
                                   uint64_t detected_ns, report_capture *rcap)
 {
