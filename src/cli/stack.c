@@ -237,14 +237,6 @@ static bool all_denied_eperm(const hw_process_snapshot *snap)
     return true;
 }
 
-static bool all_exited(const hw_process_snapshot *snap)
-{
-    for (size_t i = 0; i < snap->thread_count; i++)
-        if (snap->threads[i].status != HW_THREAD_EXITED)
-            return false;
-    return true;
-}
-
 /* Capture every thread of `pid` and report it, its frames classified by
  * `rules` (core/in_app.h).  The exit status. */
 static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *rules, size_t rule_count,
@@ -315,7 +307,7 @@ static int take_stacks(pid_t pid, const char *json_path, const hw_in_app_rule *r
     } else if (all_denied_eperm(&req->snap)) {
         say_no_ptrace_right(pid, &req->snap);
         status = 2;
-    } else if (req->snap.process_exited || all_exited(&req->snap)) {
+    } else if (req->snap.process_exited || hw_snapshot_every_thread_exited(&req->snap)) {
         fprintf(stderr, "hangwatch: pid %d ended before its stacks could be taken\n", (int)pid);
         status = 1;
     } else {

@@ -209,6 +209,9 @@ int hw_capture_finish(hw_capture_flight *flight);
 
 void hw_process_snapshot_free(hw_process_snapshot *snap);
 
+/* Whether every thread the snapshot lists had exited (true for none). */
+bool hw_snapshot_every_thread_exited(const hw_process_snapshot *snap);
+
 /* The process's memory map into snap->maps (a captured thread's when its
  * leader has none), at most `max` bytes (0: HW_PROC_READ_MAX), unless it
  * is there whole: what hw_capture_process does right after the resume,

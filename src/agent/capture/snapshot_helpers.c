@@ -1,7 +1,8 @@
 /*
  * snapshot_helpers.c - the parts of a capture that touch no ptrace
  * session (snapshot.c is the session): its default options, what became of
- * the process once the session is over (ended, and reaped if it is ours),
+ * the process once the session is over (ended, and reaped if it is ours;
+ * whether every thread it listed had exited),
  * freeing a snapshot, and the words for a capture another tracer denied.
  */
 #include "snapshot_helpers.h"
@@ -57,7 +58,7 @@ static bool other_threads_dead(pid_t pid)
     return all_dead;
 }
 
-static bool every_thread_exited(const hw_process_snapshot *out)
+bool hw_snapshot_every_thread_exited(const hw_process_snapshot *out)
 {
     for (size_t i = 0; i < out->thread_count; i++)
         if (out->threads[i].status != HW_THREAD_EXITED)
@@ -75,7 +76,7 @@ void hw_snapshot_note_end(pid_t pid, bool all_threads, bool is_parent, hw_proces
      * still be on its way out (a process being killed): give it a moment. */
     hw_task_stat ps;
     int r = hw_task_stat_read(pid, 0, &ps);
-    if (r == 0 && ps.state != 'Z' && ps.state != 'X' && all_threads && every_thread_exited(out)) {
+    if (r == 0 && ps.state != 'Z' && ps.state != 'X' && all_threads && hw_snapshot_every_thread_exited(out)) {
         uint64_t deadline = hw_snapshot_now_ns() + LEADER_EXIT_WAIT_NS;
         while (r == 0 && ps.state != 'Z' && ps.state != 'X' && hw_snapshot_now_ns() < deadline) {
             struct timespec ts = {0, 1000 * 1000};
