@@ -288,16 +288,37 @@ static void set_call(pid_t pid, pid_t tid, long nr, const uint64_t args[6], bool
 #define ERESTARTSYS_CODE 512       /* the kernel's restart codes, as rax holds them negated */
 #define ERESTART_RESTARTBLOCK_CODE 516
 
-bool hw_blocked_look_from_stop(pid_t pid, pid_t tid, const struct user_regs_struct *regs, hw_blocked_look *look)
+/* Is the instruction at `ip` in `pid` a `syscall` (0f 05)? */
+static bool syscall_instruction_at(pid_t pid, uint64_t ip)
+{
+    unsigned char code[2];
+    struct iovec local = {code, sizeof code};
+    struct iovec remote = {(void *)(uintptr_t)ip, sizeof code};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof code && code[0] == 0x0f &&
+           code[1] == 0x05;
+}
+
+/* Stopped inside the call's interruption (rax still the restart code), or
+ * after the kernel set it up again and before it is entered (rip back on
+ * its `syscall` instruction, rax the call again or restart_syscall). */
+static bool stopped_on_the_way_back(pid_t pid, const struct user_regs_struct *regs)
 {
     long rax = (long)regs->rax;
     long nr = (long)regs->orig_rax;
-    if (!look->valid || look->in_syscall || look->syscall_unreadable || nr < 0 || rax < -ERESTART_RESTARTBLOCK_CODE ||
-        rax > -ERESTARTSYS_CODE)
+    if (nr < 0)
+        return false;
+    if (rax >= -ERESTART_RESTARTBLOCK_CODE && rax <= -ERESTARTSYS_CODE)
+        return true;
+    return (rax == nr || rax == SYS_restart_syscall) && syscall_instruction_at(pid, regs->rip);
+}
+
+bool hw_blocked_look_from_stop(pid_t pid, pid_t tid, const struct user_regs_struct *regs, hw_blocked_look *look)
+{
+    if (!look->valid || look->in_syscall || look->syscall_unreadable || !stopped_on_the_way_back(pid, regs))
         return false;
     const uint64_t args[6] = {regs->rdi, regs->rsi, regs->rdx, regs->r10, regs->r8, regs->r9};
     look->state = 'S';
-    set_call(pid, tid, nr, args, false, look);
+    set_call(pid, tid, (long)regs->orig_rax, args, false, look);
     return true;
 }
 

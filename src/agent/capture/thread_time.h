@@ -67,7 +67,9 @@ void hw_blocked_look_describe_fd(pid_t pid, hw_blocked_look *look);
  * early sampling's, on its way back into its call) corrected from the
  * capture's stop, which found it in a system call: `regs`, the stopped
  * thread's registers, when the stop interrupted one (orig_rax, and rax a
- * restart code).  True when `look` now says that call. */
+ * restart code) or came after the kernel set the call up again (rip on
+ * its `syscall` instruction, rax that call or restart_syscall: a busy
+ * machine leaves it runnable there).  True when `look` now says that call. */
 bool hw_blocked_look_from_stop(pid_t pid, pid_t tid, const struct user_regs_struct *regs, hw_blocked_look *look);
 
 /* The owner of the lock a thread blocked in `futex` (system call
