@@ -905,10 +905,11 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
     if (pipe(fds) != 0)
         exit(1);
 
-    /* read() on a pipe written after `seconds` */
+    /* read() on a pipe written after `seconds`; the clock starts before the
+     * writer's, which may start sleeping before pthread_create returns */
     delayed_write dw = {fds[1], seconds, NULL};
-    pthread_create(&helper, NULL, write_later, &dw);
     double t0 = start_wait();
+    pthread_create(&helper, NULL, write_later, &dw);
     char c;
     ssize_t n = read(fds[0], &c, 1);
     report_wait(who, "read", (long)n, n < 0 ? errno : 0, t0);
@@ -918,8 +919,8 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
     sem_t sem;
     sem_init(&sem, 0, 0);
     delayed_write dp = {-1, seconds, &sem};
-    pthread_create(&helper, NULL, write_later, &dp);
     t0 = start_wait();
+    pthread_create(&helper, NULL, write_later, &dp);
     int rc = sem_wait(&sem);
     report_wait(who, "sem_wait", rc, rc ? errno : 0, t0);
     pthread_join(helper, NULL);
