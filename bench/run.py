@@ -355,11 +355,11 @@ def bench_capture(b):
                    "call_med": median(call), "call_p99": pct(call, 99)}
     r["floor"] = {"n": len(floor), "med": median(floor), "p99": pct(floor, 99), "run_meds": floor_meds}
     # The same beside two CPU hogs, from a process at the watch thread's
-    # policy (SCHED_FIFO 1: the capture's helper runs at its caller's).
-    log(f"2. {CAPTURES_SINGLE} captures of the same target beside {line_delay.HOGS} CPU hogs, at SCHED_FIFO 1")
+    # policy (SCHED_FIFO 2: the capture's helper runs at its caller's).
+    log(f"2. {CAPTURES_SINGLE} captures of the same target beside {line_delay.HOGS} CPU hogs, at SCHED_FIFO 2")
     hogs = line_delay.start_hogs()
     try:
-        rows = parse_captures(b.run(["chrt", "-f", "1", cap, "1", str(CAPTURES_SINGLE), "target"]).stdout)
+        rows = parse_captures(b.run(["chrt", "-f", "2", cap, "1", str(CAPTURES_SINGLE), "target"]).stdout)
     finally:
         line_delay.stop_hogs(hogs)
     busy = [x[0] / 1000.0 for x in rows]
@@ -843,7 +843,7 @@ def capture_rows(c, row):
         f"whole call {fmt(s['call_med'], 0)} / p99 {fmt(s['call_p99'], 0)}",
         f"median <= {STOP_BUDGET_US:.0f} us", verdict(s["med"] <= STOP_BUDGET_US))
     bz = c["busy"]
-    row(f"  the same, {line_delay.HOGS} CPU hogs beside, the capturing process at SCHED_FIFO 1 (as the watch thread), us",
+    row(f"  the same, {line_delay.HOGS} CPU hogs beside, the capturing process at SCHED_FIFO 2 (as the watch thread), us",
         f"{bz['n']} captures", fmt(bz["med"]), fmt(bz["p99"]),
         f"whole call {fmt(bz['call_med'], 0)} / p99 {fmt(bz['call_p99'], 0)}",
         f"p99 <= {BUSY_STOP_BUDGET_US:.0f} us", verdict(bz["p99"] <= BUSY_STOP_BUDGET_US))

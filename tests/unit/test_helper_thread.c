@@ -5,7 +5,10 @@
  * thread that started the keeper; the keeper has the next helper waiting
  * a moment later; several callers at once each get their session run
  * (fallback or not); start and stop can be repeated; after the stop no
- * session is taken.  Run under ThreadSanitizer too (label concurrency).
+ * session is taken; a session handed over with a hung thread's CPU runs
+ * off it, and the helper after it may run anywhere again; a thread moves
+ * itself off CPUs and back (cpu_avoid.h).  Run under ThreadSanitizer too
+ * (label concurrency).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/capture/capture.h"
+#include "agent/common/cpu_avoid.h"
 
 #define DEADLINE_MS 10000 /* generous: conditions are polled, not slept for */
 
@@ -54,6 +58,7 @@ typedef struct session {
     int policy;          /* that thread's policy and priority */
     int priority;
     bool signals_blocked; /* SIGINT, SIGTERM and SIGCHLD blocked there */
+    cpu_set_t cpus;      /* that thread's affinity while it ran */
     atomic_int runs;
 } session;
 
@@ -67,21 +72,29 @@ static void run_session(void *arg)
     sigset_t mask;
     pthread_sigmask(SIG_BLOCK, NULL, &mask);
     s->signals_blocked = sigismember(&mask, SIGINT) && sigismember(&mask, SIGTERM) && sigismember(&mask, SIGCHLD);
+    if (sched_getaffinity(0, sizeof s->cpus, &s->cpus) != 0)
+        CPU_ZERO(&s->cpus);
     atomic_fetch_add(&s->runs, 1);
 }
 
-/* Hand `s` to a waiting helper and wait for it; false if none was taken. */
-static bool take_and_wait(session *s)
+/* Hand `s` to a waiting helper, to run off `avoid_cpu` (-1: anywhere), and
+ * wait for it; false if none was taken. */
+static bool take_and_wait_off(session *s, int avoid_cpu)
 {
     sem_t done;
     if (sem_init(&done, 0, 0) != 0)
         return false;
-    bool taken = hw_capture_helper_take(run_session, s, &done);
+    bool taken = hw_capture_helper_take(run_session, s, &done, avoid_cpu);
     if (taken)
         while (sem_wait(&done) != 0 && errno == EINTR)
             ;
     sem_destroy(&done);
     return taken;
+}
+
+static bool take_and_wait(session *s)
+{
+    return take_and_wait_off(s, -1);
 }
 
 static void test_sessions_run_once_on_helpers(void **state)
@@ -200,6 +213,79 @@ static void test_start_stop_repeated(void **state)
     assert_false(hw_capture_helper_waiting());
 }
 
+/* A session handed over with a hung thread's CPU runs where the caller
+ * may run, but not there; the next helper (made by the keeper while it
+ * was moved too) may run on every CPU again. */
+static void test_sessions_run_off_the_hung_cpu(void **state)
+{
+    (void)state;
+    cpu_set_t own;
+    assert_int_equal(sched_getaffinity(0, sizeof own, &own), 0);
+    if (CPU_COUNT(&own) < 2)
+        skip(); /* nowhere else to run */
+    assert_int_equal(hw_capture_helpers_start(true), 0);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &own))
+            continue;
+        session s;
+        memset(&s, 0, sizeof s);
+        assert_true(wait_for_waiting_helper());
+        assert_true(take_and_wait_off(&s, cpu));
+        assert_int_equal(atomic_load(&s.runs), 1);
+        assert_false(CPU_ISSET(cpu, &s.cpus));
+        assert_int_equal(CPU_COUNT(&s.cpus), CPU_COUNT(&own) - 1);
+        memset(&s, 0, sizeof s);
+        assert_true(wait_for_waiting_helper());
+        assert_true(take_and_wait(&s));
+        assert_true(CPU_EQUAL(&s.cpus, &own));
+    }
+    hw_capture_helpers_stop();
+}
+
+/* hw_cpus_without: only where something is left; hw_cpu_avoid moves the
+ * thread off each CPU asked for while one is left, and back at the end. */
+static void test_a_thread_moves_off_cpus_and_back(void **state)
+{
+    (void)state;
+    cpu_set_t one, out;
+    CPU_ZERO(&one);
+    CPU_SET(3, &one);
+    assert_false(hw_cpus_without(&one, 3, &out)); /* nowhere else */
+    assert_true(CPU_EQUAL(&out, &one));
+    assert_false(hw_cpus_without(&one, 5, &out)); /* not one of them */
+    CPU_SET(5, &one);
+    assert_true(hw_cpus_without(&one, 5, &out));
+    assert_int_equal(CPU_COUNT(&out), 1);
+    assert_true(CPU_ISSET(3, &out));
+    assert_false(hw_cpus_without(&one, -1, &out));
+
+    cpu_set_t own, now;
+    assert_int_equal(sched_getaffinity(0, sizeof own, &own), 0);
+    hw_cpu_avoid(-1);
+    assert_false(hw_cpu_avoiding());
+    int first = -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &own))
+            continue;
+        if (first < 0)
+            first = cpu;
+        hw_cpu_avoid(cpu);
+        assert_int_equal(sched_getaffinity(0, sizeof now, &now), 0);
+        if (CPU_COUNT(&own) < 2) {
+            assert_false(hw_cpu_avoiding());
+            assert_true(CPU_EQUAL(&now, &own));
+        } else {
+            assert_true(hw_cpu_avoiding());
+            assert_false(CPU_ISSET(first, &now)); /* the first stays avoided */
+            assert_true(CPU_COUNT(&now) >= 1);   /* the last one is never taken away */
+        }
+    }
+    hw_cpu_avoid_end();
+    assert_false(hw_cpu_avoiding());
+    assert_int_equal(sched_getaffinity(0, sizeof now, &now), 0);
+    assert_true(CPU_EQUAL(&now, &own));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +293,8 @@ int main(void)
         cmocka_unit_test(test_helpers_take_the_starters_policy),
         cmocka_unit_test(test_concurrent_callers),
         cmocka_unit_test(test_start_stop_repeated),
+        cmocka_unit_test(test_sessions_run_off_the_hung_cpu),
+        cmocka_unit_test(test_a_thread_moves_off_cpus_and_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

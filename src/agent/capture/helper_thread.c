@@ -19,7 +19,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "agent/common/cpu_avoid.h"
 
 #define STOP_WAIT_NS (1000ull * 1000 * 1000)  /* a keeper waiting for the loader must not hold the agent's exit */
 #define START_WAIT_NS (1000ull * 1000 * 1000) /* for the first helper */
@@ -32,6 +36,9 @@ static struct {
     pthread_cond_t change; /* start and stop: a helper waits, or a thread ended */
     bool started;          /* between start and stop */
     bool waiting;          /* a helper waits for a session */
+    bool made;             /* one is made and has not begun to wait yet */
+    bool made_off;         /* ... on fewer CPUs than `affinity` */
+    bool waiting_off;      /* the waiting one is */
     unsigned alive;        /* the keeper and its helpers that have not ended */
     void (*run)(void *);   /* the session handed over, until the helper takes it */
     void *arg;
@@ -39,6 +46,10 @@ static struct {
     int policy; /* the captures' thread's, for every helper */
     struct sched_param param;
     cpu_set_t affinity;
+    pid_t keeper_tid;  /* 0 until it runs */
+    pid_t waiting_tid; /* the waiting helper's, while `waiting` */
+    pid_t run_for;     /* the helper `run` is handed to */
+    bool keeper_placed; /* its affinity is not `affinity` (hw_capture_helper_take moved it) */
 } keeper = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .wake = PTHREAD_COND_INITIALIZER,
             .need = PTHREAD_COND_INITIALIZER,
@@ -103,13 +114,26 @@ static void ended_locked(void)
 static void *waiting_helper_main(void *unused)
 {
     (void)unused;
+    pid_t self = (pid_t)syscall(SYS_gettid);
     pthread_mutex_lock(&keeper.lock);
-    while (keeper.run == NULL && keeper.started)
+    /* Waiting from here, its thread id known: hw_capture_helper_take
+     * places it by that id and hands the session to it alone (the one
+     * made after it can begin to wait before it wakes). */
+    keeper.made = false;
+    if (keeper.started) {
+        keeper.waiting_tid = self;
+        keeper.waiting_off = keeper.made_off;
+        keeper.waiting = true;
+    }
+    pthread_cond_broadcast(&keeper.change);
+    while (!(keeper.run != NULL && keeper.run_for == self) && keeper.started)
         pthread_cond_wait(&keeper.wake, &keeper.lock);
-    void (*run)(void *) = keeper.run;
+    bool mine = keeper.run != NULL && keeper.run_for == self;
+    void (*run)(void *) = mine ? keeper.run : NULL;
     void *arg = keeper.arg;
     sem_t *done = keeper.done;
-    keeper.run = NULL;
+    if (mine)
+        keeper.run = NULL;
     pthread_mutex_unlock(&keeper.lock);
     if (run != NULL) {
         run(arg);
@@ -136,23 +160,35 @@ static void *keeper_main(void *unused)
 {
     (void)unused;
     pthread_mutex_lock(&keeper.lock);
+    keeper.keeper_tid = (pid_t)syscall(SYS_gettid);
     int policy = keeper.policy;
     struct sched_param param = keeper.param;
     cpu_set_t affinity = keeper.affinity;
     while (keeper.started) {
-        if (keeper.waiting) {
+        if (keeper.waiting || keeper.made) {
             pthread_cond_wait(&keeper.need, &keeper.lock);
             continue;
         }
         keeper.alive++; /* counted before it runs: the stop waits for it */
+        keeper.made = true;
+        /* Moved off a hung thread's CPU by the capture that took the last
+         * helper: the next one starts there too (its first instructions
+         * would preempt that thread), and is put back on every CPU when
+         * it is handed its session; then the keeper goes back. */
+        bool placed = keeper.keeper_placed;
+        keeper.keeper_placed = false;
+        cpu_set_t now = affinity;
+        if (placed && sched_getaffinity(0, sizeof now, &now) != 0)
+            now = affinity;
+        keeper.made_off = placed;
         pthread_mutex_unlock(&keeper.lock);
         pthread_t thread;
-        int e = create_at(&thread, policy, &param, &affinity, true, waiting_helper_main, NULL);
+        int e = create_at(&thread, policy, &param, &now, true, waiting_helper_main, NULL);
+        if (placed)
+            (void)sched_setaffinity(0, sizeof affinity, &affinity);
         pthread_mutex_lock(&keeper.lock);
-        if (e == 0) {
-            keeper.waiting = true;
-            pthread_cond_broadcast(&keeper.change);
-        } else {
+        if (e != 0) { /* (made: it says it waits itself) */
+            keeper.made = false;
             ended_locked();
             struct timespec retry = after_ns(RETRY_NS);
             while (keeper.started && pthread_cond_timedwait(&keeper.need, &keeper.lock, &retry) != ETIMEDOUT)
@@ -210,20 +246,29 @@ void hw_capture_helpers_stop(void)
     while (keeper.alive > 0)
         if (pthread_cond_timedwait(&keeper.change, &keeper.lock, &deadline) == ETIMEDOUT)
             break;
-    keeper.waiting = false;
+    keeper.waiting = keeper.made = false;
     pthread_mutex_unlock(&keeper.lock);
 }
 
-bool hw_capture_helper_take(void (*run)(void *arg), void *arg, sem_t *done)
+bool hw_capture_helper_take(void (*run)(void *arg), void *arg, sem_t *done, int avoid_cpu)
 {
     pthread_mutex_lock(&keeper.lock);
     bool ready = keeper.started && keeper.waiting && keeper.run == NULL;
     if (ready) {
+        /* Placed before they wake: a wake-up on the hung thread's CPU
+         * preempts it there at once (cpu_avoid.h). */
+        cpu_set_t elsewhere;
+        bool off = hw_cpus_without(&keeper.affinity, avoid_cpu, &elsewhere);
+        if (off || keeper.waiting_off)
+            (void)hw_cpu_place(keeper.waiting_tid, &keeper.affinity, avoid_cpu);
+        if (off && keeper.keeper_tid > 0 && hw_cpu_place(keeper.keeper_tid, &keeper.affinity, avoid_cpu))
+            keeper.keeper_placed = true;
         keeper.run = run;
+        keeper.run_for = keeper.waiting_tid;
         keeper.arg = arg;
         keeper.done = done;
         keeper.waiting = false;
-        pthread_cond_signal(&keeper.wake);
+        pthread_cond_broadcast(&keeper.wake); /* the one it is for may not be alone in waiting */
         pthread_cond_signal(&keeper.need); /* the next one, now */
     }
     pthread_mutex_unlock(&keeper.lock);

@@ -44,9 +44,11 @@ int hw_capture_helpers_start(bool wait_for_first);
 void hw_capture_helpers_stop(void);
 
 /* For the capture: hand `run(arg)` to the waiting helper, which posts
- * `done` after it and then ends.  False when no helper is waiting: the
+ * `done` after it and then ends.  It, and the keeper that makes the next
+ * one meanwhile, run off `avoid_cpu` (the hung thread's: cpu_avoid.h; -1
+ * none) where another CPU is theirs.  False when no helper is waiting: the
  * caller makes one (hw_helper_thread_create). */
-bool hw_capture_helper_take(void (*run)(void *arg), void *arg, sem_t *done);
+bool hw_capture_helper_take(void (*run)(void *arg), void *arg, sem_t *done, int avoid_cpu);
 
 /* Whether a helper waits now (tests: the keeper makes the next one a
  * moment after one is taken). */

@@ -715,7 +715,7 @@ static int session_start(hw_capture_flight *f)
     sigset_t all, saved;
     pthread_sigmask(SIG_BLOCK, &s->sigchld, &f->old_mask);
     if (sem_init(&f->done, 0, 0) == 0) {
-        if (hw_capture_helper_take(session_run, s, &f->done)) {
+        if (hw_capture_helper_take(session_run, s, &f->done, s->opts.avoid_cpu)) {
             f->on_waiting = f->running = true;
             return 0;
         }

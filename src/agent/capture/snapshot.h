@@ -178,6 +178,9 @@ typedef struct hw_capture_options {
      * (65,530 mappings: 6 MiB, 40-50 ms to read). */
     bool maps_later;
     size_t maps_max;
+    /* The CPU the hung thread was last seen on (-1: not known): the
+     * session's helper runs on another where it may (cpu_avoid.h). */
+    int avoid_cpu;
 } hw_capture_options;
 
 void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid);

@@ -32,6 +32,7 @@ void hw_capture_options_default(hw_capture_options *opts, pid_t target_tid)
     opts->stop_timeout_ms = 500;
     opts->context_grace_ms = 100;
     opts->max_threads = HW_CAPTURE_MAX_THREADS;
+    opts->avoid_cpu = -1;
 }
 
 uint64_t hw_snapshot_now_ns(void)

@@ -8,11 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-void hw_take_watch_priority(void)
+static void take_real_time(int priority)
 {
     const char *policy = getenv("HANGWATCH_WATCH_POLICY");
     if (policy != NULL && strcmp(policy, "normal") == 0)
         return;
-    struct sched_param sp = {.sched_priority = 1};
+    struct sched_param sp = {.sched_priority = priority};
     (void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp); /* 0: this thread */
+}
+
+void hw_take_watch_priority(void)
+{
+    take_real_time(HW_WATCH_PRIORITY);
+}
+
+void hw_take_service_priority(void)
+{
+    take_real_time(HW_SERVICE_PRIORITY);
 }

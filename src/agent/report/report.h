@@ -124,6 +124,10 @@ typedef struct report_request {
     /* its line at detection was said while the capture still waited for
      * the thread to stop (worker_announce_unstopped): not again after it */
     bool announced;
+    /* the CPU the hung thread last ran on, when known (its capture's
+     * look): the naming thread and the worker work elsewhere (cpu_avoid.h) */
+    bool hung_cpu_known;
+    int hung_cpu;
 } report_request;
 
 /* What classifying the request's frames needs (its rules, its

@@ -10,8 +10,8 @@
  * went (the time section, settled in the capture) and the address it is
  * at, named by the module mapped there.  The watch thread formats that
  * line into a slot of a small ring (no allocation, a few microseconds) and
- * this thread, at the watch thread's priority, writes it with write(2),
- * past stdio's lock: a stderr that blocks holds up this thread, never the
+ * this thread, at a real-time priority (one below the watch thread's),
+ * writes it with write(2), past stdio's lock: a stderr that blocks holds up this thread, never the
  * detection, and a report worker starved in its own fprintf holds up
  * neither.  The report's own
  * line, with the symbolized stack and the report's path, follows from the
@@ -47,10 +47,10 @@ struct report_herald {
 static void *herald_main(void *arg)
 {
     report_herald *h = arg;
-    /* The watch thread's policy (watch_loop.c): the machine's other work
-     * cannot hold the line back.  It only writes lines the watch thread
+    /* Real-time, below the watch thread (watch_priority.h): the machine's
+     * other work cannot hold the line back.  It only writes lines the watch thread
      * made, a few a second at most. */
-    hw_take_watch_priority();
+    hw_take_service_priority();
     char line[HW_DETECTION_LINE_MAX];
     pthread_mutex_lock(&h->lock);
     for (;;) {

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "agent/common/cpu_avoid.h"
 #include "report.h"
 
 /* Reports kept track of per hung stretch (annealing reports it again when
@@ -67,6 +68,7 @@ struct report_worker {
     /* priority aging (worker_boost_due): its thread id, when the job under
      * way was queued (0: none), whether the watch thread raised it */
     pid_t tid;
+    hw_cpu_placement placement; /* the watch thread's: the worker kept off a hung thread's CPU */
     bool idle_policy; /* it runs at SCHED_IDLE (not HANGWATCH_WORKER_POLICY=normal) */
     uint64_t current_queued_ns;
     bool boosted;

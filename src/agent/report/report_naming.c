@@ -14,9 +14,10 @@
  * other process's hang crossing its threshold meanwhile was captured that
  * much later (issue [24]).  So with the memory map, which a process with
  * 65,530 mappings makes 6 MiB long (40-50 ms).  This thread does both
- * instead, at the watch thread's priority (report_herald.c), so that they
- * are read as promptly as before and the machine's other work cannot hold
- * them back, while the watch thread goes on watching.
+ * instead, at a real-time priority one below the watch thread's
+ * (watch_priority.h), so that they are read as promptly as before and the
+ * machine's other work cannot hold them back, while the watch thread goes
+ * on watching and preempts it where they share a CPU.
  *
  * The report worker has the capture already, in its queue, in order with
  * the hang's other jobs; it waits for the names before it unwinds that
@@ -26,6 +27,8 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "agent/common/pi_mutex.h"
 #include "agent/common/watch_priority.h"
@@ -45,6 +48,8 @@ struct report_naming {
     naming_task *head, *tail;
     bool stopping;
     hw_runtime_namers *namers; /* this thread's only */
+    pid_t tid;                  /* 0 until it runs */
+    hw_cpu_placement placement; /* the submitting thread's */
 };
 
 /* Early sampling's Point Stack and ring keep a runtime frame as its key
@@ -87,8 +92,9 @@ static void name_one(report_naming *n, report_request *req)
 static void *naming_main(void *arg)
 {
     report_naming *n = arg;
-    hw_take_watch_priority();
+    hw_take_service_priority();
     pthread_mutex_lock(&n->lock);
+    n->tid = (pid_t)syscall(SYS_gettid);
     for (;;) {
         while (n->head == NULL && !n->stopping)
             pthread_cond_wait(&n->wake, &n->lock);
@@ -153,6 +159,11 @@ static bool queue_task(report_naming *n, report_request *req, uint64_t serial)
 
 void naming_submit(report_naming *n, report_request *req)
 {
+    /* Off a spinning hung thread's CPU before it wakes (cpu_avoid.h). */
+    pthread_mutex_lock(&n->lock);
+    pid_t tid = n->tid;
+    pthread_mutex_unlock(&n->lock);
+    hw_cpu_placement_keep_off(&n->placement, tid, req->hung_cpu_known ? req->hung_cpu : -1);
     /* Out of memory: the capture goes without its runtime names, as one
      * whose reading failed. */
     if (!queue_task(n, req, 0))

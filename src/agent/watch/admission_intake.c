@@ -1,7 +1,7 @@
 /*
  * admission_intake.c - the registration socket read by a thread of its own,
- * at the watch thread's policy, into a bounded queue the watch thread takes
- * from.
+ * at a real-time policy (below the watch thread's), into a bounded queue
+ * the watch thread takes from.
  *
  * Why: the socket's queue holds net.unix.max_dgram_qlen datagrams (10 by
  * default) and a registering process waits at most 200 ms for room
@@ -99,7 +99,7 @@ static void signal_fd(int fd)
 static void *intake_main(void *arg)
 {
     admission_intake *in = arg;
-    hw_take_watch_priority();
+    hw_take_service_priority();
     for (;;) {
         pthread_mutex_lock(&in->lock);
         while (in->count == in->capacity && !in->stopping)

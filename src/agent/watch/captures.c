@@ -201,6 +201,9 @@ void capture_request_start(agent *a, watched_process *w, pid_t tid, uint64_t now
     rc->copt.overdue_ms = CAPTURE_OVERDUE_MS;
     /* the map's rest, past what this thread reads, is read by the naming thread */
     rc->copt.maps_max = HW_WATCH_MAPS_MAX;
+    rc->copt.avoid_cpu = rc->avoid_cpu;
+    req->hung_cpu_known = rc->avoid_cpu >= 0;
+    req->hung_cpu = rc->avoid_cpu;
     req->python = w->python;
     req->js = w->js.target;
     req->pid = w->pid;
@@ -240,7 +243,7 @@ void capture_request_finish(agent *a, watched_process *w, report_request *req, r
 void capture_for_request(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
                          void (*overdue)(void *ctx), void *ctx)
 {
-    request_capture rc;
+    request_capture rc = {.avoid_cpu = -1};
     capture_request_start(a, w, tid, now, req, overdue, ctx, &rc);
     capture_request_finish(a, w, req, &rc);
 }

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "agent/common/cpu_avoid.h"
 #include "core/abi/events.h"
 #include "watch.h"
 
@@ -98,6 +99,11 @@ typedef struct report_capture {
 static void report_capture_look(agent *a, watched_process *w, loop_watch *l, const hw_check *c,
                                 report_request *req, report_capture *rcap)
 {
+    /* Off the CPU the hung thread last ran on (a spinning one holds it)
+     * first, for the reading before the capture, the capture, and all this
+     * thread does after it until it sleeps again (cpu_avoid.h); its
+     * helper too (hw_capture_helper_take). */
+    hw_cpu_avoid(hw_task_last_cpu(w->pid, l->tid));
     look_for_runtimes(a, w); /* before the frames are read and the samples named */
     rcap->c = *c;
     req->check = *c;
@@ -109,6 +115,8 @@ static void report_capture_look(agent *a, watched_process *w, loop_watch *l, con
      * timeout twice (captures.c).  That wait is the capture's, not the
      * program's: its window ends before the stop. */
     hw_blocked_look_take(w->pid, l->tid, &rcap->look);
+    rcap->rc.avoid_cpu = rcap->look.valid ? rcap->look.cpu : -1;
+    hw_cpu_avoid(rcap->rc.avoid_cpu); /* (moved since the first reading) */
     memset(&rcap->asleep_until, 0, sizeof rcap->asleep_until);
     if (hw_look_asleep(&rcap->look))
         hang_time_reading(w, l, &rcap->asleep_until);

@@ -514,6 +514,7 @@ typedef struct request_capture {
     hw_capture_options copt; /* the retry's too */
     hw_capture_flight *flight;
     int result; /* hw_capture_start's */
+    int avoid_cpu; /* the caller's, before the start: the hung thread's CPU, -1 unknown (cpu_avoid.h) */
 } request_capture;
 void capture_request_start(agent *a, watched_process *w, pid_t tid, uint64_t now, report_request *req,
                            void (*overdue)(void *ctx), void *ctx, request_capture *rc);

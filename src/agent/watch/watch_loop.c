@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/common/cpu_avoid.h"
 #include "agent/common/watch_priority.h"
 #include "watch.h"
 
@@ -213,6 +214,18 @@ static void check_processes(agent *a)
     hang_batch_run(a); /* the hangs this pass found, captured together */
 }
 
+/* Is a loop of a watched process in a hang now? */
+static bool any_hung(const agent *a)
+{
+    for (size_t i = 0; i < a->table.end; i++) {
+        const watched_process *w = a->table.slots[i];
+        for (unsigned s = 0; w != NULL && s < HW_PAGE_SLOTS; s++)
+            if (w->loops[s] != NULL && w->loops[s]->hung)
+                return true;
+    }
+    return false;
+}
+
 /*
  * The watch thread runs at the lowest real-time priority, where the agent
  * may have it (hw_take_watch_priority): it sleeps until a busy stretch
@@ -238,6 +251,11 @@ static void watch(agent *a)
         uint64_t now = hw_monotonic_ns();
         if (a->watch_mode && ((a->table.count == 0 && !opts->watch_all) || now >= deadline))
             break; /* `watch`: every process has ended (--all: never), or the time is up */
+        /* Off the hung threads' CPUs while they hang (hang_lifecycle.c,
+         * report_capture_look): its looks for their end, every 10 ms,
+         * would otherwise preempt a spinning one each time. */
+        if (hw_cpu_avoiding() && !any_hung(a))
+            hw_cpu_avoid_end();
         uint64_t next = next_wake(a, now, deadline);
         nfds_t at[AT_COUNT];
         nfds_t nfds = poll_set(a, fds, at);
