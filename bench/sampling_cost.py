@@ -333,8 +333,8 @@ def rows(m, row):
         "does and a ptrace stop does), µs per report", f"{c['n']} rounds", f"{c['per_report_med_us']:.0f}", "",
         f"all stops over the hang {c['stop_med_us']:.0f} (max {c['stop_max_us']:.0f}), {c['stops_med']:.0f} "
         f"stops (the capture and the re-checks), {c['per_stop_med_us']:.0f} each; the plain runs' such gaps: "
-        f"{plain['stops_max']} at most (the method's noise); the report worker runs on idle time and takes no CPU "
-        "from a running thread (part 5)", "≤ 1 ms", "met" if c["per_report_med_us"] <= 1000 else "**MISSED**")
+        f"{plain['stops_max']} at most (the method's noise); the agent's other threads work off the hung "
+        "thread's CPU (decisions.md §63), so a preemption by them, which this count would miss, does not come", "≤ 1 ms", "met" if c["per_report_med_us"] <= 1000 else "**MISSED**")
 
 
 if __name__ == "__main__":
