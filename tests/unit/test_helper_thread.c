@@ -7,7 +7,8 @@
  * (fallback or not); start and stop can be repeated; after the stop no
  * session is taken; a session handed over with a hung thread's CPU runs
  * off it, and the helper after it may run anywhere again; a thread moves
- * itself off CPUs and back (cpu_avoid.h).  Run under ThreadSanitizer too
+ * itself off CPUs and back, and another is kept off one and back
+ * (cpu_avoid.h).  Run under ThreadSanitizer too
  * (label concurrency).
  */
 #include <setjmp.h>
@@ -286,6 +287,69 @@ static void test_a_thread_moves_off_cpus_and_back(void **state)
     assert_true(CPU_EQUAL(&now, &own));
 }
 
+/* Another thread kept off a CPU by the one that hands it work, and back:
+ * its affinity read by thread id after each step. */
+static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t parked_wake = PTHREAD_COND_INITIALIZER;
+static pid_t parked_tid;
+static bool parked_release;
+
+static void *parked_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&parked_lock);
+    parked_tid = gettid();
+    pthread_cond_broadcast(&parked_wake);
+    while (!parked_release)
+        pthread_cond_wait(&parked_wake, &parked_lock);
+    pthread_mutex_unlock(&parked_lock);
+    return NULL;
+}
+
+static void test_another_thread_kept_off_a_cpu(void **state)
+{
+    (void)state;
+    cpu_set_t own, now;
+    assert_int_equal(sched_getaffinity(0, sizeof own, &own), 0);
+    pthread_t t;
+    parked_tid = 0;
+    parked_release = false;
+    assert_int_equal(pthread_create(&t, NULL, parked_main, NULL), 0);
+    pthread_mutex_lock(&parked_lock);
+    while (parked_tid == 0)
+        pthread_cond_wait(&parked_wake, &parked_lock);
+    pid_t tid = parked_tid;
+    pthread_mutex_unlock(&parked_lock);
+
+    hw_cpu_placement p;
+    memset(&p, 0, sizeof p);
+    hw_cpu_placement_keep_off(&p, 0, 0); /* not running yet: nothing */
+    assert_false(p.known);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &own))
+            continue;
+        hw_cpu_placement_keep_off(&p, tid, cpu);
+        assert_int_equal(sched_getaffinity(tid, sizeof now, &now), 0);
+        if (CPU_COUNT(&own) < 2) {
+            assert_true(CPU_EQUAL(&now, &own)); /* nowhere else */
+            assert_int_equal(p.off, -1);
+        } else {
+            assert_false(CPU_ISSET(cpu, &now));
+            assert_int_equal(CPU_COUNT(&now), CPU_COUNT(&own) - 1);
+            assert_int_equal(p.off, cpu);
+        }
+        hw_cpu_placement_keep_off(&p, tid, -1);
+        assert_int_equal(sched_getaffinity(tid, sizeof now, &now), 0);
+        assert_true(CPU_EQUAL(&now, &own));
+        assert_int_equal(p.off, -1);
+    }
+    pthread_mutex_lock(&parked_lock);
+    parked_release = true;
+    pthread_cond_broadcast(&parked_wake);
+    pthread_mutex_unlock(&parked_lock);
+    pthread_join(t, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_start_stop_repeated),
         cmocka_unit_test(test_sessions_run_off_the_hung_cpu),
         cmocka_unit_test(test_a_thread_moves_off_cpus_and_back),
+        cmocka_unit_test(test_another_thread_kept_off_a_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
