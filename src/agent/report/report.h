@@ -205,6 +205,14 @@ bool worker_announce_unstopped(report_worker *wk, report_request *req, const hw_
  * thread (report_naming.c).  False when the queue is full (the capture is
  * dropped and counted). */
 bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck);
+
+/* The worker and the naming thread off CPU `cpu` (a hung thread's, or one
+ * a capture is about to stop; -1: back on every CPU), where they may run
+ * elsewhere (cpu_avoid.h).  The naming thread reads at a real-time
+ * priority for up to tens of milliseconds: on the CPU of a thread a
+ * capture must stop, that thread could not take its stop until it was
+ * done.  Called by the watch thread only. */
+void worker_keep_off(report_worker *wk, int cpu);
 /* A hang's first report that found the queue full: it is still announced on
  * stderr (in order with the other lines, saying that its report was
  * dropped and why) and counted as a hang at its end.  The request's

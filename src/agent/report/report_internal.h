@@ -154,6 +154,7 @@ unsigned long herald_stop(report_herald *h);
  * NULL when out of memory. */
 report_naming *naming_start(report_worker *wk, size_t namers_max_bytes, bool quiet);
 void naming_submit(report_naming *n, report_request *req);
+void naming_keep_off(report_naming *n, int cpu); /* worker_keep_off's, for this thread */
 void naming_forget(report_naming *n, uint64_t serial);
 void naming_stop(report_naming *n);
 /* The naming thread's call: `names` (NULL: none) are req's, and the worker

@@ -157,13 +157,16 @@ static bool queue_task(report_naming *n, report_request *req, uint64_t serial)
     return true;
 }
 
-void naming_submit(report_naming *n, report_request *req)
+void naming_keep_off(report_naming *n, int cpu)
 {
-    /* Off a spinning hung thread's CPU before it wakes (cpu_avoid.h). */
     pthread_mutex_lock(&n->lock);
     pid_t tid = n->tid;
     pthread_mutex_unlock(&n->lock);
-    hw_cpu_placement_keep_off(&n->placement, tid, req->hung_cpu_known ? req->hung_cpu : -1);
+    hw_cpu_placement_keep_off(&n->placement, tid, cpu);
+}
+
+void naming_submit(report_naming *n, report_request *req)
+{
     /* Out of memory: the capture goes without its runtime names, as one
      * whose reading failed. */
     if (!queue_task(n, req, 0))

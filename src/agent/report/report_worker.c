@@ -161,6 +161,17 @@ hang_record *worker_new_hang(bool launch)
     return h;
 }
 
+void worker_keep_off(report_worker *wk, int cpu)
+{
+    if (wk == NULL)
+        return;
+    pthread_mutex_lock(&wk->lock);
+    pid_t tid = wk->tid;
+    pthread_mutex_unlock(&wk->lock);
+    hw_cpu_placement_keep_off(&wk->placement, tid, cpu);
+    naming_keep_off(wk->naming, cpu);
+}
+
 bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *req, bool recheck)
 {
     job *j = calloc(1, sizeof *j);
@@ -171,12 +182,9 @@ bool worker_submit_report(report_worker *wk, hang_record *hang, report_request *
         return false;
     }
     *copy = *req; /* the snapshot's buffers move with it */
-    /* Off a spinning hung thread's CPU before it wakes: on idle time or
+    /* Off a spinning hung thread's CPU before they wake: on idle time or
      * not, a thread woken there gets a slice of it (cpu_avoid.h). */
-    pthread_mutex_lock(&wk->lock);
-    pid_t tid = wk->tid;
-    pthread_mutex_unlock(&wk->lock);
-    hw_cpu_placement_keep_off(&wk->placement, tid, req->hung_cpu_known ? req->hung_cpu : -1);
+    worker_keep_off(wk, req->hung_cpu_known ? req->hung_cpu : -1);
     j->kind = recheck && hang ? JOB_RECHECK : JOB_REPORT;
     j->hang = hang;
     j->req = copy;

@@ -103,7 +103,9 @@ static void report_capture_look(agent *a, watched_process *w, loop_watch *l, con
      * first, for the reading before the capture, the capture, and all this
      * thread does after it until it sleeps again (cpu_avoid.h); its
      * helper too (hw_capture_helper_take). */
-    hw_cpu_avoid(hw_task_last_cpu(w->pid, l->tid));
+    int cpu = hw_task_last_cpu(w->pid, l->tid);
+    hw_cpu_avoid(cpu);
+    worker_keep_off(a->worker, cpu); /* the naming thread must not hold that CPU from the stop */
     look_for_runtimes(a, w); /* before the frames are read and the samples named */
     rcap->c = *c;
     req->check = *c;
