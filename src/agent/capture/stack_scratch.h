@@ -8,7 +8,8 @@
  * other thread before every capture was half of what a capture cost the
  * watch thread (perf: page faults under memset), for a copy that is a few
  * KiB once it is cut to the stack's length.  The capturing thread now keeps
- * a few buffers of each size, touched once; after the resume, the part of
+ * a few buffers of each size, their pages put in once (by the kernel, in
+ * one call: MAP_POPULATE); after the resume, the part of
  * the stack that was read is copied out of them to a buffer of its own
  * size, and they are free for the next capture.  Per capturing thread:
  * HW_STACK_SCRATCH_SLOTS buffers at most (one over 128 KiB, the hung
