@@ -212,14 +212,15 @@ def status_fields(pid, tid=None):
     return fields
 
 
-def wait_for(condition, what, timeout=30):
-    """Poll `condition` until it is true, or fail after `timeout` seconds."""
+def wait_for(condition, what, timeout=30, seen=None):
+    """Poll `condition` until it is true, or fail after `timeout` seconds
+    (saying what `seen()`, if given, returns then)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(0.02)
-    fail(f"timed out waiting for {what}")
+    fail(f"timed out waiting for {what}" + (f"; seen:\n{seen()}" if seen is not None else ""))
 
 
 def program_of(hangwatch_pid, timeout=20):

@@ -265,7 +265,13 @@ def case_metrics_file():
         hwtest.wait_for(lambda: reads(0), "the file to show the program at 0 hangs", 20)
         check(os.stat(path).st_mode & 0o777 == 0o644, f"mode {oct(os.stat(path).st_mode)}")
         w.hang(500)
-        hwtest.wait_for(lambda: reads(1), "the file to count the hang", 20)
+
+        def counted():
+            with open(path) as f:
+                text = f.read()
+            return "\n".join(ln for ln in text.splitlines() if ln.startswith("hangwatch_hangs_total")) + \
+                "\nstderr:\n" + w.stderr()
+        hwtest.wait_for(lambda: reads(1), "the file to count the hang", 20, seen=counted)
         with open(path) as f:
             promtool_check(f.read(), path)
     finally:
