@@ -215,6 +215,7 @@ int hw_capture_helpers_start(bool wait_for_first)
     }
     keeper.started = true;
     keeper.alive++;
+    keeper.keeper_tid = 0; /* the new keeper's, once it runs */
     pthread_mutex_unlock(&keeper.lock);
     sigset_t all, saved;
     sigfillset(&all);
@@ -247,6 +248,8 @@ void hw_capture_helpers_stop(void)
         if (pthread_cond_timedwait(&keeper.change, &keeper.lock, &deadline) == ETIMEDOUT)
             break;
     keeper.waiting = keeper.made = false;
+    if (keeper.alive == 0)
+        keeper.keeper_tid = 0; /* ended: its id may be another thread's, of any process, by now */
     pthread_mutex_unlock(&keeper.lock);
 }
 
