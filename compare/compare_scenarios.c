@@ -397,6 +397,9 @@ int main(int argc, char **argv)
                 argv[2]);
         return 2;
     }
+    /* The task queue's descriptor before the agent starts: its pings can be
+     * posted (post_to_queue, on the library's events thread) from then on. */
+    g_task_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     int rc = hangwatch_start(&cfg);
     if (rc != 0) {
         fprintf(stderr, "compare-scenarios: hangwatch_start: %s\n", strerror(-rc));
@@ -406,7 +409,6 @@ int main(int argc, char **argv)
     hangwatch_loop *loop = hangwatch_loop_register();
 
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    g_task_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     g_step_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     int frame_fd = -1;
     uint64_t frame_ns = hangwatch_frame_interval_ns();
