@@ -92,7 +92,6 @@ typedef struct hw_wait_peer {
 typedef struct hw_blocked_look {
     bool valid;
     char state;          /* R, S, D, T, t, ... */
-    int cpu;             /* the CPU it last ran on, -1 unknown */
     bool in_syscall;     /* false: running, or blocked outside a system call (a page fault) */
     bool syscall_unreadable; /* its /proc syscall file is another user's (not root, no CAP_DAC_READ_SEARCH):
                                 in_syscall is not known */

@@ -55,23 +55,20 @@ static void inside_the_interrupted_call(void **state)
     assert_int_equal(look.state, 'S');
 }
 
-static void set_up_again_as_restart_syscall(void **state)
+/* rip back on the call's `syscall`, rax restart_syscall (a sleep, after
+ * ERESTART_RESTARTBLOCK) or the call itself (a call restarted whole, after
+ * ERESTARTSYS and its kin): the call, nanosleep here, either way. */
+static void set_up_again(void **state)
 {
     (void)state;
-    hw_blocked_look look = running_look();
-    struct user_regs_struct regs = stopped_at(syscall_instruction, SYS_restart_syscall, SYS_nanosleep);
-    assert_true(hw_blocked_look_from_stop(getpid(), gettid(), &regs, &look));
-    assert_true(look.in_syscall);
-    assert_int_equal(look.syscall, SYS_nanosleep);
-}
-
-static void set_up_again_as_the_same_call(void **state)
-{
-    (void)state;
-    hw_blocked_look look = running_look();
-    struct user_regs_struct regs = stopped_at(syscall_instruction, SYS_nanosleep, SYS_nanosleep);
-    assert_true(hw_blocked_look_from_stop(getpid(), gettid(), &regs, &look));
-    assert_int_equal(look.syscall, SYS_nanosleep);
+    const long set_up_as[] = {SYS_restart_syscall, SYS_nanosleep};
+    for (size_t i = 0; i < sizeof set_up_as / sizeof set_up_as[0]; i++) {
+        hw_blocked_look look = running_look();
+        struct user_regs_struct regs = stopped_at(syscall_instruction, set_up_as[i], SYS_nanosleep);
+        assert_true(hw_blocked_look_from_stop(getpid(), gettid(), &regs, &look));
+        assert_true(look.in_syscall);
+        assert_int_equal(look.syscall, SYS_nanosleep);
+    }
 }
 
 /* read(2) returned 0: rax equals orig_rax, but rip is past the call. */
@@ -112,8 +109,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inside_the_interrupted_call),
-        cmocka_unit_test(set_up_again_as_restart_syscall),
-        cmocka_unit_test(set_up_again_as_the_same_call),
+        cmocka_unit_test(set_up_again),
         cmocka_unit_test(a_call_that_returned_is_not_one),
         cmocka_unit_test(unreadable_code_is_not_a_call),
         cmocka_unit_test(a_look_in_a_call_is_kept),

@@ -37,8 +37,6 @@ static struct {
     bool started;          /* between start and stop */
     bool waiting;          /* a helper waits for a session */
     bool made;             /* one is made and has not begun to wait yet */
-    bool made_off;         /* ... on fewer CPUs than `affinity` */
-    bool waiting_off;      /* the waiting one is */
     unsigned alive;        /* the keeper and its helpers that have not ended */
     void (*run)(void *);   /* the session handed over, until the helper takes it */
     void *arg;
@@ -122,7 +120,6 @@ static void *waiting_helper_main(void *unused)
     keeper.made = false;
     if (keeper.started) {
         keeper.waiting_tid = self;
-        keeper.waiting_off = keeper.made_off;
         keeper.waiting = true;
     }
     pthread_cond_broadcast(&keeper.change);
@@ -180,7 +177,6 @@ static void *keeper_main(void *unused)
         cpu_set_t now = affinity;
         if (placed && sched_getaffinity(0, sizeof now, &now) != 0)
             now = affinity;
-        keeper.made_off = placed;
         pthread_mutex_unlock(&keeper.lock);
         pthread_t thread;
         int e = create_at(&thread, policy, &param, &now, true, waiting_helper_main, NULL);
@@ -259,12 +255,13 @@ bool hw_capture_helper_take(void (*run)(void *arg), void *arg, sem_t *done, int 
     bool ready = keeper.started && keeper.waiting && keeper.run == NULL;
     if (ready) {
         /* Placed before they wake: a wake-up on the hung thread's CPU
-         * preempts it there at once (cpu_avoid.h). */
+         * preempts it there at once (cpu_avoid.h).  The helper always
+         * (off that CPU, or back on every CPU if it was made off one);
+         * the keeper when there is a CPU to avoid. */
         cpu_set_t elsewhere;
-        bool off = hw_cpus_without(&keeper.affinity, avoid_cpu, &elsewhere);
-        if (off || keeper.waiting_off)
-            (void)hw_cpu_place(keeper.waiting_tid, &keeper.affinity, avoid_cpu);
-        if (off && keeper.keeper_tid > 0 && hw_cpu_place(keeper.keeper_tid, &keeper.affinity, avoid_cpu))
+        (void)hw_cpu_place(keeper.waiting_tid, &keeper.affinity, avoid_cpu);
+        if (hw_cpus_without(&keeper.affinity, avoid_cpu, &elsewhere) && keeper.keeper_tid > 0 &&
+            hw_cpu_place(keeper.keeper_tid, &keeper.affinity, avoid_cpu))
             keeper.keeper_placed = true;
         keeper.run = run;
         keeper.run_for = keeper.waiting_tid;

@@ -327,13 +327,11 @@ static void take_look(pid_t pid, pid_t tid, bool brief, hw_blocked_look *out)
     memset(out, 0, sizeof *out);
     out->fd = -1;
     out->wait_fd_count = -1;
-    out->cpu = -1;
     hw_task_stat st;
     if (hw_task_stat_read(pid, tid, &st) != 0)
         return;
     out->valid = true;
     out->state = st.state;
-    out->cpu = st.processor;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
     if (!brief && (hw_proc_read_small(path, out->wchan, sizeof out->wchan) <= 0 || strcmp(out->wchan, "0") == 0))

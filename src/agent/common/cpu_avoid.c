@@ -39,8 +39,7 @@ void hw_cpu_avoid(int cpu)
         return;
     cpu_set_t avoided = self.avoided, left;
     CPU_SET(cpu, &avoided);
-    CPU_XOR(&left, &self.own, &avoided); /* avoided is a subset of own */
-    CPU_AND(&left, &left, &self.own);
+    CPU_XOR(&left, &self.own, &avoided); /* own without avoided: avoided is a subset of it */
     if (CPU_COUNT(&left) == 0)
         return; /* nowhere else: stays where it may run */
     if (sched_setaffinity(0, sizeof left, &left) != 0)
@@ -83,8 +82,6 @@ void hw_cpu_placement_keep_off(hw_cpu_placement *p, pid_t tid, int cpu)
     cpu_set_t elsewhere;
     if (!hw_cpus_without(&p->own, cpu, &elsewhere))
         cpu = -1; /* nowhere else (or no CPU given): its own set */
-    if (cpu == p->off)
-        return;
-    if (sched_setaffinity(tid, sizeof elsewhere, &elsewhere) == 0)
+    if (cpu != p->off && hw_cpu_place(tid, &p->own, cpu))
         p->off = cpu;
 }

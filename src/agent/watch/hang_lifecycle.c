@@ -104,6 +104,7 @@ static void report_capture_look(agent *a, watched_process *w, loop_watch *l, con
      * thread does after it until it sleeps again (cpu_avoid.h); its
      * helper too (hw_capture_helper_take). */
     int cpu = hw_task_last_cpu(w->pid, l->tid);
+    rcap->rc.avoid_cpu = cpu;
     hw_cpu_avoid(cpu);
     worker_keep_off(a->worker, cpu); /* the naming thread must not hold that CPU from the stop */
     look_for_runtimes(a, w); /* before the frames are read and the samples named */
@@ -117,8 +118,6 @@ static void report_capture_look(agent *a, watched_process *w, loop_watch *l, con
      * timeout twice (captures.c).  That wait is the capture's, not the
      * program's: its window ends before the stop. */
     hw_blocked_look_take(w->pid, l->tid, &rcap->look);
-    rcap->rc.avoid_cpu = rcap->look.valid ? rcap->look.cpu : -1;
-    hw_cpu_avoid(rcap->rc.avoid_cpu); /* (moved since the first reading) */
     memset(&rcap->asleep_until, 0, sizeof rcap->asleep_until);
     if (hw_look_asleep(&rcap->look))
         hang_time_reading(w, l, &rcap->asleep_until);
