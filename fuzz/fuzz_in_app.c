@@ -12,7 +12,8 @@
  * parses back, a frame's verdict without rules is "origin is app", a
  * prefix pattern matches its own path, hangwatch's frames are never in_app
  * whatever the rule, and the culprit is in range, never hangwatch's unless
- * nothing else is there, and the innermost in_app frame when there is one.
+ * nothing else is there, the innermost in_app frame that is no PLT stub
+ * when there is one, and a stub only when no other named frame could be.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -86,16 +87,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                       .in_app = b[1] & 1,
                                       .runtime_frame = b[1] & 2,
                                       .named = b[2] & 1,
-                                      .machinery = b[3] & 1};
+                                      .machinery = b[3] & 1,
+                                      .call_stub = b[3] & 2};
     }
     size_t culprit = hw_culprit_index(facts, count);
-    bool any_other = false, any_in_app = false;
+    bool any_other = false, any_in_app = false, any_plain_named = false;
     size_t first_in_app = SIZE_MAX;
     for (size_t i = 0; i < count; i++) {
         any_other |= facts[i].origin != HW_ORIGIN_HANGWATCH;
-        if (facts[i].in_app && first_in_app == SIZE_MAX)
+        bool in_app = facts[i].in_app && !facts[i].call_stub; /* a stub is passed over */
+        if (in_app && first_in_app == SIZE_MAX)
             first_in_app = i;
-        any_in_app |= facts[i].in_app;
+        any_in_app |= in_app;
+        any_plain_named |= facts[i].origin != HW_ORIGIN_HANGWATCH && facts[i].named && !facts[i].machinery &&
+                           !facts[i].call_stub;
     }
     CHECK(culprit == SIZE_MAX || culprit < count);
     CHECK((culprit == SIZE_MAX) == (!any_other && !any_in_app));
@@ -103,6 +108,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(culprit == first_in_app);
     else if (culprit != SIZE_MAX)
         CHECK(facts[culprit].origin != HW_ORIGIN_HANGWATCH);
+    /* a stub is the culprit only when no frame but a runtime's could be */
+    if (culprit != SIZE_MAX && facts[culprit].call_stub && !facts[culprit].runtime_frame)
+        CHECK(!any_plain_named);
     free(pattern);
     free(path);
     free(executable);

@@ -464,6 +464,34 @@ def js_memory_seeds(recorder):
     return seeds
 
 
+# --- plt_entry: [section address u64][looked-up address u64][entry size
+# selector: 0 -> 8, 1 -> 16, else the byte][the section's bytes] ---------
+
+def plt_entry_seeds():
+    def jmp_slot(disp, bnd=False):
+        return (b"\xf2" if bnd else b"") + b"\xff\x25" + struct.pack("<i", disp)
+
+    def plt_input(sec_addr, addr, selector, section):
+        return struct.pack("<QQB", sec_addr, addr, selector) + section
+
+    endbr = b"\xf3\x0f\x1e\xfa"
+    plt0 = b"\xff\x35" + struct.pack("<i", 0x2fe2) + jmp_slot(0x2fe4) + b"\x0f\x1f\x40\x00"
+    lazy = b"".join(jmp_slot(0x2fe2 - 16 * i) + b"\x68" + struct.pack("<I", i) +
+                    b"\xe9" + struct.pack("<i", -16 * (i + 2)) for i in range(3))
+    ibt_plt = b"".join(endbr + b"\x68" + struct.pack("<I", i) + b"\xf2\xe9" + struct.pack("<i", -32) + b"\x90"
+                       for i in range(3))
+    plt_sec = b"".join(endbr + jmp_slot(0x2e00 - 16 * i, bnd=True) + b"\x0f\x1f\x44\x00\x00" for i in range(3))
+    got8 = b"".join(jmp_slot(0x3dca - 8 * i) + b"\x66\x90" for i in range(2))
+    return {
+        "seed-lazy": plt_input(0x1020, 0x1035, 1, plt0 + lazy),
+        "seed-plt0": plt_input(0x1020, 0x1020, 1, plt0 + lazy),
+        "seed-ibt-plt": plt_input(0x1020, 0x1034, 1, ibt_plt),
+        "seed-plt-sec": plt_input(0x1220, 0x1231, 1, plt_sec),
+        "seed-plt-got": plt_input(0x1210, 0x1219, 0, got8),
+        "seed-partial": plt_input(0x1020, 0x1028, 1, lazy[:10]),
+    }
+
+
 def main():
     recorder = js_recorder = None
     args = sys.argv[1:]
@@ -484,6 +512,7 @@ def main():
     write_corpus("show", show_seeds())
     write_corpus("stats", stats_seeds())
     write_corpus("endpoints", endpoints_seeds())
+    write_corpus("plt_entry", plt_entry_seeds())
     linetable = python_linetable_seeds()
     if linetable is not None:
         write_corpus("python_linetable", linetable)

@@ -271,6 +271,7 @@ static bool culprit_by_origin(const hw_sframe *frames, size_t count, size_t *cul
             .runtime_frame = !native,
             .named = frames[i].named,
             .machinery = hw_frame_is_machinery(native, origin, frames[i].named ? frames[i].name : NULL),
+            .call_stub = native && frames[i].named && hw_frame_is_call_stub(frames[i].name),
         };
     }
     if (said) {

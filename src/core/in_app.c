@@ -188,19 +188,27 @@ bool hw_frame_in_app(const hw_frame_place *p, hw_frame_origin origin, const hw_i
     return in_app;
 }
 
+bool hw_frame_is_call_stub(const char *symbol)
+{
+    if (symbol == NULL)
+        return false;
+    size_t len = strlen(symbol), suffix = sizeof HW_PLT_SUFFIX - 1;
+    return strcmp(symbol, HW_PLT_UNNAMED) == 0 || (len > suffix && strcmp(symbol + len - suffix, HW_PLT_SUFFIX) == 0);
+}
+
 size_t hw_culprit_index(const hw_culprit_facts *f, size_t count)
 {
     for (size_t i = 0; i < count; i++)
-        if (f[i].in_app)
+        if (f[i].in_app && !f[i].call_stub)
             return i;
     for (size_t i = 0; i < count; i++)
         if (f[i].runtime_frame && f[i].origin != HW_ORIGIN_HANGWATCH)
             return i;
     for (size_t i = 0; i < count; i++)
-        if (f[i].origin == HW_ORIGIN_RUNTIME && f[i].named && !f[i].machinery)
+        if (f[i].origin == HW_ORIGIN_RUNTIME && f[i].named && !f[i].machinery && !f[i].call_stub)
             return i;
     for (size_t i = 0; i < count; i++)
-        if (f[i].origin != HW_ORIGIN_HANGWATCH && f[i].named && !f[i].machinery)
+        if (f[i].origin != HW_ORIGIN_HANGWATCH && f[i].named && !f[i].machinery && !f[i].call_stub)
             return i;
     for (size_t i = 0; i < count; i++)
         if (f[i].origin != HW_ORIGIN_HANGWATCH)

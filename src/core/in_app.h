@@ -96,11 +96,22 @@ typedef struct hw_culprit_facts {
     bool named;         /* has a function name */
     bool machinery;     /* the interpreter's evaluation and call machinery, or a
                            process's start (hw_frame_is_machinery) */
+    bool call_stub;     /* a PLT stub (hw_frame_is_call_stub) */
 } hw_culprit_facts;
 
+/* How the symbolizer names a PLT stub: "clock_gettime@plt", or "[plt]"
+ * when no relocation says which function it calls. */
+#define HW_PLT_SUFFIX "@plt"
+#define HW_PLT_UNNAMED "[plt]"
+
+/* Is `symbol` a PLT stub's name?  A stub is linker-made glue in the
+ * caller's file on the way to another function: never the culprit while
+ * another frame can be (its caller is). */
+bool hw_frame_is_call_stub(const char *symbol);
+
 /*
- * The culprit of a stack of `count` frames, innermost first: its innermost
- * in_app frame; else its innermost Python or JavaScript frame; else its
+ * The culprit of a stack of `count` frames, innermost first, PLT stubs
+ * passed over but in the last resort: its innermost in_app frame; else its innermost Python or JavaScript frame; else its
  * innermost named frame of the runtime that is not machinery (time_sleep in
  * an interpreter whose frames were not read); else its innermost named
  * frame that is neither hangwatch's nor machinery; else its innermost frame

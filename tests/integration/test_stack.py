@@ -272,6 +272,44 @@ def case_python():
         t.kill()
 
 
+def case_plt_stub():
+    """A thread stopped in the program's PLT stub on its way to libc's
+    labs: the frame is named "labs@plt" (not "stack-target+0x..."), and the
+    culprit is its caller, sum_distances, not the stub.  The
+    stub is a few of the spin's instructions: `stack` is taken until one
+    capture lands in it."""
+    t = Target([hwtest.binary("stack-target"), "stub"])
+    d = tempfile.mkdtemp(prefix="hw-it-stack-")
+    seen = []
+    try:
+        check(t.line("'ready'") == "ready", "stack-target did not say ready")
+        path = os.path.join(d, "snapshot.json")
+
+        def in_stub():
+            p = hwtest.hw("stack", str(t.pid), "--json", path)
+            check(p.returncode == 0, describe(p))
+            rep = hwtest.load_report(path)
+            contents = hwtest.frames(rep)
+            seen[:] = [hwtest.describe_frames(contents[:3])]
+            # never an unnamed frame of the program at the top
+            top = contents[0]
+            check(top.get("symbol_name") is not None or top.get("object_name") != "stack-target",
+                  f"an unnamed frame of the program:\n{seen[0]}")
+            if top.get("symbol_name") != "labs@plt":
+                return False
+            check(top.get("object_name") == "stack-target", f"the stub's object:\n{seen[0]}")
+            culprit = rep["hangwatch"]["hung_thread"]["culprit_frame"]
+            check(culprit == 1 and contents[1].get("symbol_name") == "sum_distances",
+                  f"culprit #{culprit}, not the stub's caller:\n{seen[0]}")
+            return True
+
+        hwtest.wait_for(in_stub, "a capture in labs' PLT stub", timeout=120, seen=lambda: "\n".join(seen))
+        check(t.proc.poll() is None, "the target died")
+    finally:
+        t.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def free_pid():
     """A pid no process has (from the top of the pid range)."""
     with open("/proc/sys/kernel/pid_max") as f:
@@ -355,6 +393,7 @@ if __name__ == "__main__":
     hwtest.main({
         "nested_sleep": case_nested_sleep,
         "threads_and_json": case_threads_and_json,
+        "plt_stub": case_plt_stub,
         "python": case_python,
         "bad_input": case_bad_input,
         "no_permission": case_no_permission,

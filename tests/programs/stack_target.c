@@ -12,6 +12,11 @@
  *                          and worker_b_reads_a_pipe (read); prints
  *                          "ready MAIN_TID A_TID B_TID" and the main thread
  *                          sleeps in nap_in_nested_function until killed
+ *   stack-target stub      prints "ready", then spins in sum_distances,
+ *                          which calls libc's labs (a few instructions; built
+ *                          with -fno-builtin-labs) through the program's PLT,
+ *                          until killed: now and then a capture stops it in
+ *                          the stub ("labs@plt")
  *
  * Built with the test targets' flags (-O2 -g, frame pointers, no sibling
  * calls): each function of a chain is noinline and does work after its call,
@@ -36,6 +41,7 @@ double nap_in_nested_function(unsigned seconds);
 double wait_for_orders(unsigned seconds);
 void *worker_a_waits_on_condition(void *arg);
 void *worker_b_reads_a_pipe(void *arg);
+void sum_distances(void);
 
 static double now_s(void)
 {
@@ -82,11 +88,23 @@ __attribute__((noinline)) void *worker_b_reads_a_pipe(void *arg)
     return NULL;
 }
 
+__attribute__((noinline)) void sum_distances(void)
+{
+    for (long i = 0;; i++)
+        sink += (unsigned long)labs(i - 1000); /* not a builtin here: a call through the PLT */
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2 || (strcmp(argv[1], "nested") != 0 && strcmp(argv[1], "threads") != 0)) {
-        fprintf(stderr, "usage: stack-target nested|threads\n");
+    if (argc != 2 ||
+        (strcmp(argv[1], "nested") != 0 && strcmp(argv[1], "threads") != 0 && strcmp(argv[1], "stub") != 0)) {
+        fprintf(stderr, "usage: stack-target nested|threads|stub\n");
         return 2;
+    }
+    if (strcmp(argv[1], "stub") == 0) {
+        printf("ready\n");
+        fflush(stdout);
+        sum_distances();
     }
     if (strcmp(argv[1], "nested") == 0) {
         printf("ready\n");

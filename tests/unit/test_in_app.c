@@ -176,11 +176,12 @@ static void test_rule_verdicts(void **state)
     assert_false(hw_frame_in_app(&c_vendored, hw_frame_origin_of(&c_vendored), rules, 1, NULL));
 }
 
-#define APP(named) {HW_ORIGIN_APP, true, false, named, false}
-#define PY(origin, in_app) {origin, in_app, true, true, false}
-#define SYS {HW_ORIGIN_SYSTEM, false, false, true, false}
-#define RUNTIME(machinery) {HW_ORIGIN_RUNTIME, false, false, true, machinery}
-#define HW {HW_ORIGIN_HANGWATCH, false, false, true, false}
+#define APP(named) {HW_ORIGIN_APP, true, false, named, false, false}
+#define PY(origin, in_app) {origin, in_app, true, true, false, false}
+#define SYS {HW_ORIGIN_SYSTEM, false, false, true, false, false}
+#define RUNTIME(machinery) {HW_ORIGIN_RUNTIME, false, false, true, machinery, false}
+#define HW {HW_ORIGIN_HANGWATCH, false, false, true, false, false}
+#define STUB(origin, in_app) {origin, in_app, false, true, false, true}
 
 static void test_culprit(void **state)
 {
@@ -207,8 +208,30 @@ static void test_culprit(void **state)
     assert_int_equal(hw_culprit_index(own_only, 2), SIZE_MAX);
     assert_int_equal(hw_culprit_index(NULL, 0), SIZE_MAX);
     /* unnamed frames come last */
-    hw_culprit_facts unnamed[] = {{HW_ORIGIN_UNKNOWN, false, false, false, false}, SYS};
+    hw_culprit_facts unnamed[] = {{HW_ORIGIN_UNKNOWN, false, false, false, false, false}, SYS};
     assert_int_equal(hw_culprit_index(unnamed, 2), 1);
+    /* stopped in the program's PLT stub on its way to clock_gettime: the
+     * caller, not the stub (the program's file, in_app by its object) */
+    hw_culprit_facts in_stub[] = {STUB(HW_ORIGIN_APP, true), APP(true), APP(true), SYS};
+    assert_int_equal(hw_culprit_index(in_stub, 4), 1);
+    /* a library's stub under a system caller: that caller */
+    hw_culprit_facts library_stub[] = {STUB(HW_ORIGIN_SYSTEM, false), SYS, HW};
+    assert_int_equal(hw_culprit_index(library_stub, 3), 1);
+    /* nothing but a stub: the stub, as the last resort */
+    hw_culprit_facts stub_only[] = {HW, STUB(HW_ORIGIN_APP, true)};
+    assert_int_equal(hw_culprit_index(stub_only, 2), 1);
+}
+
+static void test_call_stub_names(void **state)
+{
+    (void)state;
+    assert_true(hw_frame_is_call_stub("clock_gettime@plt"));
+    assert_true(hw_frame_is_call_stub("[plt]"));
+    assert_false(hw_frame_is_call_stub("@plt"));
+    assert_false(hw_frame_is_call_stub("plt"));
+    assert_false(hw_frame_is_call_stub("compute_invoice"));
+    assert_false(hw_frame_is_call_stub("foo@plt2"));
+    assert_false(hw_frame_is_call_stub(NULL));
 }
 
 int main(void)
@@ -217,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_python_files), cmocka_unit_test(test_javascript_files),
         cmocka_unit_test(test_native_objects), cmocka_unit_test(test_origin_names),
         cmocka_unit_test(test_rules), cmocka_unit_test(test_rule_verdicts), cmocka_unit_test(test_culprit),
+        cmocka_unit_test(test_call_stub_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

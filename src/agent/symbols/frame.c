@@ -92,6 +92,7 @@ size_t hw_frames_culprit(const hw_frame *frames, size_t count)
             .named = frames[i].symbol_name != NULL,
             .machinery = hw_frame_is_machinery(frames[i].language == HW_LANG_NATIVE, frames[i].origin,
                                                frames[i].symbol_name),
+            .call_stub = frames[i].language == HW_LANG_NATIVE && hw_frame_is_call_stub(frames[i].symbol_name),
         };
     return hw_culprit_index(facts, n);
 }

@@ -24,6 +24,7 @@
 
 #include "code_names.h"
 #include "eh_frame_index.h"
+#include "plt_names.h"
 
 #include <dwarf.h>
 #include <elf.h>
@@ -517,7 +518,14 @@ static void lookup(hw_symbolizer *sym, uint64_t real_addr, resolved *e)
     GElf_Off offset = 0;
     GElf_Sym elf_sym;
     const char *symbol = dwfl_module_addrinfo(mod, addr, &offset, &elf_sym, NULL, NULL, NULL);
-    if (symbol != NULL) {
+    uint64_t stub_entry = 0;
+    char *stub = NULL;
+    if ((symbol == NULL || elf_sym.st_size == 0) && have_elf && hw_plt_stub_name(elf, addr - bias, &stub, &stub_entry)) {
+        /* a PLT stub: no symbol of its own, or a sizeless one before it */
+        symbol = NULL;
+        e->symbol_name = stub;
+        e->symbol_addr = stub != NULL ? real_addr - (addr - bias - stub_entry) : 0;
+    } else if (symbol != NULL) {
         /* .symtab of glibc's debug files spells versions into the names
          * ("clock_nanosleep@GLIBC_2.2.5"); report the plain name. */
         char *plain = strndup(symbol, strcspn(symbol, "@"));
