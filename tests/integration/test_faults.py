@@ -323,7 +323,8 @@ def honest_beside(attacker_program, offset_ms=15):
     """`hangwatch run` of beside_honest.py: the attacker's hang, and an honest epoll loop's that
     crosses its threshold `offset_ms` after it, while the agent handles the attacker's capture.
     The honest hang must be captured within 2 ms of its threshold (issue [24]; 60 ms in a sanitized
-    build, below).  Returns the attacker's report."""
+    build, below), plus the time the attacker's threads took to stop.  Returns the attacker's
+    report."""
     program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "beside_honest.py")
     r = hwtest.run(["--", "/usr/bin/python3", program, hwtest.binary("hang-on-command"), attacker_program, "3",
                     str(offset_ms)], timeout=120)
@@ -343,9 +344,13 @@ def honest_beside(attacker_program, offset_ms=15):
         # the changes beside this comment, too (8.9-17.3 ms, 3 runs), while the attacks this guards
         # against made the plain build 27-60 ms late, several times that under ASan.  (The
         # attacker's capture is said in case of failure.)
-        bound_ms = 2 if os.environ.get("HW_SANITIZE", "") == "" else 60
+        # The watch thread waits for the attacker's capture, whose threads must each get a CPU to
+        # take their stops on: on a busy machine (two CPU hogs beside) that wait, as the capture
+        # measured it (stopping_us), comes on top; nothing else may.
+        stopping_ms = attacker["hangwatch"]["capture"].get("stopping_us", 0) / 1000
+        bound_ms = (2 if os.environ.get("HW_SANITIZE", "") == "" else 60) + stopping_ms
         check(0 <= late_ms <= bound_ms, f"the honest hang was captured {late_ms:.1f} ms after its threshold "
-              f"(at most {bound_ms}); the attacker's capture: {attacker['hangwatch'].get('capture')}")
+              f"(at most {bound_ms:.1f}); the attacker's capture: {attacker['hangwatch'].get('capture')}")
         names = [f.get("symbol_name") for f in hwtest.frames(honest)]
         check("hang_for_the_test" in names, f"the honest hang's stack: {names[:8]}")
         print(f"honest hang {offset:.1f} ms after the attacker's, captured {late_ms:.2f} ms after its threshold")

@@ -120,6 +120,7 @@ typedef struct session {
     sigset_t sigchld;
     pid_t helper_tid;
     uint64_t first_interrupt, last_resume;
+    uint64_t all_stopped; /* the waits for the stops over */
     uint64_t overdue_at; /* when to call opts.overdue (0: not, or called) */
     pid_t *listed;        /* the threads /proc listed at the start, sorted */
     size_t listed_count;
@@ -540,6 +541,7 @@ static void *session_main(void *arg)
     for (size_t i = 0; i < n; i++)
         if (!s->out->threads[i].is_target)
             await_stop(s, i, others < deadline ? others : deadline);
+    s->all_stopped = hw_snapshot_now_ns();
     s->overdue_at = 0;
     if (s->opts.all_threads)
         rescan(s);
@@ -633,6 +635,8 @@ static void finish(session *s)
     }
     if (s->first_interrupt != 0 && s->last_resume > s->first_interrupt)
         out->stop_wall_ns = s->last_resume - s->first_interrupt;
+    if (s->first_interrupt != 0 && s->all_stopped > s->first_interrupt)
+        out->stopping_ns = s->all_stopped - s->first_interrupt;
 
     if (!s->opts.maps_later)
         hw_capture_read_maps(out, s->opts.maps_max);

@@ -119,6 +119,8 @@ struct hw_process_snapshot {
     size_t maps_len;
     bool maps_cut;          /* ... only its first maps_max bytes (whole lines): more is left */
     uint64_t stop_wall_ns;  /* first stop to last resume */
+    uint64_t stopping_ns;   /* first stop asked to the last thread stopped (or given up on): on a busy
+                               machine, mostly the threads' waits for a CPU to stop on */
     bool process_exited;    /* the process ended (before or during the capture) */
     int exit_status;        /* its wait status when process_exited, -1 if unknown */
     bool reaped;            /* we were its parent and consumed that status: do not wait again */

@@ -458,6 +458,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
     json_t *capture = json_pack("{s:s, s:I, s:I, s:b}", "method", "ptrace", "stopped_us", as_int(snap->stop_wall_ns / 1000),
                                 "max_thread_stopped_us", as_int(stopped_max / 1000), "process_exited",
                                 snap->process_exited);
+    if (capture && snap->stop_wall_ns > 0)
+        json_object_set_new(capture, "stopping_us", json_integer(as_int(snap->stopping_ns / 1000)));
     if (capture && snap->tracer_pid > 0)
         add_tracer(capture, snap);
     if (capture && snap->retried_after_timeout)
