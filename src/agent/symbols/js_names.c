@@ -67,6 +67,7 @@ typedef struct script_info {
     size_t line_count;
     bool lines_known;               /* line_ends were read (a script may have no newline) */
     bool lines_cut;                 /* not read for want of budget: read at a later naming */
+    bool lines_pending;             /* found while names were read first: lines at first use */
 } script_info;
 
 struct hw_js_namer {
@@ -80,6 +81,7 @@ struct hw_js_namer {
     size_t read_left;    /* of this naming's read_per_naming */
     size_t read_per_naming; /* HW_JS_MAX_READ_PER_NAMING, or 0 (hw_js_namer_names_only) */
     unsigned lines_cut;  /* frames named without their line for want of budget, this naming */
+    bool names_first;    /* reading every frame's name before any line: scripts' lines wait */
     /* The receiver type a sample key's frame was last named with (a key
      * holds only the function and the offset). */
     struct {
@@ -237,8 +239,10 @@ static script_info *script_at(hw_js_namer *n, uint64_t script)
         script_info *s = &n->scripts[i];
         if (s->addr != script || s->source != source || s->name_field != name)
             continue;
-        if (s->lines_cut && n->read_left > 0)
+        if (!n->names_first && (s->lines_pending || (s->lines_cut && n->read_left > 0))) {
+            s->lines_pending = false;
             find_lines(n, s, hw_js_u64(head, L->script_line_ends));
+        }
         return s;
     }
     if (n->script_count == MAX_SCRIPTS)
@@ -247,7 +251,10 @@ static script_info *script_at(hw_js_namer *n, uint64_t script)
     *s = (script_info){.addr = script, .source = source, .name_field = name};
     s->name = hw_js_read_name(n->pid, L, name); /* undefined for code made by eval: no name */
     n->cached_bytes += s->name ? strlen(s->name) + 1 : 0;
-    find_lines(n, s, hw_js_u64(head, L->script_line_ends));
+    if (n->names_first)
+        s->lines_pending = true;
+    else
+        find_lines(n, s, hw_js_u64(head, L->script_line_ends));
     return s;
 }
 
@@ -660,9 +667,19 @@ int hw_js_frame_from_key(hw_js_namer *n, uint64_t key, hw_frame *out)
     return 0;
 }
 
-static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
+/* What the name of a frame leaves for its line (name_line). */
+typedef struct frame_found {
+    uint64_t script; /* the Script its function was read with, 0: none (no line) */
+    int64_t start;   /* its function's start position, -1 unknown */
+    unsigned from;   /* hw_js_name_threads: the captured frame it names */
+} frame_found;
+
+/* The function a frame is in, kept or read now (its name, its script's
+ * name). */
+static bool name_function(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out, frame_found *found)
 {
     memset(out, 0, sizeof *out);
+    *found = (frame_found){.script = 0, .start = -1, .from = 0};
     out->instruction_addr = in->pc;
     out->language = HW_LANG_JAVASCRIPT;
     out->runtime_key = make_key(&n->js.layout, in);
@@ -700,23 +717,69 @@ static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
     free(type);
     if (script != NULL && script->name != NULL) {
         out->source_file = strdup(script->name);
-        int64_t at = position_in(n, f, in);
-        out->source_line = line_of(script, at >= 0 ? at : f->start);
-        out->line_is_function_start = at < 0 && out->source_line > 0;
-        if (script->lines_cut || f->positions_cut)
-            n->lines_cut++;
+        found->script = script->addr;
+        found->start = f->start;
     }
     return out->symbol_name != NULL;
 }
 
+/* The function kept for SharedFunctionInfo `shared`, not read again. */
+static function_info *function_kept(hw_js_namer *n, uint64_t shared)
+{
+    for (size_t s = n->function_cap ? slot_of(shared, n->function_cap) : 0;
+         n->function_cap != 0 && n->functions[s].shared != 0; s = (s + 1) & (n->function_cap - 1))
+        if (n->functions[s].shared == shared)
+            return &n->functions[s];
+    return NULL;
+}
+
+/* The line of a frame whose function name_function found: its script's
+ * lines (read now if they were left for later), its bytecode's position. */
+static void name_line(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out, const frame_found *found)
+{
+    if (found->script == 0)
+        return;
+    if (n->cached_bytes >= HW_JS_MAX_CACHED_BYTES) {
+        forget_functions(n);
+        forget_scripts(n);
+    }
+    script_info *script = script_at(n, found->script); /* NULL if it moved since */
+    function_info *f = function_kept(n, in->code_addr);
+    int64_t at = f != NULL ? position_in(n, f, in) : -1;
+    out->source_line = line_of(script, at >= 0 ? at : found->start);
+    out->line_is_function_start = at < 0 && out->source_line > 0;
+    if ((script != NULL && script->lines_cut) || (f != NULL && f->positions_cut))
+        n->lines_cut++;
+}
+
+static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
+{
+    frame_found found;
+    if (!name_function(n, in, out, &found))
+        return false;
+    name_line(n, in, out, &found);
+    return true;
+}
+
+/* Every frame's function is read before any frame's line: a line may need
+ * a script's source counted (up to megabytes), while the process runs on
+ * and its garbage collector moves the functions the stop found (a node
+ * 100 frames deep in scripts of a million lines had its outer 85 frames
+ * shown as "?" when each frame's line was read before the next frame's
+ * name). */
 hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *snap, bool target_only)
 {
     if (n == NULL || snap == NULL || snap->thread_count == 0)
         return NULL;
     hw_runtime_names *all = calloc(snap->thread_count, sizeof *all);
-    if (all == NULL)
+    frame_found **found = calloc(snap->thread_count, sizeof *found);
+    if (all == NULL || found == NULL) {
+        free(all);
+        free(found);
         return NULL;
+    }
     n->read_left = n->read_per_naming;
+    n->names_first = true;
     for (size_t t = 0; t < snap->thread_count; t++) {
         const hw_interp_stack *st = &snap->threads[t].interp;
         hw_runtime_names *out = &all[t];
@@ -728,27 +791,40 @@ hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *
             out->problem = "more JavaScript frames than hangwatch reads: the outermost are left out";
         out->frames = calloc(st->count, sizeof *out->frames);
         out->is_entry = calloc(st->count, sizeof *out->is_entry);
-        if (out->frames == NULL || out->is_entry == NULL) {
+        found[t] = calloc(st->count, sizeof *found[t]);
+        if (out->frames == NULL || out->is_entry == NULL || found[t] == NULL) {
             free(out->frames);
             free(out->is_entry);
+            free(found[t]);
             out->frames = NULL;
             out->is_entry = NULL;
+            found[t] = NULL;
             continue;
         }
-        unsigned cut_before = n->lines_cut;
         for (unsigned i = 0; i < st->count; i++) {
             hw_frame *f = &out->frames[out->count];
-            if (!name_frame(n, &st->frames[i], f)) {
+            if (!name_function(n, &st->frames[i], f, &found[t][out->count])) {
                 hw_frame_clear(f);
                 continue;
             }
             if (f->symbol_name != NULL && strcmp(f->symbol_name, "?") == 0 && out->problem == NULL)
                 out->problem = "a JavaScript frame's function could not be read after the stop (moved by the "
                                "garbage collector, or not V8's): it is shown as \"?\"";
+            found[t][out->count].from = i;
             out->count++;
         }
-        out->lines_cut = n->lines_cut - cut_before;
     }
+    n->names_first = false;
+    for (size_t t = 0; t < snap->thread_count; t++) {
+        const hw_interp_stack *st = &snap->threads[t].interp;
+        hw_runtime_names *out = &all[t];
+        unsigned cut_before = n->lines_cut;
+        for (size_t k = 0; found[t] != NULL && k < out->count; k++)
+            name_line(n, &st->frames[found[t][k].from], &out->frames[k], &found[t][k]);
+        out->lines_cut = n->lines_cut - cut_before;
+        free(found[t]);
+    }
+    free(found);
     return all;
 }
 
