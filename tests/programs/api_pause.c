@@ -10,7 +10,8 @@
  *
  * With `late`, the callback is already a hang when it pauses: it sleeps
  * 1.5 s (late_in_the_save()) before pausing for SECS more; the hang ends at
- * the pause.
+ * the pause, and "paused S into the stretch" says when by the program's own
+ * clock (from its return from the wait).
  *
  *   api-pause REPORT_DIR pause|plain|late SECS
  */
@@ -61,10 +62,13 @@ __attribute__((noinline)) static void late_in_the_save(double seconds)
         ;
 }
 
-__attribute__((noinline)) static void on_save_tick(hangwatch_loop *loop, int paused, int late, double seconds)
+__attribute__((noinline)) static void on_save_tick(hangwatch_loop *loop, int paused, int late, double seconds,
+                                                  double woke)
 {
-    if (late)
+    if (late) {
         late_in_the_save(1.5);
+        printf("paused %.6f into the stretch\n", now_seconds() - woke);
+    }
     if (paused) {
         hangwatch_loop_pause(loop);
         hangwatch_loop_pause(loop); /* nested: the outer resume ends the pause */
@@ -98,8 +102,9 @@ int main(int argc, char **argv)
         hangwatch_loop_activity(loop, HANGWATCH_BEFORE_WAITING);
         poll(NULL, 0, 100);
         hangwatch_loop_activity(loop, HANGWATCH_AFTER_WAITING);
+        double woke = now_seconds();
         if (tick == 3)
-            on_save_tick(loop, strcmp(argv[2], "plain") != 0, strcmp(argv[2], "late") == 0, atof(argv[3]));
+            on_save_tick(loop, strcmp(argv[2], "plain") != 0, strcmp(argv[2], "late") == 0, atof(argv[3]), woke);
     }
     hangwatch_loop_activity(loop, HANGWATCH_EXIT);
     hangwatch_loop_unregister(loop);
