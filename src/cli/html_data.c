@@ -559,6 +559,24 @@ static int lanes_of(const hw_html *h, const hw_stretches *all, const size_t *gro
     return rc;
 }
 
+/* A thread is in one hang at a time: an end known only to the agent's
+ * last look (final_duration_precision_us, later when its watch thread was
+ * in a capture) that runs past the thread's next hang's start is cut
+ * there, as `export` nests its timelines.  The bars are by start. */
+static void cut_at_next_start(lane *l)
+{
+    for (size_t b = 0; b < l->count; b++) {
+        bar *x = &l->bars[b];
+        for (size_t c = b + 1; c < l->count; c++) {
+            if (l->bars[c].tid != x->tid)
+                continue;
+            if (x->end_us > l->bars[c].start_us)
+                x->end_us = l->bars[c].start_us > x->detect_us ? l->bars[c].start_us : x->detect_us;
+            break;
+        }
+    }
+}
+
 /* The lanes, the first to begin first, at most LANES of them (the others
  * counted in *lanes_more), as JSON. */
 static json_t *lanes_json(lane *lanes, size_t lane_count, size_t *lanes_more)
@@ -574,6 +592,7 @@ static json_t *lanes_json(lane *lanes, size_t lane_count, size_t *lanes_more)
         }
         if (l->count > 1)
             qsort(l->bars, l->count, sizeof *l->bars, by_bar_start);
+        cut_at_next_start(l);
         json_t *bars = json_array(), *threads = json_array();
         for (size_t b = 0; b < l->count; b++) {
             const bar *x = &l->bars[b];
