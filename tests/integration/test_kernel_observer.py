@@ -579,22 +579,25 @@ def run_noting_times(args, env=None):
 
 
 def check_uring_hang_under_run(env=None):
-    """`run -- uring-loop hang 0.8` (3 s asleep, 0.8 s after it starts, its eighth turn): moved to
-    the kernel observer, its one hang reported with the culprit, its sleep untouched.  The agent's
+    """`run -- uring-loop hang 0.8 4.5` (4.5 s asleep, 0.8 s after it starts, its eighth turn): moved
+    to the kernel observer, its one hang reported with the culprit, its sleep untouched.  The agent's
     looks at the launch must find two waits: 0.3 s (three turns) was too few for six agents beside
-    two CPU hogs, whose other agents' kernel observers being loaded held the CPUs from the looks."""
-    r, lines = run_noting_times(["--", hwtest.binary("uring-loop"), "hang", "0.8"], env=env)
+    two CPU hogs, whose other agents' kernel observers being loaded held the CPUs from the looks.
+    The observer counts a stretch it finds under way from the move, so the sleep must outlast the
+    move by the threshold: 4.5 s leaves the move 3.3 s (with 3 s, a loaded sanitized run's move
+    2.5 s in left too little)."""
+    r, lines = run_noting_times(["--", hwtest.binary("uring-loop"), "hang", "0.8", "4.5"], env=env)
     try:
         check(r.returncode == 0, r.describe())
         check("watched through the kernel observer" in r.stderr, r.stderr)
         # when the move was said, after the program's start: the observer counts a stretch it finds
-        # under way from the move, so a move over ~1.8 s after the 0.8 s hang began leaves too little
+        # under way from the move, so a move over ~3.3 s after the program's start leaves too little
         ready = next((t for t, line in lines if line.startswith("ready")), None)
         moved = next((t for t, line in lines if "watched through the kernel observer" in line), None)
         said = f"the move was said {moved - ready:.3f} s after the program's start" if ready and moved else ""
         check(len(r.reports) == 1, f"{len(r.reports)} reports; {said}\n" + r.describe())
         check("rebuild_index_synchronously" in hung_symbols(r.reports[0]), r.describe())
-        check_slept(r.stdout, r.reports)
+        check_slept(r.stdout, r.reports, seconds=4.5)
     finally:
         hwtest.cleanup(r)
 

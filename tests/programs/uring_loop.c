@@ -4,9 +4,10 @@
  * a completion (io_uring_enter with IORING_ENTER_GETEVENTS).  The preloaded
  * observer cannot see such waits; the kernel observer can.
  *
- *   uring_loop hang DELAY   turns idly, then after DELAY seconds calls
+ *   uring_loop hang DELAY [SLEEP]
+ *                           turns idly, then after DELAY seconds calls
  *                           rebuild_index_synchronously(), which sleeps
- *                           3 s, then turns 0.5 s more
+ *                           SLEEP seconds (default 3), then turns 0.5 s more
  *   uring_loop idle SECS    turns idly for SECS seconds
  *
  * Prints "ready PID" first, "slept S Q" with the sleep's own measured length
@@ -29,10 +30,12 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) static void rebuild_index_synchronously(void)
+__attribute__((noinline)) static void rebuild_index_synchronously(double seconds)
 {
     double start = now_seconds(), queued = queued_seconds();
-    sleep(3);
+    struct timespec left = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&left, &left) != 0)
+        ;
     printf("slept %.3f %.3f\n", now_seconds() - start, queued_seconds() - queued);
     fflush(stdout);
 }
@@ -56,11 +59,12 @@ __attribute__((noinline)) static int wait_for_completion(struct io_uring *ring)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "hang") != 0 && strcmp(argv[1], "idle") != 0)) {
-        fprintf(stderr, "usage: uring_loop hang|idle SECS\n");
+    if (argc < 3 || argc > 4 || (strcmp(argv[1], "hang") != 0 && strcmp(argv[1], "idle") != 0) ||
+        (argc == 4 && strcmp(argv[1], "hang") != 0)) {
+        fprintf(stderr, "usage: uring_loop hang DELAY [SLEEP] | idle SECS\n");
         return 2;
     }
-    double secs = atof(argv[2]);
+    double secs = atof(argv[2]), sleep_seconds = argc == 4 ? atof(argv[3]) : 3.0;
     int hang = strcmp(argv[1], "hang") == 0;
     struct io_uring ring;
     int rc = io_uring_queue_init(8, &ring, 0);
@@ -81,7 +85,7 @@ int main(int argc, char **argv)
         turns++;
         if (hang && !hung && now_seconds() - start >= secs) {
             hung = 1;
-            rebuild_index_synchronously();
+            rebuild_index_synchronously(sleep_seconds);
             until = now_seconds() - start + 0.5;
         }
     }
