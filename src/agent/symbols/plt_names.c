@@ -50,7 +50,7 @@ static const char *symbol_name(Elf *elf, size_t symtab_index, size_t index)
         return NULL;
     Elf_Data *d = elf_getdata(scn, NULL);
     GElf_Sym sym;
-    if (d == NULL || index == 0 || gelf_getsym(d, (int)index, &sym) == NULL)
+    if (d == NULL || index == 0 || index > INT32_MAX || gelf_getsym(d, (int)index, &sym) == NULL)
         return NULL;
     const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
     return name != NULL && name[0] != '\0' ? name : NULL;
@@ -82,7 +82,7 @@ static const char *target_name(Elf *elf, const hw_plt_target *t)
         }
         /* a lazy entry's number counts the JUMP_SLOT relocations (.rela.plt) */
         GElf_Rela r;
-        if (jump_slots && t->has_index && by_index == NULL && t->index < count &&
+        if (jump_slots && t->has_index && by_index == NULL && t->index < count && t->index <= INT32_MAX &&
             gelf_getrela(d, (int)t->index, &r) != NULL && GELF_R_TYPE(r.r_info) == R_JUMP_SLOT)
             by_index = symbol_name(elf, sh.sh_link, GELF_R_SYM(r.r_info));
     }
