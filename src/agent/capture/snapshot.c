@@ -79,6 +79,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/common/priority_lender.h"
 #include "helper_thread.h"
 #include "snapshot_helpers.h"
 #include "stack_scratch.h"
@@ -510,6 +511,9 @@ static void *session_main(void *arg)
 {
     session *s = arg;
     s->helper_tid = gettid();
+    /* Work in hand until the end: stuck behind a thread at idle time in
+     * the allocator, it is lent to (priority_lender.h). */
+    hw_rt_step_open();
     /* Stopping one thread (a sample) is fastest from the CPU it last ran on:
      * the stop and this helper's wake-up stay on one run queue (benchmarks.md). */
     if (!s->opts.all_threads) {
@@ -568,6 +572,7 @@ static void *session_main(void *arg)
     free(cpus);
     if (!all_detached)
         reap_dying(s);
+    hw_rt_step_leave();
     return NULL;
 }
 
@@ -737,6 +742,7 @@ static int session_start(hw_capture_flight *f)
 
 static void session_wait(hw_capture_flight *f)
 {
+    bool in_step = hw_rt_step_close(); /* waiting for the session is not being stuck: its own step says */
     if (f->on_waiting) {
         while (sem_wait(&f->done) != 0 && errno == EINTR)
             ;
@@ -744,6 +750,8 @@ static void session_wait(hw_capture_flight *f)
     } else {
         pthread_join(f->helper, NULL);
     }
+    if (in_step)
+        hw_rt_step_open();
     if (f->s.consumed_sigchld)
         kill(getpid(), SIGCHLD); /* it may have stood for one of ours */
     pthread_sigmask(SIG_SETMASK, &f->old_mask, NULL);

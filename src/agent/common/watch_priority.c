@@ -5,13 +5,19 @@
 #include "watch_priority.h"
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void take_real_time(int priority)
+static bool normal_policy_asked(void)
 {
     const char *policy = getenv("HANGWATCH_WATCH_POLICY");
-    if (policy != NULL && strcmp(policy, "normal") == 0)
+    return policy != NULL && strcmp(policy, "normal") == 0;
+}
+
+static void take_real_time(int priority)
+{
+    if (normal_policy_asked())
         return;
     struct sched_param sp = {.sched_priority = priority};
     (void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp); /* 0: this thread */
@@ -25,4 +31,9 @@ void hw_take_watch_priority(void)
 void hw_take_service_priority(void)
 {
     take_real_time(HW_SERVICE_PRIORITY);
+}
+
+int hw_lender_priority(void)
+{
+    return normal_policy_asked() ? 0 : HW_LENDER_PRIORITY;
 }

@@ -13,6 +13,8 @@
  * waited for it (a second process's hang was captured 50-80 ms late). */
 #define HW_WATCH_PRIORITY 2
 #define HW_SERVICE_PRIORITY 1
+/* The priority lender's, above them all (priority_lender.h). */
+#define HW_LENDER_PRIORITY 3
 
 /* The calling thread at SCHED_FIFO HW_WATCH_PRIORITY (SCHED_RESET_ON_FORK:
  * nothing it starts inherits it), where the agent may have it (root,
@@ -23,5 +25,9 @@ void hw_take_watch_priority(void);
 /* The same at HW_SERVICE_PRIORITY: the threads that serve the watch
  * thread and must not hold it back. */
 void hw_take_service_priority(void);
+
+/* HW_LENDER_PRIORITY, or 0 with HANGWATCH_WATCH_POLICY=normal (no thread
+ * of the agent is then above another, and there is nothing to lend). */
+int hw_lender_priority(void);
 
 #endif

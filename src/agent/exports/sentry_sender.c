@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "agent/common/optional_libs.h"
+#include "agent/common/priority_lender.h"
 #include "core/hw_version.h"
 #include "sentry_event.h"
 
@@ -279,7 +280,7 @@ static void *sender_main(void *arg)
     const char *policy = getenv("HANGWATCH_WORKER_POLICY");
     if (!policy || strcmp(policy, "normal") != 0) {
         struct sched_param sp = {0};
-        pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+        hw_thread_policy_set(gettid(), SCHED_IDLE, &sp);
     }
     size_t waiting = 0;
     char none[1][33];

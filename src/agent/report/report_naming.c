@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "agent/common/pi_mutex.h"
+#include "agent/common/priority_lender.h"
 #include "agent/common/watch_priority.h"
 #include "report_internal.h"
 
@@ -105,14 +106,17 @@ static void *naming_main(void *arg)
         if (n->head == NULL)
             n->tail = NULL;
         pthread_mutex_unlock(&n->lock);
+        hw_rt_step_open(); /* stuck behind the worker in the allocator, it is lent to (priority_lender.h) */
         if (t->req != NULL)
             name_one(n, t->req);
         else
             hw_runtime_namers_forget(n->namers, t->serial);
         free(t);
+        (void)hw_rt_step_close();
         pthread_mutex_lock(&n->lock);
     }
     pthread_mutex_unlock(&n->lock);
+    hw_rt_step_leave();
     return NULL;
 }
 

@@ -38,6 +38,7 @@
 
 #include "agent/common/clock.h"
 #include "agent/common/pi_mutex.h"
+#include "agent/common/priority_lender.h"
 #include "agent/common/report_dir.h"
 #include "core/hang_cause.h"
 #include "core/parse/duration.h"
@@ -101,7 +102,7 @@ static void unboost_when_idle(report_worker *wk)
         return;
     wk->boosted = false;
     struct sched_param sp = {0};
-    pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+    hw_thread_policy_set(wk->tid, SCHED_IDLE, &sp);
 }
 
 static job *dequeue(report_worker *wk)
@@ -146,7 +147,7 @@ void worker_boost_if_late(report_worker *wk, uint64_t now)
         /* nice first: the thread must not run at nice 0 for a moment */
         setpriority(PRIO_PROCESS, (id_t)wk->tid, WORKER_BOOST_NICE);
         struct sched_param sp = {0};
-        wk->boosted = pthread_setschedparam(wk->thread, SCHED_OTHER, &sp) == 0;
+        wk->boosted = hw_thread_policy_set(wk->tid, SCHED_OTHER, &sp) == 0;
     }
     pthread_mutex_unlock(&wk->lock);
 }
@@ -742,7 +743,7 @@ static void *worker_main(void *arg)
     wk->tid = (pid_t)syscall(SYS_gettid);
     if (!policy || strcmp(policy, "normal") != 0) {
         struct sched_param sp = {0};
-        wk->idle_policy = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0;
+        wk->idle_policy = hw_thread_policy_set(wk->tid, SCHED_IDLE, &sp) == 0;
     }
     pthread_mutex_unlock(&wk->lock);
     /* What every report's symbolizer shares: the processes of one program

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent/common/cpu_avoid.h"
+#include "agent/common/priority_lender.h"
 #include "agent/common/watch_priority.h"
 #include "watch.h"
 
@@ -227,8 +228,8 @@ static bool any_hung(const agent *a)
 }
 
 /*
- * The watch thread runs at the lowest real-time priority, where the agent
- * may have it (hw_take_watch_priority): it sleeps until a busy stretch
+ * The watch thread runs at a real-time priority, where the agent may have
+ * it (hw_take_watch_priority): it sleeps until a busy stretch
  * crosses the threshold, and then it must run at once, whatever else wants
  * the CPU.  At the normal policy a busy machine makes it wait for a slice;
  * docs/benchmarks.md (part 4) measured exact mode's p99 at 4.4-5.4 ms after
@@ -261,7 +262,9 @@ static void watch(agent *a)
         nfds_t nfds = poll_set(a, fds, at);
         uint64_t wait_ns = next > now ? next - now : 0;
         struct timespec ts = {(time_t)(wait_ns / 1000000000ull), (long)(wait_ns % 1000000000ull)};
+        (void)hw_rt_step_close();
         int n = ppoll(fds, nfds, &ts, NULL);
+        hw_rt_step_open();
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "hangwatch: ppoll: %s\n", strerror(errno));
             break;
@@ -436,7 +439,7 @@ static void say_totals(const agent *a)
                 a->refused == 1 ? " was" : "s were");
 }
 
-int hw_agent_run(const hw_agent_options *opts)
+static int agent_run(const hw_agent_options *opts)
 {
     agent *a = calloc(1, sizeof *a);
     if (!a) {
@@ -500,6 +503,7 @@ int hw_agent_run(const hw_agent_options *opts)
     hw_symbol_caches *caches = hw_symbol_caches_start();
     service_notify_ready(a);
     watch(a);
+    (void)hw_rt_step_close(); /* what is left is the end: no detection waits for it */
     service_notify_stopping();
     hw_symbol_caches_stop(caches);
 
@@ -515,5 +519,20 @@ int hw_agent_run(const hw_agent_options *opts)
     if (a->target_pidfd >= 0)
         close(a->target_pidfd);
     free(a);
+    return code;
+}
+
+int hw_agent_run(const hw_agent_options *opts)
+{
+    /* The lender first (priority_lender.h): this thread's set-up, and
+     * then each of its wake-ups, is a step, and held up by one of the
+     * agent's threads at idle time in a lock they share (the allocator's:
+     * the report worker starts at once), it lends that thread its turn.
+     * The set-up itself stays at the normal policy. */
+    hw_priority_lender_start(hw_lender_priority());
+    hw_rt_step_open();
+    int code = agent_run(opts);
+    hw_rt_step_leave();
+    hw_priority_lender_stop();
     return code;
 }

@@ -1,0 +1,366 @@
+/*
+ * test_priority_lender.c - the lender (priority_lender.c) on a real
+ * priority inversion: everything on one CPU, a thread at SCHED_IDLE takes
+ * a plain mutex (no priority inheritance, like the allocator's), a CPU hog
+ * process then leaves it no time, and a SCHED_FIFO thread wants the mutex.
+ * Without the lender the real-time thread still waits after a second (the
+ * holder needs 10 ms of CPU at SCHED_IDLE's 0.3 % share); with it, and a
+ * step open, it gets the mutex at once (a few lends of a millisecond);
+ * a real-time waiter that spins in sched_yield, as a sanitizer's lock
+ * does, is lent through too, and so is a waiter at the normal policy
+ * asleep in futex (the agent's set-up), but not one at the normal policy
+ * that runs; with no step open no lend is made; a policy the holder is given during a
+ * lend is the one it has after it.  Needs the right to SCHED_FIFO (root);
+ * skipped without it.  Run under ThreadSanitizer too (label concurrency).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/common/priority_lender.h"
+
+#define HOLD_CPU_MS 10
+#define DEADLINE_MS 10000 /* for conditions polled */
+
+static uint64_t now_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void nap_us(long us)
+{
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct {
+    pthread_mutex_t lock; /* plain: no priority inheritance */
+    atomic_int tid;
+    atomic_bool locked, go, released, may_end;
+} holder;
+
+/* At SCHED_IDLE: take the lock, wait for the hog, then use HOLD_CPU_MS of
+ * CPU holding it. */
+static void *hold(void *arg)
+{
+    holder *h = arg;
+    struct sched_param zero = {0};
+    hw_thread_policy_set(gettid(), SCHED_IDLE, &zero);
+    pthread_mutex_lock(&h->lock);
+    atomic_store(&h->tid, gettid());
+    atomic_store(&h->locked, true);
+    while (!atomic_load(&h->go))
+        ;
+    uint64_t until = now_ns(CLOCK_THREAD_CPUTIME_ID) + HOLD_CPU_MS * 1000000ull;
+    while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
+        ;
+    pthread_mutex_unlock(&h->lock);
+    atomic_store(&h->released, true);
+    while (!atomic_load(&h->may_end))
+        nap_us(1000);
+    return NULL;
+}
+
+typedef struct {
+    pthread_t thread;
+    holder h;
+    pid_t hog;
+} scene;
+
+/* This thread on CPU 0 at SCHED_FIFO 2 (what it creates inherits the CPU,
+ * not the policy); false when it may not be real-time. */
+static bool real_time_on_cpu0(void)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    struct sched_param two = {.sched_priority = 2};
+    return sched_setaffinity(0, sizeof one, &one) == 0 &&
+           sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &two) == 0;
+}
+
+static void normal_again(void)
+{
+    struct sched_param zero = {0};
+    sched_setscheduler(0, SCHED_OTHER, &zero);
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        CPU_SET(i, &all);
+    sched_setaffinity(0, sizeof all, &all);
+}
+
+/* The holder with its lock, then the hog beside it, then go. */
+static void set_scene(scene *s)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->h.lock, NULL);
+    assert_int_equal(pthread_create(&s->thread, NULL, hold, &s->h), 0);
+    uint64_t deadline = now_ns(CLOCK_MONOTONIC) + DEADLINE_MS * 1000000ull;
+    while (!atomic_load(&s->h.locked) && now_ns(CLOCK_MONOTONIC) < deadline)
+        nap_us(200);
+    assert_true(atomic_load(&s->h.locked));
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    s->hog = fork();
+    assert_true(s->hog >= 0);
+    if (s->hog == 0) { /* the hog: on CPU 0 (inherited), at the normal policy (reset on fork) */
+        char c = 1;
+        if (write(ready[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            ;
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    close(ready[1]);
+    atomic_store(&s->h.go, true);
+}
+
+static void end_scene(scene *s)
+{
+    kill(s->hog, SIGKILL);
+    waitpid(s->hog, NULL, 0);
+    atomic_store(&s->h.may_end, true);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_destroy(&s->h.lock);
+}
+
+/* The lock, waited for at most `ms`: 0 or ETIMEDOUT; how long in *waited_ms. */
+static int take(holder *h, long ms, double *waited_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+    int rc = pthread_mutex_timedlock(&h->lock, &until);
+    *waited_ms = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e6;
+    if (rc == 0)
+        pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+static void inversion_holds_without_the_lender(void **state)
+{
+    (void)state;
+    if (!real_time_on_cpu0())
+        skip();
+    scene s;
+    set_scene(&s);
+    double waited;
+    int rc = take(&s.h, 1000, &waited);
+    end_scene(&s);
+    normal_again();
+    assert_int_equal(rc, ETIMEDOUT); /* else the scene proves nothing */
+}
+
+static void a_stuck_step_is_lent_through(void **state)
+{
+    (void)state;
+    if (!real_time_on_cpu0())
+        skip();
+    assert_int_equal(hw_priority_lender_start(3), 0);
+    unsigned long before = hw_priority_lends();
+    scene s;
+    set_scene(&s);
+    hw_rt_step_open();
+    double waited;
+    int rc = take(&s.h, 5000, &waited);
+    assert_true(hw_rt_step_close());
+    /* given back: the holder is at idle time again */
+    uint64_t deadline = now_ns(CLOCK_MONOTONIC) + DEADLINE_MS * 1000000ull;
+    while ((sched_getscheduler(atomic_load(&s.h.tid)) & ~SCHED_RESET_ON_FORK) != SCHED_IDLE &&
+           now_ns(CLOCK_MONOTONIC) < deadline)
+        nap_us(200);
+    int policy = sched_getscheduler(atomic_load(&s.h.tid)) & ~SCHED_RESET_ON_FORK;
+    end_scene(&s);
+    hw_rt_step_leave();
+    hw_priority_lender_stop();
+    normal_again();
+    print_message("waited %.1f ms for the lock, %lu lends\n", waited, hw_priority_lends() - before);
+    assert_int_equal(rc, 0);
+    assert_true(waited < 1000.0); /* about HOLD_CPU_MS in lends of HW_LEND_NS every HW_LEND_AFTER_NS */
+    assert_true(hw_priority_lends() > before);
+    assert_int_equal(policy, SCHED_IDLE);
+}
+
+static void a_spinning_waiter_is_lent_through(void **state)
+{
+    (void)state;
+    if (!real_time_on_cpu0())
+        skip();
+    assert_int_equal(hw_priority_lender_start(3), 0);
+    unsigned long before = hw_priority_lends();
+    scene s;
+    set_scene(&s);
+    hw_rt_step_open();
+    uint64_t t0 = now_ns(CLOCK_MONOTONIC), deadline = t0 + 5000000000ull;
+    while (!atomic_load(&s.h.released) && now_ns(CLOCK_MONOTONIC) < deadline)
+        sched_yield(); /* at SCHED_FIFO 2 on the holder's CPU: it yields only to its own priority */
+    double waited = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e6;
+    (void)hw_rt_step_close();
+    bool released = atomic_load(&s.h.released);
+    end_scene(&s);
+    hw_rt_step_leave();
+    hw_priority_lender_stop();
+    normal_again();
+    print_message("spun %.1f ms for the lock, %lu lends\n", waited, hw_priority_lends() - before);
+    assert_true(released);
+    assert_true(waited < 2000.0);
+    assert_true(hw_priority_lends() > before);
+}
+
+/* This thread on CPU 0 at the normal policy, the lender started: false
+ * when the agent could not have it (no right to real time). */
+static bool normal_on_cpu0_with_lender(void)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    return sched_setaffinity(0, sizeof one, &one) == 0 && hw_priority_lender_start(3) == 0;
+}
+
+static void a_normal_waiter_in_futex_is_lent_through(void **state)
+{
+    (void)state;
+    if (!normal_on_cpu0_with_lender())
+        skip();
+    unsigned long before = hw_priority_lends();
+    scene s;
+    set_scene(&s);
+    hw_rt_step_open();
+    double waited;
+    int rc = take(&s.h, 5000, &waited);
+    (void)hw_rt_step_close();
+    end_scene(&s);
+    hw_rt_step_leave();
+    hw_priority_lender_stop();
+    normal_again();
+    print_message("waited %.1f ms at the normal policy, %lu lends\n", waited, hw_priority_lends() - before);
+    assert_int_equal(rc, 0);
+    assert_true(waited < 1000.0);
+    assert_true(hw_priority_lends() > before);
+}
+
+static void a_normal_thread_that_runs_is_not_lent_for(void **state)
+{
+    (void)state;
+    if (!normal_on_cpu0_with_lender())
+        skip();
+    unsigned long before = hw_priority_lends();
+    scene s;
+    set_scene(&s);
+    hw_rt_step_open();
+    /* 3 * HW_LEND_AFTER_RUNNING_NS of this thread's CPU, beside the hog */
+    uint64_t until = now_ns(CLOCK_THREAD_CPUTIME_ID) + 3 * HW_LEND_AFTER_RUNNING_NS;
+    while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
+        ;
+    (void)hw_rt_step_close();
+    unsigned long lends = hw_priority_lends() - before;
+    end_scene(&s);
+    hw_rt_step_leave();
+    hw_priority_lender_stop();
+    normal_again();
+    assert_int_equal(lends, 0);
+}
+
+static void no_step_no_lend(void **state)
+{
+    (void)state;
+    if (!real_time_on_cpu0())
+        skip();
+    assert_int_equal(hw_priority_lender_start(3), 0);
+    unsigned long before = hw_priority_lends();
+    scene s;
+    set_scene(&s);
+    double waited;
+    int rc = take(&s.h, 50, &waited); /* stuck, but with no work in hand */
+    unsigned long lends = hw_priority_lends() - before;
+    end_scene(&s);
+    hw_priority_lender_stop();
+    normal_again();
+    assert_int_equal(rc, ETIMEDOUT);
+    assert_int_equal(lends, 0);
+}
+
+/* At SCHED_FIFO 3: once the holder is lent to, give it SCHED_OTHER. */
+static void *set_during_lend(void *arg)
+{
+    holder *h = arg;
+    struct sched_param three = {.sched_priority = 3};
+    sched_setscheduler(0, SCHED_FIFO, &three);
+    uint64_t deadline = now_ns(CLOCK_MONOTONIC) + DEADLINE_MS * 1000000ull;
+    while ((sched_getscheduler(atomic_load(&h->tid)) & ~SCHED_RESET_ON_FORK) != SCHED_FIFO) {
+        if (now_ns(CLOCK_MONOTONIC) >= deadline)
+            return (void *)0;
+        nap_us(20);
+    }
+    struct sched_param zero = {0};
+    hw_thread_policy_set(atomic_load(&h->tid), SCHED_OTHER, &zero);
+    return (void *)1;
+}
+
+static void a_policy_set_during_a_lend_is_kept(void **state)
+{
+    (void)state;
+    if (!real_time_on_cpu0())
+        skip();
+    assert_int_equal(hw_priority_lender_start(3), 0);
+    scene s;
+    set_scene(&s);
+    pthread_t setter;
+    assert_int_equal(pthread_create(&setter, NULL, set_during_lend, &s.h), 0);
+    hw_rt_step_open();
+    double waited;
+    int rc = take(&s.h, 5000, &waited);
+    (void)hw_rt_step_close();
+    void *saw_lend;
+    pthread_join(setter, &saw_lend);
+    uint64_t deadline = now_ns(CLOCK_MONOTONIC) + DEADLINE_MS * 1000000ull;
+    while ((sched_getscheduler(atomic_load(&s.h.tid)) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO &&
+           now_ns(CLOCK_MONOTONIC) < deadline)
+        nap_us(200);
+    int policy = sched_getscheduler(atomic_load(&s.h.tid)) & ~SCHED_RESET_ON_FORK;
+    end_scene(&s);
+    hw_rt_step_leave();
+    hw_priority_lender_stop();
+    normal_again();
+    assert_int_equal(rc, 0);
+    assert_true(saw_lend != NULL);
+    assert_int_equal(policy, SCHED_OTHER);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(inversion_holds_without_the_lender),
+        cmocka_unit_test(a_stuck_step_is_lent_through),
+        cmocka_unit_test(a_spinning_waiter_is_lent_through),
+        cmocka_unit_test(a_normal_waiter_in_futex_is_lent_through),
+        cmocka_unit_test(a_normal_thread_that_runs_is_not_lent_for),
+        cmocka_unit_test(no_step_no_lend),
+        cmocka_unit_test(a_policy_set_during_a_lend_is_kept),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
