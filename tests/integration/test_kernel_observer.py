@@ -34,8 +34,8 @@ def need_kernel_observer():
 class Target:
     """A test loop program (kernel-loop unless `program` says) started on its own, not under hangwatch."""
 
-    def __init__(self, *args, program="kernel-loop"):
-        self.proc = subprocess.Popen([hwtest.binary(program), *args], stdout=subprocess.PIPE, text=True)
+    def __init__(self, *args, program="kernel-loop", path=None):
+        self.proc = subprocess.Popen([path or hwtest.binary(program), *args], stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         check(line.startswith("ready "), f"the target did not start: {line!r}")
         self.pid = self.proc.pid
@@ -228,6 +228,15 @@ def case_watch_uprobe():
 NOBODY = 65534
 
 
+def nobody_readable_copy(program, parent):
+    """A copy of the test program `program` in `parent` (user nobody's): an agent running as nobody reads a
+    root process's binary by its path only (/proc/PID/map_files is root's), and the build tree may be in a
+    directory only root can enter (a home, a private temporary directory)."""
+    path = shutil.copy2(hwtest.binary(program), os.path.join(parent, program))
+    os.chmod(path, 0o755)
+    return path
+
+
 def as_nobody(caps, args):
     """`args` run as user nobody holding exactly the capabilities `caps` (setpriv)."""
     spec = ",".join("+" + c for c in caps)
@@ -247,7 +256,7 @@ def case_watch_least_privilege():
     parent = tempfile.mkdtemp(prefix="hw-it-nobody-")
     os.chmod(parent, 0o755)
     os.chown(parent, NOBODY, NOBODY)
-    target = Target("hang", "2.5")
+    target = Target("hang", "2.5", path=nobody_readable_copy("kernel-loop", parent))
     try:
         for drop, named in ((("bpf", "sys_admin"), "lacks CAP_BPF"), (("sys_ptrace",), "CAP_SYS_PTRACE"),
                             (("sys_admin",), "CAP_SYS_ADMIN")):
@@ -281,8 +290,8 @@ def case_watch_other_user_idle():
     parent = tempfile.mkdtemp(prefix="hw-it-nobody-")
     os.chmod(parent, 0o755)
     os.chown(parent, NOBODY, NOBODY)
-    loop = subprocess.Popen([hwtest.binary("time-scenarios")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+    loop = subprocess.Popen([nobody_readable_copy("time-scenarios", parent)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
     proc = None
     try:
         check(loop.stdout.readline().startswith("ready"), "the loop did not start")
