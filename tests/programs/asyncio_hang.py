@@ -13,6 +13,8 @@ import asyncio
 import sys
 import time
 
+from cpu_wait import queued_seconds
+
 
 async def blocking_coroutine():
     time.sleep(3)
@@ -20,15 +22,6 @@ async def blocking_coroutine():
 
 async def awaiting_coroutine():
     await asyncio.sleep(3)
-
-
-def queued_seconds():
-    """The thread's time waiting for a CPU so far (0 without schedstat)."""
-    try:
-        with open("/proc/thread-self/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 async def main(mode):

@@ -1,8 +1,12 @@
 """glib_hang - a GLib main loop (it waits in poll(), not epoll) whose timeout
-callback blocks for 3 s, for hangwatch's tests (python3-gi)."""
+callback blocks for 3 s, for hangwatch's tests (python3-gi).  Prints "glib:
+callback took S s, Q s waiting for a CPU" (its own clock, and the kernel's
+count of its waits for a CPU: a busy machine's, not the watcher's)."""
 import time
 
 from gi.repository import GLib
+
+from cpu_wait import queued_seconds
 
 loop = GLib.MainLoop()
 ticks = 0
@@ -12,9 +16,10 @@ def on_tick():
     global ticks
     ticks += 1
     if ticks == 5:
-        start = time.monotonic()
+        start, queued = time.monotonic(), queued_seconds()
         time.sleep(3)  # blocks the main loop
-        print(f"glib: callback blocked {time.monotonic() - start:.3f} s", flush=True)
+        print(f"glib: callback took {time.monotonic() - start:.3f} s, {queued_seconds() - queued:.3f} s waiting for "
+              "a CPU", flush=True)
     if ticks == 8:
         loop.quit()
         return False
