@@ -7,7 +7,8 @@
  * holder needs 10 ms of CPU at SCHED_IDLE's 0.3 % share); with it, and a
  * step open, it gets the mutex at once (a few lends of a millisecond);
  * a real-time waiter that spins in sched_yield, as a sanitizer's lock
- * does, is lent through too, and so is a waiter at the normal policy
+ * does, is lent through too (its holder on the other CPU, beside the
+ * hog), and so is a waiter at the normal policy
  * asleep in futex (the agent's set-up), but not one at the normal policy
  * that runs; with no step open no lend is made; a policy the holder is given during a
  * lend is the one it has after it.  Needs the right to SCHED_FIFO (root);
@@ -205,19 +206,30 @@ static void a_stuck_step_is_lent_through(void **state)
     assert_int_equal(policy, SCHED_IDLE);
 }
 
+/* The holder and the hog on CPU 1, the waiter staying on CPU 0. */
+static bool move_scene_to_cpu1(scene *s)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    return sched_setaffinity(atomic_load(&s->h.tid), sizeof one, &one) == 0 &&
+           sched_setaffinity(s->hog, sizeof one, &one) == 0;
+}
+
 static void a_spinning_waiter_is_lent_through(void **state)
 {
     (void)state;
-    if (!real_time_on_cpu0())
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !real_time_on_cpu0())
         skip();
     assert_int_equal(hw_priority_lender_start(3), 0);
     unsigned long before = hw_priority_lends();
     scene s;
     set_scene(&s);
+    assert_true(move_scene_to_cpu1(&s));
     hw_rt_step_open();
     uint64_t t0 = now_ns(CLOCK_MONOTONIC), deadline = t0 + 5000000000ull;
     while (!atomic_load(&s.h.released) && now_ns(CLOCK_MONOTONIC) < deadline)
-        sched_yield(); /* at SCHED_FIFO 2 on the holder's CPU: it yields only to its own priority */
+        sched_yield(); /* at SCHED_FIFO 2: it yields only to its own priority */
     double waited = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e6;
     (void)hw_rt_step_close();
     bool released = atomic_load(&s.h.released);

@@ -227,15 +227,13 @@ static void lend_to(pid_t tid, int priority)
 }
 
 /* The agent's threads (but the lender and the stuck one) that are
- * runnable and below real time, at the stuck one's priority: a waiter
- * that spins (a sanitizer's lock calls sched_yield at the waiter's
- * priority) yields its CPU to the holder only at its own.  How many. */
+ * runnable and below real time, at the service threads' priority: above
+ * whatever else the machine runs, never above a real-time thread of the
+ * agent (the registration intake, the herald, the naming thread would
+ * otherwise wait for the lent ones).  How many. */
 static size_t lend(pid_t stuck)
 {
-    struct sched_param stuck_param;
-    int priority = sched_getparam(stuck, &stuck_param) == 0 && stuck_param.sched_priority > 0
-                       ? stuck_param.sched_priority
-                       : HW_SERVICE_PRIORITY;
+    const int priority = HW_SERVICE_PRIORITY;
     int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0)
         return 0;
@@ -305,16 +303,21 @@ static void look_at(uint32_t slot)
     pthread_mutex_unlock(&lender.lock);
     if (!due || !(seq & 1))
         return; /* a slot taken over, or a step closed since */
-    if (stuck(tid, opened_ns) && lend(tid) > 0) {
-        atomic_fetch_add_explicit(&lender.lends, 1, memory_order_relaxed);
-        struct timespec t = {0, (long)HW_LEND_NS};
-        while (nanosleep(&t, &t) != 0 && errno == EINTR)
-            ;
-        give_back();
+    uint64_t next = HW_LEND_AFTER_NS;
+    if (stuck(tid, opened_ns)) {
+        if (lend(tid) > 0) {
+            atomic_fetch_add_explicit(&lender.lends, 1, memory_order_relaxed);
+            struct timespec t = {0, (long)HW_LEND_NS};
+            while (nanosleep(&t, &t) != 0 && errno == EINTR)
+                ;
+            give_back();
+        } else {
+            next = HW_LEND_AFTER_RUNNING_NS; /* nobody to lend to: a long step's looks, fewer */
+        }
     }
     pthread_mutex_lock(&lender.lock);
     if (s->tid == tid && atomic_load_explicit(&s->seq, memory_order_acquire) == seq)
-        arm(s->timer_fd, HW_LEND_AFTER_NS); /* (a close just after is undone at the next look) */
+        arm(s->timer_fd, next); /* (a close just after is undone at the next look) */
     pthread_mutex_unlock(&lender.lock);
 }
 

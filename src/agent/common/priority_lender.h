@@ -14,9 +14,9 @@
  * has lasted HW_LEND_AFTER_NS and its thread is asleep in futex, or
  * HW_LEND_AFTER_RUNNING_NS and it is still runnable (a sanitizer's lock is
  * waited for spinning, in sched_yield), the lender's thread gives every
- * other thread of the agent that is runnable and below real time the
- * stuck thread's SCHED_FIFO priority (or 1, for a stuck thread at the
- * normal policy) for HW_LEND_NS, then its own policy back; again every
+ * other thread of the agent that is runnable and below real time
+ * SCHED_FIFO 1 (the service threads', never above a real-time thread of
+ * the agent) for HW_LEND_NS, then its own policy back; again every
  * HW_LEND_AFTER_NS while the step stays stuck.
  */
 #ifndef HANGWATCH_PRIORITY_LENDER_H

@@ -4,10 +4,13 @@
  */
 #include "watch_priority.h"
 
+#include "priority_lender.h"
+
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static bool normal_policy_asked(void)
 {
@@ -20,7 +23,9 @@ static void take_real_time(int priority)
     if (normal_policy_asked())
         return;
     struct sched_param sp = {.sched_priority = priority};
-    (void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp); /* 0: this thread */
+    /* Through the lender: a thread lent a priority before it took its own
+     * gets its own at the lend's end, not the policy it had before. */
+    (void)hw_thread_policy_set(gettid(), SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
 }
 
 void hw_take_watch_priority(void)

@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/common/optional_libs.h"
 #include "agent/common/priority_lender.h"
@@ -198,6 +200,7 @@ struct hw_sentry_sender {
     hw_metrics *m;
     bool quiet;
     pthread_t thread;
+    _Atomic pid_t tid; /* the sending thread's, once it runs (0 before) */
     pthread_mutex_t lock;
     pthread_cond_t wake;
     bool kicked, stopping;
@@ -282,6 +285,7 @@ static void *sender_main(void *arg)
         struct sched_param sp = {0};
         hw_thread_policy_set(gettid(), SCHED_IDLE, &sp);
     }
+    atomic_store(&s->tid, gettid());
     size_t waiting = 0;
     char none[1][33];
     hw_sentry_spool_list(s->spool, none, 0, &waiting, NULL);
@@ -400,7 +404,9 @@ void hw_sentry_sender_stop(hw_sentry_sender *s)
      * the last attempt that follows has its own short timeout. */
     atomic_store(&s->abort, true);
     struct sched_param sp = {0};
-    pthread_setschedparam(s->thread, SCHED_OTHER, &sp);
+    pid_t tid = atomic_load(&s->tid);
+    if (tid > 0)
+        hw_thread_policy_set(tid, SCHED_OTHER, &sp);
     pthread_join(s->thread, NULL);
     hw_sentry_spool_close(s->spool);
     pthread_cond_destroy(&s->wake);

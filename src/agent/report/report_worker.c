@@ -841,7 +841,11 @@ void worker_stop(report_worker *wk, bool say_totals)
     /* Finish promptly now that nothing is watched any more (allowed to
      * fail without privileges: it then drains on idle time). */
     struct sched_param sp = {0};
-    pthread_setschedparam(wk->thread, SCHED_OTHER, &sp);
+    pthread_mutex_lock(&wk->lock);
+    pid_t tid = wk->tid;
+    pthread_mutex_unlock(&wk->lock);
+    if (tid > 0)
+        hw_thread_policy_set(tid, SCHED_OTHER, &sp);
     pthread_join(wk->thread, NULL); /* its last jobs' names came from the naming thread */
     naming_stop(wk->naming);
     if (say_totals)
