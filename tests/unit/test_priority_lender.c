@@ -85,14 +85,18 @@ typedef struct {
 
 /* This thread on CPU 0 at SCHED_FIFO 2 (what it creates inherits the CPU,
  * not the policy); false when it may not be real-time. */
-static bool real_time_on_cpu0(void)
+static bool pinned_to_cpu0(void)
 {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(0, &one);
+    return sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
+static bool real_time_on_cpu0(void)
+{
     struct sched_param two = {.sched_priority = 2};
-    return sched_setaffinity(0, sizeof one, &one) == 0 &&
-           sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &two) == 0;
+    return pinned_to_cpu0() && sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &two) == 0;
 }
 
 static void normal_again(void)
@@ -162,6 +166,40 @@ static int take(holder *h, long ms, double *waited_ms)
     return rc;
 }
 
+/* The scene with the lender started, this thread on CPU 0 at SCHED_FIFO 2
+ * (`real_time`) or at the normal policy; the test skipped without the
+ * right to real time.  The lends made before it. */
+static unsigned long lent_scene(scene *s, bool real_time)
+{
+    if (!(real_time ? real_time_on_cpu0() : pinned_to_cpu0()))
+        skip();
+    int e = hw_priority_lender_start(3);
+    if (!real_time && e != 0)
+        skip(); /* the lender is real-time, this thread need not be */
+    assert_int_equal(e, 0);
+    unsigned long before = hw_priority_lends();
+    set_scene(s);
+    return before;
+}
+
+static void end_lent_scene(scene *s)
+{
+    end_scene(s);
+    hw_rt_step_leave();
+    hw_priority_lender_stop();
+    normal_again();
+}
+
+/* The holder's policy once no lend holds it (polled). */
+static int policy_after_lend(const holder *h)
+{
+    uint64_t deadline = now_ns(CLOCK_MONOTONIC) + DEADLINE_MS * 1000000ull;
+    while ((sched_getscheduler(atomic_load(&h->tid)) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO &&
+           now_ns(CLOCK_MONOTONIC) < deadline)
+        nap_us(200);
+    return sched_getscheduler(atomic_load(&h->tid)) & ~SCHED_RESET_ON_FORK;
+}
+
 static void inversion_holds_without_the_lender(void **state)
 {
     (void)state;
@@ -179,26 +217,14 @@ static void inversion_holds_without_the_lender(void **state)
 static void a_stuck_step_is_lent_through(void **state)
 {
     (void)state;
-    if (!real_time_on_cpu0())
-        skip();
-    assert_int_equal(hw_priority_lender_start(3), 0);
-    unsigned long before = hw_priority_lends();
     scene s;
-    set_scene(&s);
+    unsigned long before = lent_scene(&s, true);
     hw_rt_step_open();
     double waited;
     int rc = take(&s.h, 5000, &waited);
     assert_true(hw_rt_step_close());
-    /* given back: the holder is at idle time again */
-    uint64_t deadline = now_ns(CLOCK_MONOTONIC) + DEADLINE_MS * 1000000ull;
-    while ((sched_getscheduler(atomic_load(&s.h.tid)) & ~SCHED_RESET_ON_FORK) != SCHED_IDLE &&
-           now_ns(CLOCK_MONOTONIC) < deadline)
-        nap_us(200);
-    int policy = sched_getscheduler(atomic_load(&s.h.tid)) & ~SCHED_RESET_ON_FORK;
-    end_scene(&s);
-    hw_rt_step_leave();
-    hw_priority_lender_stop();
-    normal_again();
+    int policy = policy_after_lend(&s.h); /* given back: at idle time again */
+    end_lent_scene(&s);
     print_message("waited %.1f ms for the lock, %lu lends\n", waited, hw_priority_lends() - before);
     assert_int_equal(rc, 0);
     assert_true(waited < 1000.0); /* about HOLD_CPU_MS in lends of HW_LEND_NS every HW_LEND_AFTER_NS */
@@ -219,12 +245,10 @@ static bool move_scene_to_cpu1(scene *s)
 static void a_spinning_waiter_is_lent_through(void **state)
 {
     (void)state;
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || !real_time_on_cpu0())
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
         skip();
-    assert_int_equal(hw_priority_lender_start(3), 0);
-    unsigned long before = hw_priority_lends();
     scene s;
-    set_scene(&s);
+    unsigned long before = lent_scene(&s, true);
     assert_true(move_scene_to_cpu1(&s));
     hw_rt_step_open();
     uint64_t t0 = now_ns(CLOCK_MONOTONIC), deadline = t0 + 5000000000ull;
@@ -233,42 +257,23 @@ static void a_spinning_waiter_is_lent_through(void **state)
     double waited = (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e6;
     (void)hw_rt_step_close();
     bool released = atomic_load(&s.h.released);
-    end_scene(&s);
-    hw_rt_step_leave();
-    hw_priority_lender_stop();
-    normal_again();
+    end_lent_scene(&s);
     print_message("spun %.1f ms for the lock, %lu lends\n", waited, hw_priority_lends() - before);
     assert_true(released);
     assert_true(waited < 2000.0);
     assert_true(hw_priority_lends() > before);
 }
 
-/* This thread on CPU 0 at the normal policy, the lender started: false
- * when the agent could not have it (no right to real time). */
-static bool normal_on_cpu0_with_lender(void)
-{
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    return sched_setaffinity(0, sizeof one, &one) == 0 && hw_priority_lender_start(3) == 0;
-}
-
 static void a_normal_waiter_in_futex_is_lent_through(void **state)
 {
     (void)state;
-    if (!normal_on_cpu0_with_lender())
-        skip();
-    unsigned long before = hw_priority_lends();
     scene s;
-    set_scene(&s);
+    unsigned long before = lent_scene(&s, false);
     hw_rt_step_open();
     double waited;
     int rc = take(&s.h, 5000, &waited);
     (void)hw_rt_step_close();
-    end_scene(&s);
-    hw_rt_step_leave();
-    hw_priority_lender_stop();
-    normal_again();
+    end_lent_scene(&s);
     print_message("waited %.1f ms at the normal policy, %lu lends\n", waited, hw_priority_lends() - before);
     assert_int_equal(rc, 0);
     assert_true(waited < 1000.0);
@@ -278,11 +283,8 @@ static void a_normal_waiter_in_futex_is_lent_through(void **state)
 static void a_normal_thread_that_runs_is_not_lent_for(void **state)
 {
     (void)state;
-    if (!normal_on_cpu0_with_lender())
-        skip();
-    unsigned long before = hw_priority_lends();
     scene s;
-    set_scene(&s);
+    unsigned long before = lent_scene(&s, false);
     hw_rt_step_open();
     /* 3 * HW_LEND_AFTER_RUNNING_NS of this thread's CPU, beside the hog */
     uint64_t until = now_ns(CLOCK_THREAD_CPUTIME_ID) + 3 * HW_LEND_AFTER_RUNNING_NS;
@@ -290,28 +292,19 @@ static void a_normal_thread_that_runs_is_not_lent_for(void **state)
         ;
     (void)hw_rt_step_close();
     unsigned long lends = hw_priority_lends() - before;
-    end_scene(&s);
-    hw_rt_step_leave();
-    hw_priority_lender_stop();
-    normal_again();
+    end_lent_scene(&s);
     assert_int_equal(lends, 0);
 }
 
 static void no_step_no_lend(void **state)
 {
     (void)state;
-    if (!real_time_on_cpu0())
-        skip();
-    assert_int_equal(hw_priority_lender_start(3), 0);
-    unsigned long before = hw_priority_lends();
     scene s;
-    set_scene(&s);
+    unsigned long before = lent_scene(&s, true);
     double waited;
     int rc = take(&s.h, 50, &waited); /* stuck, but with no work in hand */
     unsigned long lends = hw_priority_lends() - before;
-    end_scene(&s);
-    hw_priority_lender_stop();
-    normal_again();
+    end_lent_scene(&s);
     assert_int_equal(rc, ETIMEDOUT);
     assert_int_equal(lends, 0);
 }
@@ -336,11 +329,8 @@ static void *set_during_lend(void *arg)
 static void a_policy_set_during_a_lend_is_kept(void **state)
 {
     (void)state;
-    if (!real_time_on_cpu0())
-        skip();
-    assert_int_equal(hw_priority_lender_start(3), 0);
     scene s;
-    set_scene(&s);
+    (void)lent_scene(&s, true);
     pthread_t setter;
     assert_int_equal(pthread_create(&setter, NULL, set_during_lend, &s.h), 0);
     hw_rt_step_open();
@@ -349,15 +339,8 @@ static void a_policy_set_during_a_lend_is_kept(void **state)
     (void)hw_rt_step_close();
     void *saw_lend;
     pthread_join(setter, &saw_lend);
-    uint64_t deadline = now_ns(CLOCK_MONOTONIC) + DEADLINE_MS * 1000000ull;
-    while ((sched_getscheduler(atomic_load(&s.h.tid)) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO &&
-           now_ns(CLOCK_MONOTONIC) < deadline)
-        nap_us(200);
-    int policy = sched_getscheduler(atomic_load(&s.h.tid)) & ~SCHED_RESET_ON_FORK;
-    end_scene(&s);
-    hw_rt_step_leave();
-    hw_priority_lender_stop();
-    normal_again();
+    int policy = policy_after_lend(&s.h);
+    end_lent_scene(&s);
     assert_int_equal(rc, 0);
     assert_true(saw_lend != NULL);
     assert_int_equal(policy, SCHED_OTHER);
