@@ -370,7 +370,8 @@ def case_launch_hang():
         check(len(r.reports) == 1, r.describe())
         apm = r.reports[0]["hangwatch"]
         check(apm["hang_type"] == "launch_hang", f"hang_type {apm['hang_type']}")
-        check("slow_start_up" in symbols(frames(r.reports[0])), "slow_start_up not on the stack")
+        names = symbols(frames(r.reports[0]))
+        check("slow_start_up" in names, f"slow_start_up not on the stack: {names}\n" + r.describe())
         check("launch hang in" in r.stderr, r.stderr)
     finally:
         hwtest.cleanup(r)
