@@ -13,6 +13,8 @@
 
 #include <hangwatch.h>
 
+#include "cpu_wait.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -33,9 +35,10 @@ static double now_seconds(void)
 
 __attribute__((noinline)) static void api_demo_blocks_for_three_seconds(void)
 {
-    double start = now_seconds();
+    double start = now_seconds(), waited = cpu_wait_seconds();
     sleep(3);
-    printf("api demo: the callback blocked for %.3f s\n", now_seconds() - start);
+    printf("api demo: the callback took %.3f s, %.3f s waiting for a CPU\n", now_seconds() - start,
+           cpu_wait_seconds() - waited);
     fflush(stdout);
 }
 

@@ -6,11 +6,14 @@
  *   main -> run_event_loop -> on_timer_tick -> trigger_foreground_hang
  *        -> block_main_thread_for_four_seconds -> sleep(4)
  *
- * It prints how long the sleep really took (hangwatch must not shorten it),
+ * It prints how long the sleep really took (hangwatch must not shorten it)
+ * and how much of that it waited for a CPU (a busy machine's share),
  * keeps looping for a little while and exits 0.  The functions are noinline
  * and the file is built with -fno-optimize-sibling-calls so every frame
  * stays on the stack for the report.
  */
+#include "cpu_wait.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +35,10 @@ static double now_seconds(void)
 
 __attribute__((noinline)) static void block_main_thread_for_four_seconds(void)
 {
-    double start = now_seconds();
+    double start = now_seconds(), waited = cpu_wait_seconds();
     sleep(4);
-    printf("demo: sleep(4) on the main thread took %.3f s\n", now_seconds() - start);
+    printf("demo: sleep(4) on the main thread took %.3f s, %.3f s waiting for a CPU\n", now_seconds() - start,
+           cpu_wait_seconds() - waited);
     fflush(stdout);
 }
 

@@ -15,6 +15,8 @@
  */
 #include <hangwatch-glib.h>
 
+#include "cpu_wait.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -24,8 +26,10 @@ static int g_ticks;
 __attribute__((noinline)) static void glib_demo_blocks_for_three_seconds(void)
 {
     gint64 start = g_get_monotonic_time();
+    double waited = cpu_wait_seconds();
     g_usleep(3 * G_USEC_PER_SEC);
-    printf("glib demo: the callback blocked for %.3f s\n", (double)(g_get_monotonic_time() - start) / 1e6);
+    printf("glib demo: the callback took %.3f s, %.3f s waiting for a CPU\n",
+           (double)(g_get_monotonic_time() - start) / 1e6, cpu_wait_seconds() - waited);
     fflush(stdout);
 }
 

@@ -260,15 +260,17 @@ def symbols(frame_list):
     return [f.get("symbol_name", "?") for f in frame_list]
 
 
-def check_took(out, what, seconds, slack=0.1):
+def check_took(out, what, seconds, slack=0.1, label=""):
     """The program said "WHAT took S s, Q s waiting for a CPU" (its own clock and the kernel's
     run-queue count): S is at least SECONDS and at most SECONDS + SLACK more than the time it waited
-    for a CPU, which a busy machine gives and hangwatch does not."""
+    for a CPU, which a busy machine gives and hangwatch does not.  LABEL opens the failure's message.
+    Returns S, for what else the test times against the span."""
     m = re.search(rf"{re.escape(what)} took ([0-9.]+) s, ([0-9.]+) s waiting for a CPU", out)
-    check(m is not None, f"the program did not say how long {what} took: {out!r}")
+    check(m is not None, f"{label}the program did not say how long {what} took: {out!r}")
     took, queued = float(m.group(1)), float(m.group(2))
     check(seconds - 0.005 <= took <= seconds + slack + queued,
-          f"{what} took {took:.3f} s for {seconds} s, {queued:.3f} s of it waiting for a CPU")
+          f"{label}{what} took {took:.3f} s for {seconds} s, {queued:.3f} s of it waiting for a CPU")
+    return took
 
 def cause_by_rule(t):
     """The verdict decisions.md §44's rules give a time section `t` (or its

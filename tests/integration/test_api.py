@@ -41,20 +41,21 @@ def run_library_program(argv, timeout=120, cwd=None):
     return p
 
 
-def run_installed_example(example, package, culprit, caller, message, events=False):
+def run_installed_example(example, package, culprit, caller, events=False):
     """Install, build `example` only against the installed files, run it, check its one report."""
     prefix = install_prefix()
     work = tempfile.mkdtemp(prefix="hw-api-")
     try:
-        # Only the installed files: the example is copied out of the tree.
+        # Only the installed files: the example (and the header it shares with the
+        # others) is copied out of the tree.
         source = os.path.join(work, os.path.basename(example))
-        shutil.copy(os.path.join(hwtest.SOURCE_DIR, "examples", example), source)
+        for name in (example, "cpu_wait.h"):
+            shutil.copy(os.path.join(hwtest.SOURCE_DIR, "examples", name), work)
         program = os.path.join(work, "example")
         build_against(prefix, source, program, package)
         reports = os.path.join(work, "reports")
         p = run_library_program([program, reports], timeout=60, cwd=work)
-        m = re.search(message + r" ([0-9.]+) s", p.stdout)
-        check(m and 2.99 <= float(m.group(1)) <= 3.2, "the callback's 3 s block changed:\n" + p.stdout)
+        took = hwtest.check_took(p.stdout, "the callback", 3.0, slack=0.2)
         paths = sorted(os.path.join(reports, n) for n in os.listdir(reports)) if os.path.isdir(reports) else []
         check(len(paths) == 1, f"expected exactly one report, got {paths}\n{p.stderr}")
         rep = hwtest.load_report(paths[0])
@@ -70,7 +71,7 @@ def run_installed_example(example, package, culprit, caller, message, events=Fal
             m = re.search(r"event: report (\S+)", p.stdout)
             check(m and os.path.realpath(m.group(1)) == os.path.realpath(paths[0]), "the reported path\n" + p.stdout)
             m = re.search(r"hang over after ([0-9.]+) s", p.stdout)
-            check(m and 2.95 <= float(m.group(1)) <= 3.3, "the final duration\n" + p.stdout)
+            check(m and 2.95 <= float(m.group(1)) <= took + 0.3, "the final duration\n" + p.stdout)
         # hangwatch_stop() ended the agent: no `hangwatch attach` for this program is left.
         ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
         check(f"attach --pid={rep['report']['pid']} " not in ps, "the agent outlived hangwatch_stop():\n" + ps)
@@ -80,14 +81,12 @@ def run_installed_example(example, package, culprit, caller, message, events=Fal
 
 
 def case_installed_api_demo():
-    run_installed_example("api_loop.c", "hangwatch", "api_demo_blocks_for_three_seconds", "on_tick",
-                          "the callback blocked for", events=True)
+    run_installed_example("api_loop.c", "hangwatch", "api_demo_blocks_for_three_seconds", "on_tick", events=True)
 
 
 def case_installed_glib_demo():
     """The GLib adapter, exact to GLib's poll: the 3 s hang is reported exactly once."""
-    run_installed_example("glib_loop.c", "hangwatch-glib", "glib_demo_blocks_for_three_seconds", "on_tick",
-                          "the callback blocked for")
+    run_installed_example("glib_loop.c", "hangwatch-glib", "glib_demo_blocks_for_three_seconds", "on_tick")
 
 
 def case_build_tree_events():
@@ -104,15 +103,14 @@ def case_build_tree_events():
 
 
 def run_glib_demo(detector):
-    """The build tree's GLib demo under `detector`: (stdout, validated reports)."""
+    """The build tree's GLib demo under `detector`: (how long its callback took, validated reports)."""
     work = tempfile.mkdtemp(prefix="hw-api-")
     try:
         reports = os.path.join(work, "r")
         p = run_library_program([hwtest.binary("hangwatch-glib-demo"), reports, detector])
-        m = re.search(r"blocked for ([0-9.]+) s", p.stdout)
-        check(m and 2.99 <= float(m.group(1)) <= 3.2, "the callback's 3 s block changed:\n" + p.stdout)
+        took = hwtest.check_took(p.stdout, "the callback", 3.0, slack=0.2, label=f"{detector}: ")
         paths = sorted(os.path.join(reports, n) for n in os.listdir(reports)) if os.path.isdir(reports) else []
-        return p.stdout, [hwtest.load_report(path) for path in paths]
+        return took, [hwtest.load_report(path) for path in paths]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -123,15 +121,21 @@ def case_glib_comparison_detectors():
     culprit).  Ping (posted with hangwatch_glib_post): the pings are answered (an
     unanswered one would be a report of the idle loop), and the one posted 1.5 s into the
     3 s hang is answered within its 2 s: the ping misses this hang, as seeds/000 says a
-    ping sent late does."""
-    _, reports = run_glib_demo("frame-gap")
+    ping sent late does.  A busy machine that stretches the block by the time the loop
+    waited for a CPU stretches the gap by as much, and can make that ping late (one report)."""
+    took, reports = run_glib_demo("frame-gap")
     check(len(reports) == 1, f"frame gap: one report, got {len(reports)}")
     h = reports[0]["hangwatch"]
-    check(h["detector"] == "frame_gap" and 3_000_000 <= h["block_duration_us"] <= 3_300_000,
-          f"frame gap: {h['detector']} {h['block_duration_us']} us")
+    check(h["detector"] == "frame_gap" and 3_000_000 <= h["block_duration_us"] <= (took + 0.3) * 1e6,
+          f"frame gap: {h['detector']} {h['block_duration_us']} us for a block of {took:.3f} s")
     check("glib_demo_blocks_for_three_seconds" not in symbols(frames(reports[0])), "the culprit is gone by then")
-    _, reports = run_glib_demo("ping")
-    check(reports == [], "ping: " + str([r["hangwatch"]["block_duration_us"] for r in reports]))
+    took, reports = run_glib_demo("ping")
+    durations = [r["hangwatch"]["block_duration_us"] for r in reports]
+    if took < 3.4:  # the ping posted about 1.5 s into the block is answered within its 2 s
+        check(reports == [], f"ping: reports {durations} for a block of {took:.3f} s")
+    else:
+        check(len(reports) <= 1 and all(r["hangwatch"]["detector"] == "ping" for r in reports),
+              f"ping: reports {durations} for a block of {took:.3f} s")
 
 
 def case_ping_lifecycle():
