@@ -10,8 +10,8 @@
  * Each step is a timerfd, armed when its thread opens a step and disarmed
  * when it closes it, in one epoll the lender's thread sleeps on: a step
  * that ends in time wakes nobody.  The lender's own work allocates nothing
- * and reads /proc with open and read into its stack: it must not wait for
- * the lock it is there to free.  Its one lock is a PI mutex, held for
+ * and reads /proc into its stack (proc_read.h): it must not wait for the
+ * lock it is there to free.  Its one lock is a PI mutex, held for
  * moments, never across the lend's sleep.
  */
 #include "priority_lender.h"
@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "pi_mutex.h"
+#include "proc_read.h"
 #include "watch_priority.h"
 
 #define MAX_STEPS 32 /* the watch thread, a session per capture at once, the naming thread */
@@ -173,41 +174,16 @@ int hw_thread_policy_set(pid_t tid, int policy, const struct sched_param *param)
 
 /* ---- the lender's looks, into its stack ---- */
 
-/* /proc/self/task/TID/NAME's first bytes, NUL-terminated: their length, or -1. */
-static ssize_t read_task_file(pid_t tid, const char *name, char *buf, size_t size)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n;
-    while ((n = read(fd, buf, size - 1)) < 0 && errno == EINTR)
-        ;
-    close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return n;
-}
-
 /* Is the thread asleep in futex (a lock, or a condition)? */
 static bool in_futex(pid_t tid)
 {
-    char buf[64];
-    if (read_task_file(tid, "syscall", buf, sizeof buf) <= 0 || buf[0] < '0' || buf[0] > '9')
-        return false; /* "running", or gone */
-    return strtol(buf, NULL, 10) == SYS_futex;
+    return hw_task_syscall(getpid(), tid) == SYS_futex;
 }
 
-/* The thread's state letter (R: running or preempted), or 0. */
+/* The thread's state letter (R: running or preempted), '?' when gone. */
 static char task_state(pid_t tid)
 {
-    char buf[512];
-    if (read_task_file(tid, "stat", buf, sizeof buf) <= 0)
-        return 0;
-    const char *close_paren = strrchr(buf, ')'); /* the name may hold anything */
-    return close_paren != NULL && close_paren[1] == ' ' ? close_paren[2] : 0;
+    return hw_task_state(getpid(), tid);
 }
 
 /* Lend `priority` to `tid` if it is runnable and below real time; with

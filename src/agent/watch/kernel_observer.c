@@ -137,22 +137,11 @@ static int say(char *why, size_t len, int rc, const char *fmt, ...)
 #define CAP_BPF_BIT 39
 #define CAP_SYS_ADMIN_BIT 21
 
-/* Does this process hold capability `bit` (CapEff of /proc/self/status;
- * true when that cannot be read: the kernel will say)? */
-static bool has_capability(int bit)
-{
-    char buf[4096];
-    if (hw_proc_read_small("/proc/self/status", buf, sizeof buf) <= 0)
-        return true;
-    const char *line = strstr(buf, "\nCapEff:");
-    return line == NULL || (strtoull(line + 8, NULL, 16) >> bit & 1);
-}
-
 /* Does this process hold CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN, which
  * older kernels asked for instead)?  From /proc/self/status's CapEff. */
 static bool may_load_bpf(void)
 {
-    return (has_capability(CAP_BPF_BIT) && has_capability(CAP_PERFMON_BIT)) || has_capability(CAP_SYS_ADMIN_BIT);
+    return (hw_has_capability(CAP_BPF_BIT) && hw_has_capability(CAP_PERFMON_BIT)) || hw_has_capability(CAP_SYS_ADMIN_BIT);
 }
 
 /* The sentence for a refusal for want of rights: which of CAP_BPF and
@@ -160,7 +149,7 @@ static bool may_load_bpf(void)
  * them. */
 static int say_needs_capabilities(char *why, size_t len)
 {
-    bool bpf = has_capability(CAP_BPF_BIT), perfmon = has_capability(CAP_PERFMON_BIT);
+    bool bpf = hw_has_capability(CAP_BPF_BIT), perfmon = hw_has_capability(CAP_PERFMON_BIT);
     return say(why, len, -EPERM,
                "the kernel observer needs CAP_BPF and CAP_PERFMON (or root)%s%s%s: run hangwatch with sudo, give it "
                "the capabilities ('setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep hangwatch'), or start the container "
@@ -511,7 +500,7 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
             int e = errno;
             say(why, len, 0, "a uprobe in %s (%s, offset 0x%" PRIx64 ") could not be attached: %s%s", found[i].path,
                 found[i].function, found[i].offset, strerror(e),
-                (e == EACCES || e == EPERM) && !has_capability(CAP_SYS_ADMIN_BIT)
+                (e == EACCES || e == EPERM) && !hw_has_capability(CAP_SYS_ADMIN_BIT)
                     ? " (this kernel's uprobe events ask for CAP_SYS_ADMIN: CAP_PERFMON is not enough)"
                     : "");
             remove_probes(k, index);
