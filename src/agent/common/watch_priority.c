@@ -5,11 +5,13 @@
 #include "watch_priority.h"
 
 #include "priority_lender.h"
+#include "proc_read.h"
 
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static bool normal_policy_asked(void)
@@ -41,4 +43,18 @@ void hw_take_service_priority(void)
 int hw_lender_priority(void)
 {
     return normal_policy_asked() ? 0 : HW_LENDER_PRIORITY;
+}
+
+#define CAP_SYS_NICE_BIT 23
+
+bool hw_take_idle_time(pid_t tid, int nice)
+{
+    struct rlimit limit;
+    bool may_come_back = hw_has_capability(CAP_SYS_NICE_BIT) ||
+                         (getrlimit(RLIMIT_NICE, &limit) == 0 && limit.rlim_cur >= (rlim_t)(20 - nice));
+    /* First: a lower priority is always allowed, and the nice a thread
+     * comes back from idle time at is the one the kernel checks. */
+    (void)setpriority(PRIO_PROCESS, (id_t)tid, nice);
+    struct sched_param sp = {0};
+    return may_come_back && hw_thread_policy_set(tid, SCHED_IDLE, &sp) == 0;
 }

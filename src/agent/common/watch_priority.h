@@ -2,10 +2,14 @@
  * watch_priority.h - the policy of the agent's threads that must run the
  * moment they have work, whatever else the machine runs: the watch thread
  * (and the capture helpers it starts), and below it the registration
- * intake, the herald and the naming thread.
+ * intake, the herald and the naming thread; and of those that must never
+ * take a CPU from the program: the report worker and the Sentry sender.
  */
 #ifndef HANGWATCH_WATCH_PRIORITY_H
 #define HANGWATCH_WATCH_PRIORITY_H
+
+#include <stdbool.h>
+#include <sys/types.h>
 
 /* The real-time priorities (SCHED_FIFO) taken.  The watch thread's is the
  * higher: the naming thread can read a process's memory for tens of
@@ -29,5 +33,15 @@ void hw_take_service_priority(void);
 /* HW_LENDER_PRIORITY, or 0 with HANGWATCH_WATCH_POLICY=normal (no thread
  * of the agent is then above another, and there is nothing to lend). */
 int hw_lender_priority(void);
+
+/* Thread `tid` on idle time (SCHED_IDLE), where the agent may bring it
+ * back to the normal policy at nice `nice` later: that takes CAP_SYS_NICE,
+ * or an RLIMIT_NICE that allows `nice` (sched(7)).  An agent with neither
+ * (a user's own, `watch` given only the capabilities it needs) would leave
+ * the thread on idle time for good: on a busy machine the worker got a CPU
+ * for 4 ms in every 1.4 s, and the agent's exit waited tens of seconds for
+ * it.  The thread is put at nice `nice` in either case, and stays there
+ * on idle time.  True when it is on idle time. */
+bool hw_take_idle_time(pid_t tid, int nice);
 
 #endif

@@ -228,7 +228,9 @@ void worker_submit_finish(report_worker *wk, hang_record *hang, const hw_hang_en
  * the watch thread raises it to the normal policy at nice
  * WORKER_BOOST_NICE once a job has waited WORKER_BOOST_AFTER_NS, and it
  * goes back to idle time when its queue is empty: a busy machine delays a
- * report by about that and a little of the CPU, never for good.  When the
+ * report by about that and a little of the CPU, never for good.  An agent
+ * that may not raise a thread's priority (no CAP_SYS_NICE, RLIMIT_NICE 0)
+ * keeps its worker at nice WORKER_BOOST_NICE throughout instead.  When the
  * oldest job (queued or under way) turns late (UINT64_MAX: none), and the
  * raise, done when it is due by `now`. */
 #define WORKER_BOOST_AFTER_NS 250000000ull

@@ -69,7 +69,7 @@ struct report_worker {
      * way was queued (0: none), whether the watch thread raised it */
     pid_t tid;
     hw_cpu_placement placement; /* the watch thread's: the worker kept off a hung thread's CPU */
-    bool idle_policy; /* it runs at SCHED_IDLE (not HANGWATCH_WORKER_POLICY=normal) */
+    bool raisable; /* it runs at SCHED_IDLE, and the agent may raise it from there */
     uint64_t current_queued_ns;
     bool boosted;
     /* the worker's own from here on */

@@ -39,6 +39,7 @@
 #include "agent/common/clock.h"
 #include "agent/common/pi_mutex.h"
 #include "agent/common/priority_lender.h"
+#include "agent/common/watch_priority.h"
 #include "agent/common/report_dir.h"
 #include "core/hang_cause.h"
 #include "core/parse/duration.h"
@@ -133,7 +134,7 @@ uint64_t worker_boost_due(report_worker *wk)
         return UINT64_MAX;
     pthread_mutex_lock(&wk->lock);
     uint64_t oldest = wk->current_queued_ns ? wk->current_queued_ns : wk->head ? wk->head->queued_ns : 0;
-    uint64_t due = oldest && wk->idle_policy && !wk->boosted ? oldest + WORKER_BOOST_AFTER_NS : UINT64_MAX;
+    uint64_t due = oldest && wk->raisable && !wk->boosted ? oldest + WORKER_BOOST_AFTER_NS : UINT64_MAX;
     pthread_mutex_unlock(&wk->lock);
     return due;
 }
@@ -148,6 +149,11 @@ void worker_boost_if_late(report_worker *wk, uint64_t now)
         setpriority(PRIO_PROCESS, (id_t)wk->tid, WORKER_BOOST_NICE);
         struct sched_param sp = {0};
         wk->boosted = hw_thread_policy_set(wk->tid, SCHED_OTHER, &sp) == 0;
+        /* Refused (a sandbox's seccomp, a limit lowered since): never asked
+         * again, or the raise would be due at every wake-up and the watch
+         * thread would spin on it, as it once did for seconds. */
+        if (!wk->boosted)
+            wk->raisable = false;
     }
     pthread_mutex_unlock(&wk->lock);
 }
@@ -736,15 +742,15 @@ void worker_forget_process(report_worker *wk, uint64_t serial)
 static void *worker_main(void *arg)
 {
     report_worker *wk = arg;
-    /* Never take the CPU from the program: run only on idle time.  (The
-     * benchmark compares with the normal policy, HANGWATCH_WORKER_POLICY.) */
+    /* Never take the CPU from the program: run only on idle time, and at
+     * nice WORKER_BOOST_NICE where the agent could not raise it from there.
+     * (The benchmark compares with the normal policy,
+     * HANGWATCH_WORKER_POLICY.) */
     const char *policy = getenv("HANGWATCH_WORKER_POLICY");
     pthread_mutex_lock(&wk->lock);
     wk->tid = (pid_t)syscall(SYS_gettid);
-    if (!policy || strcmp(policy, "normal") != 0) {
-        struct sched_param sp = {0};
-        wk->idle_policy = hw_thread_policy_set(wk->tid, SCHED_IDLE, &sp) == 0;
-    }
+    if (!policy || strcmp(policy, "normal") != 0)
+        wk->raisable = hw_take_idle_time(wk->tid, WORKER_BOOST_NICE);
     pthread_mutex_unlock(&wk->lock);
     /* What every report's symbolizer shares: the processes of one program
      * look each address up once, a node's perf map is read once. */
@@ -838,14 +844,17 @@ void worker_stop(report_worker *wk, bool say_totals)
     wk->stopping = true;
     pthread_cond_signal(&wk->wake);
     pthread_mutex_unlock(&wk->lock);
-    /* Finish promptly now that nothing is watched any more (allowed to
-     * fail without privileges: it then drains on idle time). */
+    /* Finish promptly now that nothing is watched any more, at the normal
+     * policy and nice 0 (without the right to raise it, at the nice
+     * hw_take_idle_time left it). */
     struct sched_param sp = {0};
     pthread_mutex_lock(&wk->lock);
     pid_t tid = wk->tid;
     pthread_mutex_unlock(&wk->lock);
-    if (tid > 0)
+    if (tid > 0) {
+        (void)setpriority(PRIO_PROCESS, (id_t)tid, 0);
         hw_thread_policy_set(tid, SCHED_OTHER, &sp);
+    }
     pthread_join(wk->thread, NULL); /* its last jobs' names came from the naming thread */
     naming_stop(wk->naming);
     if (say_totals)
