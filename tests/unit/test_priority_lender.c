@@ -11,7 +11,9 @@
  * hog), and so is a waiter at the normal policy
  * asleep in futex (the agent's set-up), but not one at the normal policy
  * that runs; with no step open no lend is made; a policy the holder is given during a
- * lend is the one it has after it.  Needs the right to SCHED_FIFO (root);
+ * lend is the one it has after it; threads setting their own policies at
+ * once, more than are marked changing outside the lender's lock, all get
+ * theirs.  Needs the right to SCHED_FIFO (root);
  * skipped without it.  Run under ThreadSanitizer too (label concurrency).
  */
 #include <setjmp.h>
@@ -346,6 +348,46 @@ static void a_policy_set_during_a_lend_is_kept(void **state)
     assert_int_equal(policy, SCHED_OTHER);
 }
 
+/* Twelve threads set their own policy at once, more than are marked as
+ * changing outside the lender's lock (the rest set it under the lock):
+ * each gets the policy it asked for, then its own again. */
+#define SELF_SETTERS 12
+
+static void *lower_and_raise_itself(void *arg)
+{
+    atomic_int *went_idle = arg;
+    struct sched_param zero = {0};
+    for (int round = 0; round < 50; round++) {
+        if (hw_thread_policy_set(gettid(), SCHED_IDLE, &zero) != 0 ||
+            (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) != SCHED_IDLE)
+            return (void *)0;
+        if (round == 0)
+            atomic_fetch_add(went_idle, 1);
+        if (hw_thread_policy_set(gettid(), SCHED_OTHER, &zero) != 0 && errno != EPERM)
+            return (void *)0;
+    }
+    return (void *)1;
+}
+
+static void own_policies_set_at_once_all_take(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* leaving SCHED_IDLE takes CAP_SYS_NICE */
+    atomic_int went_idle = 0;
+    pthread_t t[SELF_SETTERS];
+    for (int i = 0; i < SELF_SETTERS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, lower_and_raise_itself, &went_idle), 0);
+    int ok = 0;
+    for (int i = 0; i < SELF_SETTERS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        ok += r != NULL;
+    }
+    assert_int_equal(atomic_load(&went_idle), SELF_SETTERS);
+    assert_int_equal(ok, SELF_SETTERS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +398,7 @@ int main(void)
         cmocka_unit_test(a_normal_thread_that_runs_is_not_lent_for),
         cmocka_unit_test(no_step_no_lend),
         cmocka_unit_test(a_policy_set_during_a_lend_is_kept),
+        cmocka_unit_test(own_policies_set_at_once_all_take),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,6 +39,7 @@
 
 #define MAX_STEPS 32 /* the watch thread, a session per capture at once, the naming thread */
 #define MAX_LENT 64
+#define MAX_CHANGING 8 /* threads setting their own policy at once */
 #define STOP_TAG UINT32_MAX
 
 typedef struct {
@@ -63,6 +64,7 @@ static struct {
     rt_step steps[MAX_STEPS];
     lent_thread lent[MAX_LENT];
     size_t lent_count;
+    atomic_int changing[MAX_CHANGING]; /* tids setting their own policy outside the lock: not lent to */
     atomic_ulong lends;
 } lender = {.once = PTHREAD_ONCE_INIT, .epoll_fd = -1, .stop_fd = -1};
 
@@ -154,6 +156,27 @@ void hw_rt_step_leave(void)
 
 /* ---- policies ---- */
 
+/* A free place in lender.changing for `tid`, taken; -1 when all are
+ * taken.  With the lock. */
+static int mark_changing(pid_t tid)
+{
+    for (int k = 0; k < MAX_CHANGING; k++) {
+        if (atomic_load_explicit(&lender.changing[k], memory_order_relaxed) == 0) {
+            atomic_store_explicit(&lender.changing[k], tid, memory_order_relaxed);
+            return k;
+        }
+    }
+    return -1;
+}
+
+static bool is_changing(pid_t tid)
+{
+    for (int k = 0; k < MAX_CHANGING; k++)
+        if (atomic_load_explicit(&lender.changing[k], memory_order_acquire) == tid)
+            return true;
+    return false;
+}
+
 int hw_thread_policy_set(pid_t tid, int policy, const struct sched_param *param)
 {
     pthread_once(&lender.once, init_lock);
@@ -165,10 +188,25 @@ int hw_thread_policy_set(pid_t tid, int policy, const struct sched_param *param)
     if (i < lender.lent_count) { /* lent: this is what it gets back */
         lender.lent[i].policy = policy;
         lender.lent[i].param = *param;
-    } else {
-        rc = sched_setscheduler(tid, policy, param);
+        pthread_mutex_unlock(&lender.lock);
+        return 0;
     }
+    /* A thread's own policy is set outside the lock: one that lowers
+     * itself (to idle time) can be preempted the moment the call returns,
+     * and would hold the lock there, for as long as a busy machine keeps it
+     * from a CPU, from a thread that has no priority to lend it yet (the
+     * watch thread taking its own).  Marked meanwhile: a lend to it would
+     * end by restoring the policy it had before. */
+    int mark = tid == gettid_now() ? mark_changing(tid) : -1;
+    if (mark < 0)
+        rc = sched_setscheduler(tid, policy, param);
     pthread_mutex_unlock(&lender.lock);
+    if (mark >= 0) {
+        rc = sched_setscheduler(tid, policy, param);
+        int e = errno;
+        atomic_store_explicit(&lender.changing[mark], 0, memory_order_release);
+        errno = e;
+    }
     return rc;
 }
 
@@ -190,7 +228,7 @@ static char task_state(pid_t tid)
  * the lock. */
 static void lend_to(pid_t tid, int priority)
 {
-    if (lender.lent_count == MAX_LENT || task_state(tid) != 'R')
+    if (lender.lent_count == MAX_LENT || is_changing(tid) || task_state(tid) != 'R')
         return;
     int policy = sched_getscheduler(tid);
     int base = policy & ~SCHED_RESET_ON_FORK;

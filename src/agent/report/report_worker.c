@@ -747,10 +747,13 @@ static void *worker_main(void *arg)
      * (The benchmark compares with the normal policy,
      * HANGWATCH_WORKER_POLICY.) */
     const char *policy = getenv("HANGWATCH_WORKER_POLICY");
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    /* Not under the lock: on idle time the thread may wait long for a CPU
+     * right after the change. */
+    bool raisable = (!policy || strcmp(policy, "normal") != 0) && hw_take_idle_time(tid, WORKER_BOOST_NICE);
     pthread_mutex_lock(&wk->lock);
-    wk->tid = (pid_t)syscall(SYS_gettid);
-    if (!policy || strcmp(policy, "normal") != 0)
-        wk->raisable = hw_take_idle_time(wk->tid, WORKER_BOOST_NICE);
+    wk->tid = tid;
+    wk->raisable = raisable;
     pthread_mutex_unlock(&wk->lock);
     /* What every report's symbolizer shares: the processes of one program
      * look each address up once, a node's perf map is read once. */
