@@ -287,7 +287,10 @@ def judge(mode, row_kinds):
             if f"held {kind} " not in out:
                 verdicts[(name, kind)] = f"the program did not hold ({out.strip().splitlines()[-1:] or 'no output'})"
             elif len(got) != 1:
-                verdicts[(name, kind)] = f"{len(got)} reports naming {want}"
+                # what the row's other reports named (a stretch said as starved among them)
+                others = [f"{culprit} ({describe_extra(r)})" for culprit, rs in named.items() for r in rs]
+                verdicts[(name, kind)] = f"{len(got)} reports naming {want}" + (
+                    "; the row's other reports: " + "; ".join(others) if others else "")
             else:
                 verdicts[(name, kind)] = None
         for culprit, rs in named.items():
