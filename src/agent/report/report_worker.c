@@ -23,6 +23,7 @@
  * report_cpu_high.c for its parts, report_line.c for its line), and its
  * way out (report_write.c).
  */
+#include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -105,6 +106,9 @@ static void unboost_when_idle(report_worker *wk)
     struct sched_param sp = {0};
     hw_thread_policy_set(wk->tid, SCHED_IDLE, &sp);
 }
+
+/* How often the end raises the worker again while it drains. */
+#define WORKER_DRAIN_RAISE_MS 50
 
 static job *dequeue(report_worker *wk)
 {
@@ -849,16 +853,29 @@ void worker_stop(report_worker *wk, bool say_totals)
     pthread_mutex_unlock(&wk->lock);
     /* Finish promptly now that nothing is watched any more, at the normal
      * policy and nice 0 (without the right to raise it, at the nice
-     * hw_take_idle_time left it). */
-    struct sched_param sp = {0};
-    pthread_mutex_lock(&wk->lock);
-    pid_t tid = wk->tid;
-    pthread_mutex_unlock(&wk->lock);
-    if (tid > 0) {
-        (void)setpriority(PRIO_PROCESS, (id_t)tid, 0);
-        hw_thread_policy_set(tid, SCHED_OTHER, &sp);
+     * hw_take_idle_time left it).  Again every WORKER_DRAIN_RAISE_MS while
+     * it has not ended: a worker only starting can go on idle time after
+     * a raise. */
+    for (;;) {
+        pthread_mutex_lock(&wk->lock);
+        pid_t tid = wk->tid;
+        pthread_mutex_unlock(&wk->lock);
+        if (tid > 0) {
+            struct sched_param sp = {0};
+            (void)setpriority(PRIO_PROCESS, (id_t)tid, 0);
+            hw_thread_policy_set(tid, SCHED_OTHER, &sp);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += WORKER_DRAIN_RAISE_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        /* its last jobs' names came from the naming thread */
+        if (pthread_timedjoin_np(wk->thread, NULL, &until) != ETIMEDOUT)
+            break;
     }
-    pthread_join(wk->thread, NULL); /* its last jobs' names came from the naming thread */
     naming_stop(wk->naming);
     if (say_totals)
         worker_say_totals(wk);
