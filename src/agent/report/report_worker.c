@@ -48,6 +48,7 @@
 #include "core/text_escape.h"
 #include "report_internal.h"
 
+#define WORKER_DRAIN_RAISE_MS 50 /* how often the end raises the worker again while it drains */
 #define MAX_JOBS 2048 /* as many hangs at once as processes can be watched (1024), twice */
 #define MAX_QUEUED_BYTES (512ull << 20)
 
@@ -106,9 +107,6 @@ static void unboost_when_idle(report_worker *wk)
     struct sched_param sp = {0};
     hw_thread_policy_set(wk->tid, SCHED_IDLE, &sp);
 }
-
-/* How often the end raises the worker again while it drains. */
-#define WORKER_DRAIN_RAISE_MS 50
 
 static job *dequeue(report_worker *wk)
 {
@@ -865,16 +863,10 @@ void worker_stop(report_worker *wk, bool say_totals)
             (void)setpriority(PRIO_PROCESS, (id_t)tid, 0);
             hw_thread_policy_set(tid, SCHED_OTHER, &sp);
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += WORKER_DRAIN_RAISE_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        /* its last jobs' names came from the naming thread */
+        int64_t at = hw_realtime_ns() + WORKER_DRAIN_RAISE_MS * 1000000LL;
+        struct timespec until = {(time_t)(at / 1000000000LL), (long)(at % 1000000000LL)};
         if (pthread_timedjoin_np(wk->thread, NULL, &until) != ETIMEDOUT)
-            break;
+            break; /* its last jobs' names came from the naming thread */
     }
     naming_stop(wk->naming);
     if (say_totals)
