@@ -1,8 +1,9 @@
 /*
  * proc_task.c - what /proc says of a process and its threads, for the
- * capture and the agent: small files read whole, a thread's state, parent,
- * CPU and exit code, the system call it is blocked in, its tracer, the
- * list of a process's threads, the pid behind a pidfd, and a captured
+ * capture and the agent, beyond the allocation-free readers of
+ * agent/common/proc_read.c (a small file, a thread's stat and system call
+ * lines): files of unknown size, a comm name, a status line, its tracer,
+ * the list of a process's threads, the pid behind a pidfd, and a captured
  * process's memory map.  Every reader
  * takes the file as the kernel wrote it at that moment: a thread may be
  * gone by the next read, and callers treat an error as "gone".

@@ -203,9 +203,7 @@ int hw_thread_policy_set(pid_t tid, int policy, const struct sched_param *param)
     pthread_mutex_unlock(&lender.lock);
     if (mark >= 0) {
         rc = sched_setscheduler(tid, policy, param);
-        int e = errno;
         atomic_store_explicit(&lender.changing[mark], 0, memory_order_release);
-        errno = e;
     }
     return rc;
 }

@@ -34,6 +34,10 @@ void hw_take_service_priority(void);
  * of the agent is then above another, and there is nothing to lend). */
 int hw_lender_priority(void);
 
+/* The nice of the threads on idle time, and of the report worker when it
+ * is raised from there: a lower priority than a program's usual nice 0. */
+#define HW_BACKGROUND_NICE 10
+
 /* Thread `tid` on idle time (SCHED_IDLE), where the agent may bring it
  * back to the normal policy at nice `nice` later: that takes CAP_SYS_NICE,
  * or an RLIMIT_NICE that allows `nice` (sched(7)).  An agent with neither

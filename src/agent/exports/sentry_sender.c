@@ -24,9 +24,6 @@
 #define REQUEST_TIMEOUT_S 30
 #define LAST_ATTEMPT_TIMEOUT_S 3
 #define MAX_PER_FLUSH 256
-/* Its nice: on idle time, and where the agent may not bring it back from
- * there, instead of it (hw_take_idle_time). */
-#define SENDER_NICE 10
 
 typedef enum post_result { POST_OK, POST_RETRY, POST_REJECTED } post_result;
 
@@ -286,7 +283,7 @@ static void *sender_main(void *arg)
     /* Sending is never urgent: idle time only, like the report worker. */
     const char *policy = getenv("HANGWATCH_WORKER_POLICY");
     if (!policy || strcmp(policy, "normal") != 0)
-        (void)hw_take_idle_time(gettid(), SENDER_NICE);
+        (void)hw_take_idle_time(gettid(), HW_BACKGROUND_NICE);
     atomic_store(&s->tid, gettid());
     size_t waiting = 0;
     char none[1][33];

@@ -30,6 +30,7 @@
 
 #include "agent/capture/capture.h"
 #include "agent/common/options.h"
+#include "agent/common/watch_priority.h"
 #include "agent/exports/exports.h"
 #include "agent/symbols/symbols.h"
 #include "core/annealing.h"
@@ -234,7 +235,7 @@ void worker_submit_finish(report_worker *wk, hang_record *hang, const hw_hang_en
  * oldest job (queued or under way) turns late (UINT64_MAX: none), and the
  * raise, done when it is due by `now`. */
 #define WORKER_BOOST_AFTER_NS 250000000ull
-#define WORKER_BOOST_NICE 10
+#define WORKER_BOOST_NICE HW_BACKGROUND_NICE
 uint64_t worker_boost_due(report_worker *wk);
 void worker_boost_if_late(report_worker *wk, uint64_t now);
 /* How many re-checks the worker found with a moved stack (and reported),
