@@ -391,10 +391,11 @@ def case_node_line_ends():
         print("SKIP: node is not installed (scripts/ensure-deps.sh test installs it)")
         return SKIP
     program = os.path.join(hwtest.SOURCE_DIR, "tests", "programs", "node_line_ends.js")
-    # it lingers 1 s in its loop after the spin, as a server would: ended at once, node's exit
+    # it lingers 4 s in its loop after the spin, as a server would: ended at once, node's exit
     # waits for its platform's threads, the hang's stretch going on into it (a second report,
-    # in uv_cond_wait, on a loaded machine)
-    with one_report_measuring_peak([node, program, "3", "1"]) as (path, report, peak_kb):
+    # in uv_cond_wait, on a loaded machine); and a naming that a loaded machine delays past the
+    # spin's end still finds the scripts to count
+    with one_report_measuring_peak([node, program, "3", "4"]) as (path, report, peak_kb):
         hung = hwtest.frames(report)
         chain = [f for f in hung if re.fullmatch(r"chain\d+", f.get("symbol_name", ""))]
         check(len(chain) == 100, f"{len(chain)} chain functions named; the hung stack:\n" + hwtest.describe_frames(hung))
@@ -407,8 +408,13 @@ def case_node_line_ends():
         thread = [t for t in report["crash"]["threads"] if t["thread_identifier"] ==
                   report["hangwatch"]["hung_thread"]["thread_identifier"]][0]
         cut = thread.get("runtime_lines_cut", 0)
-        check(1 <= len(lined) <= 16 and cut == 100 - len(lined),
-              f"{len(lined)} chain frames with a line, {cut} counted as cut")
+        # a frame whose script could not be read for its line (the process ran on, or exited, before
+        # the naming came to it) is neither: the thread says that there are such frames
+        unread = 100 - len(lined) - cut
+        check(1 <= len(lined) <= 16 and cut <= 100 - len(lined) and
+              (unread == 0 or "scripts moved, changed or were gone" in thread.get("runtime_frames_error", "")),
+              f"{len(lined)} chain frames with a line, {cut} counted as cut, the thread's problem: "
+              f"{thread.get('runtime_frames_error')}")
         shown = hwtest.hw("show", path)
         check(shown.returncode == 0 and "JavaScript frames at their function's first line or with no line" in shown.stdout,
               shown.stdout[-800:] + shown.stderr)

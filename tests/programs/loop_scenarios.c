@@ -485,10 +485,16 @@ __attribute__((noinline)) static void spin_in_worker(double seconds)
             g_sink = g_sink * 13 + (uint64_t)i;
 }
 
+/* Prints "worker queued Q of S" after its spin: the seconds of it the
+ * worker waited for a CPU (a busy machine may give it less than the
+ * process's --cpu-high share, and then no report is the right answer). */
 static void *hot_worker(void *arg)
 {
     pthread_setname_np(pthread_self(), "hot-worker");
-    spin_in_worker(*(double *)arg);
+    double seconds = *(double *)arg, queued = queued_seconds();
+    spin_in_worker(seconds);
+    printf("worker queued %.3f of %.3f\n", queued_seconds() - queued, seconds);
+    fflush(stdout);
     return NULL;
 }
 

@@ -67,6 +67,7 @@ typedef struct script_info {
     size_t line_count;
     bool lines_known;               /* line_ends were read (a script may have no newline) */
     bool lines_cut;                 /* not read for want of budget: read at a later naming */
+    bool lines_unread;              /* its source changed or went while it was read (the process ran on) */
     bool lines_pending;             /* found while names were read first: lines at first use */
 } script_info;
 
@@ -81,6 +82,7 @@ struct hw_js_namer {
     size_t read_left;    /* of this naming's read_per_naming */
     size_t read_per_naming; /* HW_JS_MAX_READ_PER_NAMING, or 0 (hw_js_namer_names_only) */
     unsigned lines_cut;  /* frames named without their line for want of budget, this naming */
+    unsigned lines_unread; /* frames left with no line: their script moved, changed or went meanwhile */
     bool names_first;    /* reading every frame's name before any line: scripts' lines wait */
     /* The receiver type a sample key's frame was last named with (a key
      * holds only the function and the offset). */
@@ -174,6 +176,7 @@ static void find_lines(hw_js_namer *n, script_info *s, uint64_t line_ends_field)
     int from_array = line_ends_of_array(n, line_ends_field, s);
     s->lines_cut = from_array < 0;
     s->lines_known = from_array > 0;
+    s->lines_unread = false;
     if (from_array != 0) {
         n->cached_bytes += s->line_count * sizeof *s->line_ends;
         return;
@@ -203,6 +206,7 @@ static void find_lines(hw_js_namer *n, script_info *s, uint64_t line_ends_field)
         n->cached_bytes += scan.count * sizeof *scan.ends;
     } else {
         free(scan.ends);
+        s->lines_unread = true;
     }
 }
 
@@ -750,6 +754,8 @@ static void name_line(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out, 
     out->line_is_function_start = at < 0 && out->source_line > 0;
     if ((script != NULL && script->lines_cut) || (f != NULL && f->positions_cut))
         n->lines_cut++;
+    else if (script == NULL || (script->lines_unread && !script->lines_known))
+        n->lines_unread++;
 }
 
 static bool name_frame(hw_js_namer *n, const hw_interp_frame *in, hw_frame *out)
@@ -818,10 +824,13 @@ hw_runtime_names *hw_js_name_threads(hw_js_namer *n, const hw_process_snapshot *
     for (size_t t = 0; t < snap->thread_count; t++) {
         const hw_interp_stack *st = &snap->threads[t].interp;
         hw_runtime_names *out = &all[t];
-        unsigned cut_before = n->lines_cut;
+        unsigned cut_before = n->lines_cut, unread_before = n->lines_unread;
         for (size_t k = 0; found[t] != NULL && k < out->count; k++)
             name_line(n, &st->frames[found[t][k].from], &out->frames[k], &found[t][k]);
         out->lines_cut = n->lines_cut - cut_before;
+        if (n->lines_unread != unread_before && out->problem == NULL)
+            out->problem = "some JavaScript frames have no line: their scripts moved, changed or were gone when "
+                           "their lines were read (the process ran on after the stop, or exited)";
         free(found[t]);
     }
     free(found);
