@@ -315,6 +315,28 @@ static void test_python_select_loop_specialized_mid_run(void **state)
     assert_int_equal(t.wp.loop_object, specialized_sp + set_above);
 }
 
+/* A poll loop waiting for its children's pidfds: the set shrinks as they
+ * exit (the array reallocated) down to one descriptor, the last child's,
+ * from the same call at the same depth.  That is still the loop's wait,
+ * not a callback's socket poll (which is deeper, and stays work); and so
+ * is the set when it grows again. */
+static void test_poll_loop_down_to_one_descriptor_is_the_loop(void **state)
+{
+    (void)state;
+    thread_waits t = fresh();
+    wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY, HW_WAIT_RANK_MANY);
+    wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY, HW_WAIT_RANK_MANY);
+    assert_int_equal(t.wp.learned, HW_WAIT_LEARNED_REPEATED);
+    assert_true(wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY + 0x40u, HW_WAIT_RANK_MANY));
+    assert_true(wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY + 0x80u, HW_WAIT_RANK_ONE));
+    assert_true(wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY + 0x80u, HW_WAIT_RANK_ONE));
+    assert_false(socket_poll(&t, NESTED_SITE, NESTED_SP));
+    assert_false(wait_call(&t, LOOP_SITE, NESTED_SP, SOCKET_POLLFD, HW_WAIT_RANK_ONE)); /* the same call, deeper */
+    assert_true(wait_call(&t, LOOP_SITE, LOOP_SP, POLL_ARRAY, HW_WAIT_RANK_MANY));
+    assert_int_equal(t.wp.loop_rank, HW_WAIT_RANK_MANY);
+    assert_false(sleep_select(&t, NESTED_SITE, NESTED_SP));
+}
+
 static void test_busy_polling_loop_is_its_own_wait(void **state)
 {
     (void)state;
@@ -352,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_primed_from_the_thread_s_wait),
         cmocka_unit_test(test_the_loop_s_wait_from_a_moved_stack_is_the_loop),
         cmocka_unit_test(test_python_select_loop_specialized_mid_run),
+        cmocka_unit_test(test_poll_loop_down_to_one_descriptor_is_the_loop),
         cmocka_unit_test(test_busy_polling_loop_is_its_own_wait),
         cmocka_unit_test(test_ranks_and_objects_from_arguments),
     };

@@ -45,14 +45,15 @@
  *        with no wait of the loop's in between, at any depth (the learned
  *        loop is gone: a start-up loop that was closed);
  *      - at once, when only its set or the frames under the loop's call
- *        changed: the loop's site and rank, and the loop's stack position
- *        (a poll array reallocated as descriptors come and go), or
+ *        changed: the loop's site and stack position, of any rank but a
+ *        sleep's (a poll array reallocated as descriptors come and go, or
+ *        down to one), or the loop's site and rank,
  *        shallower with its set on the stack at the same distance above
  *        the stack pointer as the loop's (an interpreter that specialized
  *        its call into select.select; a callback's own call runs under the
  *        loop's, deeper).
- *      A wait of a lower rank than the loop's never moves it: a callback's
- *      socket polls, however many, are work.
+ *      Otherwise a wait of a lower rank than the loop's never moves it: a
+ *      callback's socket polls, however many, are work.
  *   4. The agent may prime the rule from what the kernel shows of a thread
  *      blocked in its wait when watching starts (its system call and
  *      arguments): that object is the loop's ("primed"); the site is
@@ -214,9 +215,11 @@ static inline uint32_t hw_wait_point_note(hw_wait_point *wp, const hw_wait_call 
 }
 
 /* Is `c` the loop's own wait with its set or the frames under it changed:
- * from the loop's site, of its rank, and either from the same stack
- * position (a set reallocated: Python's select.poll and GLib grow their
- * poll arrays as descriptors come and go) or shallower, waiting on a set
+ * from the loop's site, and either from the same stack position, of any
+ * rank but a sleep's (a set reallocated or resized: Python's select.poll
+ * and GLib grow their poll arrays as descriptors come and go, and a poll
+ * loop may come down to one descriptor; a callback's wait through the same
+ * call runs deeper) or shallower, of its rank, waiting on a set
  * that lies on the stack at the loop's set's distance above the stack
  * pointer (rule 3's frame shift)?  An interpreter that specializes its call
  * path (CPython 3.11+ calling select.select straight from its bytecode once
@@ -224,10 +227,13 @@ static inline uint32_t hw_wait_point_note(hw_wait_point *wp, const hw_wait_call 
  * it. */
 static inline bool hw_wait_point_frame_shifted(const hw_wait_point *wp, const hw_wait_call *c)
 {
-    if (c->site != wp->loop_site || c->rank != wp->loop_rank || c->sp < wp->loop_sp)
+    if (c->site != wp->loop_site || c->sp < wp->loop_sp)
         return false;
     if (c->sp == wp->loop_sp)
-        return true; /* the same frames: the set was moved (a poll array grown by realloc) */
+        return true; /* the same frames: the set was moved or resized, to one descriptor too (a poll
+                        array grown by realloc, a poll loop whose last child is all it waits for) */
+    if (c->rank != wp->loop_rank)
+        return false;
     if (c->object <= c->sp || c->object - c->sp >= HW_WAIT_POINT_STACK_SPAN || wp->loop_object <= wp->loop_sp)
         return false;
     return c->object - c->sp == wp->loop_object - wp->loop_sp;
