@@ -36,6 +36,9 @@ thread holds, a C extension's work), under `hangwatch run` and under
                       each hang on every version (upgrading Python keeps
                       its group).
 
+With HW_TEST_KEEP set in the environment, a failing matrix keeps its work
+directory (each mode's reports, each row's output) and says where.
+
 A cell that is a known gap says so in the table with its reason (GAPS);
 one that fails otherwise fails the test, and so does a gap that no longer
 fails (the list must stay true).
@@ -365,11 +368,18 @@ def case_matrix():
         print(text)
         check(not problems and not all_extras, "\n".join(problems + all_extras) + "\n\nagents said:\n" +
               "\n".join(f"{m.mode}:\n{m.stderr}" for m in modes))
+    except BaseException:
+        if os.environ.get("HW_TEST_KEEP"):
+            keep = work
+            work = None
+            print(f"the matrix's reports and its rows' output are kept in {keep} (HW_TEST_KEEP)")
+        raise
     finally:
         for m in modes:
             m.kill()
         server.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def case_idle_under_load():
