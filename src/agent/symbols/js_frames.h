@@ -21,7 +21,8 @@
  *     script's name and the line, kept per process for the next captures
  *     (js_names.c);
  *  4. hw_js_merge, in the report worker: each JavaScript frame names the
- *     native frame it is (the one at its code address), in place.
+ *     native frame it is (the one at its code address), in place
+ *     (js_merge.c).
  *
  * Everything read is hostile: every pointer is checked for V8's tag, every
  * object's map for the type the metadata gives, lengths and depths are
