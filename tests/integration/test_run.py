@@ -423,7 +423,8 @@ def case_transparency():
             e_result, e_err, _, _ = expected[key]
             check((result, err) == (e_result, e_err),
                   f"{key}: returned {result} errno {err} under hangwatch, {e_result} errno {e_err} without")
-            # late by at most 150 ms, beyond what the thread waited for a CPU (the kernel's count): a
+            # late by at most 150 ms, beyond what the thread (and for read and sem_wait, the helper
+            # thread that ends the wait) waited for a CPU (the kernel's count): a
             # capture whose stop spans the call's deadline holds it until every thread has stopped, up
             # to the 100 ms a thread that needs a CPU to stop on is given (decisions.md §61), and then
             # copies the stacks

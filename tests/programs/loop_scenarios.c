@@ -863,17 +863,23 @@ static double start_wait(void)
     return now_seconds();
 }
 
-/* One line per wait: what it returned, how long it took, and how much of
- * that the thread spent waiting for a CPU (a busy machine's, not the
- * call's: the tests allow it). */
-static void report_wait(const char *who, const char *call, long result, int err, double start)
+/* One line per wait: what it returned, how long it took (`start` to
+ * `end`), and how much of that it waited for a CPU (a busy machine's, not
+ * the call's: the tests allow it): the thread, and the helper that ends
+ * the wait (`helper_queued`) if there is one. */
+static void report_wait_ended(const char *who, const char *call, long result, int err, double start, double end,
+                              double queued)
 {
-    double took = now_seconds() - start;
-    double queued = queued_seconds() - g_queued_at_start;
+    double took = end - start;
     pthread_mutex_lock(&g_print_lock);
     printf("wait: %s %s %ld %d %.3f %.3f\n", who, call, result, err, took, queued);
     fflush(stdout);
     pthread_mutex_unlock(&g_print_lock);
+}
+
+static void report_wait(const char *who, const char *call, long result, int err, double start)
+{
+    report_wait_ended(who, call, result, err, start, now_seconds(), queued_seconds() - g_queued_at_start);
 }
 
 static struct timespec deadline_in(double seconds)
@@ -890,16 +896,19 @@ typedef struct delayed_write {
     int fd;
     double after;
     sem_t *sem;
+    double queued; /* the helper's own wait for a CPU, to its write or post */
 } delayed_write;
 
 static void *write_later(void *arg)
 {
     delayed_write *d = arg;
+    double queued = queued_seconds();
     sleep_seconds(d->after);
     if (d->sem)
         sem_post(d->sem);
     else if (write(d->fd, "x", 1) != 1)
         perror("write");
+    d->queued = queued_seconds() - queued; /* read after the join */
     return NULL;
 }
 
@@ -913,23 +922,28 @@ __attribute__((noinline)) static void wait_in_every_way(const char *who, double 
 
     /* read() on a pipe written after `seconds`; the clock starts before the
      * writer's, which may start sleeping before pthread_create returns */
-    delayed_write dw = {fds[1], seconds, NULL};
+    delayed_write dw = {fds[1], seconds, NULL, 0};
     double t0 = start_wait();
     pthread_create(&helper, NULL, write_later, &dw);
     char c;
     ssize_t n = read(fds[0], &c, 1);
-    report_wait(who, "read", (long)n, n < 0 ? errno : 0, t0);
+    int err = n < 0 ? errno : 0;
+    double end = now_seconds(), queued = queued_seconds() - g_queued_at_start;
     pthread_join(helper, NULL);
+    report_wait_ended(who, "read", (long)n, err, t0, end, queued + dw.queued);
 
     /* sem_wait posted after `seconds` */
     sem_t sem;
     sem_init(&sem, 0, 0);
-    delayed_write dp = {-1, seconds, &sem};
+    delayed_write dp = {-1, seconds, &sem, 0};
     t0 = start_wait();
     pthread_create(&helper, NULL, write_later, &dp);
     int rc = sem_wait(&sem);
-    report_wait(who, "sem_wait", rc, rc ? errno : 0, t0);
+    err = rc ? errno : 0;
+    end = now_seconds();
+    queued = queued_seconds() - g_queued_at_start;
     pthread_join(helper, NULL);
+    report_wait_ended(who, "sem_wait", rc, err, t0, end, queued + dp.queued);
 
     /* sem_timedwait that times out */
     t0 = start_wait(); /* before the deadline: a preemption between the two must not look like an early return */

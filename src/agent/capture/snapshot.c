@@ -83,6 +83,7 @@
 #include "helper_thread.h"
 #include "snapshot_helpers.h"
 #include "stack_scratch.h"
+#include "stop_boost.h"
 #include "syscall_resume.h"
 
 #if !defined(__x86_64__)
@@ -330,6 +331,8 @@ static bool probe_stopped(session *s, size_t i)
     return true;
 }
 
+/* The target not stopped HW_STOP_BOOST_AFTER_NS after it was asked, for
+ * want of a CPU, is lent one until it stops (stop_boost.h). */
 static void await_stop(session *s, size_t i, uint64_t deadline)
 {
     tracee *t = &s->tr[i];
@@ -337,7 +340,15 @@ static void await_stop(session *s, size_t i, uint64_t deadline)
     if (!t->seized || t->stopped)
         return;
     int status;
-    int r = wait_report(s, th->tid, &status, deadline);
+    uint64_t boost_at = t->interrupted + HW_STOP_BOOST_AFTER_NS;
+    bool may_boost = th->is_target && boost_at < deadline;
+    int r = wait_report(s, th->tid, &status, may_boost ? boost_at : deadline);
+    if (r == 0 && may_boost) {
+        hw_stop_boost boost;
+        s->out->target_boosted = hw_stop_boost_begin(s->pid, th->tid, &boost);
+        r = wait_report(s, th->tid, &status, deadline);
+        hw_stop_boost_end(&boost); /* stopped, or given up on: its own scheduling back */
+    }
     if (r == 1) {
         note_report(s, i, status);
         return;

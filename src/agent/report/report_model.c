@@ -464,6 +464,8 @@ json_t *hw_report_build(const hw_hang_info *info, const hw_process_snapshot *sna
         add_tracer(capture, snap);
     if (capture && snap->retried_after_timeout)
         json_object_set_new(capture, "retried", json_true());
+    if (capture && snap->target_boosted)
+        json_object_set_new(capture, "target_boosted", json_true());
     if (capture && info->js_frames_from != NULL)
         json_object_set_new(capture, "js_frames", json_string(info->js_frames_from));
     json_t *main_thread = main_thread_json(info);
