@@ -67,7 +67,7 @@ typedef struct script_info {
     size_t line_count;
     bool lines_known;               /* line_ends were read (a script may have no newline) */
     bool lines_cut;                 /* not read for want of budget: read at a later naming */
-    bool lines_unread;              /* its source changed or went while it was read (the process ran on) */
+    bool lines_unread;              /* its source changed or went while it was read: read at a later naming */
     bool lines_pending;             /* found while names were read first: lines at first use */
 } script_info;
 
@@ -243,7 +243,7 @@ static script_info *script_at(hw_js_namer *n, uint64_t script)
         script_info *s = &n->scripts[i];
         if (s->addr != script || s->source != source || s->name_field != name)
             continue;
-        if (!n->names_first && (s->lines_pending || (s->lines_cut && n->read_left > 0))) {
+        if (!n->names_first && (s->lines_pending || ((s->lines_cut || s->lines_unread) && n->read_left > 0))) {
             s->lines_pending = false;
             find_lines(n, s, hw_js_u64(head, L->script_line_ends));
         }
