@@ -1,6 +1,6 @@
 /*
  * test_stop_boost.c - a thread that waits for a CPU to take its stop on is
- * lent one (stop_boost.c, snapshot.c's await_stop), and gets its own
+ * lent one (hw_rt_lend, in snapshot.c's await_stop), and gets its own
  * scheduling back: its policy, nice and reset-on-fork flag; a sleeping or
  * real-time thread is left alone.  The capture case starves a child of
  * CPU 0 (at nice 19, beside a spinning sibling at nice -19, both pinned
@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "agent/capture/snapshot.h"
-#include "agent/capture/stop_boost.h"
+#include "agent/common/priority_lender.h"
 #include "agent/common/proc_read.h"
 
 #ifndef SCHED_RESET_ON_FORK
@@ -97,10 +97,10 @@ static void test_runnable_thread_boosted_then_given_back(void **state)
         skip();
     pid_t pid = child(SCHED_BATCH | SCHED_RESET_ON_FORK, 7, true, false);
     wait_set_up(pid, 7);
-    hw_stop_boost boost;
-    assert_true(hw_stop_boost_begin(pid, pid, &boost));
+    hw_rt_loan loan;
+    assert_true(hw_rt_lend(pid, pid, 1, &loan));
     assert_int_equal(sched_getscheduler(pid) & ~SCHED_RESET_ON_FORK, SCHED_FIFO);
-    assert_true(hw_stop_boost_end(&boost));
+    assert_true(hw_rt_loan_end(&loan));
     assert_int_equal(sched_getscheduler(pid), SCHED_BATCH | SCHED_RESET_ON_FORK);
     errno = 0;
     assert_int_equal(getpriority(PRIO_PROCESS, (id_t)pid), 7);
@@ -117,10 +117,10 @@ static void test_sleeping_or_real_time_thread_left_alone(void **state)
     uint64_t deadline = now_ns() + 10000000000ull;
     while (hw_task_state(sleeper, sleeper) != 'S')
         assert_true(now_ns() < deadline);
-    hw_stop_boost boost;
-    assert_false(hw_stop_boost_begin(sleeper, sleeper, &boost));
+    hw_rt_loan loan;
+    assert_false(hw_rt_lend(sleeper, sleeper, 1, &loan));
     assert_int_equal(sched_getscheduler(sleeper), SCHED_OTHER);
-    assert_true(hw_stop_boost_end(&boost)); /* nothing to give back */
+    assert_true(hw_rt_loan_end(&loan)); /* nothing to give back */
     end_child(sleeper);
 
     pid_t fifo = child(SCHED_FIFO, 0, true, false);
@@ -128,7 +128,7 @@ static void test_sleeping_or_real_time_thread_left_alone(void **state)
     while (sched_getscheduler(fifo) != SCHED_FIFO)
         assert_true(now_ns() < deadline);
     struct sched_param p;
-    assert_false(hw_stop_boost_begin(fifo, fifo, &boost));
+    assert_false(hw_rt_lend(fifo, fifo, 1, &loan));
     assert_int_equal(sched_getparam(fifo, &p), 0);
     assert_int_equal(p.sched_priority, 1);
     end_child(fifo);

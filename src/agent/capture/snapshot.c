@@ -83,7 +83,6 @@
 #include "helper_thread.h"
 #include "snapshot_helpers.h"
 #include "stack_scratch.h"
-#include "stop_boost.h"
 #include "syscall_resume.h"
 
 #if !defined(__x86_64__)
@@ -95,6 +94,12 @@
 #define RESCAN_ROUNDS 3                     /* passes looking for threads born during the stop */
 #define RELEASE_WAIT_NS (200ull * 1000 * 1000)
 #define NS_PER_MS 1000000ull
+/* A target not stopped this long after it was asked, and runnable, waits
+ * for a CPU to take its stop on: it is lent SCHED_FIFO 1 until it stops
+ * (decisions.md §66).  The pending interrupt stops it on its way back to
+ * user space, so it runs none of its own code at that priority; its own
+ * policy is put back while it is stopped, before it runs again. */
+#define STOP_LOAN_AFTER_NS (10ull * NS_PER_MS)
 #define NS_PER_S 1000000000ull
 
 /* ---- the ptrace session ------------------------------------------------- */
@@ -331,8 +336,8 @@ static bool probe_stopped(session *s, size_t i)
     return true;
 }
 
-/* The target not stopped HW_STOP_BOOST_AFTER_NS after it was asked, for
- * want of a CPU, is lent one until it stops (stop_boost.h). */
+/* The target not stopped STOP_LOAN_AFTER_NS after it was asked, for want
+ * of a CPU, is lent one until it stops. */
 static void await_stop(session *s, size_t i, uint64_t deadline)
 {
     tracee *t = &s->tr[i];
@@ -340,14 +345,14 @@ static void await_stop(session *s, size_t i, uint64_t deadline)
     if (!t->seized || t->stopped)
         return;
     int status;
-    uint64_t boost_at = t->interrupted + HW_STOP_BOOST_AFTER_NS;
-    bool may_boost = th->is_target && boost_at < deadline;
-    int r = wait_report(s, th->tid, &status, may_boost ? boost_at : deadline);
-    if (r == 0 && may_boost) {
-        hw_stop_boost boost;
-        s->out->target_boosted = hw_stop_boost_begin(s->pid, th->tid, &boost);
+    uint64_t loan_at = t->interrupted + STOP_LOAN_AFTER_NS;
+    bool may_lend = th->is_target && loan_at < deadline;
+    int r = wait_report(s, th->tid, &status, may_lend ? loan_at : deadline);
+    if (r == 0 && may_lend) {
+        hw_rt_loan loan;
+        s->out->target_boosted = hw_rt_lend(s->pid, th->tid, 1, &loan);
         r = wait_report(s, th->tid, &status, deadline);
-        hw_stop_boost_end(&boost); /* stopped, or given up on: its own scheduling back */
+        (void)hw_rt_loan_end(&loan); /* stopped, or given up on: its own scheduling back */
     }
     if (r == 1) {
         note_report(s, i, status);

@@ -110,7 +110,7 @@ struct hw_process_snapshot {
     hw_container container; /* its container, pod or unit (container_of.h): the report worker's to fill */
     bool retried_after_timeout; /* the caller's: this is a second try, the loop thread having not
                                    stopped in the first for want of a CPU */
-    bool target_boosted;    /* the target waited for a CPU to stop on and was lent one (stop_boost.h) */
+    bool target_boosted;    /* the target waited for a CPU to stop on and was lent one (hw_rt_lend) */
     char process_name[16];  /* comm of the main thread */
     hw_thread_snapshot *threads;
     size_t thread_count;

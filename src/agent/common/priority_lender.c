@@ -49,11 +49,6 @@ typedef struct {
     atomic_ullong opened_ns; /* when the open step began (CLOCK_MONOTONIC) */
 } rt_step;
 
-typedef struct {
-    pid_t tid;
-    int policy; /* with SCHED_RESET_ON_FORK where it had it */
-    struct sched_param param;
-} lent_thread;
 
 static struct {
     pthread_once_t once;
@@ -62,7 +57,7 @@ static struct {
     int epoll_fd, stop_fd;
     pthread_t thread;
     rt_step steps[MAX_STEPS];
-    lent_thread lent[MAX_LENT];
+    hw_rt_loan lent[MAX_LENT];
     size_t lent_count;
     atomic_int changing[MAX_CHANGING]; /* tids setting their own policy outside the lock: not lent to */
     atomic_ulong lends;
@@ -222,20 +217,37 @@ static char task_state(pid_t tid)
     return hw_task_state(getpid(), tid);
 }
 
-/* Lend `priority` to `tid` if it is runnable and below real time; with
- * the lock. */
-static void lend_to(pid_t tid, int priority)
+bool hw_rt_lend(pid_t pid, pid_t tid, int priority, hw_rt_loan *loan)
 {
-    if (lender.lent_count == MAX_LENT || is_changing(tid) || task_state(tid) != 'R')
-        return;
+    loan->tid = 0;
+    if (hw_task_state(pid, tid) != 'R')
+        return false;
     int policy = sched_getscheduler(tid);
     int base = policy & ~SCHED_RESET_ON_FORK;
     struct sched_param was, fifo = {.sched_priority = priority};
     if (policy < 0 || base == SCHED_FIFO || base == SCHED_RR || base == 6 /* SCHED_DEADLINE */ ||
-        sched_getparam(tid, &was) != 0)
-        return;
-    if (sched_setscheduler(tid, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) == 0)
-        lender.lent[lender.lent_count++] = (lent_thread){tid, policy, was};
+        sched_getparam(tid, &was) != 0 || sched_setscheduler(tid, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) != 0)
+        return false;
+    *loan = (hw_rt_loan){tid, policy, was};
+    return true;
+}
+
+bool hw_rt_loan_end(hw_rt_loan *loan)
+{
+    if (loan->tid == 0)
+        return true;
+    bool ok = sched_setscheduler(loan->tid, loan->policy, &loan->param) == 0;
+    loan->tid = 0;
+    return ok;
+}
+
+/* Lend `priority` to `tid` if it is runnable and below real time; with
+ * the lock. */
+static void lend_to(pid_t tid, int priority)
+{
+    if (lender.lent_count < MAX_LENT && !is_changing(tid) &&
+        hw_rt_lend(getpid(), tid, priority, &lender.lent[lender.lent_count]))
+        lender.lent_count++;
 }
 
 /* The agent's threads (but the lender and the stuck one) that are
@@ -277,7 +289,7 @@ static void give_back(void)
 {
     pthread_mutex_lock(&lender.lock);
     for (size_t i = 0; i < lender.lent_count; i++)
-        (void)sched_setscheduler(lender.lent[i].tid, lender.lent[i].policy, &lender.lent[i].param);
+        (void)hw_rt_loan_end(&lender.lent[i]);
     lender.lent_count = 0;
     pthread_mutex_unlock(&lender.lock);
 }

@@ -53,6 +53,25 @@ void hw_rt_step_leave(void);
  * -1 with errno. */
 int hw_thread_policy_set(pid_t tid, int policy, const struct sched_param *param);
 
+/* One thread's real-time loan: what it had, to be given back. */
+typedef struct hw_rt_loan {
+    pid_t tid;  /* 0: none */
+    int policy; /* with SCHED_RESET_ON_FORK where it had it */
+    struct sched_param param;
+} hw_rt_loan;
+
+/* Put thread `tid` of process `pid` at SCHED_FIFO `priority` if it is
+ * runnable (R) and below real time (normal, batch or idle policy): true
+ * when it now is, `loan` holding what it had.  Its nice is the kernel's
+ * to keep across the change.  Used by the lender for the agent's own
+ * threads, and by a capture for a hung thread that waits for a CPU to
+ * take its stop on (snapshot.c, decisions.md §66). */
+bool hw_rt_lend(pid_t pid, pid_t tid, int priority, hw_rt_loan *loan);
+
+/* Its own policy and parameters back; nothing for a loan not made.  False
+ * when they could not be put back (it exited). */
+bool hw_rt_loan_end(hw_rt_loan *loan);
+
 /* Lends made since the start (the tests' view). */
 unsigned long hw_priority_lends(void);
 
