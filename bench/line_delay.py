@@ -24,6 +24,8 @@ import tempfile
 import threading
 import time
 
+import machine_stalls
+
 HANGS = 20
 THRESHOLD_MS = 500
 HANG_MS = 900
@@ -55,6 +57,7 @@ def measure(bin_dir, env=None, hangs=HANGS, hogs=HOGS):
     work = tempfile.mkdtemp(prefix="hw-bench-line-")
     out = os.path.join(work, "hangs.tsv")
     running = start_hogs(hogs)
+    stalls = machine_stalls.start()
     try:
         argv = [os.path.join(bin_dir, "hangwatch"), "run", "--report-dir", os.path.join(work, "r"),
                 "--threshold", f"{THRESHOLD_MS}ms", "--daily-limit", "0", "--max-dir-size", "0", "--",
@@ -76,18 +79,24 @@ def measure(bin_dir, env=None, hangs=HANGS, hogs=HOGS):
                 fields = line.split("\t")
                 starts.append((fields[1], int(fields[4])))  # kind, mono_start_ns
     finally:
+        stalls.stop()
         stop_hogs(running)
         shutil.rmtree(work, ignore_errors=True)
     at_detection = [t for t, l in lines if l.startswith("hangwatch: hang detected in bench-hang-loop")]
     with_report = [t for t, l in lines if l.startswith("hangwatch: hang in bench-hang-loop")]
     thr_ns = THRESHOLD_MS * 1000000
 
-    def delays(arrivals, kind):
-        return [(t - start - thr_ns) / 1e6 for t, (k, start) in zip(arrivals, starts) if k == kind]
+    def delays(arrivals, kind, less_stalls=False):
+        return [(t - start - thr_ns - (machine_stalls.overlap_ns(stalls.stalls, start + thr_ns, t)
+                                       if less_stalls else 0)) / 1e6
+                for t, (k, start) in zip(arrivals, starts) if k == kind]
 
     return {"hangs": len(starts), "said_at_detection": len(at_detection), "said_with_report": len(with_report),
             "detection": {k: delays(at_detection, k) for k in ("spin", "sleep")},
             "report": {k: delays(with_report, k) for k in ("spin", "sleep")}, "hogs": hogs,
+            # the same, less the time the machine itself ran nothing (machine_stalls.py)
+            "detection_less_stalls": {k: delays(at_detection, k, True) for k in ("spin", "sleep")},
+            "stalls": machine_stalls.describe(stalls),
             "stderr": "".join(l for _, l in lines)}
 
 
@@ -101,7 +110,7 @@ def rows(m, row):
     row(f"15 the line at detection after the threshold, spinning program, {m['hogs']} CPU hogs beside, ms",
         f"{len(spin)} hangs", med, worst,
         f"{m['said_at_detection']} of {m['hangs']} hangs said at detection; stamped on arrival by a SCHED_FIFO "
-        f"reader; sleeping hangs {'/'.join(stats(m['detection']['sleep']))} (median/max)",
+        f"reader; sleeping hangs {'/'.join(stats(m['detection']['sleep']))} (median/max); {m['stalls']}",
         f"<= {BUDGET_MS:.0f} ms", "met" if ok else "**MISSED**")
     rmed, rworst = stats(m["report"]["spin"])
     row("  the report's line (symbolized stack, report's path), spinning program, ms",
