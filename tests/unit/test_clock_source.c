@@ -5,7 +5,9 @@
  * detector's slack; a counter-stamped busy start is read back as the latest
  * CLOCK_MONOTONIC time it can stand for, other pages' as they are; and
  * where this machine's counter is found usable, a fresh counter value
- * converts to the clock's present; no busy start is read as earlier than
+ * converts to the clock's present, whether the agent checked every CPU
+ * itself or the kernel's clocksource vouched for the counter (a fixed
+ * allowance for another CPU's stamp then); no busy start is read as earlier than
  * the process's birth (a counter that jumped back, a scribbled page).
  */
 #include <setjmp.h>
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -162,19 +165,21 @@ static void test_no_stretch_before_the_process(void **state)
     free(a);
 }
 
-static void test_this_machines_counter_if_usable(void **state)
+/* This machine's counter, the kernel's clocksource read from
+ * `clocksource_path` (NULL: the real one).  False when it is not used. */
+static bool check_this_machines_counter(const char *clocksource_path, agent *a)
 {
-    (void)state;
-    agent *a = new_agent();
     unsetenv(HW_ENV_CLOCK);
-    clock_source_init(a);
+    if (clocksource_path)
+        clock_source_init_with(a, clocksource_path);
+    else
+        clock_source_init(a);
     if (!a->clock.tsc_usable) {
         /* Then it says why, and counter-stamped pages are refused. */
         print_message("the counter is not used here: %s\n", a->clock.why);
         assert_true(a->clock.why[0] != '\0');
         assert_false(clock_source_accepts(a, HW_PAGE_CLOCK_TSC));
-        free(a);
-        return;
+        return false;
     }
     assert_true(HW_HAVE_TSC);
     assert_true(clock_source_accepts(a, HW_PAGE_CLOCK_TSC));
@@ -203,6 +208,42 @@ static void test_this_machines_counter_if_usable(void **state)
     /* Generous: a preemption between the reads must not fail the test. */
     assert_true(ns + 1 * MS >= before && ns <= after + 1 * MS);
     assert_true(err < 1 * MS);
+    return true;
+}
+
+static void test_this_machines_counter_if_usable(void **state)
+{
+    (void)state;
+    agent *a = new_agent();
+    check_this_machines_counter(NULL, a);
+    free(a);
+}
+
+/* The kernel keeps its time with the counter: no CPU is visited, and the
+ * allowance for another CPU's stamp is the fixed one (twice 1 us). */
+static void test_kernel_vouches_for_the_counter(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/hw-clocksource-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "tsc\n", 4), 4);
+    close(fd);
+    agent *a = new_agent();
+    if (check_this_machines_counter(path, a))
+        assert_int_equal(a->clock.tsc.skew_ns, 2000);
+    free(a);
+    unlink(path);
+}
+
+/* Another clocksource (or none to read): the agent checks every CPU's
+ * counter itself, its allowance what it measured (under twice its limit). */
+static void test_agent_checks_each_cpu_itself(void **state)
+{
+    (void)state;
+    agent *a = new_agent();
+    if (check_this_machines_counter("/nonexistent/current_clocksource", a))
+        assert_true(a->clock.tsc.skew_ns < 2 * 20000);
     free(a);
 }
 
@@ -214,6 +255,8 @@ int main(void)
         cmocka_unit_test(test_counter_stamps_read_as_their_latest_time),
         cmocka_unit_test(test_no_stretch_before_the_process),
         cmocka_unit_test(test_this_machines_counter_if_usable),
+        cmocka_unit_test(test_kernel_vouches_for_the_counter),
+        cmocka_unit_test(test_agent_checks_each_cpu_itself),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

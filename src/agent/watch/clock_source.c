@@ -15,6 +15,12 @@
  *     machine whose virtual CPUs' counters were never synchronised fails
  *     here); the largest disagreement seen is kept as every conversion's
  *     allowance for "stamped on another CPU";
+ *     (or the kernel keeps its own time with the counter: its clocksource
+ *     is "tsc", which it chose only after its own check that the CPUs'
+ *     counters agree, and leaves when its watchdog sees them drift; the
+ *     agent's own check pins itself to each CPU in turn, and on a busy
+ *     machine each move waited for that CPU: 1-4 ms of every `run`'s
+ *     start);
  *   - nobody asked for the coarse clock (HANGWATCH_CLOCK=coarse).
  *
  * If so, the observers are told (HANGWATCH_CLOCK=tsc, launch.c) and their
@@ -46,6 +52,11 @@
 #define MAX_GOOD_SPREAD_NS 20000 /* a pair looser than this (preempted, interrupted) is not used */
 #define CHECK_SPAN_NS 200000ull   /* the CPUs are checked against two pairs this far apart */
 #define MAX_CPUS_CHECKED 256
+/* The allowance for "stamped on another CPU" when the kernel vouches for
+ * the counters: its check at boot finds any warp between two CPUs that is
+ * longer than their cache line's round trip, a fraction of a microsecond. */
+#define KERNEL_CHECKED_SKEW_NS 1000ull
+#define CLOCKSOURCE_PATH "/sys/devices/system/clocksource/clocksource0/current_clocksource"
 
 /* The tightest of a few (counter, clock, counter) reads. */
 static hw_tsc_sample take_sample(void)
@@ -90,8 +101,22 @@ static uint64_t off_line_ns(hw_tsc_sample from, hw_tsc_sample to, hw_tsc_sample 
     return (uint64_t)off + (uint64_t)((double)s.spread * ns_per_tick) + 1;
 }
 
+/* Does the kernel keep its own time with the counter?  (Its choice is
+ * read, not trusted blindly: the jump check of every wake-up stays.) */
+static bool kernel_clock_is_tsc(const char *clocksource_path)
+{
+    FILE *f = fopen(clocksource_path, "re");
+    if (f == NULL)
+        return false;
+    char name[32] = "";
+    bool tsc = fgets(name, sizeof name, f) != NULL && strcmp(name, "tsc\n") == 0;
+    fclose(f);
+    return tsc;
+}
+
 /*
- * Take a pair on every CPU this thread may run on, between two pairs at
+ * Take a pair on every CPU this thread may run on (`each_cpu`; else none:
+ * the kernel vouched for them), between two pairs at
  * least CHECK_SPAN_NS apart on the first; *skew_ns: the largest distance
  * of a CPU's pair from the line through the two.  False, with `why`, if
  * the counters disagree or the pairs cannot be taken cleanly.
@@ -104,10 +129,10 @@ static uint64_t off_line_ns(hw_tsc_sample from, hw_tsc_sample to, hw_tsc_sample 
  * (clock_source_due) measures it; until then no counter stamp converts
  * (hw_tsc_to_ns_latest saturates: no stretch can look hung).
  */
-static bool check_cpus(hw_tsc_calibration *cal, uint64_t *skew_ns, char *why, size_t len)
+static bool check_cpus(hw_tsc_calibration *cal, bool each_cpu, uint64_t *skew_ns, char *why, size_t len)
 {
     cpu_set_t original;
-    bool pinned = sched_getaffinity(0, sizeof original, &original) == 0;
+    bool pinned = each_cpu && sched_getaffinity(0, sizeof original, &original) == 0;
     hw_tsc_sample first = take_sample();
     hw_tsc_sample per_cpu[MAX_CPUS_CHECKED];
     int cpus[MAX_CPUS_CHECKED];
@@ -158,6 +183,11 @@ static bool check_cpus(hw_tsc_calibration *cal, uint64_t *skew_ns, char *why, si
 
 void clock_source_init(agent *a)
 {
+    clock_source_init_with(a, CLOCKSOURCE_PATH);
+}
+
+void clock_source_init_with(agent *a, const char *clocksource_path)
+{
     clock_source *c = &a->clock;
     memset(c, 0, sizeof *c);
     const char *asked = getenv(HW_ENV_CLOCK);
@@ -173,10 +203,13 @@ void clock_source_init(agent *a)
         snprintf(c->why, sizeof c->why, "the processor does not say its time-stamp counter is invariant");
         return;
     }
+    bool kernel_checked = kernel_clock_is_tsc(clocksource_path);
     uint64_t skew = 0;
     hw_tsc_calibration cal;
-    if (!check_cpus(&cal, &skew, c->why, sizeof c->why))
+    if (!check_cpus(&cal, !kernel_checked, &skew, c->why, sizeof c->why))
         return;
+    if (kernel_checked)
+        skew = KERNEL_CHECKED_SKEW_NS;
     /* Twice the skew seen: it was measured once, on pairs that have their
      * own uncertainty. */
     cal.skew_ns = 2 * skew;

@@ -408,6 +408,9 @@ void machine_scan_reselect(agent *a, machine_scan *m);
  * CLOCK_MONOTONIC (the latest time the stamp can stand for); the
  * detector's slack for a process's page. */
 void clock_source_init(agent *a);
+/* The same, the kernel's clocksource read from `clocksource_path` (the
+ * tests': a file that says "tsc", or none). */
+void clock_source_init_with(agent *a, const char *clocksource_path);
 void clock_source_refresh(agent *a);
 uint64_t clock_source_due(const agent *a);
 bool clock_source_accepts(const agent *a, uint32_t clock);
