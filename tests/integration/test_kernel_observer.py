@@ -371,14 +371,18 @@ def case_watch_worker_exit():
             target.wait()
 
 
+# A loop that starts its child when told on stdin (the agent watches it by then: --follow takes the
+# processes forked from then on).
 SPAWNER = r"""
-import selectors, subprocess, sys, time
+import selectors, subprocess, sys
 print("ready", flush=True)
 sel = selectors.DefaultSelector()
-start, child = time.monotonic(), None
+sel.register(sys.stdin, selectors.EVENT_READ)
+child = None
 while child is None or child.poll() is None:
-    sel.select(0.1)
-    if child is None and time.monotonic() - start > 1.0:
+    if sel.select(0.1) and child is None:
+        sys.stdin.readline()
+        sel.unregister(sys.stdin)
         child = subprocess.Popen([sys.argv[1], "hang", "1"], stdout=subprocess.DEVNULL)
 """
 
@@ -390,12 +394,16 @@ def case_watch_follow_exec():
     need_kernel_observer()
     for attach in ("uprobe", "uprobe", "uprobe", "tracepoint"):
         target = subprocess.Popen(["/usr/bin/python3", "-c", SPAWNER, hwtest.binary("kernel-loop")],
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
             check(target.stdout.readline().strip() == "ready", "the spawner did not start")
             report_dir, proc = watch([target.pid], "--attach", attach, "--follow")
             announced = proc.stderr.readline()
             check(f"watching pid {target.pid}" in announced, f"watch did not start: {announced!r}")
+            # The child only now: an attach that waited for the kernel (an earlier run's programs still
+            # being detached) once came after a child forked on a timer, which --follow rightly left alone.
+            target.stdin.write("go\n")
+            target.stdin.flush()
             target.wait(timeout=30)
             r = finish_watch(report_dir, proc)
             check(r.returncode == 0 and len(r.reports) == 1 and r.reports[0]["report"]["pid"] != target.pid,
