@@ -65,9 +65,9 @@ static void say_tracepoint_cost(agent *a)
         a->said_tracepoint_cost = true;
         fprintf(stderr, "hangwatch: the kernel observer is attached to the system calls' tracepoints, since fentry "
                         "cannot be had (%s): while it is, every process of this machine pays on each of its system "
-                        "calls (+53 ns measured, +393 ns on a wait call, which also runs the observer's program: "
+                        "calls (+5 ns measured, +279 ns on a wait call, which also runs the observer's program: "
                         "docs/benchmarks.md's results, part 8); --attach uprobe costs only the watched "
-                        "processes (two traps per wait call: 40 to 54 us measured on a virtual machine, under 2 us "
+                        "processes (two traps per wait call: 20 to 22 us measured on a virtual machine, under 2 us "
                         "on bare metal)\n",
                 refusal);
     }
