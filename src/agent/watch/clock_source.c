@@ -14,11 +14,13 @@
  *     CLOCK_MONOTONIC on one line to within SKEW_LIMIT_NS (a virtual
  *     machine whose virtual CPUs' counters were never synchronised fails
  *     here); the largest disagreement seen is kept as every conversion's
- *     allowance for "stamped on another CPU";
- *     (or the kernel keeps its own time with the counter: its clocksource
- *     is "tsc", which it chose only after its own check that the CPUs'
- *     counters agree, and leaves when its watchdog sees them drift; the
- *     agent's own check pins itself to each CPU in turn, and on a busy
+ *     allowance for "stamped on another CPU" (not checked where the
+ *     kernel keeps its own time with the counter, clocksource "tsc":
+ *     CLOCK_MONOTONIC is then the counter, so counters that disagreed
+ *     between CPUs would break the clock the agent measures everything
+ *     with alike, and the kernel chose it only after its own check, or on
+ *     its hypervisor's word, and leaves it when its watchdog sees a drift;
+ *     the agent's check pins itself to each CPU in turn, and on a busy
  *     machine each move waited for that CPU: 1-4 ms of every `run`'s
  *     start);
  *   - nobody asked for the coarse clock (HANGWATCH_CLOCK=coarse).
