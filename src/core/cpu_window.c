@@ -77,11 +77,17 @@ hw_cpu_verdict hw_cpu_window_add(hw_cpu_window *w, uint64_t now_ns, uint64_t cpu
     v.tenths = mul_div(v.cpu_ns, 1000, v.window_ns);
     v.hot = v.tenths > (uint64_t)w->cfg.percent * 10;
     if (!v.hot) {
-        /* Cooled down: the next hot window is reported at once. */
-        w->next_report_ns = 0;
-        w->wait_previous = w->wait_current = 1;
+        /* Under it for a whole window: cooled down, and the next hot
+         * window is reported at once. */
+        if (w->cool_since_ns == 0)
+            w->cool_since_ns = now_ns;
+        if (now_ns - w->cool_since_ns >= w->cfg.window_ns) {
+            w->next_report_ns = 0;
+            w->wait_previous = w->wait_current = 1;
+        }
         return v;
     }
+    w->cool_since_ns = 0;
     if (now_ns >= w->next_report_ns) {
         v.report = true;
         uint64_t wait = w->wait_current;

@@ -3,7 +3,11 @@
  * CPU dump): a process that used more than PERCENT of one CPU on average
  * over the last DURATION is reported, and while it stays that hot it is
  * reported again at growing intervals (1, 2, 3, 5 ... windows: Matrix's
- * annealing, not one report per window).
+ * annealing, not one report per window).  It has cooled down, and its next
+ * hot window is reported at once, only when its average has stayed under
+ * PERCENT for a whole window: a process that hovers at PERCENT (on a busy
+ * machine, others take its CPU for a tick now and then) crossed it again
+ * and again and was reported at each crossing, a second apart.
  *
  * The agent feeds the process's total CPU time (all its threads, the dead
  * ones included, as /proc/PID/stat counts it) at every tick; the window is
@@ -37,6 +41,7 @@ typedef struct hw_cpu_window {
     hw_cpu_point points[HW_CPU_WINDOW_POINTS]; /* a ring, oldest first from `first` */
     unsigned first, count;
     uint64_t next_report_ns;              /* annealing: no report before */
+    uint64_t cool_since_ns;               /* under the percentage since (0: not) */
     uint64_t wait_previous, wait_current; /* Fibonacci, in windows */
 } hw_cpu_window;
 

@@ -1,7 +1,9 @@
 /*
  * test_cpu_window.c - the CPU-high rule: a whole window over the
  * percentage is reported, then again after 1, 2, 3, 5 ... windows while it
- * stays hot (annealing), at once again after it cooled down; never before a
+ * stays hot (annealing), at once again after it cooled down (a whole window
+ * under the percentage: a process hovering at it is not reported at every
+ * crossing); never before a
  * whole window; a CPU time that goes backwards starts afresh; and the
  * option's parser.
  */
@@ -80,6 +82,29 @@ static void test_cooling_down_resets_the_annealing(void **state)
     assert_true(at[0] >= 9 * S && at[0] <= 10300 * MS);
 }
 
+/* A process at the percentage's edge: over it, under it for less than a
+ * window, over again.  Its reports follow the annealing (the second a
+ * whole window after the first), not each crossing. */
+static void test_hovering_is_not_reported_at_each_crossing(void **state)
+{
+    (void)state;
+    hw_cpu_high_config cfg = {.percent = 50, .window_ns = 2 * S};
+    hw_cpu_window w;
+    hw_cpu_window_init(&w, &cfg);
+    uint64_t cpu = 0, at[8];
+    unsigned n = drive(&w, &cpu, 0, 2100 * MS, 60, at, 8);
+    assert_int_equal(n, 1);
+    uint64_t first = at[0];
+    /* Idle for 0.6 s: the window's average dips under 50 % (39 % at 2.8 s),
+     * not for a window. */
+    assert_int_equal(drive(&w, &cpu, 2200 * MS, 2800 * MS, 0, at, 8), 0);
+    n = drive(&w, &cpu, 2900 * MS, 3900 * MS, 90, at, 8);
+    assert_int_equal(n, 0); /* hot again within the annealing's wait: not reported */
+    n = drive(&w, &cpu, 4000 * MS, 4500 * MS, 90, at, 8);
+    assert_int_equal(n, 1); /* a window after the first */
+    assert_true(at[0] >= first + 2 * S);
+}
+
 static void test_backwards_cpu_starts_afresh(void **state)
 {
     (void)state;
@@ -125,6 +150,7 @@ int main(void)
         cmocka_unit_test(test_hot_process_reported_with_annealing),
         cmocka_unit_test(test_cool_or_short_is_not_reported),
         cmocka_unit_test(test_cooling_down_resets_the_annealing),
+        cmocka_unit_test(test_hovering_is_not_reported_at_each_crossing),
         cmocka_unit_test(test_backwards_cpu_starts_afresh),
         cmocka_unit_test(test_parse),
     };

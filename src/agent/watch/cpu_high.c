@@ -57,6 +57,7 @@ struct cpu_watch {
     uint64_t next_tick_ns;
     uint64_t last_cpu_ns, last_time_ns; /* the previous tick's reading */
     bool warm;                          /* a recent tick was over the percentage */
+    bool window_hot;                    /* the last whole window was over it */
     unsigned cool_ticks;                /* ticks in a row under it since */
     uint64_t threads_since_ns;          /* the threads' figures count from here */
     cpu_thread *threads; /* allocated while warm, up to CPU_MAX_THREADS */
@@ -367,9 +368,12 @@ uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now)
                     (cpu_ns - cw->last_cpu_ns) * 100 > (uint64_t)cfg->percent * since;
     /* Warm from a tick over the percentage until CPU_COOL_TICKS in a row
      * under it: a process that is hot on average dips (other programs take
-     * its CPU for a tick on a busy machine), and its samples must go on. */
+     * its CPU for a tick on a busy machine), and its samples must go on;
+     * and while its window is over it, whatever its ticks: its next report
+     * needs the threads' figures and samples (a process at the edge, its
+     * ticks under the percentage for a while, was reported with none). */
     cw->cool_ticks = hot_tick ? 0 : cw->cool_ticks + 1;
-    bool warm = hot_tick || (cw->warm && cw->cool_ticks < CPU_COOL_TICKS);
+    bool warm = hot_tick || cw->window_hot || (cw->warm && cw->cool_ticks < CPU_COOL_TICKS);
     cw->last_cpu_ns = cpu_ns;
     cw->last_time_ns = now;
     if (warm) {
@@ -385,6 +389,7 @@ uint64_t cpu_high_check(agent *a, watched_process *w, uint64_t now)
     }
     cw->warm = warm;
     hw_cpu_verdict v = hw_cpu_window_add(&cw->win, now, cpu_ns);
+    cw->window_hot = v.whole && v.hot;
     if (v.report)
         report_now(a, w, cw, &v, now);
     return cw->next_tick_ns;
