@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/common/cpu_avoid.h"
+#include "agent/common/watch_priority.h"
 
 #define STOP_WAIT_NS (1000ull * 1000 * 1000)  /* a keeper waiting for the loader must not hold the agent's exit */
 #define START_WAIT_NS (1000ull * 1000 * 1000) /* for the first helper */
@@ -139,6 +140,7 @@ static void *waiting_helper_main(void *unused)
     pthread_mutex_lock(&keeper.lock);
     ended_locked();
     pthread_mutex_unlock(&keeper.lock);
+    hw_leave_real_time();
     return NULL;
 }
 
@@ -193,6 +195,7 @@ static void *keeper_main(void *unused)
     }
     ended_locked();
     pthread_mutex_unlock(&keeper.lock);
+    hw_leave_real_time();
     return NULL;
 }
 

@@ -355,13 +355,18 @@ static void *lender_main(void *unused)
     for (;;) {
         int n = epoll_wait(lender.epoll_fd, ev, 8, -1);
         if (n < 0 && errno != EINTR)
-            return NULL;
+            break;
         for (int i = 0; i < n; i++) {
             if (ev[i].data.u32 == STOP_TAG)
-                return NULL;
+                goto end;
             look_at(ev[i].data.u32);
         }
     }
+end:
+    /* Its end at the normal policy, as every thread's (hw_leave_real_time). */
+    param.sched_priority = 0;
+    (void)sched_setscheduler(0, SCHED_OTHER, &param);
+    return NULL;
 }
 
 int hw_priority_lender_start(int priority)

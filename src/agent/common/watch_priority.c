@@ -40,6 +40,15 @@ void hw_take_service_priority(void)
     take_real_time(HW_SERVICE_PRIORITY);
 }
 
+void hw_leave_real_time(void)
+{
+    struct sched_param sp = {0};
+    int policy = sched_getscheduler(0);
+    if (policy >= 0 && (policy & ~SCHED_RESET_ON_FORK) != SCHED_OTHER &&
+        (policy & ~SCHED_RESET_ON_FORK) != SCHED_IDLE && (policy & ~SCHED_RESET_ON_FORK) != SCHED_BATCH)
+        (void)hw_thread_policy_set(gettid(), SCHED_OTHER, &sp);
+}
+
 int hw_lender_priority(void)
 {
     return normal_policy_asked() ? 0 : HW_LENDER_PRIORITY;

@@ -70,6 +70,7 @@ static void *herald_main(void *arg)
         pthread_mutex_lock(&h->lock);
     }
     pthread_mutex_unlock(&h->lock);
+    hw_leave_real_time();
     return NULL;
 }
 

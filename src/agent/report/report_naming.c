@@ -117,6 +117,7 @@ static void *naming_main(void *arg)
     }
     pthread_mutex_unlock(&n->lock);
     hw_rt_step_leave();
+    hw_leave_real_time();
     return NULL;
 }
 

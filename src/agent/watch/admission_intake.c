@@ -120,6 +120,7 @@ static void *intake_main(void *arg)
         pthread_mutex_unlock(&in->lock);
         signal_fd(in->ready_fd);
     }
+    hw_leave_real_time();
     return NULL;
 }
 
