@@ -363,9 +363,7 @@ static void *lender_main(void *unused)
         }
     }
 end:
-    /* Its end at the normal policy, as every thread's (hw_leave_real_time). */
-    param.sched_priority = 0;
-    (void)sched_setscheduler(0, SCHED_OTHER, &param);
+    hw_leave_real_time();
     return NULL;
 }
 

@@ -43,9 +43,8 @@ void hw_take_service_priority(void)
 void hw_leave_real_time(void)
 {
     struct sched_param sp = {0};
-    int policy = sched_getscheduler(0);
-    if (policy >= 0 && (policy & ~SCHED_RESET_ON_FORK) != SCHED_OTHER &&
-        (policy & ~SCHED_RESET_ON_FORK) != SCHED_IDLE && (policy & ~SCHED_RESET_ON_FORK) != SCHED_BATCH)
+    int policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK; /* -1 stays neither */
+    if (policy == SCHED_FIFO || policy == SCHED_RR)
         (void)hw_thread_policy_set(gettid(), SCHED_OTHER, &sp);
 }
 
