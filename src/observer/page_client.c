@@ -3,16 +3,15 @@
  *
  * Registration must never hold the program up: it runs in constructors and
  * in a child right after fork(), and the agent may be stopped, busy, or
- * flooded (its datagram queue holds only net.unix.max_dgram_qlen messages,
- * 10 by default).  So the whole attempt is bounded by
- * REGISTRATION_BUDGET_MS, long enough for an agent that is draining a fork
- * storm, short enough that nobody notices a process that gives up.  A full
- * queue is waited out in a blocking sendmsg() with a send timeout, not in
- * poll(): the kernel queues blocked senders as exclusive waiters and wakes
- * one for each message the agent takes, where every poller is woken for
- * each and all but one find the queue full again: 33-57 wake-ups per
- * sender in test_page_client's burst, all of them work for the CPUs and
- * for the reader, in whose recvmsg the kernel wakes them (decisions §59).
+ * flooded.  The agent listens on a sequenced-packet socket: a sender
+ * connects, sends its one message and closes, and the message waits in the
+ * kernel on the connection until the agent accepts it.  The wait is only
+ * for a place in the listen backlog (as many as the agent watches), never
+ * for the agent to read, so a burst of a thousand processes forked at once
+ * goes through whatever the agent's pace (decisions §59).  A full backlog is
+ * waited out in a blocking connect() bounded by SO_SNDTIMEO, whole attempt
+ * at most REGISTRATION_BUDGET_MS: long enough for an agent that is draining
+ * a fork storm, short enough that nobody notices a process that gives up.
  * Everything here is a system call on stack buffers: no stdio, no malloc,
  * async-signal-safe.
  */
@@ -20,6 +19,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <string.h>
@@ -49,6 +49,55 @@ static int64_t monotonic_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Sets the send timeout (it bounds connect() too) to what is left of the
+ * budget; false when none is left or it cannot be set. */
+static bool budget_left(int sock, int64_t deadline, publish_failure *failure)
+{
+    int64_t left = deadline - monotonic_ms();
+    if (left <= 0) {
+        *failure = (publish_failure){"the agent's queue stayed full for 200 ms", 0};
+        return false;
+    }
+    struct timeval timeout = {.tv_sec = (time_t)(left / 1000), .tv_usec = (suseconds_t)(left % 1000) * 1000};
+    if (setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) != 0) {
+        *failure = (publish_failure){"setting the send timeout", errno};
+        return false;
+    }
+    return true;
+}
+
+/* Is a datagram socket bound under that name (an agent of before the
+ * listening socket)?  Asked only once a registration has failed. */
+static bool reads_datagrams(const struct sockaddr_un *addr, socklen_t addr_len)
+{
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (sock < 0)
+        return false;
+    bool bound = connect(sock, (const struct sockaddr *)addr, addr_len) == 0;
+    close(sock);
+    return bound;
+}
+
+/* Connect to the agent, waiting for room in its backlog within the budget. */
+static bool connect_agent(int sock, const struct sockaddr_un *addr, socklen_t addr_len, int64_t deadline,
+                          publish_failure *failure)
+{
+    for (;;) {
+        if (!budget_left(sock, deadline, failure))
+            return false;
+        if (connect(sock, (const struct sockaddr *)addr, addr_len) == 0)
+            return true;
+        if (errno == EINTR || errno == EAGAIN)
+            continue; /* a signal, or the timeout: the budget says whether to go on */
+        int error = errno;
+        if (error == ECONNREFUSED && reads_datagrams(addr, addr_len))
+            *failure = (publish_failure){"the agent at its socket is an older hangwatch, which reads datagrams", 0};
+        else
+            *failure = (publish_failure){"no agent at its socket", error};
+        return false;
+    }
+}
+
 /* Send the page's descriptor; 0, or -1 with *failure filled in. */
 static int send_registration(const char *socket_name, int memfd, publish_failure *failure)
 {
@@ -59,16 +108,13 @@ static int send_registration(const char *socket_name, int memfd, publish_failure
         *failure = (publish_failure){"the agent's socket name is unusable", -rc};
         return -1;
     }
-    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (sock < 0) {
         *failure = (publish_failure){"socket", errno};
         return -1;
     }
-    /* Connected: a send then waits for room in the agent's queue. */
-    while ((rc = connect(sock, (struct sockaddr *)&addr, addr_len)) != 0 && errno == EINTR)
-        ;
-    if (rc != 0) {
-        *failure = (publish_failure){"no agent at its socket", errno};
+    const int64_t deadline = monotonic_ms() + REGISTRATION_BUDGET_MS;
+    if (!connect_agent(sock, &addr, addr_len, deadline, failure)) {
         close(sock);
         return -1;
     }
@@ -91,35 +137,20 @@ static int send_registration(const char *socket_name, int memfd, publish_failure
     cm->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
 
-    const int64_t deadline = monotonic_ms() + REGISTRATION_BUDGET_MS;
-    for (;;) {
-        int64_t left = deadline - monotonic_ms();
-        if (left <= 0) {
-            *failure = (publish_failure){"the agent's queue stayed full for 200 ms", 0};
+    /* The connection's own queue is empty: the message goes in at once.  A
+     * signal before it did is the only reason to send again. */
+    ssize_t sent;
+    while ((sent = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+        if (!budget_left(sock, deadline, failure)) {
             close(sock);
             return -1;
         }
-        /* The wait for room, bounded by what is left of the budget. */
-        struct timeval timeout = {.tv_sec = (time_t)(left / 1000), .tv_usec = (suseconds_t)(left % 1000) * 1000};
-        if (setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) != 0) {
-            *failure = (publish_failure){"setting the send timeout", errno};
-            close(sock);
-            return -1;
-        }
-        ssize_t sent = sendmsg(sock, &mh, MSG_NOSIGNAL);
-        if (sent == (ssize_t)sizeof msg)
-            break;
-        if (sent >= 0) {
-            *failure = (publish_failure){"the agent took part of the message", EMSGSIZE};
-            close(sock);
-            return -1;
-        }
-        if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-            *failure = (publish_failure){"sending to the agent", errno};
-            close(sock);
-            return -1;
-        }
-        /* a signal, or the timeout: the budget says whether to go on */
+    }
+    if (sent != (ssize_t)sizeof msg) {
+        *failure = sent >= 0 ? (publish_failure){"the agent took part of the message", EMSGSIZE}
+                             : (publish_failure){"sending to the agent", errno};
+        close(sock);
+        return -1;
     }
     close(sock);
     return 0;

@@ -1,7 +1,7 @@
 /*
  * page_client.h - the monitored side's half of registration: create the
- * loop page (a memfd), map it, and hand it to the agent over its datagram
- * socket (registration.h).  Shared by the preloaded observer and the C
+ * loop page (a memfd), map it, and hand it to the agent in one message on
+ * its socket (registration.h).  Shared by the preloaded observer and the C
  * library.  Only system calls, no allocation: safe in a child right after
  * fork() in a threaded program.
  */
@@ -21,7 +21,7 @@
  * main thread's slot starts busy at `now_ns`, in that clock (a launch);
  * otherwise it starts waiting.  The page's memfd is sealed (it can neither
  * shrink nor grow, and the seals are final) before it is sent.  Never blocks: when the agent's
- * queue is full it waits at most 200 ms for room, then gives up.  Returns
+ * backlog is full it waits at most 200 ms for room, then gives up.  Returns
  * the mapped page, or NULL (the process then runs unwatched).  errno is left
  * as it was.
  */

@@ -215,34 +215,35 @@ def case_registration_never_blocks():
     preload = os.path.realpath(os.path.join(hwtest.BIN, "..", "lib", "hangwatch", "libhangwatch-preload.so"))
     check(os.access(preload, os.R_OK), f"{preload} is not built")
     name = f"hw-test-full-agent-{os.getpid()}"
-    agent = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    agent.bind("\0" + name)  # never read: its queue stays full
-    flood = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    flood.connect("\0" + name)
-    flood.setblocking(False)
-    queued = 0
+    agent = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    agent.bind("\0" + name)
+    agent.listen(0)  # room for one connection, never accepted: its backlog stays full
+    flood = []
     try:
-        while True:
-            flood.send(b"x")
-            queued += 1
+        while len(flood) < 64:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.setblocking(False)
+            flood.append(s)
+            s.connect("\0" + name)
     except BlockingIOError:
-        pass
-    check(queued > 0, "could not fill the stand-in agent's queue")
+        flood.pop().close()
+    check(0 < len(flood) < 64, f"could not fill the stand-in agent's backlog ({len(flood)} connections)")
     env = dict(os.environ, LD_PRELOAD=preload, HANGWATCH_AGENT_SOCKET="@" + name)
     try:
         start = time.monotonic()
         p = subprocess.run(["sh", "-c", "echo $$; /bin/true; exit 3"], capture_output=True, text=True, env=env,
                            timeout=60)
         took = time.monotonic() - start
-        # bash registers (the queue has room for one), then its queue is
+        # bash registers (the backlog has room for one), then it is
         # full: bash forks (dash uses vfork) and the child executes true:
         # one pid, two images, one line; so for the subshell that executes
         # sleep.
-        agent.recv(64)
+        agent.accept()[0].close()
         forked = subprocess.run(["bash", "-c", "echo $$; /bin/true; (echo $BASHPID; sleep 0.1); exit 4"],
                                 capture_output=True, text=True, env=env, timeout=60)
     finally:
-        flood.close()
+        for s in flood:
+            s.close()
         agent.close()
     check(p.returncode == 3, f"exit {p.returncode}: {p.stderr}")
     # Two processes (sh and the true it executes), each gives up within its

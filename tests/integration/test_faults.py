@@ -166,8 +166,9 @@ def case_dead_sender():
 
 
 def case_full_registration_queue():
-    """With the agent stopped, its queue fills up; processes starting with
-    the observer must not block on it."""
+    """With the agent stopped, processes starting with the observer never
+    wait for it: each message waits on its connection in the agent's
+    backlog, so none blocks and none gives up."""
     proc, report_dir = start(["--", hwtest.binary("loop-scenarios"), "idle", "6"])
     try:
         program = hwtest.program_of(proc.pid)
@@ -175,17 +176,60 @@ def case_full_registration_queue():
         os.kill(proc.pid, signal.SIGSTOP)
         try:
             took = []
-            for _ in range(16):  # more than the queue holds (net.unix.max_dgram_qlen)
+            for _ in range(16):  # more than a datagram queue held (net.unix.max_dgram_qlen, 10)
                 t0 = time.monotonic()
                 p = subprocess.run(["true"], env=env, capture_output=True, text=True, timeout=30)
                 took.append(time.monotonic() - t0)
                 check(p.returncode == 0, f"a program with the observer failed: {p.stderr}")
-            check(max(took) < 2.0, f"a program blocked on the full queue: {max(took):.2f} s ({took})")
+                check("could not register" not in p.stderr, f"a program gave up on the stopped agent: {p.stderr}")
+            check(max(took) < 2.0, f"a program blocked on the stopped agent: {max(took):.2f} s ({took})")
         finally:
             os.kill(proc.pid, signal.SIGCONT)
         out, err = proc.communicate(timeout=60)
         check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
     finally:
+        proc.kill()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
+
+def case_silent_connections():
+    """Connections to the agent that never send (a hostile local user's, or
+    senders stalled between their connect and their send) neither hold up
+    the programs that register meanwhile nor stay open: the agent drops
+    each when its second is up, never before."""
+    import select
+    import socket
+    proc, report_dir = start(["--", hwtest.binary("loop-scenarios"), "idle", "5"])
+    silent = {}
+    try:
+        program = hwtest.program_of(proc.pid)
+        name = agent_socket(program)
+        for _ in range(100):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect("\0" + name[1:])
+            silent[s.fileno()] = (s, time.monotonic())
+        env = dict(os.environ, LD_PRELOAD=preload(), HANGWATCH_AGENT_SOCKET=name)
+        p = subprocess.run(["true"], env=env, capture_output=True, text=True, timeout=30)
+        check(p.returncode == 0 and "could not register" not in p.stderr,
+              f"a program could not register beside 100 silent connections: {p.stderr}")
+        poller = select.poll()
+        for fd in silent:
+            poller.register(fd, select.POLLIN)
+        held = []
+        deadline = time.monotonic() + 30
+        while len(held) < len(silent) and time.monotonic() < deadline:
+            for fd, _ in poller.poll(100):
+                s, since = silent[fd]
+                check(s.recv(16) == b"", "the agent sent something on a registration connection")
+                held.append(time.monotonic() - since)
+                poller.unregister(fd)
+        check(len(held) == len(silent), f"{len(silent) - len(held)} of {len(silent)} silent connections stayed open")
+        check(min(held) >= 0.9, f"a silent connection was dropped after {min(held):.2f} s, before its second")
+        out, err = proc.communicate(timeout=60)
+        check(proc.returncode == 0, f"exit {proc.returncode}\n{err}")
+    finally:
+        for s, _ in silent.values():
+            s.close()
         proc.kill()
         shutil.rmtree(report_dir, ignore_errors=True)
 
@@ -733,6 +777,7 @@ if __name__ == "__main__":
         "shrunk_page": case_shrunk_page,
         "dead_sender": case_dead_sender,
         "full_registration_queue": case_full_registration_queue,
+        "silent_connections": case_silent_connections,
         "registration_burst": case_registration_burst,
         "twenty_simultaneous_hangs": case_twenty_simultaneous_hangs,
         "hangs_beside_hogs": case_hangs_beside_hogs,

@@ -41,8 +41,9 @@ def register(memfd):
     name = os.environ["HANGWATCH_AGENT_SOCKET"]
     address = "\0" + name[1:] if name.startswith("@") else name
     message = struct.pack("<IIii", 0x68777265, 1, os.getpid(), 0)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-        s.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [memfd]))], 0, address)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.connect(address)
+        s.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [memfd]))])
 
 
 def new_page(sealed):

@@ -1,9 +1,9 @@
 /*
  * admission.c - the only door by which a process that registers gets in:
- * a registration datagram on the agent's socket.
+ * a registration message on a connection to the agent's socket.
  *
- * The socket is abstract, so every local user can send to it, and the agent
- * may run as root: each datagram is treated as an attack until proven
+ * The socket is abstract, so every local user can connect to it, and the
+ * agent may run as root: each message is treated as an attack until proven
  * otherwise (docs/security.md).  A registration is accepted only when
  *   - it is well formed (hw_registration_parse), with the kernel's
  *     credentials and, where the kernel has it (Linux 6.5), a pidfd of the
@@ -22,7 +22,7 @@
  * of watched processes (watched_table.c); admission itself watches nothing.
  * The socket is read by the intake's thread (admission_intake.c), which
  * only parses; every check here is the watch thread's.  A flood of
- * datagrams cannot starve detection: at most a few dozen are checked per
+ * messages cannot starve detection: at most a few dozen are checked per
  * wake-up.
  */
 #include <errno.h>
@@ -68,10 +68,12 @@ int admission_open_socket(agent *a)
         snprintf(a->socket_name, sizeof a->socket_name, "@hangwatch-%d-%.8s", (int)getpid(), tmp);
     }
 
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -errno;
     int one = 1;
+    /* Accepted connections inherit both options; a message sent before its
+     * connection was accepted carries the sender's credentials anyway. */
     if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) != 0) {
         int e = errno;
         close(fd);
@@ -82,7 +84,9 @@ int admission_open_socket(agent *a)
     struct sockaddr_un addr;
     socklen_t addr_len;
     int rc = hw_socket_address(a->socket_name, &addr, &addr_len);
-    if (rc != 0 || bind(fd, (struct sockaddr *)&addr, addr_len) != 0) {
+    /* A backlog of as many as the agent watches: a burst of them forked at
+     * once waits there whole, each message on its connection (decisions §59). */
+    if (rc != 0 || bind(fd, (struct sockaddr *)&addr, addr_len) != 0 || listen(fd, MAX_WATCHED) != 0) {
         int e = rc != 0 ? -rc : errno;
         close(fd);
         return -e;

@@ -3,34 +3,42 @@
  * at a real-time policy (below the watch thread's), into a bounded queue
  * the watch thread takes from.
  *
- * Why: the socket's queue holds net.unix.max_dgram_qlen datagrams (10 by
- * default) and a registering process waits at most 200 ms for room
- * (page_client.c).  The watch thread spends about 230 us on each
- * registration it lets in (the sender's checks, then the table's set-up),
- * so 1,000 processes started at once took it past 200 ms and the last ones
- * gave up, unwatched (bench part 11: 40 of 1,000).  Reading a datagram is a
- * few microseconds: this thread takes each one off the socket as it comes
- * and the watch thread checks them at its own pace, so a sender waits only
- * for the read, never for the checks of those before it.
+ * Why: the watch thread spends about 230 us on each registration it lets in
+ * (the sender's checks, then the table's set-up), so 1,000 processes
+ * started at once would take it past a sender's 200 ms budget
+ * (page_client.c).  A sender only waits for a place in the listen backlog
+ * (its message then waits in the kernel on its connection); this thread
+ * accepts each connection as it comes, reads its one message (a few
+ * microseconds) and the watch thread checks them at its own pace.
  *
- * What it holds is untrusted: each datagram is parsed here
+ * A connection is read once and closed.  This thread, at its real-time
+ * policy, often accepts a connection before its sender (at the normal
+ * policy, on a busy machine) has sent: such a connection waits here, in an
+ * epoll set, up to PENDING_WAIT_MS, as many of them as the queue holds.
+ * While that many wait, no more are accepted (they wait in the backlog); a
+ * connection dropped at its deadline tells its sender (EPIPE), who says it
+ * is not watched.  (Keeping only the 64 oldest, a fork storm of 1,000 lost
+ * 200 of them.)
+ *
+ * What it holds is untrusted: each message is parsed here
  * (hw_registration_parse, pure), a malformed one's descriptors are closed
  * at once and only the fact is passed on (to be refused, counted and said
  * by the watch thread), and a well-formed one brings at most two (its page
  * and its sender's pidfd).  The queue is bounded by the agent's descriptor
  * limit as well as by INTAKE_MAX: a flood fills it, then waits in the
- * kernel's queue as before, and detection is never starved (the watch
- * thread takes at most MAX_ADMITTED_PER_WAKE per wake-up).
+ * kernel's backlog, and detection is never starved (the watch thread takes
+ * at most MAX_ADMITTED_PER_WAKE per wake-up).
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/common/watch_priority.h"
@@ -41,6 +49,21 @@
 #define INTAKE_MAX 1024
 /* Descriptors a well-formed registration brings: its page, its pidfd. */
 #define FDS_PER_REGISTRATION 2
+/* How long a connection accepted before its message came waits for it. */
+#define PENDING_WAIT_MS 1000
+/* Connections accepted in a row before the stop is looked at again. */
+#define ACCEPTS_PER_ROUND 64
+/* How long accepting rests after the kernel refused (no descriptor left). */
+#define ACCEPT_REST_MS 100
+/* The epoll tags of the two descriptors that are not pending connections. */
+#define LISTENER_TAG UINT64_MAX
+#define STOP_TAG (UINT64_MAX - 1)
+#define EVENTS_PER_WAIT 64
+
+typedef struct pending_connection {
+    int fd; /* -1: a free slot */
+    int64_t since_ms;
+} pending_connection;
 
 struct admission_intake {
     int socket_fd;
@@ -52,7 +75,23 @@ struct admission_intake {
     admission_received *queue; /* a ring of `capacity` */
     size_t capacity, first, count;
     bool stopping;
+    /* The thread's own: connections waiting for their message in
+     * `capacity` slots (a slot's index is its epoll tag), the free ones
+     * stacked in free_slots. */
+    int epoll_fd;
+    pending_connection *pending;
+    size_t *free_slots, free_count;
+    int64_t next_expiry_ms; /* INT64_MAX: none waits */
+    int64_t accept_rests_until_ms;
+    bool listening;
 };
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void close_fds(hw_registration_parsed *m)
 {
@@ -62,8 +101,14 @@ static void close_fds(hw_registration_parsed *m)
     m->page_fd = m->pidfd = -1;
 }
 
-/* One datagram off the socket into `out`: true, or false when none waits. */
-static bool receive_one(int fd, admission_received *out)
+typedef enum message_state {
+    MESSAGE_RECEIVED, /* in `out`, parsed */
+    MESSAGE_NOT_YET,  /* the connection is open and empty */
+    MESSAGE_NONE,     /* closed without one, or broken */
+} message_state;
+
+/* A connection's message into `out`. */
+static message_state receive_one(int fd, admission_received *out)
 {
     hw_registration msg;
     struct iovec iov = {&msg, sizeof msg};
@@ -81,12 +126,14 @@ static bool receive_one(int fd, admission_received *out)
     while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
         ;
     if (n < 0)
-        return false;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? MESSAGE_NOT_YET : MESSAGE_NONE;
+    if (n == 0 && mh.msg_controllen == 0)
+        return MESSAGE_NONE; /* the end of the connection (or an empty packet: nothing either way) */
     out->well_formed = hw_registration_parse(&msg, (size_t)n, mh.msg_flags, mh.msg_control, mh.msg_controllen,
                                              &out->m) == 0;
     if (!out->well_formed)
         close_fds(&out->m); /* only the fact goes on */
-    return true;
+    return MESSAGE_RECEIVED;
 }
 
 static void signal_fd(int fd)
@@ -96,30 +143,140 @@ static void signal_fd(int fd)
     (void)w; /* an eventfd at its maximum is readable anyway */
 }
 
+/* Wait until the queue has room: false when the intake is stopping. */
+static bool wait_for_room(admission_intake *in)
+{
+    pthread_mutex_lock(&in->lock);
+    while (in->count == in->capacity && !in->stopping)
+        pthread_cond_wait(&in->room, &in->lock);
+    bool stopping = in->stopping;
+    pthread_mutex_unlock(&in->lock);
+    return !stopping;
+}
+
+static void enqueue(admission_intake *in, admission_received *r)
+{
+    if (!wait_for_room(in)) {
+        close_fds(&r->m);
+        return;
+    }
+    pthread_mutex_lock(&in->lock);
+    in->queue[(in->first + in->count) % in->capacity] = *r;
+    in->count++;
+    pthread_mutex_unlock(&in->lock);
+    signal_fd(in->ready_fd);
+}
+
+/* Read connection `fd`'s message into the queue: true when the connection
+ * is done with, false when its message has not come yet. */
+static bool take_message(admission_intake *in, int fd)
+{
+    admission_received r;
+    message_state state = receive_one(fd, &r);
+    if (state == MESSAGE_RECEIVED)
+        enqueue(in, &r);
+    return state != MESSAGE_NOT_YET;
+}
+
+/* Accept connections while a slot is free and accepting does not rest. */
+static void update_listening(admission_intake *in)
+{
+    bool listen = in->free_count > 0 && in->accept_rests_until_ms == 0;
+    if (listen == in->listening)
+        return;
+    struct epoll_event ev = {.events = listen ? EPOLLIN : 0, .data.u64 = LISTENER_TAG};
+    if (epoll_ctl(in->epoll_fd, EPOLL_CTL_MOD, in->socket_fd, &ev) == 0)
+        in->listening = listen;
+}
+
+/* Wait for `fd`'s message in a free slot (the caller made sure of one). */
+static void keep_pending(admission_intake *in, int fd, int64_t now_ms)
+{
+    size_t slot = in->free_slots[--in->free_count];
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = slot};
+    if (epoll_ctl(in->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd); /* its sender is told (EPIPE) */
+        in->free_slots[in->free_count++] = slot;
+        return;
+    }
+    in->pending[slot] = (pending_connection){fd, now_ms};
+    if (now_ms + PENDING_WAIT_MS < in->next_expiry_ms)
+        in->next_expiry_ms = now_ms + PENDING_WAIT_MS;
+    update_listening(in);
+}
+
+static void release_pending(admission_intake *in, size_t slot)
+{
+    close(in->pending[slot].fd); /* which takes it out of the epoll set */
+    in->pending[slot].fd = -1;
+    in->free_slots[in->free_count++] = slot;
+    update_listening(in);
+}
+
+/* Drop the connections that waited their whole time, end accepting's rest
+ * when it is over; the wait until either is due next, -1 for never. */
+static int next_timeout(admission_intake *in, int64_t now_ms)
+{
+    if (in->accept_rests_until_ms != 0 && in->accept_rests_until_ms <= now_ms) {
+        in->accept_rests_until_ms = 0;
+        update_listening(in);
+    }
+    if (in->next_expiry_ms <= now_ms) {
+        in->next_expiry_ms = INT64_MAX;
+        for (size_t slot = 0; slot < in->capacity; slot++) {
+            if (in->pending[slot].fd < 0)
+                continue;
+            int64_t end = in->pending[slot].since_ms + PENDING_WAIT_MS;
+            if (end <= now_ms)
+                release_pending(in, slot);
+            else if (end < in->next_expiry_ms)
+                in->next_expiry_ms = end;
+        }
+    }
+    int64_t next = in->next_expiry_ms;
+    if (in->accept_rests_until_ms != 0 && in->accept_rests_until_ms < next)
+        next = in->accept_rests_until_ms;
+    return next == INT64_MAX ? -1 : (int)(next - now_ms);
+}
+
+static void accept_ready(admission_intake *in, int64_t now_ms)
+{
+    for (int k = 0; k < ACCEPTS_PER_ROUND && in->listening; k++) {
+        int fd = accept4(in->socket_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+                in->accept_rests_until_ms = now_ms + ACCEPT_REST_MS; /* never spin on a refusal */
+                update_listening(in);
+            }
+            return;
+        }
+        if (take_message(in, fd))
+            close(fd);
+        else
+            keep_pending(in, fd, now_ms);
+    }
+}
+
 static void *intake_main(void *arg)
 {
     admission_intake *in = arg;
     hw_take_service_priority();
-    for (;;) {
-        pthread_mutex_lock(&in->lock);
-        while (in->count == in->capacity && !in->stopping)
-            pthread_cond_wait(&in->room, &in->lock);
-        bool stopping = in->stopping;
-        pthread_mutex_unlock(&in->lock);
-        if (stopping)
-            break;
-        admission_received r;
-        if (!receive_one(in->socket_fd, &r)) {
-            struct pollfd p[2] = {{in->socket_fd, POLLIN, 0}, {in->stop_fd, POLLIN, 0}};
-            (void)poll(p, 2, -1);
-            continue;
+    struct epoll_event events[EVENTS_PER_WAIT];
+    while (wait_for_room(in)) {
+        int n = epoll_wait(in->epoll_fd, events, EVENTS_PER_WAIT, next_timeout(in, monotonic_ms()));
+        int64_t now = monotonic_ms();
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = events[i].data.u64;
+            if (tag == LISTENER_TAG)
+                accept_ready(in, now);
+            else if (tag < in->capacity && in->pending[tag].fd >= 0 && take_message(in, in->pending[tag].fd))
+                release_pending(in, (size_t)tag);
+            /* STOP_TAG: wait_for_room says so */
         }
-        pthread_mutex_lock(&in->lock);
-        in->queue[(in->first + in->count) % in->capacity] = r;
-        in->count++;
-        pthread_mutex_unlock(&in->lock);
-        signal_fd(in->ready_fd);
     }
+    for (size_t slot = 0; slot < in->capacity; slot++)
+        if (in->pending[slot].fd >= 0)
+            close(in->pending[slot].fd);
     hw_leave_real_time();
     return NULL;
 }
@@ -135,31 +292,69 @@ static size_t intake_capacity(void)
     return fit < 16 ? 16 : fit < INTAKE_MAX ? fit : INTAKE_MAX;
 }
 
+/* The pending slots, all free, and the epoll set over the socket, the stop
+ * and (later) them: 0, or -1 with errno set. */
+static int watch_connections(admission_intake *in)
+{
+    in->pending = calloc(in->capacity, sizeof *in->pending);
+    in->free_slots = calloc(in->capacity, sizeof *in->free_slots);
+    if (in->pending == NULL || in->free_slots == NULL)
+        return -1;
+    for (size_t slot = 0; slot < in->capacity; slot++) {
+        in->pending[slot].fd = -1;
+        in->free_slots[in->free_count++] = in->capacity - 1 - slot;
+    }
+    in->next_expiry_ms = INT64_MAX;
+    in->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (in->epoll_fd < 0)
+        return -1;
+    struct epoll_event listener = {.events = EPOLLIN, .data.u64 = LISTENER_TAG};
+    struct epoll_event stop = {.events = EPOLLIN, .data.u64 = STOP_TAG};
+    if (epoll_ctl(in->epoll_fd, EPOLL_CTL_ADD, in->socket_fd, &listener) != 0 ||
+        epoll_ctl(in->epoll_fd, EPOLL_CTL_ADD, in->stop_fd, &stop) != 0)
+        return -1;
+    in->listening = true;
+    return 0;
+}
+
+static void free_intake(admission_intake *in)
+{
+    int e = errno;
+    if (in->ready_fd >= 0)
+        close(in->ready_fd);
+    if (in->stop_fd >= 0)
+        close(in->stop_fd);
+    if (in->epoll_fd >= 0)
+        close(in->epoll_fd);
+    pthread_cond_destroy(&in->room);
+    pthread_mutex_destroy(&in->lock);
+    free(in->queue);
+    free(in->pending);
+    free(in->free_slots);
+    free(in);
+    errno = e;
+}
+
 admission_intake *admission_intake_start(int socket_fd)
 {
     admission_intake *in = calloc(1, sizeof *in);
     if (in == NULL)
         return NULL;
     in->socket_fd = socket_fd;
+    in->epoll_fd = -1;
     in->capacity = intake_capacity();
     in->queue = calloc(in->capacity, sizeof *in->queue);
     in->ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     in->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     pthread_mutex_init(&in->lock, NULL);
     pthread_cond_init(&in->room, NULL);
-    if (in->queue != NULL && in->ready_fd >= 0 && in->stop_fd >= 0 &&
-        pthread_create(&in->thread, NULL, intake_main, in) == 0)
-        return in;
-    int e = errno;
-    if (in->ready_fd >= 0)
-        close(in->ready_fd);
-    if (in->stop_fd >= 0)
-        close(in->stop_fd);
-    pthread_cond_destroy(&in->room);
-    pthread_mutex_destroy(&in->lock);
-    free(in->queue);
-    free(in);
-    errno = e;
+    if (in->queue != NULL && in->ready_fd >= 0 && in->stop_fd >= 0 && watch_connections(in) == 0) {
+        int rc = pthread_create(&in->thread, NULL, intake_main, in);
+        if (rc == 0)
+            return in;
+        errno = rc;
+    }
+    free_intake(in);
     return NULL;
 }
 
@@ -201,10 +396,5 @@ void admission_intake_stop(admission_intake *in)
     pthread_join(in->thread, NULL);
     for (; in->count > 0; in->count--, in->first = (in->first + 1) % in->capacity)
         close_fds(&in->queue[in->first].m);
-    close(in->ready_fd);
-    close(in->stop_fd);
-    pthread_cond_destroy(&in->room);
-    pthread_mutex_destroy(&in->lock);
-    free(in->queue);
-    free(in);
+    free_intake(in);
 }

@@ -1,5 +1,5 @@
 /*
- * registration.c - checking a registration datagram (registration.h).
+ * registration.c - checking a registration message (registration.h).
  *
  * The ancillary data is walked by hand, not with CMSG_NXTHDR alone: every
  * header's length is checked against what is left of the buffer, so a

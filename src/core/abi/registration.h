@@ -2,9 +2,12 @@
  * registration.h - the one message a monitored process sends the agent at
  * start-up: "here is my loop page".
  *
- * The message is a datagram on the agent's abstract Unix socket (named by
- * HANGWATCH_AGENT_SOCKET, "@name" meaning the abstract namespace), carrying
- * this struct as data and the page's memfd as SCM_RIGHTS.  The agent turns
+ * The message is the one packet of a connection to the agent's abstract
+ * Unix sequenced-packet socket (named by HANGWATCH_AGENT_SOCKET, "@name"
+ * meaning the abstract namespace): the sender connects, sends this struct
+ * as data with the page's memfd as SCM_RIGHTS, and closes.  The message
+ * waits in the kernel until the agent accepts the connection, so a sender
+ * never waits for the agent's pace, only for room in its listen backlog.  The agent turns
  * on SO_PASSCRED and SO_PASSPIDFD, so the kernel attaches the sender's real
  * pid and uid and a pidfd of the sender itself; the agent believes those,
  * not the pid written here.  Anyone on the machine can send to the socket:
@@ -47,11 +50,11 @@ typedef struct hw_registration {
     int32_t reserved;
 } hw_registration;
 
-/* The most descriptors a registration datagram can bring in (the agent's
+/* The most descriptors a registration message can bring in (the agent's
  * control buffer has room for no more; the kernel closes the rest). */
 #define HW_REGISTRATION_MAX_FDS 8
 
-/* What one received datagram holds. */
+/* What one received message holds. */
 typedef struct hw_registration_parsed {
     bool have_cred;           /* SCM_CREDENTIALS were attached */
     pid_t pid;                /* ... the sender's pid, uid and gid */
@@ -65,7 +68,7 @@ typedef struct hw_registration_parsed {
 } hw_registration_parsed;
 
 /*
- * Parse a received datagram: `len` bytes of `data`, the recvmsg flags, and
+ * Parse a received message: `len` bytes of `data`, the recvmsg flags, and
  * `controllen` bytes of ancillary data.  Pure (it never looks behind a
  * descriptor).  Returns 0 for a well-formed registration (the struct of the
  * right size, magic and version, credentials, exactly one page descriptor,
