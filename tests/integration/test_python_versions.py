@@ -139,7 +139,8 @@ def case_gil(python):
         at = lines(r)
         rep = first_hang(r)
         holder = rep["hangwatch"].get("gil_holder")
-        check(holder is not None, "no gil_holder in the report:\n" + describe(hwtest.frames(rep)))
+        check(holder is not None, "no gil_holder in the first hang's report (its stack, then the run):\n"
+              + describe(hwtest.frames(rep)) + "\n" + r.describe())
         check(holder["name"] != "" and holder["thread_identifier"] != rep["report"]["pid"], f"holder {holder}")
         check(holder.get("python_name") == "cruncher", f"the holder's Python name: {holder}")
         hframes = hwtest.frames(rep, holder["report_array_index"])
