@@ -115,7 +115,10 @@ def run_case(case, port, group):
     if blocked_on is not None:
         right = verdict_of(t) == expected and verdict_of(end) == expected
         if not right:
-            problems.append(f"verdict {verdict_of(t)}, at the end {verdict_of(end)}, not {expected}")
+            figures = {k: t.get(k) for k in ("window_from", "window_offset_us", "window_us", "on_cpu_us",
+                                             "runqueue_wait_us", "blocked_us", "stopped_us")}
+            problems.append(f"verdict {verdict_of(t)}, at the end {verdict_of(end)}, not {expected} "
+                            f"(the capture's figures: {figures})")
     elif cause == "throttled":
         right = t.get("cause") == cause
         if not right or t.get("throttled_us", 0) < 0.5 * t["window_us"]:
