@@ -271,7 +271,8 @@ def case_usage_errors():
 
 def case_debugger_stop():
     """gdb attaches to a loop (threshold 1 s) whose ticks each stop at a
-    breakpoint and then work 0.4 s: held there 0.8 s, then 3 s.  No report:
+    breakpoint and then work 0.4 s: held there 0.8 s, then 3 s.  No report
+    (but of a loop starved of a CPU for a second after a stop, which is):
     a debugger's stop is not the loop's time (the 0.8 s stop and the work
     after it add up to more than the threshold, and were reported as a hang
     before the agent looked at a traced process's state while it is busy)."""
@@ -291,8 +292,15 @@ def case_debugger_stop():
               "gdb did not hold the loop at its breakpoint twice:\n" + held.stdout + held.stderr)
         out, err = proc.communicate(timeout=60)
         check(proc.returncode == 0 and "scenario: breakpoint done" in out, f"exit {proc.returncode}\n{out}{err}")
-        check(report_files(report_dir) == [], "a debugger's stop was reported as a hang:\n" + err)
-        check("hang in" not in err, err)
+        # On a machine busy enough that the 0.4 s of work after a stop took more than the
+        # threshold waiting for a CPU, the loop did stall that long: a report then must say
+        # starved, as the kernel's figures do, with no more of its window asleep (where
+        # the debugger's stop would be) than a CPU could not explain.
+        for path in report_files(report_dir):
+            t = hwtest.load_report(path)["hangwatch"].get("time") or {}
+            check("window_us" in t and t.get("cause") == "starved" == hwtest.cause_by_rule(t)
+                  and t["blocked_us"] < 0.5 * t["window_us"],
+                  f"a debugger's stop was reported as a hang: {json.dumps(t)}\n{err}")
     finally:
         if proc.poll() is None:
             proc.kill()
