@@ -7,7 +7,8 @@ argument) and
 hang_on_command (an honest epoll loop).  Once the attacker's spin has begun, the honest program
 is told to hang SECONDS too, at T + OFFSET_MS: its threshold comes OFFSET_MS after the
 attacker's, while the agent handles the attacker's capture.  Prints "offset MS" (the honest
-hang's start, measured, after the attacker's) and "done" once both have ended.
+hang's start, measured, after the attacker's), "told T" (when the honest program was told, on CLOCK_MONOTONIC) and "done" once both
+have ended.
 
 usage: beside_honest.py HANG_ON_COMMAND ATTACKER.py [SECONDS] [OFFSET_MS]"""
 import os
@@ -35,6 +36,7 @@ told = time.clock_gettime(time.CLOCK_MONOTONIC)
 honest.stdin.write(f"hang {int(SECONDS * 1000)}\n")
 honest.stdin.flush()
 print(f"offset {(told - float(line[1])) * 1000:.1f}", flush=True)
+print(f"told {told:.6f}", flush=True)
 if not honest.stdout.readline().startswith("hung"):
     sys.exit("the honest program did not hang")
 honest.stdin.write("quit\n")
