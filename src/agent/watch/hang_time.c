@@ -23,6 +23,7 @@
  */
 #include "watch.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 /* FNV-1a of the process's /proc/PID/cgroup: which cgroups it is in. */
@@ -111,8 +112,23 @@ uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const 
         if (now < allowed)
             return r->busy || cadence ? allowed : UINT64_MAX; /* the loop turned: look again then */
     }
-    read_counters_in(w, l, cgroup, &l->time_base);
-    l->time_base_seq = r->seq;
+    hw_thread_counters reading;
+    read_counters_in(w, l, cgroup, &reading);
+    /* The loop may have turned while its counters were read.  A reading
+     * stands for the next stretch's start only if the wait it was taken in
+     * still went on after it: one whose stretch began meanwhile is that
+     * stretch's earlier look (its sleeps so far are in it, and they are no
+     * wait for a CPU), and one across more turns stands for none. */
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t seq_after = atomic_load_explicit(&w->page->slots[l->slot].seq, memory_order_acquire);
+    uint64_t seq = r->seq;
+    if (seq_after != r->seq) {
+        if (r->busy || seq_after != r->seq + 1)
+            return cadence ? now + TIME_READING_MIN_INTERVAL_NS : UINT64_MAX;
+        seq = seq_after;
+    }
+    l->time_base = reading;
+    l->time_base_seq = seq;
     l->time_base_stopped = false;
     return cadence ? now + TIME_READING_MIN_INTERVAL_NS : UINT64_MAX;
 }
