@@ -43,6 +43,34 @@ def stop_hogs(hogs):
         h.wait()
 
 
+def describe_tree(pid):
+    """Each thread of `pid` and of its descendants: name, state, policy, real-time priority, where it
+    sleeps in the kernel, and its CPU time in ticks (what a run that did not end was doing)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = sorted(os.listdir(f"/proc/{p}/task"), key=int)
+        except OSError:
+            continue
+        for tid in tids:
+            base = f"/proc/{p}/task/{tid}"
+            try:
+                with open(f"{base}/stat") as f:
+                    stat = f.read()
+                with open(f"{base}/wchan") as f:
+                    wchan = f.read()
+                with open(f"{base}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except OSError:
+                continue
+            comm = stat[stat.index("(") + 1:stat.rindex(")")]
+            fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is stat's third, the state
+            out.append(f"  {p}/{tid} {comm}: state {fields[0]}, policy {fields[38]}, real-time priority "
+                       f"{fields[37]}, in {wchan or '-'}, {fields[11]}+{fields[12]} ticks")
+    return "\n".join(out)
+
+
 def read_lines(stream, lines):
     """Each line of `stream` with CLOCK_MONOTONIC ns at its arrival."""
     try:
@@ -67,7 +95,16 @@ def measure(bin_dir, env=None, hangs=HANGS, hogs=HOGS):
         lines = []
         reader = threading.Thread(target=read_lines, args=(proc.stderr, lines), daemon=True)
         reader.start()
-        proc.wait(timeout=30 + hangs * 3)
+        try:
+            proc.wait(timeout=30 + hangs * 3)
+        except subprocess.TimeoutExpired:
+            state = describe_tree(proc.pid)
+            proc.kill()
+            proc.wait()
+            reader.join(timeout=30)
+            raise RuntimeError(f"hangwatch run did not end in {30 + hangs * 3} s; its threads and its program's "
+                               f"then:\n{state}\n{machine_stalls.describe(stalls)}; its stderr:\n"
+                               + "".join(l for _, l in lines)[-3000:])
         reader.join(timeout=30)
         if proc.returncode != 0:
             raise RuntimeError(f"hangwatch run exited {proc.returncode}: {''.join(l for _, l in lines)[-2000:]}")
