@@ -241,7 +241,7 @@ static int next_timeout(admission_intake *in, int64_t now_ms)
 
 static void accept_ready(admission_intake *in, int64_t now_ms)
 {
-    for (int k = 0; k < ACCEPTS_PER_ROUND && in->listening; k++) {
+    for (int k = 0; k < ACCEPTS_PER_ROUND && in->listening && in->free_count > 0; k++) {
         int fd = accept4(in->socket_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
