@@ -9,7 +9,7 @@
  * for a place in the listen backlog (as many as the agent watches), never
  * for the agent to read, so a burst of a thousand processes forked at once
  * goes through whatever the agent's pace (decisions §59).  A full backlog is
- * waited out in a blocking connect() bounded by SO_SNDTIMEO, whole attempt
+ * waited out in a blocking connect() bounded by SO_SNDTIMEO, the whole attempt
  * at most REGISTRATION_BUDGET_MS: long enough for an agent that is draining
  * a fork storm, short enough that nobody notices a process that gives up.
  * Everything here is a system call on stack buffers: no stdio, no malloc,
