@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -90,6 +91,36 @@ static void wait_set_up(pid_t pid, int nice)
     }
 }
 
+/* The child's time on a CPU so far (schedstat's first field), ns: exact
+ * for a thread that is not running. */
+static unsigned long long on_cpu_ns(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+    FILE *f = fopen(path, "r");
+    unsigned long long on_cpu = 0;
+    if (f != NULL) {
+        if (fscanf(f, "%llu", &on_cpu) != 1)
+            on_cpu = 0;
+        fclose(f);
+    }
+    return on_cpu;
+}
+
+/* Until the child has not run for 50 ms (past the first slice a task set
+ * to nice 19 may still be given, in which it would stop on its own), or
+ * 10 s have passed (the capture then tells). */
+static void wait_starved(pid_t pid)
+{
+    uint64_t deadline = now_ns() + 10000000000ull;
+    while (now_ns() < deadline) {
+        unsigned long long before = on_cpu_ns(pid);
+        usleep(50000);
+        if (on_cpu_ns(pid) == before)
+            return;
+    }
+}
+
 static void test_runnable_thread_boosted_then_given_back(void **state)
 {
     (void)state;
@@ -146,6 +177,7 @@ static void test_capture_lends_a_starved_thread_a_cpu(void **state)
     pid_t starved = child(SCHED_OTHER, 19, true, true);
     wait_set_up(hog, -19);
     wait_set_up(starved, 19);
+    wait_starved(starved);
     hw_capture_options o;
     hw_capture_options_default(&o, starved);
     o.all_threads = false;
