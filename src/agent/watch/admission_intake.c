@@ -38,9 +38,9 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "agent/common/clock.h"
 #include "agent/common/watch_priority.h"
 #include "core/abi/registration.h"
 #include "watch.h"
@@ -88,9 +88,7 @@ struct admission_intake {
 
 static int64_t monotonic_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)(hw_monotonic_ns() / 1000000u);
 }
 
 static void close_fds(hw_registration_parsed *m)
