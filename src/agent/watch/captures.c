@@ -224,9 +224,11 @@ void capture_request_finish(agent *a, watched_process *w, report_request *req, r
 {
     int r = rc->flight != NULL ? hw_capture_finish(rc->flight) : rc->result;
     rc->flight = NULL;
-    if (r >= 0 && target_waited_for_a_cpu(&req->snap)) {
+    if (r >= 0 && !req->snap.process_exited && target_waited_for_a_cpu(&req->snap)) {
         /* On a machine busy enough that the loop did not get a CPU to
-         * stop on in time: once more, before the hang has no stack. */
+         * stop on in time: once more, before the hang has no stack.  Not
+         * once the process has ended: this capture may have reaped it (our
+         * child), and its status, which ends `run`, would go with it. */
         count_agent_stops(w, &req->snap);
         hw_process_snapshot_free(&req->snap);
         rc->copt.overdue = NULL; /* the first said what it had to */

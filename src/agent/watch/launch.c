@@ -329,6 +329,8 @@ int launch_program(agent *a)
 
 int launch_exit_code(int status)
 {
+    if (status < 0)
+        return 1; /* not known */
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
     if (WIFSIGNALED(status))

@@ -80,6 +80,26 @@ static void handle_signals(agent *a)
     reap_children(a);
 }
 
+/* `run`'s program ended and its pidfd says so.  Its status is taken here
+ * if nobody took it yet, or it is the one a capture took when it found the
+ * program gone (w->end_status): `run` ends either way, never waiting for a
+ * SIGCHLD whose status is already consumed. */
+static void own_child_ended(agent *a, const watched_process *w)
+{
+    int status;
+    pid_t p;
+    do
+        p = waitpid(a->child, &status, WNOHANG);
+    while (p < 0 && errno == EINTR);
+    if (p == 0)
+        return; /* not reapable yet: its SIGCHLD is still to come */
+    a->child_done = true;
+    a->child_status = p == a->child ? status : w->end_status;
+    if (a->child_status < 0)
+        fprintf(stderr, "hangwatch: warning: '%s' (pid %d) ended, but how it ended could not be learned\n",
+                a->opts->argv[0], (int)a->child);
+}
+
 /* A watched process ended (our child or not) and its pidfd says so.  How
  * (a signal, an exit status) is known while it is a zombie nobody has
  * reaped, or when a capture reaped it (w->end_status). */
@@ -87,6 +107,10 @@ static void process_ended(agent *a, watched_process *w)
 {
     hw_task_stat st;
     int status = hw_task_stat_read(w->pid, 0, &st) == 0 && st.state == 'Z' ? st.exit_code : -1;
+    if (w->pid == a->child && a->opts->attach_pid <= 0 && !a->child_done)
+        own_child_ended(a, w);
+    if (w->pid == a->child && a->child_done && status < 0)
+        status = a->child_status;
     forget_process(a, w, "process_exited", status);
 }
 
