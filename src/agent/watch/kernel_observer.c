@@ -491,6 +491,7 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
         return false;
     }
     k->probes[index] = p;
+    hw_link_reaper_pause(k->reaper, true);
     for (int i = 0; i < n; i++) {
         LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = false, .bpf_cookie = found[i].call);
         struct bpf_program *prog =
@@ -503,11 +504,13 @@ static bool put_probes(hw_kernel_observer *k, size_t index, pid_t pid, const cha
                 (e == EACCES || e == EPERM) && !hw_has_capability(CAP_SYS_ADMIN_BIT)
                     ? " (this kernel's uprobe events ask for CAP_SYS_ADMIN: CAP_PERFMON is not enough)"
                     : "");
+            hw_link_reaper_pause(k->reaper, false);
             remove_probes(k, index);
             return false;
         }
         p->links[p->count++] = link;
     }
+    hw_link_reaper_pause(k->reaper, false);
     memcpy(p->where, found, (size_t)n * sizeof *found);
     p->where_count = (size_t)n;
     return true;

@@ -11,6 +11,7 @@
  * Each goes into the table of watched processes like any other.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sys/uio.h>
 #include <stdio.h>
 #include <string.h>
@@ -202,8 +203,10 @@ void kernel_watch_new_children(agent *a)
                 continue; /* gone already */
             if (watch_through_kernel(a, pid, pidfd, true, HW_KOBS_START_LAUNCHING, NULL, why, sizeof why))
                 continue;
+            struct pollfd ended = {.fd = pidfd, .events = POLLIN};
+            bool gone = poll(&ended, 1, 0) == 1; /* it ended while it was being attached: nothing was missed */
             close(pidfd);
-            if (!a->opts->quiet)
+            if (!a->opts->quiet && !gone)
                 fprintf(stderr, "hangwatch: warning: pid %d, a new process of a watched one, is not watched: %s\n",
                         (int)pid, why);
         }

@@ -3,7 +3,8 @@
  * the watch thread never waits for the kernel's grace periods
  * (link_reaper.h says why).  The pending links are a growing array under
  * one mutex; the thread takes one link at a time off its end and destroys
- * it outside the lock.  It runs at the normal priority: nothing
+ * it outside the lock, and takes none while an attachment is under way
+ * (hw_link_reaper_pause).  It runs at the normal priority: nothing
  * waits for it but the agent's own exit, and that only for the link it is
  * destroying: at exit, the links still pending and every program's are
  * left to a process of their own (hw_links_destroy_at_exit).
@@ -11,6 +12,7 @@
 #include "link_reaper.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -32,6 +34,7 @@ struct hw_link_reaper {
     pthread_cond_t wake;
     struct bpf_link **pending;
     size_t count, capacity;
+    bool paused; /* an attachment under way: the kernel's lock is its */
     bool stopping;
 };
 
@@ -48,7 +51,7 @@ static void *reap(void *arg)
     hw_link_reaper *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {
-        while (r->count == 0 && !r->stopping)
+        while ((r->count == 0 || r->paused) && !r->stopping)
             pthread_cond_wait(&r->wake, &r->lock);
         if (r->stopping)
             break;
@@ -116,6 +119,17 @@ void hw_link_reaper_give(hw_link_reaper *r, struct bpf_link *const *links, size_
     destroy_all(links, count);
 }
 
+void hw_link_reaper_pause(hw_link_reaper *r, bool paused)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->paused = paused;
+    if (!paused)
+        pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+}
+
 void hw_link_reaper_stop(hw_link_reaper *r, struct bpf_link ***left, size_t *left_count)
 {
     *left = NULL;
@@ -159,22 +173,40 @@ static bool is_attachment(int fd)
     return strcmp(target, "anon_inode:[perf_event]") == 0 || strcmp(target, "anon_inode:bpf_link") == 0;
 }
 
+/* Until process `pid` has exited (at once if it has already). */
+static void wait_for_exit_of(pid_t pid)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0)
+        return; /* gone already */
+    struct pollfd ended = {.fd = pidfd, .events = POLLIN};
+    while (poll(&ended, 1, -1) < 0 && errno == EINTR)
+        ;
+    close(pidfd);
+}
+
 /*
  * A process of its own that holds the attachments and lets them go after
  * we have: detaching a program waits for the kernel's grace periods, one
- * attachment at a time (40-80 ms each here: the 18 of the tracepoint
- * attachment took 1.3 s of every `watch`'s exit, fentry's longer).  The
- * grandchild (reparented, reaped by init or the nearest subreaper) closes
- * every descriptor that is not an attachment (the agent's sockets, the
- * terminal or pipe its output goes to), then the attachments, which
- * detaches them, and exits.  Only readlink, close, prctl, fork and _exit
- * run in the children: safe after fork in a threaded process.  False if it
- * could not be had.
+ * attachment at a time (40-110 ms each here: the 18 of the tracepoint
+ * attachment took 1.3 s of every `watch`'s exit, fentry's longer, and the
+ * twenty uprobes of each process --follow found more).  The grandchild
+ * (reparented, reaped by init or the nearest subreaper) closes every
+ * descriptor that is not an attachment (the agent's sockets, the terminal
+ * or pipe its output goes to), waits for the agent to have exited, then
+ * closes the attachments, which detaches them, and exits.  The wait is what
+ * makes it the last holder: had it closed them first, the agent's own exit
+ * would have detached them, one grace period each (a `watch --follow` of a
+ * process that had started forty children ended 104 s late).  Only
+ * readlink, close, prctl, pidfd_open, poll, fork and _exit run in the
+ * children: safe after fork in a threaded process.  False if it could not
+ * be had.
  */
 static bool release_in_background(void)
 {
     struct rlimit limit;
     int max_fd = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 65536 ? (int)limit.rlim_cur : 65536;
+    pid_t agent = getpid();
     pid_t child = fork();
     if (child < 0)
         return false;
@@ -185,6 +217,7 @@ static bool release_in_background(void)
         for (int fd = 0; fd < max_fd; fd++)
             if (!is_attachment(fd))
                 close(fd);
+        wait_for_exit_of(agent);
         for (int fd = 0; fd < max_fd; fd++)
             close(fd); /* now, before an exit that unmaps a large address space first (a sanitizer's) */
         _exit(0);

@@ -16,6 +16,7 @@
 #ifndef HANGWATCH_LINK_REAPER_H
 #define HANGWATCH_LINK_REAPER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct bpf_link;
@@ -28,6 +29,18 @@ hw_link_reaper *hw_link_reaper_start(void);
 /* Hand over `count` links: the reaper destroys them, and the caller no
  * longer owns them.  Never blocks on the kernel. */
 void hw_link_reaper_give(hw_link_reaper *r, struct bpf_link *const *links, size_t count);
+
+/*
+ * Destroy no link meanwhile (paused), or again (not).  A uprobe's attach
+ * and its detach both take the kernel's one lock of trace events
+ * (event_mutex), and a detach holds it through its grace period: each of a
+ * new process's twenty attaches waited for one of the reaper's detaches,
+ * about 100 ms, while processes --follow had seen end were being detached
+ * (two seconds in all, the watch thread's, and a child that hung in them
+ * was not seen).  Paused, an attach waits for the detach under way at
+ * most, once.
+ */
+void hw_link_reaper_pause(hw_link_reaper *r, bool paused);
 
 /* End the thread (after the link it is destroying, if any) and free the
  * reaper; the links not destroyed yet are handed back, *left (the caller's
