@@ -25,6 +25,7 @@ import threading
 import time
 
 import machine_stalls
+from process_tree import describe_tree
 
 HANGS = 20
 THRESHOLD_MS = 500
@@ -41,34 +42,6 @@ def stop_hogs(hogs):
     for h in hogs:
         h.kill()
         h.wait()
-
-
-def describe_tree(pid):
-    """Each thread of `pid` and of its descendants: name, state, policy, real-time priority, where it
-    sleeps in the kernel, and its CPU time in ticks (what a run that did not end was doing)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tids = sorted(os.listdir(f"/proc/{p}/task"), key=int)
-        except OSError:
-            continue
-        for tid in tids:
-            base = f"/proc/{p}/task/{tid}"
-            try:
-                with open(f"{base}/stat") as f:
-                    stat = f.read()
-                with open(f"{base}/wchan") as f:
-                    wchan = f.read()
-                with open(f"{base}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-            except OSError:
-                continue
-            comm = stat[stat.index("(") + 1:stat.rindex(")")]
-            fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is stat's third, the state
-            out.append(f"  {p}/{tid} {comm}: state {fields[0]}, policy {fields[38]}, real-time priority "
-                       f"{fields[37]}, in {wchan or '-'}, {fields[11]}+{fields[12]} ticks")
-    return "\n".join(out)
 
 
 def read_lines(stream, lines):

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -139,10 +140,38 @@ def run(args, timeout=60, report_dir=None, env=None, prog_env=None):
     if env:
         full_env.update(env)
     start = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail(f"hangwatch run did not end in {timeout} s\n" + describe_stuck(p))
     elapsed = time.monotonic() - start
-    r = Run(p.returncode, p.stdout, p.stderr, report_dir, elapsed)
+    r = Run(p.returncode, out, err, report_dir, elapsed)
     return r
+
+
+def describe_stuck(p):
+    """What the agent `p` that did not end, and its program, were doing: each thread's kernel state
+    (bench/process_tree.py) and the agent's own stacks (`hangwatch stack`); then it and its
+    descendants are killed, and what it had written is added."""
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "bench"))
+    import process_tree
+    state = process_tree.describe_tree(p.pid)
+    try:
+        stack = subprocess.run([binary("hangwatch"), "stack", str(p.pid)], capture_output=True, text=True,
+                               timeout=30)
+        stacks = stack.stdout + stack.stderr
+    except subprocess.TimeoutExpired:
+        stacks = "(hangwatch stack did not end in 30 s)"
+    for pid in process_tree.descendants(p.pid):  # its program holds the same pipes
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    p.kill()
+    out, err = p.communicate()
+    return (f"its threads and its program's:\n{state}\nthe agent's stacks:\n{stacks[-6000:]}\n"
+            f"--- stdout ---\n{out[-3000:]}\n--- stderr ---\n{err[-3000:]}")
 
 
 def free_port():
