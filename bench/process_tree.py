@@ -13,9 +13,8 @@ import os
 def describe_tree(pid):
     """Each thread of `pid` and of its descendants: name, state, policy, real-time priority, where it
     sleeps in the kernel, and its CPU time in ticks (what a run that did not end was doing)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
+    out = []
+    for p in [pid] + descendants(pid):
         try:
             tids = sorted(os.listdir(f"/proc/{p}/task"), key=int)
         except OSError:
@@ -27,8 +26,6 @@ def describe_tree(pid):
                     stat = f.read()
                 with open(f"{base}/wchan") as f:
                     wchan = f.read()
-                with open(f"{base}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
             except OSError:
                 continue
             comm = stat[stat.index("(") + 1:stat.rindex(")")]
