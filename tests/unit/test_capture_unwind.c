@@ -1119,6 +1119,60 @@ static void test_traced_by_another_tracer(void **state)
     assert_int_equal(waitpid(tracer, NULL, 0), tracer);
 }
 
+/* A thread of ours that traces the target, as the helper of an earlier
+ * capture that timed out on it does until it exits: the capture waits for
+ * it to let go instead of naming the agent itself as the tracer. */
+typedef struct own_tracer {
+    pid_t tid;
+    int ready[2]; /* the tracer says it has seized */
+    int leave[2]; /* the test says it may exit */
+} own_tracer;
+
+static void *own_tracer_main(void *arg)
+{
+    own_tracer *o = arg;
+    char c = ptrace(PTRACE_SEIZE, o->tid, NULL, NULL) == 0 ? 'y' : 'n';
+    if (write(o->ready[1], &c, 1) != 1)
+        return NULL;
+    (void)read(o->leave[0], &c, 1);
+    pause_ms(150); /* still tracing when the capture first asks */
+    return NULL;   /* the kernel lets the thread go as this one exits */
+}
+
+static void test_waits_for_own_tracer(void **state)
+{
+    (void)state;
+    target *t = &current;
+    spawn(t, "hang");
+    wait_target_blocked(t);
+    own_tracer o = {.tid = t->tids[1]};
+    assert_int_equal(pipe2(o.ready, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(o.leave, O_CLOEXEC), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, own_tracer_main, &o), 0);
+    char c = 0;
+    assert_int_equal(read(o.ready[0], &c, 1), 1);
+    assert_int_equal(c, 'y');
+    assert_int_not_equal(tracer_of(t->pid, o.tid), 0);
+    assert_int_equal(write(o.leave[1], "x", 1), 1);
+
+    hw_process_snapshot snap;
+    assert_int_equal(hw_capture_process(t->pid, NULL, &snap), 0);
+    const hw_thread_snapshot *held = find_thread(&snap, o.tid);
+    assert_non_null(held);
+    assert_int_equal(held->status, HW_THREAD_CAPTURED);
+    assert_int_equal(snap.tracer_pid, 0);
+    for (size_t i = 0; i < snap.thread_count; i++)
+        assert_int_equal(snap.threads[i].status, HW_THREAD_CAPTURED);
+    hw_process_snapshot_free(&snap);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    for (int k = 0; k < 2; k++) {
+        close(o.ready[k]);
+        close(o.leave[k]);
+    }
+    reap(t);
+}
+
 /* A bound on the threads one capture takes: the target, the main thread
  * and the threads to keep come first, then the lowest thread ids; the
  * rest are counted, never seized. */
@@ -1240,6 +1294,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(test_waiting_helpers, teardown),
         cmocka_unit_test_teardown(test_leader_exited, teardown),
         cmocka_unit_test_teardown(test_traced_by_another_tracer, teardown),
+        cmocka_unit_test_teardown(test_waits_for_own_tracer, teardown),
         cmocka_unit_test_teardown(test_thread_bound, teardown),
         cmocka_unit_test_teardown(test_api_edges, teardown),
     };

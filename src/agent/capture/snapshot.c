@@ -93,6 +93,7 @@
 #define WAIT_SLICE_NS (5ull * 1000 * 1000)  /* longest single sigtimedwait, see above */
 #define RESCAN_ROUNDS 3                     /* passes looking for threads born during the stop */
 #define RELEASE_WAIT_NS (200ull * 1000 * 1000)
+#define OWN_RELEASE_WAIT_NS (1000ull * 1000 * 1000) /* a session's wait for our own tracers */
 #define NS_PER_MS 1000000ull
 /* A target not stopped this long after it was asked, and runnable, waits
  * for a CPU to take its stop on: it is lent SCHED_FIFO 1 until it stops
@@ -129,6 +130,7 @@ typedef struct session {
     uint64_t first_interrupt, last_resume;
     uint64_t all_stopped; /* the waits for the stops over */
     uint64_t overdue_at; /* when to call opts.overdue (0: not, or called) */
+    uint64_t own_release_deadline; /* own_tracer_let_go's, set at its first wait */
     pid_t *listed;        /* the threads /proc listed at the start, sorted */
     size_t listed_count;
     bool target_listed;
@@ -196,14 +198,46 @@ static void note_tracer(session *s, pid_t tid)
     hw_proc_read_comm(path, out->tracer_name);
 }
 
+/* Whether tid, refused to us, was let go by a thread of this process that
+ * traced it, waited for until the session's OWN_RELEASE_WAIT_NS is spent.
+ * The helper of an earlier capture that timed out on the thread lets it go
+ * only as that helper exits (wait_released gives it RELEASE_WAIT_NS); on a
+ * busy machine its exit took longer, and the next capture named the agent
+ * itself as the thread's tracer (decisions.md §66).  Only before the stop:
+ * no thread of the program is held stopped while this waits. */
+static bool own_tracer_let_go(session *s, pid_t tid)
+{
+    if (s->first_interrupt != 0)
+        return false;
+    for (;;) {
+        pid_t tracer = hw_task_tracer(s->pid, tid);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d", (int)tracer);
+        if (tracer <= 0 || access(path, F_OK) != 0)
+            return tracer == 0;
+        uint64_t now = hw_snapshot_now_ns();
+        if (s->own_release_deadline == 0)
+            s->own_release_deadline = now + OWN_RELEASE_WAIT_NS;
+        if (now >= s->own_release_deadline)
+            return false;
+        struct timespec ms = {0, 1000 * 1000};
+        nanosleep(&ms, NULL);
+    }
+}
+
 static void seize(session *s, size_t i)
 {
     hw_thread_snapshot *th = &s->out->threads[i];
-    if (ptrace(PTRACE_SEIZE, th->tid, NULL, NULL) == 0) {
+    long r = ptrace(PTRACE_SEIZE, th->tid, NULL, NULL);
+    int e = errno;
+    if (r != 0 && e == EPERM && own_tracer_let_go(s, th->tid)) {
+        r = ptrace(PTRACE_SEIZE, th->tid, NULL, NULL);
+        e = errno;
+    }
+    if (r == 0) {
         s->tr[i].seized = true;
         return;
     }
-    int e = errno;
     /* A zombie cannot be attached either (EPERM): tell it from a refusal. */
     if (e == ESRCH || hw_task_is_dead(s->pid, th->tid)) {
         th->status = HW_THREAD_EXITED;

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "watch.h"
@@ -184,28 +183,6 @@ static hw_loop_wait_seen loop_wait_of(const watched_process *w, pid_t tid)
     return seen;
 }
 
-/* Until thread `tid` of `pid` is no longer traced by a thread of ours (the
- * helper of a capture that timed out on it lets it go only as it exits,
- * snapshot.c), for at most OWN_RELEASE_WAIT_NS.  The capture waits 200 ms
- * for that itself; a helper whose exit waited longer (a lock its thread's
- * end takes, held by one of our idle-time threads on a busy machine) made
- * the second capture find the thread "traced by" the agent itself, twice in
- * one fresh run, and the hang had no stack. */
-#define OWN_RELEASE_WAIT_NS (1000ull * 1000 * 1000)
-static void wait_for_own_release(pid_t pid, pid_t tid)
-{
-    uint64_t deadline = hw_monotonic_ns() + OWN_RELEASE_WAIT_NS;
-    for (;;) {
-        pid_t tracer = hw_task_tracer(pid, tid);
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/task/%d", (int)tracer);
-        if (tracer <= 0 || access(path, F_OK) != 0 || hw_monotonic_ns() >= deadline)
-            return;
-        struct timespec ms = {0, 1000 * 1000};
-        nanosleep(&ms, NULL);
-    }
-}
-
 /* The loop thread timed out of its stop while runnable: starved. */
 static bool target_waited_for_a_cpu(const hw_process_snapshot *snap)
 {
@@ -254,7 +231,6 @@ void capture_request_finish(agent *a, watched_process *w, report_request *req, r
          * child), and its status, which ends `run`, would go with it. */
         count_agent_stops(w, &req->snap);
         hw_process_snapshot_free(&req->snap);
-        wait_for_own_release(w->pid, rc->copt.target_tid > 0 ? rc->copt.target_tid : w->pid);
         rc->copt.overdue = NULL; /* the first said what it had to */
         r = hw_capture_process(w->pid, &rc->copt, &req->snap);
         req->snap.retried_after_timeout = true;
