@@ -29,10 +29,8 @@ static void note_child_exit(agent *a, watched_process *w, const hw_process_snaps
 {
     if (snap->process_exited && snap->reaped && snap->exit_status >= 0)
         w->end_status = snap->exit_status; /* for its hangs' end (finish_process) */
-    if (snap->process_exited && snap->reaped && w->pid == a->child && !a->child_done) {
-        a->child_done = true;
-        a->child_status = snap->exit_status;
-    }
+    if (snap->process_exited && snap->reaped && w->pid == a->child)
+        keep_child_status(a, snap->exit_status);
 }
 
 /* Python's and V8's frames are read in the same stop as the registers

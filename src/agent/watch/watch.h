@@ -444,6 +444,9 @@ void report_without_hang(agent *a, watched_process *w, loop_watch *l, const hw_c
  * process's wait status when it died and it is known, else -1: a hang the
  * death ended is then a fatal hang, "killed" or "exited" (decisions.md §31). */
 void finish_process(agent *a, watched_process *w, uint64_t now, const char *end, int wait_status);
+/* `run`'s program ended with `status` (a wait status, -1: not learned);
+ * the first one kept is run's exit (watch_loop.c). */
+void keep_child_status(agent *a, int status);
 bool is_launch(const watched_process *w, const loop_watch *l, uint64_t seq);
 
 /* hang_time.c */

@@ -40,6 +40,17 @@ static void forget_process(agent *a, watched_process *w, const char *end, int wa
     table_remove(a, w);
 }
 
+/* `run`'s program ended with wait status `status` (-1: not learned): the
+ * first status learned, from whichever wait or capture saw the end, is
+ * the one `run` exits with (launch_exit_code). */
+void keep_child_status(agent *a, int status)
+{
+    if (a->child_done)
+        return;
+    a->child_done = true;
+    a->child_status = status;
+}
+
 static void reap_children(agent *a)
 {
     for (;;) {
@@ -47,10 +58,8 @@ static void reap_children(agent *a)
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0)
             return;
-        if (pid == a->child && !a->child_done) {
-            a->child_done = true;
-            a->child_status = status;
-        }
+        if (pid == a->child)
+            keep_child_status(a, status);
         watched_process *w = table_find(a, pid);
         if (w)
             forget_process(a, w, "process_exited", status);
@@ -93,8 +102,7 @@ static void own_child_ended(agent *a, const watched_process *w)
     while (p < 0 && errno == EINTR);
     if (p == 0)
         return; /* not reapable yet: its SIGCHLD is still to come */
-    a->child_done = true;
-    a->child_status = p == a->child ? status : w->end_status;
+    keep_child_status(a, p == a->child ? status : w->end_status);
     if (a->child_status < 0)
         fprintf(stderr, "hangwatch: warning: '%s' (pid %d) ended, but how it ended could not be learned\n",
                 a->opts->argv[0], (int)a->child);
@@ -442,12 +450,10 @@ static void wait_for_child(agent *a)
     while (!a->child_done && a->opts->attach_pid <= 0) {
         int status;
         pid_t p = waitpid(a->child, &status, 0);
-        if (p == a->child) {
-            a->child_done = true;
-            a->child_status = status;
-        } else if (p < 0 && errno != EINTR) {
+        if (p == a->child)
+            keep_child_status(a, status);
+        else if (p < 0 && errno != EINTR)
             break;
-        }
     }
 }
 
