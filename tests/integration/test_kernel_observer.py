@@ -638,7 +638,7 @@ def run_noting_times(args, env=None):
                       time.monotonic() - start), lines
 
 
-def check_uring_hang_under_run(env=None):
+def check_uring_hang_under_run(env=None, sleep=4.5):
     """`run -- uring-loop hang 0.8 4.5` (4.5 s asleep, 0.8 s after it starts, its eighth turn): moved
     to the kernel observer, its one hang reported with the culprit, its sleep untouched.  The agent's
     looks at the launch must find two waits: 0.3 s (three turns) was too few for six agents beside
@@ -646,18 +646,19 @@ def check_uring_hang_under_run(env=None):
     The observer counts a stretch it finds under way from the move, so the sleep must outlast the
     move by the threshold: 4.5 s leaves the move 3.3 s (with 3 s, a loaded sanitized run's move
     2.5 s in left too little)."""
-    r, lines = run_noting_times(["--", hwtest.binary("uring-loop"), "hang", "0.8", "4.5"], env=env)
+    r, lines = run_noting_times(["--", hwtest.binary("uring-loop"), "hang", "0.8", str(sleep)], env=env)
     try:
         check(r.returncode == 0, r.describe())
         check("watched through the kernel observer" in r.stderr, r.stderr)
         # when the move was said, after the program's start: the observer counts a stretch it finds
-        # under way from the move, so a move over ~3.3 s after the program's start leaves too little
+        # under way from the move, so a move later than the sleep's end less the threshold (3.3 s
+        # after the start for 4.5 s) leaves too little
         ready = next((t for t, line in lines if line.startswith("ready")), None)
         moved = next((t for t, line in lines if "watched through the kernel observer" in line), None)
         said = f"the move was said {moved - ready:.3f} s after the program's start" if ready and moved else ""
         check(len(r.reports) == 1, f"{len(r.reports)} reports; {said}\n" + r.describe())
         check("rebuild_index_synchronously" in hung_symbols(r.reports[0]), r.describe())
-        check_slept(r.stdout, r.reports, seconds=4.5)
+        check_slept(r.stdout, r.reports, seconds=sleep)
     finally:
         hwtest.cleanup(r)
 
@@ -686,9 +687,11 @@ def case_moved_while_attaching():
     start 0.8 s in; the window is
     otherwise two system calls wide, met once under a loaded test run): the wait's end went
     unseen, so the thread is looked at again and, found elsewhere, set from its registers in a
-    stop; the hang that follows is reported (without that: none)."""
+    stop; the hang that follows is reported (without that: none).  The knob's 900 ms come on top
+    of the move's own time, so the sleep is 6 s: 4.5 s left a move said 3.8 s in, in a loaded
+    sanitized run, too little."""
     need_kernel_observer()
-    check_uring_hang_under_run(env={"HANGWATCH_KOBS_LOOK_DELAY_MS": "900"})
+    check_uring_hang_under_run(env={"HANGWATCH_KOBS_LOOK_DELAY_MS": "900"}, sleep=6.0)
 
 
 def container_root(program):
