@@ -106,6 +106,7 @@ def run_one(build, scenario, detector, workdir, timeout=120):
         "first_stack": [],
         "block_s": None,
         "pings_posted": results.get("pings_posted", 0),
+        "runqueue_wait_s": results.get("loop_runqueue_wait_ms", 0.0) / 1000.0,  # the loop thread's, whole run
         "report_files": files,  # (path, report), first detected first
     }
     if reports:
