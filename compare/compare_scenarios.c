@@ -56,6 +56,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_queue.h" /* tests/programs: the thread's wait for a CPU */
+
 #define MS 1000000ull
 #define THRESHOLD_NS (2000 * MS)
 /* Before the first stall (all but the ping): 1.75 s after the agent took the
@@ -356,21 +358,9 @@ static int configure(const char *detector, const char *report_dir, hangwatch_con
     return 0;
 }
 
-/* How long the calling thread has waited for a CPU in all, in ns (the
- * kernel's schedstat run_delay), or 0 where it is not kept: on a busy
- * machine a stall and the tick after it run late by this much. */
-static uint64_t runqueue_wait_ns(void)
-{
-    FILE *f = fopen("/proc/thread-self/schedstat", "re");
-    if (!f)
-        return 0;
-    unsigned long long on_cpu = 0, waited = 0;
-    int n = fscanf(f, "%llu %llu", &on_cpu, &waited);
-    fclose(f);
-    return n == 2 ? (uint64_t)waited : 0;
-}
-
-static uint64_t g_loop_runqueue_wait_ns; /* the loop thread's, over the run */
+/* What the loop thread waited for a CPU over the run (cpu_queue.h): on a
+ * busy machine a stall and the tick after it run late by this much. */
+static double g_loop_queued_s;
 
 static int write_results(const char *path, const char *detector, uint64_t started_wall_ms)
 {
@@ -379,7 +369,7 @@ static int write_results(const char *path, const char *detector, uint64_t starte
         return -1;
     fprintf(f, "{\"scenario\": \"%s\", \"detector\": \"%s\", \"threshold_ms\": %llu, \"started_unix_ms\": %llu,\n",
             g_scenario, detector, (unsigned long long)(THRESHOLD_NS / MS), (unsigned long long)started_wall_ms);
-    fprintf(f, " \"loop_runqueue_wait_ms\": %.3f,\n", (double)g_loop_runqueue_wait_ns / 1e6);
+    fprintf(f, " \"loop_runqueue_wait_ms\": %.3f,\n", g_loop_queued_s * 1e3);
     fprintf(f, " \"pings_posted\": %u, \"stalls\": [", atomic_load(&g_pings_posted));
     for (unsigned i = 0; i < g_stall_count; i++)
         fprintf(f, "%s\n  {\"culprit\": \"%s\", \"start_unix_ms\": %llu, \"nominal_ms\": %.3f, \"actual_ms\": %.3f}",
@@ -424,7 +414,7 @@ int main(int argc, char **argv)
     }
     uint64_t start_ns = mono_ns(), start_wall = wall_ms(); /* the agent has the page now */
     hangwatch_loop *loop = hangwatch_loop_register();
-    uint64_t waited_before = runqueue_wait_ns();
+    double queued_before = queued_seconds();
 
     int ep = epoll_create1(EPOLL_CLOEXEC);
     g_step_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -469,7 +459,7 @@ int main(int argc, char **argv)
         }
     }
     hangwatch_loop_activity(loop, HANGWATCH_EXIT);
-    g_loop_runqueue_wait_ns = runqueue_wait_ns() - waited_before;
+    g_loop_queued_s = queued_seconds() - queued_before;
     hangwatch_loop_unregister(loop);
     hangwatch_stop();
     if (write_results(argv[4], argv[2], start_wall) != 0) {
