@@ -48,6 +48,9 @@ void hw_detector_init(hw_detector *d, const hw_detector_config *cfg, uint64_t no
     d->next_check_ns = hw_add_sat(now_ns, cfg->mode == HW_CHECK_PERIODIC ? cfg->check_period_ns : 0);
     d->restart_seq = 0;
     d->restart_ns = 0;
+    d->last_seq = 0;
+    d->last_look_ns = 0;
+    d->watched_seq = 0;
 }
 
 void hw_detector_restart_clock(hw_detector *d, uint64_t seq, uint64_t now_ns)
@@ -56,6 +59,44 @@ void hw_detector_restart_clock(hw_detector *d, uint64_t seq, uint64_t now_ns)
     d->restart_ns = now_ns;
     if (d->reported_seq == seq)
         d->reported_seq = 0;
+    if (d->watched_seq == seq)
+        d->watched_start_ns = now_ns;
+    d->last_seq = seq;
+    d->last_look_ns = now_ns;
+}
+
+/* Did a stretch end between the last look and this one (`r`, at `now_ns`)
+ * that may have lasted more than the threshold, plus HW_LATE_LOOK_NS?  The
+ * one the last look found busy lasted from its start to somewhere between
+ * the two looks; one that began and ended between them (an odd number
+ * strictly between their stretch numbers) lasted at most their distance.
+ * On time, neither can: a busy stretch is looked at on its threshold, a
+ * waiting loop every poll interval (at most half the threshold).  After a
+ * hang the last look the detector knows of is its detection (the agent
+ * looks for the end on its own), so only the stretch after it counts. */
+static void note_unseen_end(hw_detector *d, const hw_loop_reading *r, uint64_t now_ns, hw_check *c)
+{
+    if (d->cfg.mode != HW_CHECK_EXACT || d->last_look_ns == 0 || r->seq <= d->last_seq)
+        return;
+    uint64_t limit = hw_add_sat(hw_add_sat(d->cfg.threshold_ns, d->cfg.clock_slack_ns), HW_LATE_LOOK_NS);
+    bool seen_busy = d->watched_seq != 0 && d->watched_seq == d->last_seq;
+    uint64_t first_whole = d->last_seq + 1 + (d->last_seq & 1u); /* the first odd number after it */
+    bool whole = first_whole < r->seq && d->reported_seq != d->last_seq;
+    uint64_t seen_max = seen_busy ? elapsed(d->watched_start_ns, now_ns) : 0;
+    uint64_t whole_max = whole ? elapsed(d->last_look_ns, now_ns) : 0;
+    if (seen_busy && seen_max > limit) {
+        c->unseen_seq = d->watched_seq;
+        c->unseen_min_ns = elapsed(d->watched_start_ns, d->last_look_ns);
+        c->unseen_max_ns = seen_max;
+    } else if (whole && whole_max > limit) {
+        c->unseen_seq = first_whole;
+        c->unseen_min_ns = 0;
+        c->unseen_max_ns = whole_max;
+    } else {
+        return;
+    }
+    c->ended_unseen = true;
+    c->unseen_late_ns = c->unseen_max_ns - hw_add_sat(d->cfg.threshold_ns, d->cfg.clock_slack_ns);
 }
 
 static uint64_t next_periodic(const hw_detector *d, uint64_t now_ns)
@@ -71,6 +112,7 @@ hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *reading, uint6
     hw_loop_reading adjusted = *reading;
     const hw_loop_reading *r = &adjusted;
     c.seq = r->seq;
+    note_unseen_end(d, r, now_ns, &c);
 
     if (r->busy && now_ns > hw_add_sat(d->next_check_ns, HW_SUSPEND_LATENESS_NS) && r->seq != d->reported_seq)
         hw_detector_restart_clock(d, r->seq, now_ns);
@@ -100,6 +142,15 @@ hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *reading, uint6
     else {
         c.verdict = HW_VERDICT_HANG;
         d->reported_seq = r->seq;
+    }
+
+    d->last_seq = r->seq;
+    d->last_look_ns = now_ns;
+    if (c.verdict == HW_VERDICT_BUSY) {
+        d->watched_seq = r->seq;
+        d->watched_start_ns = r->busy_start_ns; /* as the clock counts it (restarted, if it was) */
+    } else {
+        d->watched_seq = 0;
     }
 
     if (d->cfg.mode == HW_CHECK_PERIODIC) {

@@ -63,11 +63,27 @@ typedef struct hw_check {
     bool stutter;           /* not a hang: stutter (stutter.h), set by the agent */
     bool hang_ended;        /* the stretch reported earlier is over */
     uint64_t ended_seq;     /* which one, when hang_ended */
+    /* A stretch ended between the last look and this one, which came so
+     * late that the stretch may have lasted more than the threshold by
+     * HW_LATE_LOOK_NS: it may have been a hang nobody saw (exact mode only;
+     * periodic mode misses such stretches by design).  Either the stretch
+     * the last look found busy, or one that began and ended between the
+     * two looks (its start unknown: it lasted at most their distance). */
+    bool ended_unseen;
+    uint64_t unseen_seq;     /* which stretch (the first, of several between the looks) */
+    uint64_t unseen_min_ns;  /* it lasted at least this (0: begun after the last look) */
+    uint64_t unseen_max_ns;  /* and at most this (over by this look) */
+    uint64_t unseen_late_ns; /* how long after the threshold it could have crossed this look came */
 } hw_check;
 
 /* Matrix's DETECTION_THREAD_JUDGE_SUSPEND_THRESHOLD: a check that comes
  * this much later than scheduled means nobody could observe the loop. */
 #define HW_SUSPEND_LATENESS_NS 10000000000ull
+
+/* A look at a stretch's threshold that comes this much later may have
+ * missed a hang (hw_check.ended_unseen): the exact mode's looks come within
+ * a millisecond or so of their time on a machine that runs the agent. */
+#define HW_LATE_LOOK_NS 50000000ull
 
 typedef struct hw_detector {
     hw_detector_config cfg;
@@ -75,6 +91,11 @@ typedef struct hw_detector {
     uint64_t next_check_ns;
     /* The busy clock of stretch `restart_seq` counts from `restart_ns`. */
     uint64_t restart_seq, restart_ns;
+    /* The last look: its stretch number and its time (0 = none yet); and
+     * the stretch it found busy and not hung (0 = none), with its start as
+     * the clock counts it. */
+    uint64_t last_seq, last_look_ns;
+    uint64_t watched_seq, watched_start_ns;
 } hw_detector;
 
 /* Matrix's condition.  Sets *busy_ns to the elapsed busy time (0 if idle). */
@@ -85,14 +106,16 @@ void hw_detector_init(hw_detector *d, const hw_detector_config *cfg, uint64_t no
 /*
  * Restart the busy clock of stretch `seq` at `now_ns`: time before it is not
  * held against the loop (the process was stopped, or the agent could not
- * look).  Also forgets that the stretch was reported.
+ * look).  Also forgets that the stretch was reported.  Counts as a look.
  */
 void hw_detector_restart_clock(hw_detector *d, uint64_t seq, uint64_t now_ns);
 
 /*
  * Examine one reading taken at `now_ns`; updates d->next_check_ns.  A check
  * more than HW_SUSPEND_LATENESS_NS later than scheduled restarts the busy
- * clock instead of reporting (Matrix's suspend rule).
+ * clock instead of reporting (Matrix's suspend rule).  One that finds over
+ * a stretch it would have caught had it come on time says so
+ * (hw_check.ended_unseen).
  */
 hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *r, uint64_t now_ns);
 

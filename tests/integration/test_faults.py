@@ -13,6 +13,7 @@ import glob
 import os
 import re
 import resource
+import select
 import shutil
 import signal
 import stat
@@ -782,6 +783,85 @@ def case_binary_replaced_while_running():
         shutil.rmtree(d, ignore_errors=True)
 
 
+TURNS_ON_STDIN = r"""
+import selectors, sys, time
+sel = selectors.DefaultSelector()
+sel.register(sys.stdin, selectors.EVENT_READ)
+print("waiting", flush=True)
+while True:
+    sel.select()
+    line = sys.stdin.readline().split()
+    if not line or line[0] == "quit":
+        break
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < float(line[1]):
+        pass
+    print("done", flush=True)
+"""
+
+
+def case_agent_stopped_through_a_hang():
+    """The agent cannot look (stopped here; a frozen machine or a capture that held it, elsewhere) while
+    a stretch longer than the threshold begins and ends: when it looks again it says so, a stretch of up
+    to how long ended unseen and may have been a hang, and counts it with the totals at the end.  Before,
+    nothing was said: a hang missed without a word."""
+    proc, report_dir = start(["--threshold", "500ms", "--", "/usr/bin/python3", "-c", TURNS_ON_STDIN],
+                             stdin=subprocess.PIPE)
+    err = []
+
+    def said(pattern):
+        ready, _, _ = select.select([proc.stderr], [], [], 0.05)
+        if ready:
+            err.append(os.read(proc.stderr.fileno(), 65536).decode(errors="replace"))
+        return re.search(pattern, "".join(err), re.M)
+
+    try:
+        check(proc.stdout.readline() == "waiting\n", "the program did not start its loop")
+        # A hang the agent sees, and its end (its report gets its final duration): the agent has
+        # looked at the loop since it waits again.
+        proc.stdin.write("spin 0.8\n")
+        proc.stdin.flush()
+        check(proc.stdout.readline() == "done\n", "the first turn did not end")
+
+        def ended():
+            for path in glob.glob(os.path.join(report_dir, "*.json")):
+                with contextlib.suppress(OSError, ValueError):
+                    if "final_duration_us" in hwtest.load_report(path)["hangwatch"]:
+                        return True
+            return False
+        hwtest.wait_for(ended, "the first hang's end in its report", seen=lambda: "".join(err))
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            proc.stdin.write("spin 1.5\n")
+            proc.stdin.flush()
+            check(proc.stdout.readline() == "done\n", "the unseen turn did not end")
+            turn = time.monotonic() - t0
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        hwtest.wait_for(lambda: said(r"ended unseen"), "the note of the unseen stretch", seen=lambda: "".join(err))
+        proc.stdin.write("quit\n")
+        proc.stdin.flush()
+        rest = proc.communicate(timeout=60)[1]
+        text = "".join(err) + rest
+        check(proc.returncode == 0, f"exit {proc.returncode}\n{text}")
+        m = re.search(r"^hangwatch: note: pid \d+ \(python3\): a busy stretch of its main thread ended unseen after "
+                      r"up to ([0-9.]+) s: hangwatch's look at its threshold came ([0-9.]+) s late", text, re.M)
+        check(m is not None, "no note of the unseen stretch:\n" + text)
+        up_to, late = float(m.group(1)), float(m.group(2))
+        check(up_to >= 1.5 and up_to >= turn - 0.01 and abs(late - (up_to - 0.5)) < 0.011,
+              f"up to {up_to} s, {late} s late, for a turn of {turn:.3f} s:\n{text}")
+        check(len(re.findall(r"ended unseen", text)) == 1, "the unseen stretch was said more than once:\n" + text)
+        check(re.search(r"^hangwatch: 1 hang$", text, re.M) and re.search(
+            r"^hangwatch: 1 busy stretch ended before hangwatch's late look at its threshold: it may have been a "
+            r"hang nobody saw$", text, re.M), "the totals:\n" + text)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(report_dir, ignore_errors=True)
+
 if __name__ == "__main__":
     import sys
     cases = {
@@ -807,6 +887,7 @@ if __name__ == "__main__":
         "escape_sequences": case_escape_sequences,
         "traced_program": case_traced_program,
         "binary_replaced_while_running": case_binary_replaced_while_running,
+        "agent_stopped_through_a_hang": case_agent_stopped_through_a_hang,
     }
     if len(sys.argv) == 4 and sys.argv[3] in cases:
         hwtest.setup(sys.argv[1], sys.argv[2])

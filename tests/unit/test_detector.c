@@ -2,7 +2,8 @@
  * test_detector.c - Matrix's hang condition and the two check schedules,
  * driven by a fake clock: exactly at the threshold is no hang, one
  * nanosecond over is; idle never reports; one report per busy stretch;
- * exact mode wakes at start + threshold; periodic keeps its phase.
+ * exact mode wakes at start + threshold; periodic keeps its phase; a
+ * stretch over by a look that came late past its threshold is said.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -319,6 +320,114 @@ static void test_restart_clock_for_a_stopped_process(void **state)
     assert_int_equal(k.busy_start_ns, 10 * S);
 }
 
+static void test_stretch_over_by_a_late_look_is_said(void **state)
+{
+    (void)state;
+    hw_detector d;
+    hw_detector_config c = config(HW_CHECK_EXACT);
+    hw_detector_init(&d, &c, 0);
+    hw_loop_reading r = busy_since(5, 1 * S);
+    hw_check k = hw_detector_check(&d, &r, 1 * S + 100 * MS);
+    assert_int_equal(k.verdict, HW_VERDICT_BUSY);
+    assert_false(k.ended_unseen);
+    assert_int_equal(d.next_check_ns, 3 * S + 1);
+    /* The look due at 3 s comes at 3.6 s and finds the loop waiting: the
+     * stretch lasted 0.1 to 2.6 s, and a look on time might have caught it. */
+    hw_loop_reading w = idle_at(6);
+    k = hw_detector_check(&d, &w, 3 * S + 600 * MS);
+    assert_int_equal(k.verdict, HW_VERDICT_IDLE);
+    assert_true(k.ended_unseen);
+    assert_int_equal(k.unseen_seq, 5);
+    assert_int_equal(k.unseen_min_ns, 100 * MS);
+    assert_int_equal(k.unseen_max_ns, 2 * S + 600 * MS);
+    assert_int_equal(k.unseen_late_ns, 600 * MS);
+    /* Said once. */
+    assert_false(hw_detector_check(&d, &w, 4 * S).ended_unseen);
+    /* Also when the next look finds the next stretch already busy. */
+    hw_loop_reading next = busy_since(9, 5 * S);
+    assert_int_equal(hw_detector_check(&d, &next, 5 * S + 1).verdict, HW_VERDICT_BUSY);
+    hw_loop_reading after = busy_since(11, 8 * S);
+    k = hw_detector_check(&d, &after, 8 * S + 100 * MS);
+    assert_true(k.ended_unseen);
+    assert_int_equal(k.unseen_seq, 9);
+    assert_int_equal(k.verdict, HW_VERDICT_BUSY);
+}
+
+static void test_stretch_over_by_a_timely_look_is_not_said(void **state)
+{
+    (void)state;
+    hw_detector d;
+    hw_detector_config c = config(HW_CHECK_EXACT);
+    hw_detector_init(&d, &c, 0);
+    hw_loop_reading r = busy_since(5, 0);
+    assert_int_equal(hw_detector_check(&d, &r, 1 * S).verdict, HW_VERDICT_BUSY);
+    /* At its threshold, up to HW_LATE_LOOK_NS late: ended before it, or so
+     * little after that it is no hang worth the word. */
+    hw_loop_reading w = idle_at(6);
+    assert_false(hw_detector_check(&d, &w, 2 * S + HW_LATE_LOOK_NS).ended_unseen);
+    /* A hang seen is no unseen end either. */
+    hw_loop_reading h = busy_since(7, 3 * S);
+    assert_int_equal(hw_detector_check(&d, &h, 3 * S + 1).verdict, HW_VERDICT_BUSY);
+    assert_int_equal(hw_detector_check(&d, &h, 5 * S + 1).verdict, HW_VERDICT_HANG);
+    hw_loop_reading w8 = idle_at(8);
+    hw_check k = hw_detector_check(&d, &w8, 9 * S);
+    assert_true(k.hang_ended);
+    assert_false(k.ended_unseen);
+    /* Nor one whose clock restarted (the process was stopped) and that
+     * ended before its new threshold. */
+    hw_loop_reading s = busy_since(9, 10 * S);
+    assert_int_equal(hw_detector_check(&d, &s, 10 * S + 1).verdict, HW_VERDICT_BUSY);
+    hw_detector_restart_clock(&d, 9, 11 * S);
+    hw_loop_reading w10 = idle_at(10);
+    assert_false(hw_detector_check(&d, &w10, 13 * S).ended_unseen);
+    /* Nor a whole stretch between two looks at a waiting loop on time. */
+    hw_loop_reading w12 = idle_at(12);
+    assert_false(hw_detector_check(&d, &w12, 14 * S).ended_unseen);
+}
+
+static void test_stretch_begun_and_over_between_late_looks_is_said(void **state)
+{
+    (void)state;
+    hw_detector d;
+    hw_detector_config c = config(HW_CHECK_EXACT);
+    hw_detector_init(&d, &c, 0);
+    hw_loop_reading w = idle_at(4);
+    assert_int_equal(hw_detector_check(&d, &w, 1 * S).verdict, HW_VERDICT_IDLE);
+    /* The next look, due at 2 s, comes at 4 s: stretch 5 began and ended
+     * meanwhile, up to 3 s long. */
+    hw_loop_reading later = idle_at(6);
+    hw_check k = hw_detector_check(&d, &later, 4 * S);
+    assert_true(k.ended_unseen);
+    assert_int_equal(k.unseen_seq, 5);
+    assert_int_equal(k.unseen_min_ns, 0);
+    assert_int_equal(k.unseen_max_ns, 3 * S);
+    assert_int_equal(k.unseen_late_ns, 1 * S);
+    /* From a busy look: the stretch seen is said, with what is known of it. */
+    hw_loop_reading b = busy_since(7, 4 * S + 500 * MS);
+    assert_int_equal(hw_detector_check(&d, &b, 4 * S + 600 * MS).verdict, HW_VERDICT_BUSY);
+    hw_loop_reading busy_again = busy_since(11, 9 * S);
+    k = hw_detector_check(&d, &busy_again, 9 * S + 1);
+    assert_true(k.ended_unseen);
+    assert_int_equal(k.unseen_seq, 7);
+    assert_int_equal(k.unseen_min_ns, 100 * MS);
+    /* A page whose number goes backwards (the program's word) is no stretch. */
+    hw_loop_reading back = idle_at(2);
+    assert_false(hw_detector_check(&d, &back, 20 * S).ended_unseen);
+}
+
+static void test_periodic_mode_says_no_unseen_end(void **state)
+{
+    (void)state;
+    /* Matrix's fixed phase misses short hangs by design: not a late look. */
+    hw_detector d;
+    hw_detector_config c = config(HW_CHECK_PERIODIC);
+    hw_detector_init(&d, &c, 0);
+    hw_loop_reading r = busy_since(3, 500 * MS);
+    assert_int_equal(hw_detector_check(&d, &r, 1 * S).verdict, HW_VERDICT_BUSY);
+    hw_loop_reading w = idle_at(4);
+    assert_false(hw_detector_check(&d, &w, 5 * S).ended_unseen);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +447,10 @@ int main(void)
         cmocka_unit_test(test_late_check_restarts_the_clock),
         cmocka_unit_test(test_late_by_less_than_ten_seconds_still_reports),
         cmocka_unit_test(test_restart_clock_for_a_stopped_process),
+        cmocka_unit_test(test_stretch_over_by_a_late_look_is_said),
+        cmocka_unit_test(test_stretch_over_by_a_timely_look_is_not_said),
+        cmocka_unit_test(test_stretch_begun_and_over_between_late_looks_is_said),
+        cmocka_unit_test(test_periodic_mode_says_no_unseen_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,6 +42,7 @@ typedef struct process_counts {
     uint64_t reports[HW_METRICS_HANG_TYPES];
     uint64_t dropped[HW_METRICS_DROP_REASONS];
     uint64_t unseen[HW_METRICS_UNSEEN_REASONS];
+    uint64_t stretches_unseen;
 } process_counts;
 
 /* Everything rendering reads: copied whole under the lock. */
@@ -193,6 +194,11 @@ void hw_metrics_loop_unseen(hw_metrics *m, const char *process, hw_metrics_unsee
     if ((unsigned)reason >= HW_METRICS_UNSEEN_REASONS)
         return;
     UPDATE(m, find(m, process)->unseen[reason]++);
+}
+
+void hw_metrics_stretch_unseen(hw_metrics *m, const char *process)
+{
+    UPDATE(m, find(m, process)->stretches_unseen++);
 }
 
 void hw_metrics_refused(hw_metrics *m)
@@ -406,6 +412,15 @@ static void render(FILE *f, const char *detector, int64_t start_unix, const coun
             put_process(f, procs[i]);
             fprintf(f, "\",reason=\"%s\"} %llu\n", unseen_names[r], (unsigned long long)procs[i]->unseen[r]);
         }
+
+    family(f, "hangwatch_stretches_unseen_total", "counter",
+           "Busy stretches over before hangwatch's look at their threshold, which came late (the machine ran "
+           "hangwatch late, or a capture held it): each may have been a hang nobody saw.");
+    for (size_t i = 0; i < n; i++) {
+        fputs("hangwatch_stretches_unseen_total{process=\"", f);
+        put_process(f, procs[i]);
+        fprintf(f, "\"} %llu\n", (unsigned long long)procs[i]->stretches_unseen);
+    }
 
     family(f, "hangwatch_registrations_refused_total", "counter",
            "Loop registrations refused: from outside the watched tree, or malformed (docs/security.md).");

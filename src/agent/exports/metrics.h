@@ -102,6 +102,9 @@ void hw_metrics_report_dropped(hw_metrics *m, const char *process, hw_metrics_dr
 void hw_metrics_refused(hw_metrics *m);
 /* A watched loop of `process` whose hangs cannot be told, and why. */
 void hw_metrics_loop_unseen(hw_metrics *m, const char *process, hw_metrics_unseen_reason reason);
+/* A busy stretch of `process` over before the agent's late look at its
+ * threshold (hangwatch_stretches_unseen_total): it may have been a hang. */
+void hw_metrics_stretch_unseen(hw_metrics *m, const char *process);
 /* Sentry (sentry_sender.c): an event delivered, one given up, and the
  * envelopes waiting in the spool now. */
 void hw_metrics_sentry_sent(hw_metrics *m);

@@ -355,6 +355,41 @@ static void say_if_unseen(agent *a, watched_process *w, loop_watch *l, const hw_
                 (int)w->pid, name, moves);
 }
 
+/* A busy stretch over before the look at its threshold, which came late
+ * (hw_check.ended_unseen: the agent's watch thread did not run on time, a
+ * frozen machine, or a capture that held it): it may have been a hang
+ * nobody saw, and that is never silent either.  Counted, and said on
+ * stderr for the processes the user named, the first UNSEEN_END_LINES
+ * times per loop; the total is said with the hangs' at the end. */
+#define UNSEEN_END_LINES 3u
+
+static void say_unseen_end(agent *a, const watched_process *w, loop_watch *l, const hw_check *c)
+{
+    if (is_launch(w, l, c->unseen_seq))
+        return; /* a start-up that was no loop is no hang: a command is not a launch hang */
+    l->unseen_ends++;
+    a->unseen_ends++;
+    hw_metrics_stretch_unseen(hw_exports_metrics(a->exports), w->metrics_name);
+    if (a->opts->quiet || !named_by_the_user(a, w) || l->unseen_ends > UNSEEN_END_LINES)
+        return;
+    char path[64], comm[16], name[72];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)w->pid);
+    hw_proc_read_comm(path, comm);
+    hw_escape_text(comm[0] ? comm : "?", name, sizeof name);
+    char lasted[64];
+    if (c->unseen_min_ns > 0)
+        snprintf(lasted, sizeof lasted, "%.2f to %.2f s", (double)c->unseen_min_ns / 1e9,
+                 (double)c->unseen_max_ns / 1e9);
+    else
+        snprintf(lasted, sizeof lasted, "up to %.2f s", (double)c->unseen_max_ns / 1e9);
+    fprintf(stderr,
+            "hangwatch: note: pid %d (%s): a busy stretch of its %s thread ended unseen after %s: hangwatch's "
+            "look at its threshold came %.2f s late (the machine ran hangwatch late, or a capture held it), so "
+            "it may have been a hang%s\n",
+            (int)w->pid, name, l->slot == 0 ? "main" : "loop", lasted, (double)c->unseen_late_ns / 1e9,
+            l->unseen_ends == UNSEEN_END_LINES ? " (further ones are counted, not said)" : "");
+}
+
 /* Does thread `tid` belong to process `pid`?  (The page says so; check.) */
 static bool thread_of(pid_t pid, pid_t tid)
 {
@@ -406,6 +441,8 @@ static void check_loop(agent *a, watched_process *w, loop_watch *l, hw_loop_read
     }
 
     hw_check c = hw_detector_check(&l->detector, &r, now);
+    if (c.ended_unseen)
+        say_unseen_end(a, w, l, &c);
     c.launch = c.launch && is_launch(w, l, r.seq);
     l->next_wake_ns = l->detector.next_check_ns;
     /* A process another tracer holds (a debugger that attached, strace) may

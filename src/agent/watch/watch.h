@@ -129,6 +129,7 @@ typedef struct loop_watch {
     early_sampler *sampler;     /* NULL unless early sampling is on */
     bool warned_unseen_wait;
     bool said_unseen;           /* its hangs cannot be told: said (loop_checks.c) */
+    unsigned unseen_ends;       /* stretches over before a late look at their threshold (loop_checks.c) */
     bool thread_gone;           /* its thread ended (not the main one): dropped at the next look */
     unsigned launch_waits_seen; /* looks in a row that found the launch in a wait call */
     unsigned launch_looks;      /* looks at the launch so far (they are spread: loop_checks.c) */
@@ -247,6 +248,7 @@ typedef struct agent {
     int child_status;
     uint64_t started_ns;
     bool warned_unregistered;
+    unsigned long unseen_ends;  /* every loop's unseen_ends: said with the totals at the end */
     bool ever_registered;       /* some process of the tree has registered */
     pid_t tree_root;            /* processes descending from it may register */
     watched_table table;

@@ -333,6 +333,12 @@ static void agent_stop(agent *a, bool say_totals)
     /* Every capture becomes its report before we go. */
     worker_stop(a->worker, say_totals);
     a->worker = NULL;
+    if (say_totals && !a->opts->quiet && a->unseen_ends > 0)
+        fprintf(stderr,
+                "hangwatch: %lu busy stretch%s ended before hangwatch's late look at %s threshold: %s may have "
+                "been a hang nobody saw\n",
+                a->unseen_ends, a->unseen_ends == 1 ? "" : "es", a->unseen_ends == 1 ? "its" : "their",
+                a->unseen_ends == 1 ? "it" : "each");
     hw_runtime_namers_free(a->sample_namers);
     a->sample_namers = NULL;
     hw_exports_stop(a->exports); /* after the last report: its metrics and its event are in */
