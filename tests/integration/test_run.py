@@ -711,8 +711,8 @@ def case_line_at_detection():
     import line_delay
     m = line_delay.measure(hwtest.BIN, hangs=6)
     check(m["hangs"] == 6 and m["said_at_detection"] == 6 and m["said_with_report"] == 6,
-          f"{m['hangs']} hangs, {m['said_at_detection']} said at detection, {m['said_with_report']} with a report:\n"
-          + m["stderr"])
+          f"{m['hangs']} hangs, {m['said_at_detection']} said at detection, {m['said_with_report']} with a report "
+          f"(the machine's stalls: {m['stalls']}):\n" + m["stderr"])
     for kind in ("spin", "sleep"):
         # less any time the machine itself ran nothing (a shared VM's guest not run: machine_stalls.py)
         delays = m["detection_less_stalls"][kind]
