@@ -99,6 +99,15 @@ static void note_unseen_end(hw_detector *d, const hw_loop_reading *r, uint64_t n
     c->unseen_late_ns = c->unseen_max_ns - hw_add_sat(d->cfg.threshold_ns, d->cfg.clock_slack_ns);
 }
 
+void hw_detector_note_turning(hw_detector *d, uint64_t seq, uint64_t now_ns)
+{
+    if (seq <= d->last_seq)
+        return;
+    d->last_seq = seq;
+    d->last_look_ns = now_ns;
+    d->watched_seq = 0;
+}
+
 static uint64_t next_periodic(const hw_detector *d, uint64_t now_ns)
 {
     /* Keep Matrix's fixed phase; if the agent fell behind, start again. */

@@ -119,6 +119,13 @@ void hw_detector_restart_clock(hw_detector *d, uint64_t seq, uint64_t now_ns);
  */
 hw_check hw_detector_check(hw_detector *d, const hw_loop_reading *r, uint64_t now_ns);
 
+/* A look that could not read the slot consistently (the loop turned
+ * while it read): the loop was turning at `now_ns`, at stretch `seq`, so
+ * no stretch before that one can have gone on past it; it counts as a look
+ * for hw_check.ended_unseen, and a loop that turns too fast to read is no
+ * late look. */
+void hw_detector_note_turning(hw_detector *d, uint64_t seq, uint64_t now_ns);
+
 /* How often the exact mode looks at an idle loop. */
 uint64_t hw_detector_poll_interval(const hw_detector_config *cfg);
 

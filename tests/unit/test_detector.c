@@ -410,7 +410,15 @@ static void test_stretch_begun_and_over_between_late_looks_is_said(void **state)
     assert_true(k.ended_unseen);
     assert_int_equal(k.unseen_seq, 7);
     assert_int_equal(k.unseen_min_ns, 100 * MS);
-    /* A page whose number goes backwards (the program's word) is no stretch. */
+    /* A loop turning too fast to read for longer than the threshold is no
+     * late look: each failed read says it was turning then. */
+    hw_loop_reading w12 = idle_at(12);
+    assert_int_equal(hw_detector_check(&d, &w12, 10 * S).verdict, HW_VERDICT_IDLE);
+    for (uint64_t t = 10 * S + 100 * MS, seq = 100; t < 14 * S; t += 100 * MS, seq += 1000)
+        hw_detector_note_turning(&d, seq, t);
+    hw_loop_reading w_late = idle_at(40000);
+    assert_false(hw_detector_check(&d, &w_late, 14 * S).ended_unseen);
+        /* A page whose number goes backwards (the program's word) is no stretch. */
     hw_loop_reading back = idle_at(2);
     assert_false(hw_detector_check(&d, &back, 20 * S).ended_unseen);
 }

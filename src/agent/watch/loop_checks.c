@@ -535,6 +535,8 @@ void check_process(agent *a, watched_process *w, uint64_t now)
         if (l->next_wake_ns <= now) {
             hw_loop_reading r;
             if (!clock_source_read(a, w, i, &r)) {
+                hw_detector_note_turning(&l->detector,
+                                         atomic_load_explicit(&w->page->slots[i].seq, memory_order_acquire), now);
                 l->next_wake_ns = now + 1000000; /* turning over fast: look again soon */
             } else {
                 /* A stopped thread has nothing to sample (and a debugger's
