@@ -81,33 +81,56 @@ def measure(bin_dir, env=None, hangs=HANGS, hogs=HOGS):
         reader.join(timeout=30)
         if proc.returncode != 0:
             raise RuntimeError(f"hangwatch run exited {proc.returncode}: {''.join(l for _, l in lines)[-2000:]}")
-        starts = []
+        hangs = []
         with open(out) as f:
             for line in f:
                 if line.startswith("#"):
                     continue
                 fields = line.split("\t")
-                starts.append((fields[1], int(fields[4])))  # kind, mono_start_ns
+                hangs.append((fields[1], int(fields[4]), int(fields[6])))  # kind, mono_start_ns, end_ns
     finally:
         stalls.stop()
         stop_hogs(running)
         shutil.rmtree(work, ignore_errors=True)
     at_detection = [t for t, l in lines if l.startswith("hangwatch: hang detected in bench-hang-loop")]
     with_report = [t for t, l in lines if l.startswith("hangwatch: hang in bench-hang-loop")]
+    notes = [l for _, l in lines if "ended unseen" in l]
     thr_ns = THRESHOLD_MS * 1000000
+    said = match_lines(at_detection, hangs, thr_ns)
+    said_hangs = [hangs[i] for _, i in said]
 
-    def delays(arrivals, kind, less_stalls=False):
+    def delays(pairs, kind, less_stalls=False):
         return [(t - start - thr_ns - (machine_stalls.overlap_ns(stalls.stalls, start + thr_ns, t)
                                        if less_stalls else 0)) / 1e6
-                for t, (k, start) in zip(arrivals, starts) if k == kind]
+                for t, (k, start, _) in pairs if k == kind]
 
-    return {"hangs": len(starts), "said_at_detection": len(at_detection), "said_with_report": len(with_report),
-            "detection": {k: delays(at_detection, k) for k in ("spin", "sleep")},
-            "report": {k: delays(with_report, k) for k in ("spin", "sleep")}, "hogs": hogs,
+    # A hang with no line: how long the agent could have caught it (from its threshold to its end),
+    # and how much of that the machine ran nothing at all (machine_stalls.py).
+    unsaid = [{"index": i, "kind": k, "window_ms": (end - start - thr_ns) / 1e6,
+               "stalled_ms": machine_stalls.overlap_ns(stalls.stalls, start + thr_ns, end) / 1e6}
+              for i, (k, start, end) in enumerate(hangs) if i not in {j for _, j in said}]
+    return {"hangs": len(hangs), "said_at_detection": len(at_detection), "said_with_report": len(with_report),
+            "unsaid": unsaid, "unseen_notes": len(notes),
+            "detection": {k: delays([(t, hangs[i]) for t, i in said], k) for k in ("spin", "sleep")},
+            "report": {k: delays(list(zip(with_report, said_hangs)), k) for k in ("spin", "sleep")}, "hogs": hogs,
             # the same, less the time the machine itself ran nothing (machine_stalls.py)
-            "detection_less_stalls": {k: delays(at_detection, k, True) for k in ("spin", "sleep")},
+            "detection_less_stalls": {k: delays([(t, hangs[i]) for t, i in said], k, True)
+                                      for k in ("spin", "sleep")},
             "stalls": machine_stalls.describe(stalls),
             "stderr": "".join(l for _, l in lines)}
+
+
+def match_lines(arrivals, hangs, thr_ns):
+    """Each line at detection's hang: the last hang whose threshold had passed when the line came
+    (a line is written at detection, after the threshold, and before the next hang's); (arrival, index)
+    pairs, in order, each hang at most once."""
+    pairs, used = [], set()
+    for t in arrivals:
+        passed = [i for i, (_, start, _) in enumerate(hangs) if start + thr_ns <= t]
+        if passed and passed[-1] not in used:
+            used.add(passed[-1])
+            pairs.append((t, passed[-1]))
+    return pairs
 
 
 def rows(m, row):
