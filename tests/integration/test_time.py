@@ -467,6 +467,58 @@ def case_starved():
         s.close()
 
 
+SPIN_ON_ONE_CPU = """
+import time
+print("spinning", flush=True)
+t = time.monotonic()
+while time.monotonic() - t < 0.4:
+    pass
+"""
+
+
+def runqueue_ns(pid):
+    """The main thread's wait for a CPU so far (schedstat)."""
+    with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+        return int(f.read().split()[1])
+
+
+def case_woken_late():
+    """Woken from its wait while a real-time spinner holds its one CPU for 0.4 s, the loop thread waits for
+    the CPU before it can run and start its stretch; then it sleeps 2.5 s in its callback.  That wait was
+    before the stretch: the hang is blocked on its sleep, not starved (the window read in the wait before
+    used to count it as the stretch's: decisions.md §44)."""
+    if os.geteuid() != 0:
+        print("SKIP: a real-time spinner needs root")
+        return SKIP
+    cpu = str(max(os.sched_getaffinity(0)))
+    s = Scenario(prefix=["taskset", "-c", cpu], options=["--threshold", "1s"])
+    spinner = None
+    try:
+        s.send("nap 1")
+        s.expect("did nap", 30)
+        # The agent looks at a waiting loop every 500 ms here, and keeps a reading of its counters
+        # from the first look in the wait: two of them.  That the window starts there is checked below.
+        time.sleep(1.2)
+        queued = runqueue_ns(s.pid)
+        spinner = subprocess.Popen(["chrt", "-f", "1", "taskset", "-c", cpu, "/usr/bin/python3", "-c",
+                                    SPIN_ON_ONE_CPU], stdout=subprocess.PIPE, text=True)
+        check(spinner.stdout.readline() == "spinning\n", "the spinner did not start")
+        s.do("nap 2500")
+        waited = (runqueue_ns(s.pid) - queued) / 1e9
+        check(waited >= 0.2, f"the loop waited only {waited:.3f} s for its CPU: no wake-up held up")
+        report, err = s.finish()
+        t = time_of(report, err)
+        check(t["window_from"] == "stretch_start", f"the window did not start in the wait: {json.dumps(t)}")
+        check(t["cause"] == "blocked" and t["runqueue_wait_us"] < 0.1 * t["window_us"],
+              f"the loop waited {waited:.3f} s for a CPU before its stretch: {json.dumps(t)}\n{err}")
+        check("blocked on sleep:" in hang_line(err), hang_line(err))
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+        s.close()
+
+
 def case_starving_now():
     """Nice 19 beside three nice -10 spinners on its CPU, three hangs: each starved, never 'asleep' while runnable.
 
@@ -777,6 +829,7 @@ CASES = {
     "throttled": case_throttled,
     "starved": case_starved,
     "starving_now": case_starving_now,
+    "woken_late": case_woken_late,
     "moved_into_quota": case_moved_into_quota,
     "peers": case_peers,
     "network": case_network,

@@ -3,7 +3,9 @@
  * a thread's counters (agent/capture/thread_time.h): the window's shares,
  * the captures' stops kept out of it, and a thread waiting for a CPU at
  * the window's end, whose wait the kernel has not counted yet, found by
- * its voluntary switches (decisions.md §44).
+ * its voluntary switches (decisions.md §44); a loop thread's wait for a
+ * CPU between its wake-up and its stretch's start, told apart where it was
+ * given a CPU once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -132,6 +134,39 @@ static void a_window_of_part_of_the_stretch_says_so(void **state)
     assert_null(strstr(hw_time_clause(&t, clause, sizeof clause), "partial"));
 }
 
+static void a_wait_for_a_cpu_before_the_stretch_is_told(void **state)
+{
+    (void)state;
+    /* Asleep in its wait at 1 s; woken, it waited 400 ms for a CPU, got it
+     * once and started its stretch, and sleeps in it at the look at 1.8 s. */
+    hw_thread_counters in_wait = reading(1000, 500, 50, 40, 0);
+    in_wait.state = 'S';
+    in_wait.timeslices = 90;
+    hw_thread_counters in_stretch = reading(1800, 501, 450, 41, 0);
+    in_stretch.state = 'S';
+    in_stretch.timeslices = 91;
+    uint64_t wait = 0;
+    assert_true(hw_wait_before_stretch(&in_wait, &in_stretch, &wait));
+    assert_int_equal(wait, 400 * MS);
+    /* Held to the time between the readings (the program's counters are its word). */
+    in_stretch.runqueue_ns = 5000 * MS;
+    assert_true(hw_wait_before_stretch(&in_wait, &in_stretch, &wait));
+    assert_int_equal(wait, 800 * MS);
+    in_stretch.runqueue_ns = 450 * MS;
+    /* Given a CPU twice: some of the wait may be the stretch's. */
+    in_stretch.timeslices = 92;
+    assert_false(hw_wait_before_stretch(&in_wait, &in_stretch, &wait));
+    in_stretch.timeslices = 91;
+    /* Running at the first reading (on its way into its wait): no wake-up to tell. */
+    in_wait.state = 'R';
+    assert_false(hw_wait_before_stretch(&in_wait, &in_stretch, &wait));
+    in_wait.state = 'S';
+    /* A kernel without the timeslice count. */
+    in_wait.timeslices = 0;
+    in_stretch.timeslices = 1;
+    assert_false(hw_wait_before_stretch(&in_wait, &in_stretch, &wait));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -141,6 +176,7 @@ int main(void)
         cmocka_unit_test(without_the_switch_count_nothing_is_guessed),
         cmocka_unit_test(a_working_thread_is_unchanged),
         cmocka_unit_test(a_window_of_part_of_the_stretch_says_so),
+        cmocka_unit_test(a_wait_for_a_cpu_before_the_stretch_is_told),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,17 +20,33 @@
 
 /* "on_cpu_ns runqueue_ns timeslices" (/proc/PID/task/TID/schedstat, with
  * CONFIG_SCHED_INFO). */
-static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *on_cpu, uint64_t *queue)
+static bool read_schedstat(pid_t pid, pid_t tid, uint64_t *on_cpu, uint64_t *queue, uint64_t *slices)
 {
     char path[64], buf[128];
     snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
     if (hw_proc_read_small(path, buf, sizeof buf) <= 0)
         return false;
-    unsigned long long a, b;
-    if (sscanf(buf, "%llu %llu", &a, &b) != 2)
+    unsigned long long a, b, c = 0;
+    if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) < 2)
         return false;
     *on_cpu = a;
     *queue = b;
+    *slices = c;
+    return true;
+}
+
+bool hw_wait_before_stretch(const hw_thread_counters *in_wait, const hw_thread_counters *in_stretch,
+                            uint64_t *wait_ns)
+{
+    if (!in_wait->valid || !in_stretch->valid || !in_wait->has_schedstat || !in_stretch->has_schedstat)
+        return false;
+    bool asleep = in_wait->state == 'S' || in_wait->state == 'D';
+    if (!asleep || in_wait->timeslices == 0 || in_stretch->timeslices != in_wait->timeslices + 1 ||
+        in_stretch->at_ns <= in_wait->at_ns || in_stretch->runqueue_ns < in_wait->runqueue_ns)
+        return false;
+    uint64_t wait = in_stretch->runqueue_ns - in_wait->runqueue_ns;
+    uint64_t span = in_stretch->at_ns - in_wait->at_ns;
+    *wait_ns = wait < span ? wait : span; /* the kernel's figure, held to the time between the readings */
     return true;
 }
 
@@ -73,7 +89,7 @@ void hw_thread_counters_read(pid_t pid, pid_t tid, hw_cgroup_cpu *cgroup, hw_thr
     }
     /* schedstat last, and the time right after it: the window's ends are
      * where the thread's own counters were read */
-    out->has_schedstat = read_schedstat(pid, tid, &out->on_cpu_ns, &out->runqueue_ns);
+    out->has_schedstat = read_schedstat(pid, tid, &out->on_cpu_ns, &out->runqueue_ns, &out->timeslices);
     out->at_ns = hw_monotonic_ns();
 }
 

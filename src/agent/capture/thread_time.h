@@ -28,6 +28,7 @@ typedef struct hw_thread_counters {
     uint64_t at_ns; /* CLOCK_MONOTONIC when read */
     bool has_schedstat;
     uint64_t on_cpu_ns, runqueue_ns;
+    uint64_t timeslices; /* times it was given a CPU (schedstat's third figure; 0 where absent) */
     bool has_faults;
     uint64_t major_faults;
     bool has_cputime; /* its user and system time as /proc shows them (clock ticks, in ns) */
@@ -78,6 +79,22 @@ bool hw_blocked_look_from_stop(pid_t pid, pid_t tid, const struct user_regs_stru
  * looks like a held lock whose owner is another thread of `pid`; else 0.
  * Used by hw_blocked_look_take, which follows the chain of holders. */
 pid_t hw_lock_owner(pid_t pid, pid_t waiter, const uint64_t args[6]);
+
+/*
+ * A loop thread's wait for a CPU after it was woken from its wait and
+ * before its stretch began: `in_wait` read while it slept in its wait (the
+ * window's start, taken for the stretch's), `in_stretch` at a look that
+ * found the stretch under way.  The kernel adds a wait for a CPU to the
+ * run-queue figure when the thread gets the CPU, and counts that as a
+ * timeslice.  Asleep at `in_wait`, the thread had to be given a CPU to
+ * return from its wait and start its stretch (the observer stamps it
+ * then); given a CPU exactly once since, every wait for one it had was
+ * before that, all of it before the stretch.  True with *wait_ns then;
+ * false where that cannot be told (given a CPU more than once: some of
+ * the waits may be the stretch's).
+ */
+bool hw_wait_before_stretch(const hw_thread_counters *in_wait, const hw_thread_counters *in_stretch,
+                            uint64_t *wait_ns);
 
 /* The time section from `from` (taken at `window_start_ns`'s moment or
  * earlier, see window_from) to `to`, with `cgroup`'s description and the

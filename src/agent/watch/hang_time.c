@@ -87,6 +87,20 @@ static bool kernel_keeps_starts(const agent *a, const watched_process *w)
     return hw_kobs_owns(a->kobs, w->page);
 }
 
+/* The first look into stretch `seq` whose window starts at a reading in
+ * the wait before it (see window_start_of): kept only if the stretch was
+ * still under way when it was read. */
+static void read_first_busy(watched_process *w, loop_watch *l, hw_cgroup_cpu *cgroup, uint64_t seq)
+{
+    hw_thread_counters reading;
+    read_counters_in(w, l, cgroup, &reading);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&w->page->slots[l->slot].seq, memory_order_acquire) != seq)
+        return;
+    l->first_busy = reading;
+    l->first_busy_seq = seq;
+}
+
 uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const hw_loop_reading *r, uint64_t now)
 {
     /* The kernel keeps each stretch's start: a reading is wanted only for
@@ -106,8 +120,13 @@ uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const 
     if (l->time_base.valid && l->time_base.cgroup_generation == w->cgroup_generation) {
         if (l->time_base_seq == r->seq)
             return UINT64_MAX; /* this wait's, or this stretch's, is kept */
-        if (r->busy && l->time_base_seq + 1 == r->seq && !(l->time_base_seq & 1))
-            return UINT64_MAX; /* taken in the wait right before this stretch: it stands for its start */
+        if (r->busy && l->time_base_seq + 1 == r->seq && !(l->time_base_seq & 1)) {
+            /* taken in the wait right before this stretch: it stands for its start; one more, once, tells
+             * whether the thread waited for a CPU before the stretch began */
+            if (l->first_busy_seq != r->seq)
+                read_first_busy(w, l, cgroup, r->seq);
+            return UINT64_MAX;
+        }
         uint64_t allowed = l->time_base.at_ns + TIME_READING_MIN_INTERVAL_NS;
         if (now < allowed)
             return r->busy || cadence ? allowed : UINT64_MAX; /* the loop turned: look again then */
@@ -263,8 +282,16 @@ static const hw_thread_counters *window_start_of(agent *a, watched_process *w, l
         *window_from = NULL;
         return NULL;
     }
+    uint64_t woken_wait;
     if (l->time_base_seq + 1 == seq && !(l->time_base_seq & 1)) {
         *window_from = "stretch_start"; /* read in the wait before the stretch */
+        if (l->first_busy_seq == seq && l->first_busy.cgroup_generation == l->time_base.cgroup_generation &&
+            hw_wait_before_stretch(&l->time_base, &l->first_busy, &woken_wait)) {
+            /* its wait for a CPU after its wake-up was before the stretch */
+            *at_start = l->time_base;
+            at_start->runqueue_ns += woken_wait;
+            return at_start;
+        }
     } else if (l->time_base_seq == seq && l->time_base_stopped) {
         /* read while stopped, where the stretch's clock starts again */
         *window_start = stretch_start_ns > l->time_base.at_ns ? l->time_base.at_ns : stretch_start_ns;

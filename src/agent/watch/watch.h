@@ -153,6 +153,11 @@ typedef struct loop_watch {
     hw_thread_counters time_base;
     uint64_t time_base_seq;
     bool time_base_stopped; /* time_base was read at a look that found the process stopped */
+    /* a reading at the first look that found stretch first_busy_seq under way,
+     * when time_base is from the wait before it: how long the thread waited
+     * for a CPU after its wake-up, before the stretch (hw_wait_before_stretch) */
+    hw_thread_counters first_busy;
+    uint64_t first_busy_seq;
     hw_blocked_look hang_look; /* what it was blocked in at its hang's detection (for the final verdict) */
     uint64_t agent_stopped_ns; /* how long hangwatch's captures have held this thread stopped, in all */
     uint64_t agent_stops;      /* and how many times */
