@@ -829,6 +829,57 @@ def case_sentry_bad_input():
         shutil.rmtree(d, ignore_errors=True)
 
 
+
+def thread_policy(pid, tid):
+    """(scheduling policy, real-time priority) of a thread, from its stat."""
+    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[38]), int(fields[37])
+
+
+def voluntary_switches(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        return int(re.search(r"^voluntary_ctxt_switches:\s+(\d+)", f.read(), re.M).group(1))
+
+
+def case_exit_holds_no_real_time():
+    """Once its program has ended, the agent's last work (here: its Sentry sender's last attempt, up to
+    3 s against a server that never answers) holds no CPU at a real-time priority: its main thread leaves
+    SCHED_FIFO when the watch ends (it used to hold it through the exit: a sanitized agent's exit spun at
+    SCHED_FIFO for up to a second, and other agents' looks came that late), and the priority lender, above
+    every watch thread on the machine, stays asleep through its waits."""
+    if os.geteuid() != 0:
+        print("SKIP: real-time priorities need root")
+        return hwtest.SKIP
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # never accepted, never answered
+    w = Watched(["--threshold", "300ms", "--sentry-dsn", f"http://key@127.0.0.1:{silent.getsockname()[1]}/1"])
+    agent = w.proc.pid
+    try:
+        program = hwtest.program_of(agent)
+        check(thread_policy(agent, agent)[0] == 1, "the watch thread is not at SCHED_FIFO while it watches")
+        lenders = [int(t) for t in os.listdir(f"/proc/{agent}/task") if thread_policy(agent, t) == (1, 3)]
+        check(len(lenders) == 1, f"no priority lender among the agent's threads: {lenders}")
+        w.hang(500)
+        hwtest.wait_for(lambda: len(w.reports()) == 1, "the hang's report", 30)
+        w.proc.stdin.write("quit\n")
+        w.proc.stdin.flush()
+        hwtest.wait_for(lambda: not os.path.exists(f"/proc/{program}"), "the program's end", 30)
+        hwtest.wait_for(lambda: w.proc.poll() is not None or thread_policy(agent, agent)[0] == 0,
+                        "the agent's main thread to leave real time after the watch", 2)
+        check(w.proc.poll() is None, f"the agent ended before its last attempt was over:\n{w.stderr()}")
+        before = voluntary_switches(agent, lenders[0])
+        time.sleep(1.0)  # a stretch of the agent's wait for its sender, during which the lender is measured
+        after = voluntary_switches(agent, lenders[0])
+        check(w.proc.poll() is None, f"the agent ended within the measured second:\n{w.stderr()}")
+        check(after - before < 20, f"the lender woke {after - before} times in a second of the agent's exit")
+        code = w.finish()
+        check(code == 0, f"exit {code}\n{w.stderr()}")
+    finally:
+        w.close()
+        silent.close()
+
 CASES = {
     "prometheus_scrapes_two_hangs": case_prometheus_scrapes_two_hangs,
     "metrics_file": case_metrics_file,
@@ -843,6 +894,7 @@ CASES = {
     "sentry_spool_exactly_once": case_sentry_spool_exactly_once,
     "sentry_server_answers": case_sentry_server_answers,
     "sentry_bad_input": case_sentry_bad_input,
+    "exit_holds_no_real_time": case_exit_holds_no_real_time,
 }
 
 if __name__ == "__main__":

@@ -323,6 +323,17 @@ static void watch(agent *a)
         }
     }
     hw_capture_helpers_stop();
+    /* The watch is over: what is left (the last reports, the exit) waits
+     * for no hang.  It must not hold a CPU at a real-time priority:
+     * LeakSanitizer's check at an ASan build's exit waited for its helper
+     * in sched_yield, at this priority, for up to a second, and two agents
+     * ending together held both CPUs from every other agent's watch thread
+     * on the machine, whose looks came that late.  Nor is this thread a
+     * step any more (priority_lender.h): its waits from here on are no
+     * real-time thread's, and the lender, above every watch thread, has
+     * nothing to lend for. */
+    hw_rt_step_leave();
+    hw_leave_real_time();
 }
 
 /* ---- the agent, set up and torn down ---- */
