@@ -78,7 +78,8 @@ static void note_unseen_end(hw_detector *d, const hw_loop_reading *r, uint64_t n
 {
     if (d->cfg.mode != HW_CHECK_EXACT || d->last_look_ns == 0 || r->seq <= d->last_seq)
         return;
-    uint64_t limit = hw_add_sat(hw_add_sat(d->cfg.threshold_ns, d->cfg.clock_slack_ns), HW_LATE_LOOK_NS);
+    uint64_t threshold = hw_add_sat(d->cfg.threshold_ns, d->cfg.clock_slack_ns);
+    uint64_t limit = hw_add_sat(threshold, HW_LATE_LOOK_NS);
     bool seen_busy = d->watched_seq != 0 && d->watched_seq == d->last_seq;
     uint64_t first_whole = d->last_seq + 1 + (d->last_seq & 1u); /* the first odd number after it */
     bool whole = first_whole < r->seq && d->reported_seq != d->last_seq;
@@ -96,7 +97,7 @@ static void note_unseen_end(hw_detector *d, const hw_loop_reading *r, uint64_t n
         return;
     }
     c->ended_unseen = true;
-    c->unseen_late_ns = c->unseen_max_ns - hw_add_sat(d->cfg.threshold_ns, d->cfg.clock_slack_ns);
+    c->unseen_late_ns = c->unseen_max_ns - threshold;
 }
 
 void hw_detector_note_turning(hw_detector *d, uint64_t seq, uint64_t now_ns)

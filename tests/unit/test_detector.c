@@ -418,7 +418,7 @@ static void test_stretch_begun_and_over_between_late_looks_is_said(void **state)
         hw_detector_note_turning(&d, seq, t);
     hw_loop_reading w_late = idle_at(40000);
     assert_false(hw_detector_check(&d, &w_late, 14 * S).ended_unseen);
-        /* A page whose number goes backwards (the program's word) is no stretch. */
+    /* A page whose number goes backwards (the program's word) is no stretch. */
     hw_loop_reading back = idle_at(2);
     assert_false(hw_detector_check(&d, &back, 20 * S).ended_unseen);
 }

@@ -87,15 +87,23 @@ static bool kernel_keeps_starts(const agent *a, const watched_process *w)
     return hw_kobs_owns(a->kobs, w->page);
 }
 
+/* A reading of loop `l`'s thread, and the loop's stretch number right
+ * after it: the loop may have turned while its counters were read. */
+static uint64_t read_counters_then_seq(watched_process *w, loop_watch *l, hw_cgroup_cpu *cgroup,
+                                       hw_thread_counters *out)
+{
+    read_counters_in(w, l, cgroup, out);
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(&w->page->slots[l->slot].seq, memory_order_acquire);
+}
+
 /* The first look into stretch `seq` whose window starts at a reading in
  * the wait before it (see window_start_of): kept only if the stretch was
  * still under way when it was read. */
 static void read_first_busy(watched_process *w, loop_watch *l, hw_cgroup_cpu *cgroup, uint64_t seq)
 {
     hw_thread_counters reading;
-    read_counters_in(w, l, cgroup, &reading);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&w->page->slots[l->slot].seq, memory_order_acquire) != seq)
+    if (read_counters_then_seq(w, l, cgroup, &reading) != seq)
         return;
     l->first_busy = reading;
     l->first_busy_seq = seq;
@@ -132,14 +140,11 @@ uint64_t hang_time_note_look(agent *a, watched_process *w, loop_watch *l, const 
             return r->busy || cadence ? allowed : UINT64_MAX; /* the loop turned: look again then */
     }
     hw_thread_counters reading;
-    read_counters_in(w, l, cgroup, &reading);
-    /* The loop may have turned while its counters were read.  A reading
-     * stands for the next stretch's start only if the wait it was taken in
-     * still went on after it: one whose stretch began meanwhile is that
-     * stretch's earlier look (its sleeps so far are in it, and they are no
-     * wait for a CPU), and one across more turns stands for none. */
-    atomic_thread_fence(memory_order_seq_cst);
-    uint64_t seq_after = atomic_load_explicit(&w->page->slots[l->slot].seq, memory_order_acquire);
+    /* A reading stands for the next stretch's start only if the wait it was
+     * taken in still went on after it: one whose stretch began meanwhile is
+     * that stretch's earlier look (its sleeps so far are in it, and they are
+     * no wait for a CPU), and one across more turns stands for none. */
+    uint64_t seq_after = read_counters_then_seq(w, l, cgroup, &reading);
     uint64_t seq = r->seq;
     if (seq_after != r->seq) {
         if (r->busy || seq_after != r->seq + 1)

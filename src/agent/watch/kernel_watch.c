@@ -18,7 +18,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/text_escape.h"
 #include "watch.h"
 
 /* Watch `pid` through a page of the kernel observer (`pidfd` is its own):
@@ -170,11 +169,9 @@ watched_process *kernel_watch_found(agent *a, pid_t pid, int pidfd, char *why, s
 {
     watched_process *w = watch_through_kernel(a, pid, pidfd, true, HW_KOBS_START_QUIET, NULL, why, len);
     if (w != NULL && !a->opts->quiet) {
-        char path[64], comm[16], name[72];
-        snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-        hw_proc_read_comm(path, comm);
+        char name[PROCESS_NAME_TEXT];
         fprintf(stderr, "hangwatch: watching pid %d (%s) through the kernel observer (%s)\n", (int)pid,
-                hw_escape_text(comm[0] ? comm : "?", name, sizeof name), hw_kobs_attach_name(a->kobs));
+                process_name_text(pid, name), hw_kobs_attach_name(a->kobs));
     }
     return w;
 }

@@ -21,7 +21,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/text_escape.h"
 #include "watch.h"
 
 /* Stopped by a signal (SIGSTOP, job control: 'T') or held by a tracer (a
@@ -335,10 +334,8 @@ static void say_if_unseen(agent *a, watched_process *w, loop_watch *l, const hw_
                            no_wait ? HW_METRICS_UNSEEN_NO_LOOP_WAIT : HW_METRICS_UNSEEN_WAIT_UNCLEAR);
     if (a->opts->quiet || !named_by_the_user(a, w))
         return;
-    char path[64], comm[16], name[72];
-    snprintf(path, sizeof path, "/proc/%d/comm", (int)w->pid);
-    hw_proc_read_comm(path, comm);
-    hw_escape_text(comm[0] ? comm : "?", name, sizeof name);
+    char name[PROCESS_NAME_TEXT];
+    process_name_text(w->pid, name);
     if (no_wait)
         fprintf(stderr,
                 "hangwatch: note: pid %d (%s) has made no event-loop wait (epoll, poll, select) on its main thread "
@@ -372,11 +369,8 @@ static void say_unseen_end(agent *a, const watched_process *w, loop_watch *l, co
     hw_metrics_stretch_unseen(hw_exports_metrics(a->exports), w->metrics_name);
     if (a->opts->quiet || !named_by_the_user(a, w) || l->unseen_ends > UNSEEN_END_LINES)
         return;
-    char path[64], comm[16], name[72];
-    snprintf(path, sizeof path, "/proc/%d/comm", (int)w->pid);
-    hw_proc_read_comm(path, comm);
-    hw_escape_text(comm[0] ? comm : "?", name, sizeof name);
-    char lasted[64];
+    char name[PROCESS_NAME_TEXT], lasted[64];
+    process_name_text(w->pid, name);
     if (c->unseen_min_ns > 0)
         snprintf(lasted, sizeof lasted, "%.2f to %.2f s", (double)c->unseen_min_ns / 1e9,
                  (double)c->unseen_max_ns / 1e9);

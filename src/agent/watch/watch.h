@@ -346,6 +346,10 @@ bool page_guard_faulted(const void *page);
  * NULL when the table is full (nothing taken over). */
 watched_process *table_add(agent *a, pid_t pid, int pidfd, const hw_shared_page *page);
 watched_process *table_find(agent *a, pid_t pid);
+/* Process `pid`'s name (its comm, "?" when it cannot be read), escaped
+ * for a line on stderr: the program's word.  Returns `out`. */
+#define PROCESS_NAME_TEXT 72
+const char *process_name_text(pid_t pid, char out[PROCESS_NAME_TEXT]);
 /* Stop watching `w` and free everything it holds (its hangs are closed
  * first: finish_process). */
 void table_remove(agent *a, watched_process *w);

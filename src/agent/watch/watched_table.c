@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/text_escape.h"
 #include "watch.h"
 
 /* A time in CLOCK_MONOTONIC no later than the start of process `pid`, from
@@ -97,6 +98,14 @@ watched_process *table_add(agent *a, pid_t pid, int pidfd, const hw_shared_page 
     if (slot >= t->end)
         t->end = slot + 1;
     return w;
+}
+
+const char *process_name_text(pid_t pid, char out[PROCESS_NAME_TEXT])
+{
+    char path[64], comm[16];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    hw_proc_read_comm(path, comm);
+    return hw_escape_text(comm[0] ? comm : "?", out, PROCESS_NAME_TEXT);
 }
 
 watched_process *table_find(agent *a, pid_t pid)
